@@ -1,0 +1,63 @@
+# verbus — build, demo and test. Every target installs what it needs on a fresh Debian 12
+# (root; node, npm, gcc, make present): Debian packages, npm packages (pinned deno and bun),
+# and the C helper.
+SHELL := /bin/bash
+DENO := node_modules/.bin/deno
+BUN := node_modules/.bin/bun
+SOFTROCE ?= $(abspath ../shared/softroce)
+APT_PKGS := rdma-core ibverbs-providers libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils perftest iproute2
+RESULTS := build/test-results
+export NO_COLOR := 1
+
+.PHONY: all setup deps helper demo test test-quick test-vm check bench bench-ffi clean
+
+all: setup
+
+setup: deps node_modules/.verbus-installed helper
+
+# Debian packages (headers to build the helper; libraries and tools at run time).
+deps: build/.apt-done
+build/.apt-done:
+	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+	@mkdir -p build && touch $@
+
+node_modules/.verbus-installed: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@$(DENO) --version | head -1 && echo "bun $$($(BUN) --version)"
+	@touch $@
+
+helper: deps
+	$(MAKE) -C c-helpers OUT=$(abspath build)
+
+# The main job: for now, what this host can do (doctor) on both runtimes.
+demo: setup
+	$(DENO) run -A cli/main.ts doctor
+	@echo
+	$(BUN) cli/main.ts doctor
+
+# All tests: host suites on Deno and Bun, then the RDMA suites inside the Soft-RoCE VM.
+test: setup
+	@bash scripts/test.sh all
+
+# Host suites only (no VM): for the edit-test loop.
+test-quick: setup
+	@bash scripts/test.sh quick
+
+test-vm: setup
+	@bash scripts/test.sh vm
+
+check: setup
+	$(DENO) check mod.ts cli/main.ts tests/run.ts tests/*/*_test.ts
+
+bench: bench-ffi
+
+bench-ffi: setup
+	$(DENO) run -A bench/ffi_bench.ts
+	$(BUN) bench/ffi_bench.ts
+
+clean:
+	rm -rf build

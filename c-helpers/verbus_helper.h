@@ -1,0 +1,117 @@
+/*
+ * verbus_helper.h — the one small C helper verbus loads next to libibverbs / librdmacm / liburma.
+ *
+ * It holds only what TypeScript cannot do through FFI:
+ *   - the verbs calls that are `static inline` in <infiniband/verbs.h> (post_send, post_recv,
+ *     poll_cq, req_notify_cq, query_port), batched over flat caller-owned arrays;
+ *   - blocking waits meant for a nonblocking FFI call (Deno) or a Worker (Bun): futex on a 32-bit
+ *     word in shared memory, poll() on a file descriptor, and get_cq_event + ack;
+ *   - the sizeof/offsetof table TypeScript checks its struct offsets against at load time.
+ *
+ * The helper is NOT linked against libibverbs: a host without RDMA still loads it (futex and fd
+ * waits serve the shared-memory fabric). The few exported verbs functions it needs are bound at run
+ * time by vb_verbs_bind(path), with the same path TypeScript loaded libibverbs from.
+ *
+ * Flat formats (little-endian, x86_64; offsets are in the layout table under "vb_*"):
+ *
+ *   struct vb_sge        16 B  identical to struct ibv_sge (checked at compile time)
+ *   +0 addr u64 | +8 length u32 | +12 lkey u32
+ *
+ *   struct vb_send_desc  48 B  one send work request
+ *   +0 wr_id u64 | +8 remote_addr u64 | +16 rkey u32 | +20 imm u32 (host order) |
+ *   +24 opcode u32 (IBV_WR_*) | +28 send_flags u32 (IBV_SEND_*) | +32 sge_index u32 |
+ *   +36 num_sge u32 | +40 reserved u64
+ *
+ *   struct vb_recv_desc  16 B  one receive work request
+ *   +0 wr_id u64 | +8 sge_index u32 | +12 num_sge u32
+ *
+ *   struct vb_wc         40 B  one completion
+ *   +0 wr_id u64 | +8 status u32 | +12 opcode u32 | +16 byte_len u32 | +20 imm u32 (host order) |
+ *   +24 qp_num u32 | +28 wc_flags u32 | +32 vendor_err u32 | +36 src_qp u32
+ */
+#ifndef VERBUS_HELPER_H
+#define VERBUS_HELPER_H
+
+#include <stdint.h>
+
+#define VB_HELPER_VERSION "verbus-helper 1"
+/* Most work requests one vb_post_send / vb_post_recv call may carry (one doorbell). */
+#define VB_MAX_BATCH 256
+/* Most completions one vb_poll_cq call may return. */
+#define VB_MAX_POLL 256
+
+struct vb_sge {
+	uint64_t addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+struct vb_send_desc {
+	uint64_t wr_id;
+	uint64_t remote_addr;
+	uint32_t rkey;
+	uint32_t imm;
+	uint32_t opcode;
+	uint32_t send_flags;
+	uint32_t sge_index;
+	uint32_t num_sge;
+	uint64_t reserved;
+};
+
+struct vb_recv_desc {
+	uint64_t wr_id;
+	uint32_t sge_index;
+	uint32_t num_sge;
+};
+
+struct vb_wc {
+	uint64_t wr_id;
+	uint32_t status;
+	uint32_t opcode;
+	uint32_t byte_len;
+	uint32_t imm;
+	uint32_t qp_num;
+	uint32_t wc_flags;
+	uint32_t vendor_err;
+	uint32_t src_qp;
+};
+
+struct ibv_qp;
+struct ibv_cq;
+struct ibv_context;
+struct ibv_port_attr;
+struct ibv_comp_channel;
+
+/* Identity and layout. */
+const char *vb_version(void);
+const char *vb_layout_table(void);
+
+/* Run-time binding of the exported verbs calls the helper needs. 0 or -1 (see vb_bind_error). */
+int vb_verbs_bind(const char *libibverbs_path);
+const char *vb_bind_error(void);
+
+/* Batched data path. post: 0 or errno (positive), *bad_index = failing index (n when none). */
+int vb_post_send(struct ibv_qp *qp, const struct vb_send_desc *descs, struct vb_sge *sges,
+		 uint32_t n, uint32_t *bad_index);
+int vb_post_recv(struct ibv_qp *qp, const struct vb_recv_desc *descs, struct vb_sge *sges,
+		 uint32_t n, uint32_t *bad_index);
+/* Returns completions written to out (0..max), or a negative value on error. */
+int vb_poll_cq(struct ibv_cq *cq, int max, struct vb_wc *out);
+int vb_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+int vb_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr);
+
+/* Blocking waits (call from a nonblocking FFI call or a worker). */
+/* 1 = event (cq written to *cq_out, already acked), 0 = timeout, -errno on error. */
+int vb_get_cq_event(struct ibv_comp_channel *channel, int timeout_ms, struct ibv_cq **cq_out);
+/* 1 = fd readable, 0 = timeout, -errno on error. */
+int vb_wait_fd(int fd, int timeout_ms);
+/* 0 = woken, 1 = *addr != expected, 2 = timed out, -errno on error. Shared (non-private) futex. */
+int vb_futex_wait(uint32_t *addr, uint32_t expected, int timeout_ms);
+/* Number of waiters woken, or -errno. */
+int vb_futex_wake(uint32_t *addr, int count);
+
+/* Benchmarks: the cost of an FFI call, and of building a 16-WR chain without posting it. */
+int vb_noop(void);
+int64_t vb_bench_sink_post_send(const struct vb_send_desc *descs, struct vb_sge *sges, uint32_t n);
+
+#endif

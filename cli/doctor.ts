@@ -1,0 +1,70 @@
+/**
+ * `verbus doctor [--json]`: what this host can do, said plainly (or as one JSON object).
+ * @module
+ */
+import { type HostCapabilities, type LibraryStatus, probeHost } from "../transport/capabilities.ts";
+
+const HELP = `usage: verbus doctor [--json]
+
+Reports the runtime, the C helper (found, loaded, struct layouts checked), libibverbs /
+librdmacm / liburma (found or not, and every path tried), RDMA devices with ports, state, MTU,
+link layer and GIDs, URMA devices, shared memory, and the fabrics this host can therefore use.`;
+
+function lib(name: string, s: LibraryStatus): string[] {
+  if (s.found) return [`  ${name.padEnd(11)} found: ${s.path} (${s.source})`];
+  const out = [`  ${name.padEnd(11)} not found`];
+  for (const t of s.tried) out.push(`               tried ${t.source}: ${t.path} — ${t.reason}`);
+  if (s.tried.length === 0 && s.error) out.push(`               ${s.error}`);
+  return out;
+}
+
+/** Renders the capabilities for a person. */
+export function formatDoctor(c: HostCapabilities): string {
+  const out: string[] = [];
+  out.push(`runtime      ${c.runtime.name} ${c.runtime.version}`);
+  if (c.helper.found && c.helper.layoutOk) {
+    out.push(`helper       ${c.helper.version} loaded from ${c.helper.path} (${c.helper.source}); ${c.helper.layoutEntries} layout entries match`);
+  } else {
+    out.push(`helper       NOT usable: ${c.helper.error?.split("\n")[0]}`);
+    for (const t of c.helper.tried) out.push(`               tried ${t.source}: ${t.path} — ${t.reason}`);
+  }
+  out.push("libraries");
+  out.push(...lib("libibverbs", c.libraries.libibverbs));
+  out.push(...lib("librdmacm", c.libraries.librdmacm));
+  out.push(...lib("liburma", c.libraries.liburma));
+  out.push("rdma");
+  if (c.rdma.devices.length === 0) out.push(`  none: ${c.rdma.reason}`);
+  for (const d of c.rdma.devices) {
+    out.push(`  ${d.name}  guid ${d.guid}${d.fwVer ? `  fw ${d.fwVer}` : ""}${d.maxQp ? `  max_qp ${d.maxQp}` : ""}`);
+    if (d.error) out.push(`    error: ${d.error}`);
+    for (const p of d.ports) {
+      out.push(`    port ${p.port}: ${p.state}, ${p.linkLayer}, mtu ${p.activeMtu} (max ${p.maxMtu}), lid ${p.lid}`);
+      for (const g of p.gids) {
+        out.push(`      gid[${g.index}] ${g.gid}${g.type ? `  ${g.type}` : ""}${g.netdev ? `  ${g.netdev}` : ""}`);
+      }
+    }
+  }
+  const q = c.rdma.qpSettings;
+  out.push(`  qp settings: timeout ${q.timeout}, retry ${q.retryCnt}, rnr_retry ${q.rnrRetry}, min_rnr_timer ${q.minRnrTimer}, path_mtu enum ${q.pathMtu}, max_rd_atomic ${q.maxRdAtomic}`);
+  out.push("urma");
+  out.push(c.urma.devices.length ? `  devices: ${c.urma.devices.join(", ")}` : `  none: ${c.urma.reason?.split("\n")[0]}`);
+  out.push(`shm          ${c.shm.usable ? "usable (POSIX shm + mmap + Atomics)" : `not usable: ${c.shm.reason}`}`);
+  out.push(`fabrics      ${c.fabrics.join(" > ")}  (best first)`);
+  return out.join("\n");
+}
+
+/** Entry point of `verbus doctor`. */
+export async function main(args: string[]): Promise<number> {
+  if (args.includes("--help") || args.includes("-h")) {
+    console.log(HELP);
+    return 0;
+  }
+  const unknown = args.filter((a) => a !== "--json");
+  if (unknown.length) {
+    console.error(`verbus doctor: unknown option ${unknown[0]}\n\n${HELP}`);
+    return 2;
+  }
+  const caps = await probeHost();
+  console.log(args.includes("--json") ? JSON.stringify(caps, null, 2) : formatDoctor(caps));
+  return 0;
+}

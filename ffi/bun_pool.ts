@@ -1,0 +1,104 @@
+/**
+ * Bun's stand-in for Deno's nonblocking FFI calls: a pool of Workers, each with the library
+ * opened, each running one blocking call at a time. Typed-array arguments are turned into
+ * addresses on the calling thread and stay referenced (in `inflight`) until the call settles.
+ * Idle workers are unref'd so they never keep the process alive; busy ones are ref'd.
+ * @module
+ */
+// @ts-ignore: bun:ffi exists only on Bun
+import { ptr } from "bun:ffi";
+import type { SymbolDef } from "./types.ts";
+
+interface Pending {
+  resolve(v: unknown): void;
+  reject(e: unknown): void;
+  /** Keeps buffers alive while native code may touch them. */
+  keep: unknown[];
+}
+
+interface PooledWorker {
+  worker: Worker & { ref(): void; unref(): void };
+  busy: boolean;
+}
+
+/** Most workers one library keeps; further calls queue. */
+const MAX_WORKERS = 32;
+
+/** A pool of Workers running the blocking symbols of one library. */
+export class WorkerPool {
+  #workers: PooledWorker[] = [];
+  #queue: Array<() => void> = [];
+  #inflight = new Map<number, Pending>();
+  #nextId = 1;
+  #closed = false;
+
+  constructor(
+    private readonly path: string,
+    private readonly defs: Record<string, { args: string[]; returns: string }>,
+  ) {}
+
+  /** Runs `name(...args)` on a worker. Settles with its result or the worker's error. */
+  call(name: string, def: SymbolDef, args: unknown[]): Promise<unknown> {
+    if (this.#closed) return Promise.reject(new Error("library closed"));
+    const keep: unknown[] = [];
+    const wire = args.map((a, i) => {
+      if (def.args[i] === "buffer" && a !== null && a !== undefined) {
+        keep.push(a);
+        void (a as ArrayBufferView).buffer; // pin JSC's bytes before taking the address
+        return ptr(a as ArrayBufferView);
+      }
+      return a;
+    });
+    return new Promise((resolve, reject) => {
+      const id = this.#nextId++;
+      this.#inflight.set(id, { resolve, reject, keep });
+      const run = () => {
+        const w = this.#idle();
+        w.busy = true;
+        w.worker.ref();
+        w.worker.postMessage({ id, name, args: wire });
+      };
+      if (this.#workers.some((w) => !w.busy) || this.#workers.length < MAX_WORKERS) run();
+      else this.#queue.push(run);
+    });
+  }
+
+  #idle(): PooledWorker {
+    const free = this.#workers.find((w) => !w.busy);
+    if (free) return free;
+    const worker = new Worker(new URL("./bun_worker.ts", import.meta.url).href) as PooledWorker["worker"];
+    const pw: PooledWorker = { worker, busy: false };
+    worker.postMessage({ open: this.path, defs: this.defs });
+    worker.onmessage = (e: MessageEvent) => {
+      const { id, result, error } = e.data as { id: number; result?: unknown; error?: string };
+      const p = this.#inflight.get(id);
+      this.#inflight.delete(id);
+      pw.busy = false;
+      worker.unref();
+      if (p) {
+        if (error !== undefined) p.reject(new Error(error));
+        else p.resolve(result);
+      }
+      const next = this.#queue.shift();
+      if (next) next();
+    };
+    worker.onerror = (e: ErrorEvent) => {
+      for (const [id, p] of this.#inflight) {
+        p.reject(new Error(`ffi worker failed: ${e.message}`));
+        this.#inflight.delete(id);
+      }
+    };
+    this.#workers.push(pw);
+    return pw;
+  }
+
+  /** Terminates every worker; calls in flight reject. Safe twice. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const w of this.#workers) w.worker.terminate();
+    for (const p of this.#inflight.values()) p.reject(new Error("library closed"));
+    this.#inflight.clear();
+    this.#workers = [];
+  }
+}

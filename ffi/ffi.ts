@@ -1,0 +1,32 @@
+/**
+ * The FFI entry point: picks the backend for the running runtime by dynamic import
+ * (oak's pattern: one file per runtime behind one interface) and caches it.
+ * @module
+ */
+import { VerbusError } from "../errors.ts";
+import { RUNTIME } from "./runtime.ts";
+import type { FfiBackend } from "./types.ts";
+
+let backend: FfiBackend | null = null;
+
+/**
+ * The FFI backend of this runtime. Loads it on first use; setup code awaits this once,
+ * then uses {@link ffiSync}.
+ */
+export async function ffi(): Promise<FfiBackend> {
+  if (backend) return backend;
+  if (RUNTIME === "unsupported") {
+    throw new VerbusError("UNSUPPORTED_RUNTIME", "verbus runs on Deno or Bun; this runtime is neither");
+  }
+  // A non-literal specifier: Deno's type checker must not follow the Bun file, and vice versa.
+  const file = RUNTIME === "deno" ? "./deno.ts" : "./bun.ts";
+  const mod = await import(file) as { backend: FfiBackend };
+  backend = mod.backend;
+  return backend;
+}
+
+/** The backend, after {@link ffi} has resolved once. Throws if it has not. */
+export function ffiSync(): FfiBackend {
+  if (!backend) throw new VerbusError("UNSUPPORTED_RUNTIME", "ffi() was not awaited before use");
+  return backend;
+}

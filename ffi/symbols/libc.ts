@@ -1,0 +1,46 @@
+/**
+ * libc (glibc ≥ 2.34: shm_open lives in libc.so.6). Control-path only.
+ * @module
+ */
+import type { LibrarySpec } from "../loader.ts";
+
+/** The libc symbols verbus binds. */
+export const LIBC_SYMBOLS = {
+  /** void *mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offset); */
+  mmap: { args: ["pointer", "usize", "i32", "i32", "i32", "i64"], result: "pointer" },
+  /** int munmap(void *addr, size_t length); */
+  munmap: { args: ["pointer", "usize"], result: "i32" },
+  /** int shm_open(const char *name, int oflag, mode_t mode); */
+  shm_open: { args: ["buffer", "i32", "u32"], result: "i32" },
+  /** int shm_unlink(const char *name); */
+  shm_unlink: { args: ["buffer"], result: "i32" },
+  /** int ftruncate(int fd, off_t length); */
+  ftruncate: { args: ["i32", "i64"], result: "i32" },
+  /** int close(int fd); */
+  close: { args: ["i32"], result: "i32" },
+  /** int *__errno_location(void);  — the calling thread's errno */
+  __errno_location: { args: [], result: "pointer" },
+  /** long sysconf(int name); */
+  sysconf: { args: ["i32"], result: "i64" },
+  /** int gethostname(char *name, size_t len); */
+  gethostname: { args: ["buffer", "usize"], result: "i32" },
+  /** pid_t getpid(void); */
+  getpid: { args: [], result: "i32" },
+  /** int kill(pid_t pid, int sig);  — sig 0 probes whether a pid is alive */
+  kill: { args: ["i32", "i32"], result: "i32" },
+  /** char *strerror(int errnum); */
+  strerror: { args: ["i32"], result: "pointer" },
+} as const;
+
+/** Where to find libc. */
+export const LIBC_SPEC: LibrarySpec<typeof LIBC_SYMBOLS> = {
+  name: "libc",
+  sonames: ["libc.so.6"],
+  table: LIBC_SYMBOLS,
+};
+
+/** mmap/open constants (Linux x86_64). */
+export const PROT_READ = 1, PROT_WRITE = 2, MAP_SHARED = 1, MAP_FAILED_ADDR = 0xffffffffffffffffn;
+export const O_RDONLY = 0, O_RDWR = 2, O_CREAT = 0o100, O_EXCL = 0o200, O_TRUNC = 0o1000;
+/** sysconf names. */
+export const SC_PAGESIZE = 30;

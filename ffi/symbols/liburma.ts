@@ -1,0 +1,112 @@
+/**
+ * liburma (openEuler UMDK, `liburma.so.0`). Unlike verbs, the data-path calls are real exported
+ * functions, so they are bound here directly. `urma_status_t` is an int, 0 = OK. Layouts are in
+ * ffi/layouts/urma.ts (UMDK 25.12 – 26.06). The simulated liburma (c-helpers/urma_sim) exports
+ * the same symbols; it is used only when chosen explicitly (VERBUS_LIBURMA or `--urma=sim`).
+ * @module
+ */
+import type { LibrarySpec } from "../loader.ts";
+
+/** The liburma symbols verbus binds. */
+export const LIBURMA_SYMBOLS = {
+  /** urma_status_t urma_init(urma_init_attr_t *conf); */
+  urma_init: { args: ["buffer"], result: "i32" },
+  /** urma_status_t urma_uninit(void); */
+  urma_uninit: { args: [], result: "i32" },
+  /** urma_device_t **urma_get_device_list(int *num_devices); */
+  urma_get_device_list: { args: ["buffer"], result: "pointer" },
+  /** void urma_free_device_list(urma_device_t **device_list); */
+  urma_free_device_list: { args: ["pointer"], result: "void" },
+  /** urma_device_t *urma_get_device_by_name(char *dev_name); */
+  urma_get_device_by_name: { args: ["buffer"], result: "pointer" },
+  /** urma_eid_info_t *urma_get_eid_list(urma_device_t *dev, uint32_t *cnt); */
+  urma_get_eid_list: { args: ["pointer", "buffer"], result: "pointer" },
+  /** void urma_free_eid_list(urma_eid_info_t *eid_list); */
+  urma_free_eid_list: { args: ["pointer"], result: "void", optional: true },
+  /** urma_status_t urma_query_device(urma_device_t *dev, urma_device_attr_t *dev_attr); */
+  urma_query_device: { args: ["pointer", "buffer"], result: "i32" },
+  /** urma_context_t *urma_create_context(urma_device_t *dev, uint32_t eid_index); */
+  urma_create_context: { args: ["pointer", "u32"], result: "pointer" },
+  /** urma_status_t urma_delete_context(urma_context_t *ctx); */
+  urma_delete_context: { args: ["pointer"], result: "i32" },
+  /** urma_jfce_t *urma_create_jfce(urma_context_t *ctx); */
+  urma_create_jfce: { args: ["pointer"], result: "pointer" },
+  /** urma_status_t urma_delete_jfce(urma_jfce_t *jfce); */
+  urma_delete_jfce: { args: ["pointer"], result: "i32" },
+  /** urma_jfc_t *urma_create_jfc(urma_context_t *ctx, urma_jfc_cfg_t *jfc_cfg); */
+  urma_create_jfc: { args: ["pointer", "buffer"], result: "pointer" },
+  /** urma_status_t urma_delete_jfc(urma_jfc_t *jfc); */
+  urma_delete_jfc: { args: ["pointer"], result: "i32" },
+  /** int urma_poll_jfc(urma_jfc_t *jfc, int cr_cnt, urma_cr_t *cr); */
+  urma_poll_jfc: { args: ["pointer", "i32", "buffer"], result: "i32" },
+  /** urma_status_t urma_rearm_jfc(urma_jfc_t *jfc, bool solicited_only); */
+  urma_rearm_jfc: { args: ["pointer", "bool"], result: "i32" },
+  /** int urma_wait_jfc(urma_jfce_t *jfce, uint32_t jfc_cnt, int time_out, urma_jfc_t *jfc[]); */
+  urma_wait_jfc: { args: ["pointer", "u32", "i32", "buffer"], result: "i32", nonblocking: true },
+  /** void urma_ack_jfc(urma_jfc_t *jfc[], uint32_t nevents[], uint32_t jfc_cnt); */
+  urma_ack_jfc: { args: ["buffer", "buffer", "u32"], result: "void" },
+  /** urma_jfr_t *urma_create_jfr(urma_context_t *ctx, urma_jfr_cfg_t *jfr_cfg); */
+  urma_create_jfr: { args: ["pointer", "buffer"], result: "pointer" },
+  /** urma_status_t urma_delete_jfr(urma_jfr_t *jfr); */
+  urma_delete_jfr: { args: ["pointer"], result: "i32" },
+  /** urma_jetty_t *urma_create_jetty(urma_context_t *ctx, urma_jetty_cfg_t *jetty_cfg); */
+  urma_create_jetty: { args: ["pointer", "buffer"], result: "pointer" },
+  /** urma_status_t urma_delete_jetty(urma_jetty_t *jetty); */
+  urma_delete_jetty: { args: ["pointer"], result: "i32" },
+  /** urma_target_jetty_t *urma_import_jetty(urma_context_t *ctx, urma_rjetty_t *rjetty, urma_token_t *token_value); */
+  urma_import_jetty: { args: ["pointer", "buffer", "buffer"], result: "pointer" },
+  /** urma_status_t urma_unimport_jetty(urma_target_jetty_t *tjetty); */
+  urma_unimport_jetty: { args: ["pointer"], result: "i32" },
+  /** urma_status_t urma_bind_jetty(urma_jetty_t *jetty, urma_target_jetty_t *tjetty);  (RC) */
+  urma_bind_jetty: { args: ["pointer", "pointer"], result: "i32" },
+  /** urma_status_t urma_unbind_jetty(urma_jetty_t *jetty); */
+  urma_unbind_jetty: { args: ["pointer"], result: "i32" },
+  /** urma_target_seg_t *urma_register_seg(urma_context_t *ctx, urma_seg_cfg_t *seg_cfg); */
+  urma_register_seg: { args: ["pointer", "buffer"], result: "pointer" },
+  /** urma_status_t urma_unregister_seg(urma_target_seg_t *target_seg); */
+  urma_unregister_seg: { args: ["pointer"], result: "i32" },
+  /** urma_target_seg_t *urma_import_seg(urma_context_t *ctx, urma_seg_t *seg, urma_token_t *token_value, uint64_t addr, urma_import_seg_flag_t flag); */
+  urma_import_seg: { args: ["pointer", "buffer", "buffer", "u64", "u32"], result: "pointer" },
+  /** urma_status_t urma_unimport_seg(urma_target_seg_t *tseg); */
+  urma_unimport_seg: { args: ["pointer"], result: "i32" },
+  /** urma_status_t urma_post_jetty_send_wr(urma_jetty_t *jetty, urma_jfs_wr_t *wr, urma_jfs_wr_t **bad_wr); */
+  urma_post_jetty_send_wr: { args: ["pointer", "buffer", "buffer"], result: "i32" },
+  /** urma_status_t urma_post_jetty_recv_wr(urma_jetty_t *jetty, urma_jfr_wr_t *wr, urma_jfr_wr_t **bad_wr); */
+  urma_post_jetty_recv_wr: { args: ["pointer", "buffer", "buffer"], result: "i32" },
+  /** urma_status_t urma_write(urma_jfs_t *jfs, urma_target_jetty_t *target_jfr, urma_target_seg_t *dst_tseg, urma_target_seg_t *src_tseg, uint64_t dst, uint64_t src, uint32_t len, urma_jfs_wr_flag_t flag, uint64_t user_ctx); */
+  urma_write: {
+    args: ["pointer", "pointer", "pointer", "pointer", "u64", "u64", "u32", "u32", "u64"],
+    result: "i32",
+  },
+  /** urma_status_t urma_read(urma_jfs_t *jfs, urma_target_jetty_t *target_jfr, urma_target_seg_t *dst_tseg, urma_target_seg_t *src_tseg, uint64_t dst, uint64_t src, uint32_t len, urma_jfs_wr_flag_t flag, uint64_t user_ctx); */
+  urma_read: {
+    args: ["pointer", "pointer", "pointer", "pointer", "u64", "u64", "u32", "u32", "u64"],
+    result: "i32",
+  },
+  /** urma_status_t urma_send(urma_jfs_t *jfs, urma_target_jetty_t *target_jfr, urma_target_seg_t *src_tseg, uint64_t src, uint32_t len, urma_jfs_wr_flag_t flag, uint64_t user_ctx); */
+  urma_send: { args: ["pointer", "pointer", "pointer", "u64", "u32", "u32", "u64"], result: "i32" },
+  /** urma_status_t urma_recv(urma_jfr_t *jfr, urma_target_seg_t *recv_tseg, uint64_t buf, uint32_t len, uint64_t user_ctx); */
+  urma_recv: { args: ["pointer", "pointer", "u64", "u32", "u64"], result: "i32" },
+} as const;
+
+/** Where to find liburma. Nothing is bundled: the simulator is used only when named explicitly. */
+export const LIBURMA_SPEC: LibrarySpec<typeof LIBURMA_SYMBOLS> = {
+  name: "liburma",
+  envVar: "VERBUS_LIBURMA",
+  sonames: ["liburma.so.0", "/usr/lib64/liburma.so.0"],
+  table: LIBURMA_SYMBOLS,
+};
+
+/** urma_status_t values verbus names (0 = URMA_SUCCESS). */
+export const URMA_STATUS: Readonly<Record<number, string>> = {
+  0: "URMA_SUCCESS", 1: "URMA_EAGAIN", 2: "URMA_ENOMEM", 3: "URMA_ENOPERM", 4: "URMA_ETIMEOUT",
+  5: "URMA_EINVAL", 6: "URMA_EEXIST", 7: "URMA_EINPROGRESS", 8: "URMA_FAIL",
+};
+
+/** urma_cr_status_t, by value. */
+export const URMA_CR_STATUS = [
+  "SUCCESS", "UNSUPPORTED_OPCODE_ERR", "LOC_LEN_ERR", "LOC_OPERATION_ERR", "LOC_ACCESS_ERR",
+  "REM_RESP_LEN_ERR", "REM_UNSUPPORTED_REQ_ERR", "REM_OPERATION_ERR", "REM_ACCESS_ABORT_ERR",
+  "ACK_TIMEOUT_ERR", "RNR_RETRY_CNT_EXC_ERR", "WR_FLUSH_ERR", "WR_SUSPEND_DONE", "WR_FLUSH_ERR_DONE",
+  "WR_UNHANDLED", "LOC_DATA_POISON", "REM_DATA_POISON",
+] as const;

@@ -1,0 +1,30 @@
+#!/bin/bash
+# scripts/test.sh all|quick|vm — runs the suites and ends with the line CI reads:
+# "N passed, N failed" summed over every suite (host Deno, host Bun, VM Deno, VM Bun).
+set -u
+cd "$(dirname "$0")/.."
+mode=${1:-all}
+RESULTS=build/test-results
+SOFTROCE=${SOFTROCE:-$(cd .. && pwd)/shared/softroce}
+rm -rf "$RESULTS"; mkdir -p "$RESULTS"
+export NO_COLOR=1 VERBUS_DENO=$PWD/node_modules/.bin/deno VERBUS_BUN=$PWD/node_modules/.bin/bun
+suites=()
+if [ "$mode" != vm ]; then
+  echo "=== host suite on deno ==="
+  node_modules/.bin/deno run -A tests/run.ts --report "$RESULTS/host-deno.json"
+  echo "=== host suite on bun ==="
+  node_modules/.bin/bun tests/run.ts --report "$RESULTS/host-bun.json"
+  suites+=(host-deno host-bun)
+fi
+if [ "$mode" != quick ]; then
+  if [ -x "$SOFTROCE/run-in-vm.sh" ]; then
+    echo "=== VM suites (Soft-RoCE rxe0 <-> rxe1) ==="
+    SR_SHARE=$PWD SR_TIMEOUT=${SR_TIMEOUT:-1500} "$SOFTROCE/run-in-vm.sh" 'bash tests/vm/run.sh' 2>&1 \
+      | grep -vE '^\s*$|^\[ *[0-9.]+\] '
+    suites+=(vm-deno vm-bun)
+  else
+    echo "SKIPPED: the RDMA suites need $SOFTROCE/run-in-vm.sh (the Soft-RoCE VM), which is absent here"
+  fi
+fi
+echo
+exec node scripts/sum_results.mjs "$RESULTS" "${suites[@]}"

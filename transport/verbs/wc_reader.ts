@@ -1,0 +1,52 @@
+/**
+ * Data path: a preallocated completion buffer in the helper's `vb_wc` format and accessors that
+ * read one field of one record without allocating.
+ * @module
+ */
+import { VB_WC } from "../../ffi/layouts/helper.ts";
+import { VB_MAX_POLL } from "../../ffi/symbols/helper.ts";
+import type { CompletionQueue } from "./cq.ts";
+
+const TWO32 = 0x1_0000_0000;
+
+/** Reusable completion records. Owned by one thread. */
+export class WcReader {
+  /** max × vb_wc, written by the helper. */
+  readonly buffer: Uint8Array;
+  #d: DataView;
+
+  constructor(readonly max: number) {
+    if (max < 1 || max > VB_MAX_POLL) throw new RangeError(`max must be 1..${VB_MAX_POLL}`);
+    this.buffer = new Uint8Array(max * VB_WC.$size);
+    this.#d = new DataView(this.buffer.buffer);
+  }
+
+  /** Polls up to `max` completions from `cq` into the buffer; returns how many. */
+  poll(cq: CompletionQueue): number {
+    return cq.poll(this.buffer, this.max);
+  }
+
+  wrId(i: number): number {
+    const o = i * VB_WC.$size + VB_WC.wr_id;
+    return this.#d.getUint32(o, true) + this.#d.getUint32(o + 4, true) * TWO32;
+  }
+  status(i: number): number {
+    return this.#d.getUint32(i * VB_WC.$size + VB_WC.status, true);
+  }
+  opcode(i: number): number {
+    return this.#d.getUint32(i * VB_WC.$size + VB_WC.opcode, true);
+  }
+  byteLen(i: number): number {
+    return this.#d.getUint32(i * VB_WC.$size + VB_WC.byte_len, true);
+  }
+  /** Immediate data in host order (0 when the completion carries none). */
+  imm(i: number): number {
+    return this.#d.getUint32(i * VB_WC.$size + VB_WC.imm, true);
+  }
+  qpNum(i: number): number {
+    return this.#d.getUint32(i * VB_WC.$size + VB_WC.qp_num, true);
+  }
+  wcFlags(i: number): number {
+    return this.#d.getUint32(i * VB_WC.$size + VB_WC.wc_flags, true);
+  }
+}
