@@ -32,6 +32,7 @@ node_modules/.verbus-installed: package.json package-lock.json
 
 helper: deps
 	$(MAKE) -C c-helpers OUT=$(abspath build)
+	$(MAKE) -C c-helpers/urma_sim OUT=$(abspath build)
 
 # The main job: for now, what this host can do (doctor) on both runtimes.
 demo: setup
@@ -51,7 +52,7 @@ test-vm: setup
 	@bash scripts/test.sh vm
 
 check: setup
-	$(DENO) check mod.ts cli/main.ts tests/run.ts tests/*/*_test.ts
+	$(DENO) check mod.ts cli/main.ts tests/run.ts tests/*/*_test.ts tests/urma/fixtures/peer.ts
 
 bench: bench-ffi
 

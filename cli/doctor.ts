@@ -2,9 +2,23 @@
  * `verbus doctor [--json]`: what this host can do, said plainly (or as one JSON object).
  * @module
  */
+import { join } from "node:path";
+import { buildDirs } from "../ffi/loader.ts";
+import { existsSync } from "node:fs";
 import { type HostCapabilities, type LibraryStatus, probeHost } from "../transport/capabilities.ts";
 
-const HELP = `usage: verbus doctor [--json]
+/** The simulated liburma of this build (`--urma=sim`). */
+export function simulatorPath(): string {
+  for (const d of buildDirs()) {
+    const p = join(d, "urma_sim", "liburma.so.0");
+    if (existsSync(p)) return p;
+  }
+  return join(buildDirs()[0] ?? "build", "urma_sim", "liburma.so.0");
+}
+
+const HELP = `usage: verbus doctor [--json] [--urma=sim | --urma PATH]
+
+--urma=sim uses verbus's simulated liburma (build/urma_sim); it is never used otherwise.
 
 Reports the runtime, the C helper (found, loaded, struct layouts checked), libibverbs /
 librdmacm / liburma (found or not, and every path tried), RDMA devices with ports, state, MTU,
@@ -59,12 +73,20 @@ export async function main(args: string[]): Promise<number> {
     console.log(HELP);
     return 0;
   }
-  const unknown = args.filter((a) => a !== "--json");
-  if (unknown.length) {
-    console.error(`verbus doctor: unknown option ${unknown[0]}\n\n${HELP}`);
+  let urma: string | undefined;
+  const rest: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    if (a === "--json") continue;
+    if (a.startsWith("--urma=")) urma = a.slice(7);
+    else if (a === "--urma") urma = args[++i];
+    else rest.push(a);
+  }
+  if (rest.length || urma === "") {
+    console.error(`verbus doctor: ${rest.length ? `unknown option ${rest[0]}` : "--urma needs a value"}\n\n${HELP}`);
     return 2;
   }
-  const caps = await probeHost();
+  const caps = await probeHost(urma === "sim" ? simulatorPath() : urma);
   console.log(args.includes("--json") ? JSON.stringify(caps, null, 2) : formatDoctor(caps));
   return 0;
 }

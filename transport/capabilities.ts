@@ -15,7 +15,6 @@ import { runtimeVersion, RUNTIME } from "../ffi/runtime.ts";
 import { cstringArg } from "../ffi/strings.ts";
 import { MAP_SHARED, O_CREAT, O_EXCL, O_RDWR, PROT_READ, PROT_WRITE } from "../ffi/symbols/libc.ts";
 import { LIBRDMACM_SPEC } from "../ffi/symbols/librdmacm.ts";
-import { LIBURMA_SPEC } from "../ffi/symbols/liburma.ts";
 import { errnoName } from "../errors.ts";
 import { formatGid } from "./verbs/context.ts";
 import { listDevices, openDevice } from "./verbs/device.ts";
@@ -184,19 +183,38 @@ async function probeShm(): Promise<HostCapabilities["shm"]> {
   }
 }
 
-function probeUrmaDevices(liburma: LibraryStatus): HostCapabilities["urma"] {
-  const simulated = !!liburma.path && /urma_sim|verbus/.test(liburma.path);
-  if (!liburma.found) {
-    return { devices: [], simulated: false, reason: `no liburma found: tried ${liburma.tried.map((t) => t.path).join(", ")}` };
+/** liburma through the URMA loader (ABI checked; the simulator only when named explicitly). */
+async function probeUrma(urmaPath?: string): Promise<{ lib: LibraryStatus; urma: HostCapabilities["urma"] }> {
+  let u;
+  try {
+    const { loadUrma } = await import("./urma/urma_lib.ts");
+    u = await loadUrma(urmaPath);
+  } catch (e) {
+    const err = e as Error & { attempts?: LoadAttempt[] };
+    const tried = err.attempts ? [...err.attempts] : [];
+    const reason = tried.length ? `no liburma found: tried ${tried.map((t) => t.path).join(", ")}` : err.message.split("\n")[0];
+    return { lib: { found: false, tried, error: err.message }, urma: { devices: [], simulated: false, reason } };
   }
-  if (simulated) return { devices: [], simulated, reason: "simulated liburma (no UB hardware)" };
-  if (!existsSync("/dev/uburma")) return { devices: [], simulated, reason: "liburma found but /dev/uburma is missing (no UB driver)" };
-  if (!existsSync("/sys/class/ubcore")) return { devices: [], simulated, reason: "liburma found but /sys/class/ubcore is missing" };
-  return { devices: [], simulated, reason: "UB devices present (enumeration arrives with the URMA fabric)" };
+  const lib: LibraryStatus = { found: true, path: u.path, source: u.lib.source, tried: [...u.lib.attempts] };
+  const { listUrmaDevices } = await import("./urma/context.ts");
+  let devices: string[] = [];
+  let reason: string | undefined;
+  try {
+    devices = listUrmaDevices(u);
+    if (devices.length === 0) reason = "liburma loaded but it lists no devices";
+  } catch (e) {
+    reason = (e as Error).message;
+  }
+  if (!u.simulated && !existsSync("/dev/uburma")) reason = "liburma found but /dev/uburma is missing (no UB driver)";
+  const label = (d: string) => u.simulated ? `${d} (simulated, ABI ${u.version})` : `${d} (ABI ${u.version})`;
+  return { lib, urma: { devices: devices.map(label), simulated: u.simulated, ...(reason ? { reason } : {}) } };
 }
 
-/** Probes the host. Never throws. */
-export async function probeHost(): Promise<HostCapabilities> {
+/**
+ * Probes the host. Never throws. `urmaPath` names a liburma explicitly (the simulator is used
+ * only this way, or through VERBUS_LIBURMA).
+ */
+export async function probeHost(urmaPath?: string): Promise<HostCapabilities> {
   const h = await probeHelper();
   const helper: HostCapabilities["helper"] = h.ok
     ? {
@@ -207,16 +225,15 @@ export async function probeHost(): Promise<HostCapabilities> {
       found: !!h.probe?.ok, tried: h.probe && !h.probe.ok ? [...h.probe.error.attempts] : [],
       error: h.error.message, layoutOk: false,
     };
-  const [{ lib: libibverbs, rdma }, librdmacm, liburma, shm] = await Promise.all([
+  const [{ lib: libibverbs, rdma }, librdmacm, { lib: liburma, urma }, shm] = await Promise.all([
     h.ok ? probeRdma() : Promise.resolve({
       lib: { found: false, tried: [], error: "not probed: the helper did not load" } as LibraryStatus,
       rdma: { devices: [], reason: "the helper did not load", qpSettings: { ...DEFAULT_QP_TUNING } },
     }),
     probeStatus(LIBRDMACM_SPEC),
-    probeStatus(LIBURMA_SPEC),
+    probeUrma(urmaPath),
     probeShm(),
   ]);
-  const urma = probeUrmaDevices(liburma);
   const fabrics: FabricName[] = [];
   const activeRdma = rdma.devices.some((d) => d.ports.some((p) => p.state === "ACTIVE"));
   if (activeRdma && librdmacm.found) fabrics.push("verbs");

@@ -1,8 +1,12 @@
 /**
  * liburma (openEuler UMDK, `liburma.so.0`). Unlike verbs, the data-path calls are real exported
- * functions, so they are bound here directly. `urma_status_t` is an int, 0 = OK. Layouts are in
- * ffi/layouts/urma.ts (UMDK 25.12 – 26.06). The simulated liburma (c-helpers/urma_sim) exports
- * the same symbols; it is used only when chosen explicitly (VERBUS_LIBURMA or `--urma=sim`).
+ * functions, so they are bound here directly. `urma_status_t` is an int: 0 = OK, otherwise an
+ * errno value (URMA_EINVAL = EINVAL...) or URMA_FAIL = 0x1000 (urma_opcode.h). Prototypes were
+ * checked against UMDK's urma_api.h (openeuler-mirror/umdk, src/urma/lib/urma/core/include).
+ * Flag unions passed by value (`urma_jfs_wr_flag_t`, `urma_import_seg_flag_t`) are one u32.
+ * Layouts are in ffi/layouts/urma.ts (UMDK 25.12 – 26.06). The simulated liburma
+ * (c-helpers/urma_sim) exports the same symbols plus `urma_sim_*`; it is used only when chosen
+ * explicitly (VERBUS_LIBURMA or an explicit path), never found implicitly.
  * @module
  */
 import type { LibrarySpec } from "../loader.ts";
@@ -45,6 +49,10 @@ export const LIBURMA_SYMBOLS = {
   urma_wait_jfc: { args: ["pointer", "u32", "i32", "buffer"], result: "i32", nonblocking: true },
   /** void urma_ack_jfc(urma_jfc_t *jfc[], uint32_t nevents[], uint32_t jfc_cnt); */
   urma_ack_jfc: { args: ["buffer", "buffer", "u32"], result: "void" },
+  /** urma_jfs_t *urma_create_jfs(urma_context_t *ctx, urma_jfs_cfg_t *jfs_cfg); */
+  urma_create_jfs: { args: ["pointer", "buffer"], result: "pointer" },
+  /** urma_status_t urma_delete_jfs(urma_jfs_t *jfs); */
+  urma_delete_jfs: { args: ["pointer"], result: "i32" },
   /** urma_jfr_t *urma_create_jfr(urma_context_t *ctx, urma_jfr_cfg_t *jfr_cfg); */
   urma_create_jfr: { args: ["pointer", "buffer"], result: "pointer" },
   /** urma_status_t urma_delete_jfr(urma_jfr_t *jfr); */
@@ -69,6 +77,10 @@ export const LIBURMA_SYMBOLS = {
   urma_import_seg: { args: ["pointer", "buffer", "buffer", "u64", "u32"], result: "pointer" },
   /** urma_status_t urma_unimport_seg(urma_target_seg_t *tseg); */
   urma_unimport_seg: { args: ["pointer"], result: "i32" },
+  /** urma_status_t urma_post_jfs_wr(urma_jfs_t *jfs, urma_jfs_wr_t *wr, urma_jfs_wr_t **bad_wr); */
+  urma_post_jfs_wr: { args: ["pointer", "buffer", "buffer"], result: "i32" },
+  /** urma_status_t urma_post_jfr_wr(urma_jfr_t *jfr, urma_jfr_wr_t *wr, urma_jfr_wr_t **bad_wr); */
+  urma_post_jfr_wr: { args: ["pointer", "buffer", "buffer"], result: "i32" },
   /** urma_status_t urma_post_jetty_send_wr(urma_jetty_t *jetty, urma_jfs_wr_t *wr, urma_jfs_wr_t **bad_wr); */
   urma_post_jetty_send_wr: { args: ["pointer", "buffer", "buffer"], result: "i32" },
   /** urma_status_t urma_post_jetty_recv_wr(urma_jetty_t *jetty, urma_jfr_wr_t *wr, urma_jfr_wr_t **bad_wr); */
@@ -87,6 +99,16 @@ export const LIBURMA_SYMBOLS = {
   urma_send: { args: ["pointer", "pointer", "pointer", "u64", "u32", "u32", "u64"], result: "i32" },
   /** urma_status_t urma_recv(urma_jfr_t *jfr, urma_target_seg_t *recv_tseg, uint64_t buf, uint32_t len, uint64_t user_ctx); */
   urma_recv: { args: ["pointer", "pointer", "u64", "u32", "u64"], result: "i32" },
+
+  // ---- simulator only (absent from the real liburma: their presence identifies the simulator) ----
+  /** const char *urma_sim_abi_version(void);  e.g. "26.06-sim" */
+  urma_sim_abi_version: { args: [], result: "pointer", optional: true },
+  /** const char *urma_sim_last_error(void);  the calling thread's last failure, in words */
+  urma_sim_last_error: { args: [], result: "pointer", optional: true },
+  /** int urma_sim_live_objects(char *buf, int len);  "contexts=N jfce=N ...", returns the total */
+  urma_sim_live_objects: { args: ["buffer", "i32"], result: "i32", optional: true },
+  /** const char *urma_sim_registry_name(void);  the POSIX shm registry of this namespace */
+  urma_sim_registry_name: { args: [], result: "pointer", optional: true },
 } as const;
 
 /** Where to find liburma. Nothing is bundled: the simulator is used only when named explicitly. */
@@ -97,11 +119,32 @@ export const LIBURMA_SPEC: LibrarySpec<typeof LIBURMA_SYMBOLS> = {
   table: LIBURMA_SYMBOLS,
 };
 
-/** urma_status_t values verbus names (0 = URMA_SUCCESS). */
+/** urma_status_t values (urma_opcode.h: errno values on Linux, URMA_FAIL = 0x1000). */
 export const URMA_STATUS: Readonly<Record<number, string>> = {
-  0: "URMA_SUCCESS", 1: "URMA_EAGAIN", 2: "URMA_ENOMEM", 3: "URMA_ENOPERM", 4: "URMA_ETIMEOUT",
-  5: "URMA_EINVAL", 6: "URMA_EEXIST", 7: "URMA_EINPROGRESS", 8: "URMA_FAIL",
+  0: "URMA_SUCCESS", 1: "URMA_ENOPERM", 11: "URMA_EAGAIN", 12: "URMA_ENOMEM", 17: "URMA_EEXIST",
+  22: "URMA_EINVAL", 110: "URMA_ETIMEOUT", 115: "URMA_EINPROGRESS", 0x1000: "URMA_FAIL",
 };
+
+/** urma_status_t constants. */
+export const URMA_SUCCESS = 0, URMA_EAGAIN = 11, URMA_EEXIST = 17, URMA_EINVAL = 22, URMA_FAIL = 0x1000;
+
+/** urma_opcode_t. */
+export const URMA_OPC = {
+  WRITE: 0x00, WRITE_IMM: 0x01, WRITE_NOTIFY: 0x02, READ: 0x10, CAS: 0x20, SWAP: 0x21, FADD: 0x22,
+  FSUB: 0x23, FAND: 0x24, FOR: 0x25, FXOR: 0x26, SEND: 0x40, SEND_IMM: 0x41, SEND_INVALIDATE: 0x42, NOP: 0x51,
+} as const;
+
+/** urma_cr_opcode_t (receive completions). */
+export const URMA_CR_OPC = { SEND: 0, SEND_WITH_IMM: 1, SEND_WITH_INV: 2, WRITE_WITH_IMM: 3 } as const;
+
+/** urma_transport_mode_t. */
+export const URMA_TM = { RM: 1, RC: 2, UM: 4 } as const;
+
+/** Segment access flags (urma_reg_seg_flag_t.access). */
+export const URMA_ACCESS = { LOCAL_ONLY: 1, READ: 2, WRITE: 4, ATOMIC: 8 } as const;
+
+/** Token policies (urma_reg_seg_flag_t.token_policy). */
+export const URMA_TOKEN_POLICY = { NONE: 0, PLAIN_TEXT: 1, SIGNED: 2, ALL_ENCRYPTED: 3 } as const;
 
 /** urma_cr_status_t, by value. */
 export const URMA_CR_STATUS = [

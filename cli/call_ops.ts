@@ -1,0 +1,131 @@
+/**
+ * The longer `verbus call` operations: the async bench and the object-lifecycle demos.
+ * @module
+ */
+import type { Client, ClientCallResult } from "../rpc/client.ts";
+import { encodeKeyRequest, encodePingRequest, encodePutRequest } from "../rpc/demo/codec.ts";
+import { parseBigKey } from "../rpc/demo/large_object.ts";
+import { DEMO_SERVICE } from "../rpc/demo/service.ts";
+import type { TelemetrySnapshot } from "../rpc/region/telemetry.ts";
+import type { CallPath } from "../rpc/selector.ts";
+import type { OpReport } from "./call.ts";
+
+const round = (x: number) => Math.round(x * 10) / 10;
+
+/** Parameters of `--async-bench`. */
+export interface BenchSpec {
+  n: number;
+  op: "ping" | "echo" | "get" | "put" | "large-get";
+  window: number;
+  bytes: number;
+  force: CallPath | undefined;
+  timeoutMs: number;
+}
+
+function request(spec: BenchSpec): { method: string; bytes: Uint8Array; expect?: number } {
+  switch (spec.op) {
+    case "ping":
+      return { method: "Ping", bytes: encodePingRequest(1n) };
+    case "echo":
+      return { method: "Echo", bytes: new Uint8Array(spec.bytes).fill(0x61) };
+    case "get":
+      return { method: "KvGet", bytes: encodeKeyRequest("bench") };
+    case "put":
+      return { method: "KvPut", bytes: encodePutRequest("bench", new Uint8Array(spec.bytes).fill(0x62)) };
+    case "large-get": {
+      const key = `big:${Math.max(1, spec.bytes)}`;
+      return { method: "LargeGet", bytes: encodeKeyRequest(key), expect: parseBigKey(key) };
+    }
+  }
+}
+
+/** Runs N calls with W in flight; reports p50/p99/qps and per-path counts. */
+export async function runBench(client: Client, spec: BenchSpec): Promise<OpReport> {
+  const req = request(spec);
+  const lat = new Float64Array(spec.n);
+  const paths: Record<string, number> = {};
+  let next = 0, failed = 0, firstError = "";
+  const t0 = performance.now();
+  const worker = async () => {
+    while (next < spec.n) {
+      const i = next++;
+      const a = performance.now();
+      try {
+        const r: ClientCallResult = await client.call(DEMO_SERVICE, req.method, req.bytes, {
+          timeoutMs: spec.timeoutMs, forcePath: spec.force, expectedResponseBytes: req.expect,
+        });
+        paths[r.path] = (paths[r.path] ?? 0) + 1;
+      } catch (e) {
+        failed++;
+        firstError ||= (e as Error).message;
+      }
+      lat[i] = performance.now() - a;
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(spec.window, spec.n) }, worker));
+  const secs = (performance.now() - t0) / 1000;
+  const sorted = lat.slice().sort();
+  const pick = (q: number) => round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] * 1000);
+  const one = Object.keys(paths).length === 1 ? Object.keys(paths)[0] as CallPath : "mixed";
+  return {
+    ok: failed === 0, op: `bench:${spec.op}`, path: one, fabric: client.fabric, latency_us: pick(0.5),
+    result: {
+      count: spec.n, failed, window: spec.window, p50_us: pick(0.5), p99_us: pick(0.99), qps: Math.round(spec.n / secs),
+      paths, ...(firstError ? { first_error: firstError } : {}),
+    },
+  };
+}
+
+async function snapshot(client: Client): Promise<TelemetrySnapshot> {
+  const s = await client.refreshServerSnapshot();
+  if (!s) throw new Error("no fabric session: the object lifecycle needs the fabric (LAZY path)");
+  return s;
+}
+
+/** The `--lifecycle*` demos: each reports the server's object counters before and after. */
+export async function runLifecycle(
+  client: Client,
+  kind: "lifecycle" | "lifecycle-stale" | "lifecycle-repeat-reclaim" | "lifecycle-timeout",
+  n: number,
+  timeoutMs: number,
+): Promise<OpReport> {
+  const t0 = performance.now();
+  const report = (ok: boolean, result: unknown, error?: string): OpReport => ({
+    ok, op: kind, path: "LAZY", fabric: client.fabric, latency_us: round((performance.now() - t0) * 1000), result,
+    ...(error ? { error } : {}),
+  });
+  try {
+    const session = client.session;
+    const before = await snapshot(client);
+    const lazyGet = () => client.call(DEMO_SERVICE, "LargeGet", encodeKeyRequest("big:64k"), { timeoutMs, forcePath: "LAZY" });
+    if (kind === "lifecycle") {
+      for (let i = 0; i < n; i++) await lazyGet();
+      await client.drain();
+    } else if (kind === "lifecycle-timeout") {
+      session!.lifecycle.skipReclaim = true;
+      await lazyGet();
+      session!.lifecycle.skipReclaim = false;
+      const deadline = performance.now() + Math.max(timeoutMs, 40_000);
+      for (;;) {
+        const s = await snapshot(client);
+        if (s.objTtlReclaims > before.objTtlReclaims) break;
+        if (performance.now() > deadline) throw new Error("the server's TTL sweep did not free the object in time");
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    } else {
+      await lazyGet();
+      await client.drain();
+      const { lastObject, lastGeneration } = session!.lifecycle;
+      session!.reclaim(lastObject, kind === "lifecycle-stale" ? (lastGeneration ^ 0x5a5a) || 1 : lastGeneration);
+      await client.drain();
+    }
+    const after = await snapshot(client);
+    const d = (k: keyof TelemetrySnapshot) => Number(after[k]) - Number(before[k]);
+    return report(true, {
+      allocated: d("objAllocs"), reclaimed: d("objReclaims"), ttl_reclaimed: d("objTtlReclaims"),
+      stale_refs: d("objStaleRefs"), bad_refs: d("objBadRefs"), pool_used_slabs: after.objectPoolUsed,
+    });
+  } catch (e) {
+    return report(false, null, (e as Error).message);
+  }
+}

@@ -1,0 +1,74 @@
+/**
+ * `verbus serve`: a verbus server with the demo service (verbus.Demo and brpc's
+ * example.EchoService) on TCP, offering the shm fabric to same-host clients.
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { z } from "zod";
+import { demoService } from "../rpc/demo/service.ts";
+import { serve } from "../rpc/server.ts";
+import { RUNTIME } from "../ffi/runtime.ts";
+import { usageError } from "./options.ts";
+
+const HELP = `usage: verbus serve --port P [--host H] [--image-dir D] [--fabric shm|none]
+                    [--object-ttl-ms N] [--batch-budget N] [--json]
+
+Serves verbus.Demo (PING, ECHO, KV_PUT, KV_GET, MGET, PROFILE, LARGE_GET, BIGPUT, IMAGE_PUT)
+and example.EchoService/Echo (brpc's echo) over TCP (baidu_std), and offers the shared-memory
+fabric to clients on this host. Stops gracefully on SIGINT / SIGTERM.`;
+
+const schema = z.object({
+  port: z.coerce.number().int().min(0).max(65535),
+  host: z.string().min(1).default("127.0.0.1"),
+  "image-dir": z.string().min(1).optional(),
+  fabric: z.enum(["shm", "none"]).default("shm"),
+  "object-ttl-ms": z.coerce.number().int().min(1).default(30_000),
+  "batch-budget": z.coerce.number().int().min(1).max(4096).default(16),
+  json: z.boolean().default(false),
+}).strict();
+
+/** Entry point of `verbus serve`. */
+export async function main(args: string[]): Promise<number> {
+  if (args.includes("--help") || args.includes("-h")) {
+    console.log(HELP);
+    return 0;
+  }
+  let o: z.output<typeof schema>;
+  try {
+    const { values } = parseArgs({
+      args,
+      options: {
+        port: { type: "string" }, host: { type: "string" }, "image-dir": { type: "string" },
+        fabric: { type: "string" }, "object-ttl-ms": { type: "string" }, "batch-budget": { type: "string" },
+        json: { type: "boolean" },
+      },
+      strict: true,
+    });
+    o = schema.parse(values);
+  } catch (e) {
+    return usageError("serve", e, HELP);
+  }
+  const imageDir = o["image-dir"] ?? mkdtempSync(join(tmpdir(), "verbus-images-"));
+  const server = await serve({
+    port: o.port,
+    host: o.host,
+    services: demoService({ imageDir }),
+    fabric: o.fabric === "none" ? false : { fabrics: ["shm"], objectTtlMs: o["object-ttl-ms"], batchBudget: o["batch-budget"] },
+  });
+  const fabrics = o.fabric === "none" ? "tcp only" : "shm + tcp";
+  console.log(o.json
+    ? JSON.stringify({ listening: true, host: server.host, port: server.port, runtime: RUNTIME, fabrics, imageDir })
+    : `verbus serve (${RUNTIME}): listening on ${server.host}:${server.port} (${fabrics}); images in ${imageDir}`);
+  // deno-lint-ignore no-explicit-any
+  const proc = (globalThis as any).process;
+  await new Promise<void>((resolve) => {
+    proc.once("SIGINT", resolve);
+    proc.once("SIGTERM", resolve);
+  });
+  await server.close();
+  if (!o.json) console.log("verbus serve: stopped");
+  return 0;
+}

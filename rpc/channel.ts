@@ -1,0 +1,400 @@
+/**
+ * The baidu_std client over TCP. A {@link Channel} keeps one connection to one server and runs
+ * any number of calls on it at once (matched by `correlation_id`). A stock brpc server can be
+ * called with it.
+ *
+ * Failure model: a call's local timer rejects it with `TimeoutError` (code TIMEOUT) and its late
+ * answer is dropped; a broken connection rejects every pending call with `ConnectionClosedError`
+ * (code CONNECTION_CLOSED) and the next call reconnects; an answer with a non-zero `error_code`
+ * rejects with `RpcError` (code RPC_ERROR).
+ *
+ * Threading: a channel belongs to the JS thread that created it.
+ * @module
+ */
+import { z } from "zod";
+import { ClosedError, ConnectionClosedError, TimeoutError, VerbusError } from "../errors.ts";
+import { tcp } from "../transport/tcp/mod.ts";
+import type { TcpConn } from "../transport/tcp/tcp.ts";
+import { parseOptions, RpcError } from "./errors.ts";
+import type { Logger } from "./protocol/dispatch.ts";
+import { DEFAULT_MAX_BODY_SIZE, encodeFrameTo, FrameParser } from "./protocol/frame.ts";
+import type { Int64, RpcMeta, RpcRequestMeta } from "./protocol/rpc_meta.ts";
+
+const loggerSchema = z.custom<Logger>(
+  (v) => typeof v === "object" && v !== null && typeof (v as Logger).warn === "function",
+  { message: "expected a logger with a warn(message) method" },
+);
+
+const MAX_TIMER = 0x7fffffff;
+
+/** The options of {@link connect}, validated with zod (unknown keys are rejected). */
+export const ChannelOptionsSchema = z.object({
+  /** Default per-call timeout (sent to the server as `timeout_ms`). */
+  timeoutMs: z.number().int().positive().max(MAX_TIMER).default(5000),
+  /** How long one connection attempt may take. */
+  connectTimeoutMs: z.number().int().positive().max(MAX_TIMER).default(3000),
+  /** Largest accepted response body; a bigger frame breaks the connection. */
+  maxBodySize: z.number().int().positive().max(0xffffffff).default(DEFAULT_MAX_BODY_SIZE),
+  /** Where connection problems are logged; default: nothing is logged (errors reach callers). */
+  logger: loggerSchema.optional(),
+}).strict();
+
+/** Input type of {@link connect}'s options. */
+export type ChannelOptions = z.input<typeof ChannelOptionsSchema>;
+
+const AddressSchema = z.object({
+  host: z.string().min(1),
+  port: z.number().int().min(1).max(65535),
+});
+
+/** Options of one call. */
+export interface CallOptions {
+  /** Overrides the channel's default timeout, in ms. */
+  timeoutMs?: number;
+  /** Sent after the request; ownership stays with the caller (it is copied). */
+  attachment?: Uint8Array;
+  /** `log_id` of the request. */
+  logId?: Int64;
+  /** `request_id` of the request. */
+  requestId?: string;
+}
+
+/** A successful answer. Both arrays are owned by the caller. */
+export interface CallResult {
+  response: Uint8Array;
+  attachment: Uint8Array;
+}
+
+/** One call waiting for its answer. */
+class Pending {
+  resolve!: (r: CallResult) => void;
+  reject!: (e: VerbusError) => void;
+  /** Own timer, only for calls whose timeout differs from the channel default. */
+  timer: ReturnType<typeof setTimeout> | undefined = undefined;
+  constructor(
+    readonly channel: Channel,
+    readonly id: number,
+    readonly service: string,
+    readonly method: string,
+    readonly timeoutMs: number,
+    /** `performance.now()` when the call times out. */
+    readonly deadline: number,
+  ) {}
+}
+
+function onTimeout(p: Pending): void {
+  p.channel._expire(p);
+}
+
+function onSweep(ch: Channel): void {
+  ch._sweep();
+}
+
+const EMPTY = new Uint8Array(0);
+
+/** Parses `"host:port"`, `"[v6]:port"` or `{ host, port }`. */
+function parseAddress(
+  address: string | { host: string; port: number },
+): { host: string; port: number } {
+  let a: unknown = address;
+  if (typeof address === "string") {
+    const m = /^\[([^\]]+)\]:(\d+)$/.exec(address) ?? /^([^:]+):(\d+)$/.exec(address);
+    a = m ? { host: m[1], port: Number(m[2]) } : { host: address, port: NaN };
+  }
+  return parseOptions(AddressSchema, a, `address ${JSON.stringify(address)} (want "host:port")`);
+}
+
+/** A client connection to one server. Create with {@link connect}. */
+export class Channel {
+  /** The server's host. */
+  readonly host: string;
+  /** The server's port. */
+  readonly port: number;
+  readonly #o: z.output<typeof ChannelOptionsSchema>;
+  readonly #pending = new Map<number, Pending>();
+  // Reused for every request: encoded at once, never kept.
+  readonly #req: RpcRequestMeta = { serviceName: "", methodName: "" };
+  readonly #meta: RpcMeta = { request: this.#req, correlationId: 0 };
+  #conn: TcpConn | null = null;
+  #connecting: Promise<TcpConn> | null = null;
+  #nextId = 1;
+  #closed = false;
+  /** The one timer for calls with the default timeout (armed for the oldest one's deadline). */
+  #sweepTimer: ReturnType<typeof setTimeout> | undefined = undefined;
+  readonly #defaultTimeout: number;
+  /** `performance.now()` read once per burst of calls (reset on the next microtask), or -1. */
+  #clock = -1;
+  readonly #resetClock = (): void => {
+    this.#clock = -1;
+  };
+
+  /** @internal Use {@link connect}. */
+  constructor(host: string, port: number, options: z.output<typeof ChannelOptionsSchema>) {
+    this.host = host;
+    this.port = port;
+    this.#o = options;
+    this.#defaultTimeout = options.timeoutMs;
+  }
+
+  /** The time for deadlines: one clock read serves every call issued in the same microtask run. */
+  #now(): number {
+    if (this.#clock < 0) {
+      this.#clock = performance.now();
+      queueMicrotask(this.#resetClock);
+    }
+    return this.#clock;
+  }
+
+  /** Calls waiting for an answer. */
+  get pendingCalls(): number {
+    return this.#pending.size;
+  }
+
+  /** Whether a connection is up right now. */
+  get connected(): boolean {
+    return this.#conn !== null && !this.#conn.closed;
+  }
+
+  /**
+   * Calls `service.method` with `request` (copied; the caller keeps it). Resolves with the answer;
+   * rejects with `RpcError`, `TimeoutError`, `ConnectionClosedError`, `ConnectFailedError` or
+   * `ClosedError` (channel closed). Reconnects first if the connection is down.
+   */
+  call(
+    service: string,
+    method: string,
+    request: Uint8Array,
+    options?: CallOptions,
+  ): Promise<CallResult> {
+    if (this.#closed) return Promise.reject(new ClosedError("channel"));
+    const conn = this.#conn;
+    if (conn !== null && !conn.closed) return this.#send(conn, service, method, request, options);
+    return this.#reconnectAndSend(service, method, request, options);
+  }
+
+  async #reconnectAndSend(
+    service: string,
+    method: string,
+    request: Uint8Array,
+    options: CallOptions | undefined,
+  ): Promise<CallResult> {
+    const conn = await (this.#connecting ??= this.#open());
+    if (this.#closed) throw new ClosedError("channel");
+    return this.#send(conn, service, method, request, options);
+  }
+
+  /** @internal Opens the first connection (used by {@link connect}). */
+  async _open(): Promise<void> {
+    await (this.#connecting ??= this.#open());
+  }
+
+  async #open(): Promise<TcpConn> {
+    try {
+      const conn = await tcp.connect({
+        host: this.host,
+        port: this.port,
+        timeoutMs: this.#o.connectTimeoutMs,
+      });
+      if (this.#closed) {
+        conn.close();
+        throw new ClosedError("channel");
+      }
+      this.#attach(conn);
+      return conn;
+    } finally {
+      this.#connecting = null;
+    }
+  }
+
+  #attach(conn: TcpConn): void {
+    this.#conn = conn;
+    let broken: VerbusError | undefined;
+    const parser = new FrameParser(
+      (meta, payload, attachment) => this.#answer(meta, payload, attachment),
+      {
+        maxBodySize: this.#o.maxBodySize,
+      },
+    );
+    conn.onData((chunk) => {
+      try {
+        parser.push(chunk);
+      } catch (e) {
+        broken = e as VerbusError;
+        this.#o.logger?.warn(`channel to ${this.host}:${this.port}: ${String(e)}; reconnecting`);
+        conn.close();
+      }
+    });
+    conn.onClose((err) => {
+      if (this.#conn === conn) this.#conn = null;
+      if (this.#pending.size === 0) return;
+      const why = broken ?? err;
+      const e = new ConnectionClosedError(
+        `${this.#pending.size} pending call(s) failed: ` +
+          (why ? why.message : `connection to ${this.host}:${this.port} was closed`),
+        { cause: why, context: { remote: `${this.host}:${this.port}` } },
+      );
+      this.#rejectAll(e);
+    });
+  }
+
+  #send(
+    conn: TcpConn,
+    service: string,
+    method: string,
+    request: Uint8Array,
+    options: CallOptions | undefined,
+  ): Promise<CallResult> {
+    let timeoutMs = this.#defaultTimeout;
+    const req = this.#req;
+    let attachment: Uint8Array = EMPTY;
+    if (options !== undefined) {
+      if (options.timeoutMs !== undefined) {
+        timeoutMs = options.timeoutMs;
+        if (!(timeoutMs > 0 && timeoutMs <= MAX_TIMER) || !Number.isInteger(timeoutMs)) {
+          return Promise.reject(
+            new VerbusError(
+              "INVALID_OPTIONS",
+              `invalid call options: timeoutMs: expected an integer in 1..${MAX_TIMER}, got ${timeoutMs}`,
+            ),
+          );
+        }
+      }
+      req.logId = options.logId;
+      req.requestId = options.requestId;
+      attachment = options.attachment ?? EMPTY;
+    } else {
+      req.logId = undefined;
+      req.requestId = undefined;
+    }
+    const id = this.#nextId++;
+    if (this.#nextId > Number.MAX_SAFE_INTEGER) this.#nextId = 1;
+    req.serviceName = service;
+    req.methodName = method;
+    req.timeoutMs = timeoutMs;
+    this.#meta.correlationId = id;
+    try {
+      encodeFrameTo(conn, this.#meta, request, attachment);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    const p = new Pending(this, id, service, method, timeoutMs, this.#now() + timeoutMs);
+    const promise = new Promise<CallResult>((resolve, reject) => {
+      p.resolve = resolve;
+      p.reject = reject;
+    });
+    // Calls with the default timeout expire in send order: one channel timer serves them all
+    // (a timer per call costs ~1.5 µs on Deno). Other timeouts get a timer of their own.
+    if (timeoutMs !== this.#defaultTimeout) p.timer = setTimeout(onTimeout, timeoutMs, p);
+    else if (this.#sweepTimer === undefined) {
+      this.#sweepTimer = setTimeout(onSweep, timeoutMs, this);
+    }
+    this.#pending.set(id, p);
+    return promise;
+  }
+
+  #answer(meta: RpcMeta, payload: Uint8Array, attachment: Uint8Array): void {
+    const id = meta.correlationId;
+    if (typeof id !== "number") return; // not one of ours
+    const p = this.#pending.values().next().value;
+    if (p === undefined) return; // timed out already: drop the late answer
+    this.#pending.delete(id);
+    if (p.timer !== undefined) clearTimeout(p.timer);
+    const r = meta.response;
+    if (r !== undefined && r.errorCode) {
+      p.reject(
+        new RpcError(r.errorCode, r.errorText ?? "", { service: p.service, method: p.method }),
+      );
+    } else {
+      p.resolve({ response: payload, attachment });
+    }
+  }
+
+  /** @internal Timer callback: the call's deadline passed. */
+  _expire(p: Pending): void {
+    if (this.#pending.get(p.id) !== p) return;
+    this.#pending.delete(p.id);
+    p.reject(
+      new TimeoutError(
+        `call ${p.service}.${p.method} to ${this.host}:${this.port} timed out after ${p.timeoutMs} ms`,
+        {
+          service: p.service,
+          method: p.method,
+          timeoutMs: p.timeoutMs,
+        },
+      ),
+    );
+  }
+
+  /**
+   * @internal Channel timer callback: expires every default-timeout call whose deadline passed
+   * (they sit in send order at the front of the map), then re-arms for the oldest one left.
+   */
+  _sweep(): void {
+    this.#sweepTimer = undefined;
+    const now = performance.now();
+    const def = this.#defaultTimeout;
+    let next: Pending | undefined;
+    for (const p of this.#pending.values()) {
+      if (p.timeoutMs !== def) continue;
+      if (p.deadline > now) {
+        next = p;
+        break;
+      }
+      this._expire(p);
+    }
+    if (next !== undefined) {
+      this.#sweepTimer = setTimeout(onSweep, Math.max(1, Math.ceil(next.deadline - now)), this);
+    }
+  }
+
+  #rejectAll(e: VerbusError): void {
+    const all = [...this.#pending.values()];
+    this.#pending.clear();
+    if (this.#sweepTimer !== undefined) clearTimeout(this.#sweepTimer);
+    this.#sweepTimer = undefined;
+    for (const p of all) {
+      if (p.timer !== undefined) clearTimeout(p.timer);
+      p.reject(e);
+    }
+  }
+
+  /**
+   * Closes the connection; pending calls reject with `ClosedError` (code CLOSED), later calls too.
+   * Safe to call more than once.
+   */
+  close(): Promise<void> {
+    if (this.#closed) return Promise.resolve();
+    this.#closed = true;
+    this.#rejectAll(new ClosedError("channel"));
+    const conn = this.#conn;
+    this.#conn = null;
+    conn?.close();
+    return Promise.resolve();
+  }
+
+  /** Same as {@link close}. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  /** Same as {@link close} (synchronous: the connection is closed on return). */
+  [Symbol.dispose](): void {
+    void this.close();
+  }
+}
+
+/**
+ * Validates the address and options (a `VerbusError` code `INVALID_OPTIONS` names each bad
+ * field), connects, and resolves with the {@link Channel}. Rejects with `ConnectFailedError`
+ * (code CONNECT_FAILED) when the server cannot be reached.
+ */
+export async function connect(
+  address: string | { host: string; port: number },
+  options: ChannelOptions = {},
+): Promise<Channel> {
+  const a = parseAddress(address);
+  const o = parseOptions(ChannelOptionsSchema, options, "connect() options");
+  const ch = new Channel(a.host, a.port, o);
+  await ch._open();
+  return ch;
+}

@@ -1,0 +1,124 @@
+/**
+ * The client half of the fabric handshake, an explicit state machine:
+ * `C_HELLO_SEND → C_HELLO_WAIT → C_SETUP → C_ACK_SEND → ESTABLISHED`, or `FALLBACK_TCP` with its
+ * reason (logged once, never silently), or `FAILED`. It runs over the channel's TCP connection as
+ * calls to `verbus.Fabric`: a stock brpc server answers ENOSERVICE and the client stays on TCP.
+ * @module
+ */
+import { pid } from "node:process";
+import type { FabricKind } from "../../transport/fabric.ts";
+import type { Channel } from "../channel.ts";
+import { ENOSERVICE, RpcError } from "../errors.ts";
+import type { Logger } from "../protocol/dispatch.ts";
+import { computeLayout, type RegionConfigInput } from "../region/layout.ts";
+import { ClientSession } from "./client_session.ts";
+import {
+  ACK_OFF, ACK_ON, bootId, type ClientHello, decodeHello, encodeAck, encodeHello, FABRIC_SERVICE, HELLO_VERSION,
+  type ServerHello, serverHelloSchema,
+} from "./hello.ts";
+import type { ClientFabricProvider } from "./fabric_provider.ts";
+import { clientProviders } from "./providers.ts";
+import { type ClientState, clientMachine } from "./state_machine.ts";
+
+/** What the handshake produced. */
+export interface FabricOutcome {
+  session: ClientSession | null;
+  /** "shm", "verbs", "urma", "urma (simulated)" or "tcp". */
+  fabricLabel: string;
+  summary: {
+    state: ClientState;
+    reason?: string;
+    decisions?: ServerHello["decisions"];
+    history: { from: ClientState; to: ClientState; reason?: string }[];
+  };
+}
+
+/** The options the handshake reads. */
+export interface HandshakeOptions {
+  fabric: "auto" | "shm" | "verbs" | "urma" | "tcp";
+  region: RegionConfigInput;
+  refreshEvery: number;
+  faults: { serverPressure?: "ring" | "objpool" };
+  logger?: Logger;
+  timeoutMs: number;
+  /** Per-fabric provider options (e.g. `verbs: { sourceAddr }`). */
+  providerOptions?: Record<string, unknown>;
+}
+
+/** Runs the handshake on `channel`. Never throws for a refusal: the outcome says FALLBACK_TCP. */
+export async function establishFabric(channel: Channel, o: HandshakeOptions): Promise<FabricOutcome> {
+  const log = (line: string) => (o.logger ? o.logger.warn(line) : console.error(`verbus: ${line}`));
+  const m = clientMachine(`fabric handshake with ${channel.host}:${channel.port}`, log);
+  const done = (session: ClientSession | null, label: string, decisions?: ServerHello["decisions"]): FabricOutcome => {
+    const last = m.history[m.history.length - 1];
+    return {
+      session, fabricLabel: label,
+      summary: { state: m.state, ...(last?.reason ? { reason: last.reason } : {}), ...(decisions ? { decisions } : {}), history: [...m.history] },
+    };
+  };
+  if (o.fabric === "tcp") {
+    // Chosen by the user: not a fallback worth a log line.
+    return { session: null, fabricLabel: "tcp", summary: { state: "FALLBACK_TCP", reason: "fabric: tcp (chosen)", history: [] } };
+  }
+  const kinds: FabricKind[] = o.fabric === "auto" ? ["shm", "verbs", "urma"] : [o.fabric];
+  const { providers, refused } = await clientProviders(kinds, o.providerOptions ?? {});
+  if (providers.length === 0) {
+    const why = Object.entries(refused).map(([k, r]) => `${k}: ${r}`).join("; ");
+    m.to("FALLBACK_TCP", why || "no fabric to offer");
+    return done(null, "tcp");
+  }
+  const closeAll = (keep?: ClientFabricProvider) => providers.forEach((p) => p !== keep && p.close());
+  const hello: ClientHello = {
+    version: HELLO_VERSION, bootId: bootId(), pid, fabrics: providers.map((p) => p.kind), region: o.region,
+    params: Object.fromEntries(providers.map((p) => [p.kind, p.params()])),
+    ...(o.faults.serverPressure ? { simulate: { serverPressure: o.faults.serverPressure } } : {}),
+  };
+  m.to("C_HELLO_WAIT");
+  let reply: ServerHello;
+  try {
+    const r = await channel.call(FABRIC_SERVICE, "Hello", encodeHello(hello), { timeoutMs: o.timeoutMs });
+    reply = decodeHello(serverHelloSchema, r.response, "server hello");
+  } catch (e) {
+    closeAll();
+    const reason = e instanceof RpcError && e.errorCode === ENOSERVICE
+      ? "the server offers no verbus fabric (a stock brpc server?)"
+      : `hello failed: ${(e as Error).message}`;
+    m.to("FALLBACK_TCP", reason);
+    return done(null, "tcp");
+  }
+  if (reply.fabric === null) {
+    closeAll();
+    const reasons = Object.entries(reply.decisions).map(([f, d]) => `${f} ${d.state}${d.reason ? ` (${d.reason})` : ""}`);
+    m.to("FALLBACK_TCP", `server refused every fabric: ${reasons.join("; ") || "none offered"}`);
+    return done(null, "tcp", reply.decisions);
+  }
+  m.to("C_SETUP");
+  const provider = providers.find((p) => p.kind === reply.fabric);
+  closeAll(provider);
+  let session: ClientSession;
+  try {
+    if (!provider) throw new Error(`server chose ${reply.fabric}, which this client did not offer`);
+    const server = computeLayout("server", reply.region), client = computeLayout("client", reply.region);
+    const endpoint = await provider.open(reply.offer, server, client);
+    session = new ClientSession({
+      endpoint, server, client, methods: reply.methods, refreshEvery: o.refreshEvery,
+      onFail: (reason) => log(`fabric session with ${channel.host}:${channel.port} failed, calls go over TCP: ${reason}`),
+    });
+  } catch (e) {
+    provider?.close();
+    const reason = (e as Error).message;
+    await channel.call(FABRIC_SERVICE, "Ack", encodeAck(ACK_OFF), { timeoutMs: o.timeoutMs }).catch(() => {});
+    m.to("FALLBACK_TCP", reason);
+    return done(null, "tcp", reply.decisions);
+  }
+  m.to("C_ACK_SEND");
+  try {
+    await channel.call(FABRIC_SERVICE, "Ack", encodeAck(ACK_ON), { timeoutMs: o.timeoutMs });
+  } catch (e) {
+    session.close();
+    m.to("FALLBACK_TCP", `ACK refused: ${(e as Error).message}`);
+    return done(null, "tcp", reply.decisions);
+  }
+  m.to("ESTABLISHED");
+  return done(session, provider.label, reply.decisions);
+}

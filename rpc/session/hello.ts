@@ -1,0 +1,120 @@
+/**
+ * The handshake messages. They travel as baidu_std calls on the built-in service
+ * `verbus.Fabric` (methods `Hello` and `Ack`) over the session's TCP connection, so a stock brpc
+ * server simply answers ENOSERVICE and the client stays on TCP. Hellos are JSON validated by
+ * zod (a lying or confused peer gets an error naming the field); the ACK is 4 bytes big-endian
+ * like brpc's: 1 = the fast fabric is ON, 0 = fall back to TCP.
+ * @module
+ */
+import { readFileSync } from "node:fs";
+import { z } from "zod";
+import { VerbusError } from "../../errors.ts";
+import { regionConfigSchema } from "../region/layout.ts";
+
+/** The built-in handshake service. */
+export const FABRIC_SERVICE = "verbus.Fabric";
+/** Handshake protocol version. */
+export const HELLO_VERSION = 1;
+
+/** Per-fabric tri-state. */
+export type Tristate = "UNKNOWN" | "ON" | "OFF";
+
+/** Fault injection a client may ask of the server for its session (tests and demos). */
+export const simulateSchema = z.object({
+  serverPressure: z.enum(["ring", "objpool"]).optional(),
+}).strict();
+
+/** Client → server. */
+export const clientHelloSchema = z.object({
+  version: z.literal(HELLO_VERSION),
+  bootId: z.string().max(64),
+  pid: z.number().int().nonnegative(),
+  /** Fabrics the client can use, best first. */
+  fabrics: z.array(z.enum(["shm", "verbs", "urma"])).max(3),
+  /** The region the client proposes (the server may shrink it). */
+  region: regionConfigSchema.partial(),
+  /** Per-fabric parameters (each provider validates its own). */
+  params: z.record(z.string(), z.unknown()).default({}),
+  simulate: simulateSchema.optional(),
+}).strict();
+export type ClientHello = z.output<typeof clientHelloSchema>;
+
+/** The shm object of a session, as the server created it. */
+export const shmOfferSchema = z.object({
+  name: z.string().regex(/^\/verbus-\d+-\d+$/),
+  size: z.number().int().positive(),
+  serverOffset: z.number().int().nonnegative(),
+  serverSize: z.number().int().positive(),
+  clientOffset: z.number().int().nonnegative(),
+  clientSize: z.number().int().positive(),
+  /** 16 random bytes (hex) the server wrote at its control page's proof offset. */
+  nonce: z.string().regex(/^[0-9a-f]{32}$/),
+}).strict();
+
+/** Server → client. */
+export const serverHelloSchema = z.object({
+  version: z.literal(HELLO_VERSION),
+  sessionId: z.number().int().nonnegative(),
+  /** The fabric chosen for the data plane, or null: TCP only. */
+  fabric: z.enum(["shm", "verbs", "urma"]).nullable(),
+  /** Per-fabric decision and, when OFF, why. */
+  decisions: z.record(z.string(), z.object({ state: z.enum(["ON", "OFF"]), reason: z.string().optional() })),
+  region: regionConfigSchema,
+  /** The chosen fabric's offer (its provider validates it). */
+  offer: z.unknown().optional(),
+  /** "service/method" names; request descriptors carry an index into this list. */
+  methods: z.array(z.string().max(512)).max(65536),
+  batchBudget: z.number().int().positive(),
+  largeThreshold: z.number().int().nonnegative(),
+}).strict();
+export type ServerHello = z.output<typeof serverHelloSchema>;
+
+const enc = new TextEncoder(), dec = new TextDecoder();
+
+/** Encodes a hello (JSON). */
+export function encodeHello(h: ClientHello | ServerHello): Uint8Array {
+  return enc.encode(JSON.stringify(h));
+}
+
+/** Decodes and validates a hello; throws HANDSHAKE naming the bad field. */
+export function decodeHello<T extends z.ZodType>(schema: T, bytes: Uint8Array, what: string): z.output<T> {
+  let json: unknown;
+  try {
+    json = JSON.parse(dec.decode(bytes));
+  } catch (e) {
+    throw new VerbusError("HANDSHAKE", `${what}: not JSON (${(e as Error).message})`);
+  }
+  const r = schema.safeParse(json);
+  if (!r.success) {
+    const i = r.error.issues[0];
+    throw new VerbusError("HANDSHAKE", `${what}: field ${i.path.join(".") || "(root)"}: ${i.message}`);
+  }
+  return r.data;
+}
+
+/** ACK values (4 bytes, big-endian). */
+export const ACK_ON = 1, ACK_OFF = 0;
+
+/** The 4-byte ACK. */
+export function encodeAck(v: number): Uint8Array {
+  const b = new Uint8Array(4);
+  new DataView(b.buffer).setUint32(0, v, false);
+  return b;
+}
+
+/** Parses a 4-byte ACK; throws HANDSHAKE on anything else. */
+export function decodeAck(b: Uint8Array): number {
+  if (b.length !== 4) throw new VerbusError("HANDSHAKE", `ACK must be 4 bytes, got ${b.length}`);
+  const v = new DataView(b.buffer, b.byteOffset, 4).getUint32(0, false);
+  if (v !== ACK_ON && v !== ACK_OFF) throw new VerbusError("HANDSHAKE", `ACK value ${v} is neither 0 nor 1`);
+  return v;
+}
+
+/** This host's boot id (same-host detection), or "" when unreadable. */
+export function bootId(): string {
+  try {
+    return readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+  } catch {
+    return "";
+  }
+}

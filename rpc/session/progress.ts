@@ -1,0 +1,106 @@
+/**
+ * A progress engine: drives `step()` (poll the rings, reap completions) while there is work,
+ * busy-polls for a bounded time when there is none, then sleeps in `idleWait()` — a futex or
+ * completion-channel wait that runs off the JS thread — so an idle process uses no CPU and a
+ * busy one answers in microseconds.
+ *
+ * Yielding: a step that completed work returns to the microtask queue at once (so the callers it
+ * resolved can submit their next call without a trip through the event loop); every few turns,
+ * and whenever a spin ends empty, it yields a full macrotask so timers and TCP get their turn.
+ *
+ * Threading: one JS thread; `step` must not throw (errors are the step's to handle).
+ * @module
+ */
+import { setImmediate } from "node:timers";
+
+/** Tunables of a progress loop. */
+export interface ProgressOptions {
+  /** Longest synchronous busy-poll per turn, in µs (default 20). */
+  spinUs?: number;
+  /** Time without work before going idle, in ms (default 2). */
+  idleAfterMs?: number;
+  /** Upper bound of one idle sleep in ms, so periodic work (TTL sweeps) still runs (default 2000). */
+  idleWaitMs?: number;
+}
+
+/** A started/stopped busy-poll-then-sleep loop. */
+export class ProgressLoop {
+  #running = false;
+  #wakeup: (() => void) | null = null;
+  readonly #spinMs: number;
+  readonly #idleAfterMs: number;
+  readonly #idleWaitMs: number;
+  /** Turns taken / idle sleeps taken (tests and stats). */
+  readonly counters = { turns: 0, sleeps: 0 };
+
+  /**
+   * @param step does one round of work; returns how much it did (0 = nothing)
+   * @param idleWait sleeps until inbound work may exist or `ms` passed
+   * @param keepRunning when false after a step with no work, the loop stops (client: no calls)
+   */
+  constructor(
+    private readonly step: () => number,
+    private readonly idleWait: (ms: number) => Promise<unknown>,
+    private readonly keepRunning: () => boolean,
+    options: ProgressOptions = {},
+  ) {
+    this.#spinMs = (options.spinUs ?? 20) / 1000;
+    this.#idleAfterMs = options.idleAfterMs ?? 2;
+    this.#idleWaitMs = options.idleWaitMs ?? 2000;
+  }
+
+  /** True while the loop runs. */
+  get running(): boolean {
+    return this.#running;
+  }
+
+  /** Starts the loop if it is not running; wakes it if it sleeps. */
+  start(): void {
+    if (this.#running) {
+      this.#wakeup?.();
+      return;
+    }
+    this.#running = true;
+    void this.#run();
+  }
+
+  /** Stops the loop after the current turn. */
+  stop(): void {
+    this.#running = false;
+    this.#wakeup?.();
+  }
+
+  async #run(): Promise<void> {
+    let lastWork = performance.now();
+    let micro = 0;
+    while (this.#running) {
+      const t0 = performance.now();
+      let did = 0, now = t0;
+      for (;;) {
+        did = this.step();
+        if (did > 0 || !this.keepRunning()) break; // nothing in flight: do not burn the spin
+        now = performance.now();
+        if (now - t0 > this.#spinMs) break;
+      }
+      this.counters.turns++;
+      if (did > 0) {
+        lastWork = now = performance.now();
+        if (++micro < 16) {
+          await undefined; // microtask: the callers just resolved run before the next poll
+          continue;
+        }
+      } else if (!this.keepRunning()) {
+        break;
+      } else if (now - lastWork > this.#idleAfterMs) {
+        this.counters.sleeps++;
+        await Promise.race([this.idleWait(this.#idleWaitMs), new Promise<void>((r) => (this.#wakeup = r))]);
+        this.#wakeup = null;
+        lastWork = performance.now();
+        continue;
+      }
+      micro = 0;
+      await new Promise<void>((r) => setImmediate(r));
+    }
+    this.#running = false;
+  }
+}

@@ -1,0 +1,102 @@
+/**
+ * Explicit handshake state machines (rule 7): named states, the transitions each side may take,
+ * and a history that says why each transition happened. Fallback to TCP is a state, entered
+ * with its reason, logged once.
+ * @module
+ */
+import { VerbusError } from "../../errors.ts";
+
+/** Client states, brpc's names. */
+export type ClientState =
+  | "C_HELLO_SEND"
+  | "C_HELLO_WAIT"
+  | "C_SETUP"
+  | "C_ACK_SEND"
+  | "ESTABLISHED"
+  | "FALLBACK_TCP"
+  | "FAILED";
+
+/** Server states, brpc's names. */
+export type ServerState =
+  | "S_HELLO_WAIT"
+  | "S_SETUP"
+  | "S_HELLO_SEND"
+  | "S_ACK_WAIT"
+  | "ESTABLISHED"
+  | "FALLBACK_TCP"
+  | "FAILED";
+
+const CLIENT: Record<ClientState, readonly ClientState[]> = {
+  C_HELLO_SEND: ["C_HELLO_WAIT", "FALLBACK_TCP", "FAILED"],
+  C_HELLO_WAIT: ["C_SETUP", "FALLBACK_TCP", "FAILED"],
+  C_SETUP: ["C_ACK_SEND", "FALLBACK_TCP", "FAILED"],
+  C_ACK_SEND: ["ESTABLISHED", "FALLBACK_TCP", "FAILED"],
+  ESTABLISHED: ["FALLBACK_TCP", "FAILED"],
+  FALLBACK_TCP: [],
+  FAILED: [],
+};
+
+const SERVER: Record<ServerState, readonly ServerState[]> = {
+  S_HELLO_WAIT: ["S_SETUP", "FALLBACK_TCP", "FAILED"],
+  S_SETUP: ["S_HELLO_SEND", "FALLBACK_TCP", "FAILED"],
+  S_HELLO_SEND: ["S_ACK_WAIT", "FALLBACK_TCP", "FAILED"],
+  S_ACK_WAIT: ["ESTABLISHED", "FALLBACK_TCP", "FAILED"],
+  ESTABLISHED: ["FALLBACK_TCP", "FAILED"],
+  FALLBACK_TCP: [],
+  FAILED: [],
+};
+
+/** One step of a machine's history. */
+export interface Transition<S extends string> {
+  from: S;
+  to: S;
+  reason?: string;
+}
+
+/** A state machine over `S`. Illegal transitions throw (they are bugs or a lying peer). */
+export class StateMachine<S extends string> {
+  #state: S;
+  readonly history: Transition<S>[] = [];
+
+  constructor(
+    readonly name: string,
+    initial: S,
+    private readonly allowed: Record<S, readonly S[]>,
+    private readonly log?: (line: string) => void,
+  ) {
+    this.#state = initial;
+  }
+
+  /** The current state. */
+  get state(): S {
+    return this.#state;
+  }
+
+  /** Moves to `to`; FALLBACK_TCP and FAILED are logged once with their reason. */
+  to(to: S, reason?: string): void {
+    const from = this.#state;
+    if (!this.allowed[from].includes(to)) {
+      throw new VerbusError("HANDSHAKE", `${this.name}: illegal transition ${from} → ${to}${reason ? ` (${reason})` : ""}`);
+    }
+    this.#state = to;
+    this.history.push({ from, to, ...(reason ? { reason } : {}) });
+    if ((to === ("FALLBACK_TCP" as S) || to === ("FAILED" as S)) && this.log) {
+      this.log(`${this.name}: ${from} → ${to}: ${reason ?? "no reason given"}`);
+    }
+  }
+
+  /** True in ESTABLISHED, FALLBACK_TCP or FAILED. */
+  get finished(): boolean {
+    return this.allowed[this.#state].length === 0 || this.#state === ("ESTABLISHED" as S);
+  }
+}
+
+/** A client handshake machine. */
+export function clientMachine(name: string, log?: (line: string) => void): StateMachine<ClientState> {
+  return new StateMachine<ClientState>(name, "C_HELLO_SEND", CLIENT, log);
+}
+
+/** A server handshake machine. */
+export function serverMachine(name: string, log?: (line: string) => void): StateMachine<ServerState> {
+  return new StateMachine<ServerState>(name, "S_HELLO_WAIT", SERVER, log);
+}

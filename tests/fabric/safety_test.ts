@@ -1,0 +1,117 @@
+/**
+ * Isolation and safety: 8 sessions at once, each with its own region; descriptors that lie about
+ * offsets, methods or RECLAIM payloads fail only their own session (logged) while the others go
+ * on; a client killed mid-call leaves the server serving; shm objects of dead processes are
+ * removed at start-up.
+ */
+import { existsSync, readdirSync, writeFileSync } from "node:fs";
+import { pid } from "node:process";
+import { assert, assertEquals, test } from "../harness.ts";
+import { FLAG_BULK, METHOD_RECLAIM, READY, REQ } from "../../rpc/region/descriptors.ts";
+import type { Client } from "../../rpc/client.ts";
+import { otherRuntime, spawnScript } from "../util/proc.ts";
+import { client, expectedSized, pattern, sized, startServer, until } from "./util.ts";
+
+const myShm = () => readdirSync("/dev/shm").filter((n) => n.startsWith(`verbus-${pid}-`));
+
+test("8 sessions at once: each gets exactly its own answers over its own region", async () => {
+  const { server } = await startServer();
+  const clients = await Promise.all(Array.from({ length: 8 }, () => client(server)));
+  try {
+    assertEquals(server.fabric!.sessions.size, 8);
+    await Promise.all(clients.map(async (c, k) => {
+      for (let i = 0; i < 20; i++) {
+        const e = await c.call("test.Fabric", "Echo", pattern(200, k * 100 + i));
+        assertEquals(e.response, pattern(200, k * 100 + i), `client ${k} EAGER ${i}`);
+      }
+      const b = await c.call("test.Fabric", "Echo", pattern(50_000, k));
+      assertEquals([b.path, b.response], ["BULK", pattern(50_000, k)], `client ${k} BULK`);
+      const l = await c.call("test.Fabric", "Sized", sized(30_000 + k), { expectedResponseBytes: 30_000 });
+      assertEquals([l.path, l.response], ["LAZY", expectedSized(30_000 + k)], `client ${k} LAZY`);
+    }));
+    assertEquals(myShm(), [], "every session's shm name was unlinked once both sides mapped it");
+    await clients[3].close();
+    await until(() => server.fabric!.sessions.size === 7, 2000, "session 3 to end");
+    const r = await clients[4].call("test.Fabric", "Echo", pattern(10, 1));
+    assertEquals(r.path, "EAGER", "the others go on");
+  } finally {
+    for (const c of clients) await c.close();
+    await server.close();
+  }
+});
+
+/** Writes a request descriptor straight into the server's ring, bypassing the session's checks. */
+function forge(c: Client, slot: number, fields: Partial<Record<keyof typeof REQ, number>>): void {
+  const s = c.session!;
+  const ep = s.endpoint;
+  const { server } = s.layouts;
+  const words = new Uint32Array(16);
+  for (const [k, v] of Object.entries(fields)) words[REQ[k as keyof typeof REQ]] = v;
+  const at = server.requestRing.offset + slot * 64;
+  ep.write(0, at + 4, new Uint8Array(words.buffer, 4), 0);
+  ep.writeU32(0, server.control.offset + 40, 64, 0); // scan limit: the whole small ring
+  ep.writeU32(0, at, READY, 0);
+  ep.kick();
+}
+
+const LIES: Array<[string, (c: Client) => Partial<Record<keyof typeof REQ, number>>, string]> = [
+  ["an inline payload outside its slot", (c) => ({ seq: 1, method: 0, offset: c.session!.layouts.server.size - 10, length: 100 }), "not inside its slot"],
+  ["a BULK payload beyond the BULK area", (c) => ({ seq: 1, method: 0, flags: FLAG_BULK, offset: c.session!.layouts.server.bulk.offset, length: 0x7fffffff }), "outside the BULK area"],
+  ["a method index past the table", (c) => ({ seq: 1, method: 5000, offset: c.session!.layouts.server.slotLocal.offset + 60 * 4096, length: 4 }), "method index 5000"],
+  ["a RECLAIM list of 5 bytes", (c) => ({ seq: 1, method: METHOD_RECLAIM, offset: c.session!.layouts.server.slotLocal.offset + 60 * 4096, length: 5 }), "not a list of 8-byte references"],
+];
+
+for (const [what, fields, logged] of LIES) {
+  test(`a descriptor with ${what} fails that session only (logged); its calls move to TCP`, async () => {
+    const { server, log } = await startServer();
+    const liar = await client(server);
+    const honest = await client(server);
+    try {
+      await honest.call("test.Fabric", "Echo", pattern(8, 1));
+      forge(liar, 60, fields(liar));
+      await until(() => server.fabric!.sessions.size === 1, 2000, "the liar's session to be failed");
+      assert(log.warnings.some((w) => w.includes(logged)), `logged reason "${logged}" in ${JSON.stringify(log.warnings)}`);
+      const r = await honest.call("test.Fabric", "Echo", pattern(100, 2));
+      assertEquals([r.path, r.response], ["EAGER", pattern(100, 2)], "the honest session is untouched");
+      const l = await liar.call("test.Fabric", "Echo", pattern(100, 3));
+      assertEquals([l.path, l.response], ["TCP_FALLBACK", pattern(100, 3)], "the liar is still served, over TCP");
+    } finally {
+      await liar.close();
+      await honest.close();
+      await server.close();
+    }
+  });
+}
+
+test(`a ${otherRuntime()} client killed mid-call: its session and shm are reclaimed, others are served`, async () => {
+  const { server } = await startServer();
+  const child = await spawnScript(otherRuntime(), "tests/fixtures/fabric_client.ts", { args: ["--port", String(server.port)] });
+  try {
+    await until(() => server.fabric!.sessions.size === 1, 5000, "the child's session");
+    await new Promise((r) => setTimeout(r, 100)); // calls in flight
+    await child.kill("SIGKILL");
+    await until(() => server.fabric!.sessions.size === 0, 5000, "the dead client's session to be reclaimed");
+    const c = await client(server);
+    const r = await c.call("test.Fabric", "Echo", pattern(64, 7));
+    assertEquals([r.path, r.response], ["EAGER", pattern(64, 7)]);
+    await c.close();
+    assertEquals(myShm(), [], "no shm object left behind");
+  } finally {
+    await child.kill();
+    await server.close();
+  }
+}, { timeoutMs: 30_000 });
+
+test("start-up removes shm objects left by a dead process, and only those", async () => {
+  const dead = "/dev/shm/verbus-2147480000-1", alive = `/dev/shm/verbus-${pid}-777777`;
+  writeFileSync(dead, "stale");
+  writeFileSync(alive, "mine");
+  try {
+    const { server } = await startServer();
+    await server.close();
+    assert(!existsSync(dead), "the dead pid's object is gone");
+    assert(existsSync(alive), "a live pid's object is kept");
+  } finally {
+    for (const f of [dead, alive]) if (existsSync(f)) (await import("node:fs")).unlinkSync(f);
+  }
+});

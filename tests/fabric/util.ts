@@ -1,0 +1,84 @@
+/**
+ * Helpers for the fabric suites: a small region (so many sessions fit), an in-process server with
+ * the demo service, and a client connected to it.
+ */
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type Client, type ClientOptions, connect } from "../../rpc/client.ts";
+import { demoService } from "../../rpc/demo/service.ts";
+import { type Server, serve } from "../../rpc/server.ts";
+import type { FabricHostOptions } from "../../rpc/session/fabric_host.ts";
+
+/** A small region: 64 slots of 4 KiB, 1 MiB BULK, 16 × 64 KiB object slabs, 1 MiB staging. */
+export const SMALL_REGION = { slots: 64, slotSize: 4096, bulkSize: 1 << 20, objectSlabs: 16, objectSlabSize: 65536, stagingSize: 1 << 21 };
+
+/** Warnings the server logged (tests assert on them). */
+export interface Logged {
+  warnings: string[];
+}
+
+/** An in-process server with the demo service and a test service. */
+export async function startServer(fabric: FabricHostOptions | false = {}): Promise<{ server: Server; log: Logged }> {
+  const log: Logged = { warnings: [] };
+  const server = await serve({
+    port: 0,
+    services: {
+      ...demoService({ imageDir: mkdtempSync(join(tmpdir(), "verbus-test-")) }),
+      "test.Fabric": {
+        Echo: (r, ctx) => {
+          ctx.responseAttachment = ctx.requestAttachment;
+          return r;
+        },
+        Sized: (r) => {
+          const n = new DataView(r.buffer, r.byteOffset, 4).getUint32(0, true);
+          const out = new Uint8Array(n);
+          for (let i = 0; i < n; i++) out[i] = (i * 31 + 7) & 0xff;
+          return out;
+        },
+        Slow: async (r) => {
+          await new Promise((res) => setTimeout(res, Number(new TextDecoder().decode(r))));
+          return r;
+        },
+      },
+    },
+    fabric: fabric === false ? false : { region: SMALL_REGION, ...fabric },
+    logger: { warn: (m) => log.warnings.push(m), info: () => {} },
+  });
+  return { server, log };
+}
+
+/** A client of `server` with the small region. */
+export function client(server: Server, options: ClientOptions = {}): Promise<Client> {
+  return connect({ host: "127.0.0.1", port: server.port }, { region: SMALL_REGION, logger: { warn: () => {} }, ...options });
+}
+
+/** A u32 size request for test.Fabric/Sized. */
+export function sized(n: number): Uint8Array {
+  const b = new Uint8Array(4);
+  new DataView(b.buffer).setUint32(0, n, true);
+  return b;
+}
+
+/** The bytes test.Fabric/Sized answers for `n`. */
+export function expectedSized(n: number): Uint8Array {
+  const out = new Uint8Array(n);
+  for (let i = 0; i < n; i++) out[i] = (i * 31 + 7) & 0xff;
+  return out;
+}
+
+/** Bytes with a pattern depending on `seed`. */
+export function pattern(n: number, seed: number): Uint8Array {
+  const b = new Uint8Array(n);
+  for (let i = 0; i < n; i++) b[i] = (i * 13 + seed * 7) & 0xff;
+  return b;
+}
+
+/** Polls `cond` until true or `ms` pass. */
+export async function until(cond: () => boolean, ms = 5000, what = "condition"): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}

@@ -1,0 +1,194 @@
+/**
+ * The runtime-native TCP layer: connect/listen, ordered delivery through the write queue (slab,
+ * large buffers, partial writes under backpressure), close semantics, stream hand-over.
+ */
+import { ConnectFailedError, ConnectionClosedError, VerbusError } from "../../errors.ts";
+import { encodeFrame, FrameParser } from "../../rpc/protocol/frame.ts";
+import { RawReader, tcp, type TcpConn, type TcpListener } from "../../transport/tcp/mod.ts";
+import { assert, assertEquals, assertRejects, test } from "../harness.ts";
+
+const te = new TextEncoder();
+
+/** A listener whose accepted connections are handed out in order. */
+async function listenOnce(): Promise<{ listener: TcpListener; accepted: Promise<TcpConn> }> {
+  let resolve!: (c: TcpConn) => void;
+  const accepted = new Promise<TcpConn>((r) => (resolve = r));
+  const listener = await tcp.listen({ host: "127.0.0.1", port: 0, onConnection: resolve });
+  return { listener, accepted };
+}
+
+async function pair(): Promise<{ a: TcpConn; b: TcpConn; listener: TcpListener }> {
+  const { listener, accepted } = await listenOnce();
+  const a = await tcp.connect({ host: "127.0.0.1", port: listener.port });
+  const b = await accepted;
+  return { a, b, listener };
+}
+
+/** Collects bytes until `n` arrived. */
+function collect(conn: TcpConn, n: number): Promise<Uint8Array> {
+  const out = new Uint8Array(n);
+  let have = 0;
+  return new Promise((resolve, reject) => {
+    conn.onClose((e) => reject(e ?? new Error("closed locally")));
+    conn.onData((c) => {
+      out.set(c, have);
+      have += c.length;
+      if (have === n) resolve(out);
+    });
+  });
+}
+
+function pattern(n: number, seed: number): Uint8Array {
+  const b = new Uint8Array(n);
+  for (let i = 0; i < n; i++) b[i] = (i * 131 + seed * 7 + (i >> 8)) & 0xff;
+  return b;
+}
+
+test("listen on port 0, connect, addresses, bytes both ways", async () => {
+  const { a, b, listener } = await pair();
+  try {
+    assert(listener.port > 0, "ephemeral port");
+    assertEquals(a.remoteAddress.port, listener.port);
+    assertEquals(b.localAddress.port, listener.port);
+    assertEquals(b.remoteAddress.port, a.localAddress.port);
+    const got = collect(b, 5);
+    assert(a.write(te.encode("hello")));
+    assertEquals(new TextDecoder().decode(await got), "hello");
+    const back = collect(a, 3);
+    b.write(te.encode("hey"));
+    assertEquals(new TextDecoder().decode(await back), "hey");
+  } finally {
+    a.close();
+    b.close();
+    listener.close();
+  }
+});
+
+test(
+  "order is kept across small, reserved and large writes; 24 MiB through backpressure",
+  async () => {
+    const { a, b, listener } = await pair();
+    try {
+      const parts: Uint8Array[] = [];
+      for (let i = 0; i < 200; i++) parts.push(pattern(1 + (i * 37) % 3000, i)); // slab copies
+      parts.push(pattern(8 << 20, 1)); // queued as is
+      parts.push(pattern(100, 2));
+      parts.push(pattern(16 << 20, 3));
+      const total = parts.reduce((n, p) => n + p.length, 0) + 64;
+      const got = collect(b, total);
+      for (const p of parts) a.write(p);
+      // zero-copy path: reserve + fill + commit, small and large
+      let off = a.reserve(32);
+      a.writeBuffer.set(pattern(32, 9), off);
+      a.commit(32);
+      off = a.reserve(32);
+      a.writeBuffer.set(pattern(32, 10), off);
+      a.commit(32);
+      assertEquals(a.pendingWriteBytes, total, "queued until the microtask flush");
+      const bytes = await got;
+      let o = 0;
+      for (const p of [...parts, pattern(32, 9), pattern(32, 10)]) {
+        assertEquals(bytes.subarray(o, o + p.length), p, `part at offset ${o}`);
+        o += p.length;
+      }
+      await a.drained();
+      assertEquals(a.pendingWriteBytes, 0);
+    } finally {
+      a.close();
+      b.close();
+      listener.close();
+    }
+  },
+  { timeoutMs: 60_000 },
+);
+
+test("peer close reports ConnectionClosedError; local close reports nothing; writes then refused", async () => {
+  const { a, b, listener } = await pair();
+  try {
+    const peerSaw = new Promise<unknown>((r) => b.onClose(r));
+    const localSaw = new Promise<unknown>((r) => a.onClose(r));
+    b.onData(() => {});
+    a.close();
+    a.close(); // twice is fine
+    assertEquals(await localSaw, undefined);
+    const e = await peerSaw;
+    assert(e instanceof ConnectionClosedError, `got ${e}`);
+    assertEquals((e as VerbusError).code, "CONNECTION_CLOSED");
+    assert(b.closed && a.closed);
+    assertEquals(a.write(te.encode("x")), false);
+  } finally {
+    listener.close();
+  }
+});
+
+test("end() flushes queued bytes before closing", async () => {
+  const { a, b, listener } = await pair();
+  try {
+    const big = pattern(4 << 20, 5);
+    const got = collect(b, big.length);
+    a.write(big);
+    await a.end();
+    assert(a.closed);
+    assertEquals(await got, big);
+  } finally {
+    b.close();
+    listener.close();
+  }
+});
+
+test("data arriving without a handler is kept; RawReader takes raw bytes, then framing resumes", async () => {
+  const { a, b, listener } = await pair();
+  try {
+    const frame = encodeFrame({ correlationId: 42 }, te.encode("after-handshake"));
+    a.write(new Uint8Array([...te.encode("HELLO123"), ...frame, ...te.encode("tail")]));
+    await a.drained();
+    await new Promise((r) => setTimeout(r, 50)); // arrives while no handler is set
+    const reader = new RawReader(b);
+    assertEquals(new TextDecoder().decode(await reader.read(5)), "HELLO");
+    assertEquals(new TextDecoder().decode(await reader.read(3)), "123");
+    const rest = reader.release();
+    const seen: string[] = [];
+    const parser: FrameParser = new FrameParser((m, p) => {
+      seen.push(`${m.correlationId}:${new TextDecoder().decode(p)}`);
+      parser.stop();
+    });
+    parser.push(rest);
+    assertEquals(seen, ["42:after-handshake"]);
+    const tail = new RawReader(b, parser.takeRemaining());
+    assertEquals(new TextDecoder().decode(await tail.read(4)), "tail");
+    const pending = tail.read(1);
+    a.close();
+    await assertRejects(() => pending, ConnectionClosedError);
+  } finally {
+    a.close();
+    b.close();
+    listener.close();
+  }
+});
+
+test("connect to a closed port fails with ConnectFailedError naming the address", async () => {
+  const { listener } = await listenOnce();
+  const port = listener.port;
+  listener.close();
+  await new Promise((r) => setTimeout(r, 20));
+  const e = await assertRejects(
+    () => tcp.connect({ host: "127.0.0.1", port, timeoutMs: 2000 }),
+    ConnectFailedError,
+  );
+  assert(e.message.includes(`127.0.0.1:${port}`), e.message);
+  assertEquals(e.code, "CONNECT_FAILED");
+});
+
+test("listening on a port in use fails with LISTEN_FAILED", async () => {
+  const { listener } = await listenOnce();
+  try {
+    const e = await assertRejects(
+      () => tcp.listen({ host: "127.0.0.1", port: listener.port, onConnection: (c) => c.close() }),
+      VerbusError,
+      `127.0.0.1:${listener.port}`,
+    );
+    assertEquals(e.code, "LISTEN_FAILED");
+  } finally {
+    listener.close();
+  }
+});

@@ -1,0 +1,89 @@
+/**
+ * Shared pieces of the URMA suites: where the simulated liburma is, and one "side" of a
+ * connection (context, JFCE, JFC, JFR, jetty, registered segment) built on it.
+ * @module
+ */
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { URMA_TM } from "../../ffi/symbols/liburma.ts";
+import { UrmaContext } from "../../transport/urma/context.ts";
+import { CrReader } from "../../transport/urma/data_path.ts";
+import type { Jfc, Jfce } from "../../transport/urma/jfc.ts";
+import type { Jetty, Jfr } from "../../transport/urma/jetty.ts";
+import type { Segment } from "../../transport/urma/segment.ts";
+import { loadUrma, type UrmaLib } from "../../transport/urma/urma_lib.ts";
+
+/** build/urma_sim/liburma.so.0 (built by `make -C c-helpers/urma_sim OUT=<repo>/build`). */
+export const SIM_PATH = fileURLToPath(new URL("../../build/urma_sim/liburma.so.0", import.meta.url));
+/** build/urma_sim/abi_check. */
+export const ABI_CHECK_PATH = fileURLToPath(new URL("../../build/urma_sim/abi_check", import.meta.url));
+/** A skip reason when the simulator is not built, else false. */
+export const SKIP_NO_SIM: string | false = existsSync(SIM_PATH)
+  ? false
+  : `the simulated liburma is not built (${SIM_PATH} missing: run make)`;
+
+/** Loads the simulator by explicit path. */
+export function loadSim(): Promise<UrmaLib> {
+  return loadUrma(SIM_PATH);
+}
+
+/** One endpoint's objects. `close()` closes the context (children first). */
+export interface Side {
+  ctx: UrmaContext;
+  jfce: Jfce;
+  jfc: Jfc;
+  jfr: Jfr;
+  jetty: Jetty;
+  seg: Segment;
+  buf: Uint8Array;
+  cr: CrReader;
+  token: number;
+}
+
+/** Builds a side with a `size`-byte registered buffer and jetty/segment token `token`. */
+export function makeSide(u: UrmaLib, size: number, token: number, transMode: number = URMA_TM.RM): Side {
+  const ctx = UrmaContext.open(u);
+  const jfce = ctx.createJfce();
+  const jfc = ctx.createJfc(256, jfce);
+  const jfr = ctx.createJfr(jfc, { depth: 64, token, transMode });
+  const jetty = ctx.createJetty(jfc, jfr, { depth: 64, transMode });
+  const buf = new Uint8Array(size);
+  const seg = ctx.registerSegment(buf, { token });
+  return { ctx, jfce, jfc, jfr, jetty, seg, buf, cr: new CrReader(32), token };
+}
+
+/** Polls `side.jfc` until a poll returns completions (or ~`ms` ms pass); returns that count. */
+export async function pollSome(side: Side, into: CrReader = side.cr, ms = 3000): Promise<number> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    const k = side.jfc.poll(into);
+    if (k > 0) return k;
+    await new Promise((r) => setTimeout(r, 1));
+  }
+  return 0;
+}
+
+/** Hex of bytes. */
+export function toHex(b: Uint8Array): string {
+  return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+}
+
+/** Bytes of hex. */
+export function fromHex(h: string): Uint8Array {
+  const b = new Uint8Array(h.length >> 1);
+  for (let i = 0; i < b.length; i++) b[i] = parseInt(h.slice(2 * i, 2 * i + 2), 16);
+  return b;
+}
+
+/** 32-bit FNV-1a of bytes. */
+export function fnv(b: Uint8Array): number {
+  let h = 0x811c9dc5;
+  for (const x of b) h = Math.imul(h ^ x, 0x01000193) >>> 0;
+  return h;
+}
+
+/** Fills `b` with a pattern derived from `seed`. */
+export function pattern(b: Uint8Array, seed: number): Uint8Array {
+  for (let i = 0; i < b.length; i++) b[i] = (i * 31 + seed) & 0xff;
+  return b;
+}

@@ -1,0 +1,102 @@
+/**
+ * The fabric interface: the small contract every fast fabric (shared memory, RDMA verbs, URMA)
+ * implements so that `rpc/` never knows which one carries a session (eRPC's model: a short
+ * transport interface of batch-friendly calls; setup and data path in separate files).
+ *
+ * A connected {@link FabricEndpoint} owns a local registered region (`local`) that the peer may
+ * write into and read from, and can reach the peer's region by offset (`remoteSize` bounds it).
+ * Data-path calls post work and return a status number — {@link OK}, {@link FULL} (no room now:
+ * poll and retry) or {@link FAILED} (the fabric is unusable for this session) — never throw, and
+ * allocate nothing. Completions of signaled work are reaped with `poll()` into a caller-owned
+ * {@link Completions} buffer, in posting order. Writes to the same peer are applied in posting
+ * order, so a writer publishes a record by writing its body and then, separately, its state word.
+ *
+ * Threading: an endpoint belongs to the JS thread that created it; `waitInbound` is the only
+ * call that blocks, and it does so off-thread (nonblocking FFI on Deno, a Worker on Bun).
+ * @module
+ */
+
+/** The fast fabrics verbus knows (TCP is not a fabric: it is the control plane and fallback). */
+export type FabricKind = "shm" | "verbs" | "urma";
+
+/** Posted. */
+export const OK = 0;
+/** No room to post now (send queue full): reap completions and retry. */
+export const FULL = -1;
+/** The fabric failed for this session: move the call to TCP. */
+export const FAILED = -2;
+
+/** Completion records, reused across polls. Owned by the caller of `poll()`. */
+export class Completions {
+  /** wr_id of each completion (caller-chosen numbers < 2^53). */
+  readonly wrId: Float64Array;
+  /** 0 = success; otherwise a fabric status (see `FabricEndpoint.statusText`). */
+  readonly status: Int32Array;
+
+  constructor(readonly capacity: number) {
+    this.wrId = new Float64Array(capacity);
+    this.status = new Int32Array(capacity);
+  }
+}
+
+/** Flags of a post: report its completion through poll(). */
+export const SIGNALED = 1;
+
+/**
+ * Where every region keeps its wake-up words (the first bytes of its control page). The rpc
+ * layer lays the rest of the control page out around them.
+ * ```
+ *  16 doorbell u32   peer increments it after publishing work (a futex word on shm)
+ *  20 sleeping u32   owner sets 1 while it sleeps in waitInbound, 0 otherwise
+ * ```
+ */
+export const REGION_DOORBELL_OFFSET = 16;
+/** See {@link REGION_DOORBELL_OFFSET}. */
+export const REGION_SLEEPING_OFFSET = 20;
+
+/** A connected fabric endpoint of one session. */
+export interface FabricEndpoint {
+  /** Which fabric this is. */
+  readonly kind: FabricKind;
+  /** True when the fabric is a simulation (say so wherever results are reported). */
+  readonly simulated: boolean;
+  /** My registered region: the peer writes into / reads from it. Owned by the endpoint. */
+  readonly local: Uint8Array;
+  /** Size of the peer's region; every remote offset is checked against it. */
+  readonly remoteSize: number;
+  /** True once the fabric failed for this session (every post then returns FAILED). */
+  readonly failed: boolean;
+
+  /** One-sided write of `src` (any bytes; copied or inlined as the fabric needs) to the peer at `remoteOff`. */
+  write(wrId: number, remoteOff: number, src: Uint8Array, flags: number): number;
+  /**
+   * One-sided scatter-gather write: the `count` views in `sg` (each a view of `local`) are
+   * gathered, in order, into the peer's region starting at `remoteOff`.
+   */
+  writeSg(wrId: number, remoteOff: number, sg: readonly Uint8Array[], count: number, flags: number): number;
+  /** One-sided write of one u32 (little-endian), ordered after every earlier write: publication. */
+  writeU32(wrId: number, remoteOff: number, value: number, flags: number): number;
+  /** One-sided read of `dst.length` bytes from the peer at `remoteOff` into `dst` (a view of `local`). */
+  read(wrId: number, dst: Uint8Array, remoteOff: number, flags: number): number;
+  /** Rings the doorbell for everything posted since the last flush (one for a batch). */
+  flush(): void;
+  /** Reaps up to `out.capacity` completions into `out`; returns the count. */
+  poll(out: Completions): number;
+  /** Human text of a completion status. */
+  statusText(status: number): string;
+
+  /** My doorbell word's current value (pass it to waitInbound). */
+  doorbell(): number;
+  /** Tells the peer new work was published (wakes it if it sleeps). */
+  kick(): void;
+  /**
+   * Sleeps until the peer kicks (or `timeoutMs`), unless my doorbell already moved past
+   * `seen`. The only blocking call; runs off the JS thread. Resolves true when kicked.
+   */
+  waitInbound(seen: number, timeoutMs: number): Promise<boolean>;
+
+  /** Fails the endpoint on purpose (fault injection, or a detected peer violation). */
+  fail(reason: string): void;
+  /** Releases the region and every native resource. Safe twice. */
+  close(): void;
+}

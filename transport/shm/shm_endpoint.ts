@@ -1,0 +1,195 @@
+/**
+ * Data path of the shm fabric: one-sided writes and reads are copies into / out of the peer's
+ * half of the session's shared mapping; publication words use Atomics; completions are
+ * synthesized in posting order into a preallocated ring; the doorbell is a shared futex word.
+ *
+ * Mapping of one session (created by the server, mapped by the client):
+ * ```
+ *  0                      serverSize                 serverSize + clientSize
+ *  ├──── server region ────┼──────── client region ────────┤
+ *  each region begins with its control page (doorbell u32 @16, sleeping u32 @20)
+ * ```
+ * @module
+ */
+import { REGION_DOORBELL_OFFSET, REGION_SLEEPING_OFFSET } from "../fabric.ts";
+import { Completions, FAILED, type FabricEndpoint, FULL, OK, SIGNALED } from "../fabric.ts";
+import type { Helper } from "../../ffi/helper.ts";
+import type { NonNullPtr } from "../../ffi/types.ts";
+import type { ShmMapping } from "./shm_object.ts";
+
+/** Completion records the endpoint can hold before a poll (signaled posts beyond it get FULL). */
+const CQ_DEPTH = 4096;
+/** Status of a synthesized completion: success. */
+const WC_SUCCESS = 0;
+
+/** Where this side's region and the peer's region lie in the mapping. */
+export interface ShmHalves {
+  localOffset: number;
+  localSize: number;
+  remoteOffset: number;
+  remoteSize: number;
+}
+
+/** The shm fabric endpoint of one session side. Single JS thread. */
+export class ShmEndpoint implements FabricEndpoint {
+  readonly kind = "shm" as const;
+  readonly simulated = false;
+  readonly local: Uint8Array;
+  readonly remoteSize: number;
+  readonly #remote: Uint8Array;
+  readonly #remoteI32: Int32Array;
+  readonly #localI32: Int32Array;
+  readonly #localDoorbell: NonNullPtr;
+  readonly #remoteDoorbell: NonNullPtr;
+  readonly #cqId = new Float64Array(CQ_DEPTH);
+  readonly #cqStatus = new Int32Array(CQ_DEPTH);
+  #cqHead = 0;
+  #cqCount = 0;
+  #failed: string | null = null;
+  #closed = false;
+
+  /**
+   * @param mapping the session's mapping; owned by the session (closed after this endpoint)
+   * @param halves where each side's region lies
+   * @param helper for futex wait/wake
+   * @param ownsName true on the creating side: close() unlinks the name if still linked
+   */
+  constructor(
+    readonly mapping: ShmMapping,
+    halves: ShmHalves,
+    private readonly helper: Helper,
+    private readonly ownsMapping = true,
+  ) {
+    const b = mapping.bytes;
+    this.local = b.subarray(halves.localOffset, halves.localOffset + halves.localSize);
+    this.#remote = b.subarray(halves.remoteOffset, halves.remoteOffset + halves.remoteSize);
+    this.remoteSize = halves.remoteSize;
+    this.#localI32 = new Int32Array(b.buffer, b.byteOffset + halves.localOffset, 8);
+    // Regions start on page boundaries, so a u32 view over the whole peer region is aligned.
+    this.#remoteI32 = new Int32Array(b.buffer, b.byteOffset + halves.remoteOffset, halves.remoteSize >> 2);
+    this.#localDoorbell = mapping.pointerAt(halves.localOffset + REGION_DOORBELL_OFFSET);
+    this.#remoteDoorbell = mapping.pointerAt(halves.remoteOffset + REGION_DOORBELL_OFFSET);
+  }
+
+  get failed(): boolean {
+    return this.#failed !== null;
+  }
+
+  /** Why the endpoint failed, or null. */
+  get failureReason(): string | null {
+    return this.#failed;
+  }
+
+  #complete(wrId: number, flags: number): number {
+    if ((flags & SIGNALED) === 0) return OK;
+    const i = (this.#cqHead + this.#cqCount) % CQ_DEPTH;
+    this.#cqId[i] = wrId;
+    this.#cqStatus[i] = WC_SUCCESS;
+    this.#cqCount++;
+    return OK;
+  }
+
+  #usable(signaled: boolean): number {
+    if (this.#failed !== null || this.#closed) return FAILED;
+    if (signaled && this.#cqCount >= CQ_DEPTH) return FULL;
+    return OK;
+  }
+
+  write(wrId: number, remoteOff: number, src: Uint8Array, flags: number): number {
+    const st = this.#usable((flags & SIGNALED) !== 0);
+    if (st !== OK) return st;
+    if (remoteOff < 0 || remoteOff + src.length > this.remoteSize) return FAILED;
+    this.#remote.set(src, remoteOff);
+    return this.#complete(wrId, flags);
+  }
+
+  writeSg(wrId: number, remoteOff: number, sg: readonly Uint8Array[], count: number, flags: number): number {
+    const st = this.#usable((flags & SIGNALED) !== 0);
+    if (st !== OK) return st;
+    let total = 0;
+    for (let i = 0; i < count; i++) total += sg[i].length;
+    if (remoteOff < 0 || remoteOff + total > this.remoteSize) return FAILED;
+    let off = remoteOff;
+    for (let i = 0; i < count; i++) {
+      this.#remote.set(sg[i], off);
+      off += sg[i].length;
+    }
+    return this.#complete(wrId, flags);
+  }
+
+  writeU32(wrId: number, remoteOff: number, value: number, flags: number): number {
+    const st = this.#usable((flags & SIGNALED) !== 0);
+    if (st !== OK) return st;
+    if (remoteOff < 0 || remoteOff + 4 > this.remoteSize || (remoteOff & 3) !== 0) return FAILED;
+    // Sequentially consistent store: every earlier copy is visible before the word.
+    Atomics.store(this.#remoteI32, remoteOff >> 2, value | 0);
+    return this.#complete(wrId, flags);
+  }
+
+  read(wrId: number, dst: Uint8Array, remoteOff: number, flags: number): number {
+    const st = this.#usable((flags & SIGNALED) !== 0);
+    if (st !== OK) return st;
+    if (remoteOff < 0 || remoteOff + dst.length > this.remoteSize) return FAILED;
+    dst.set(this.#remote.subarray(remoteOff, remoteOff + dst.length));
+    return this.#complete(wrId, flags);
+  }
+
+  flush(): void {}
+
+  poll(out: Completions): number {
+    let n = 0;
+    while (n < out.capacity && this.#cqCount > 0) {
+      out.wrId[n] = this.#cqId[this.#cqHead];
+      out.status[n] = this.#cqStatus[this.#cqHead];
+      this.#cqHead = (this.#cqHead + 1) % CQ_DEPTH;
+      this.#cqCount--;
+      n++;
+    }
+    return n;
+  }
+
+  statusText(status: number): string {
+    return status === WC_SUCCESS ? "success" : `shm status ${status}`;
+  }
+
+  doorbell(): number {
+    return this.#closed ? 0 : Atomics.load(this.#localI32, REGION_DOORBELL_OFFSET >> 2);
+  }
+
+  kick(): void {
+    if (this.#closed || this.#failed !== null) return;
+    Atomics.add(this.#remoteI32, REGION_DOORBELL_OFFSET >> 2, 1);
+    if (Atomics.load(this.#remoteI32, REGION_SLEEPING_OFFSET >> 2) !== 0) {
+      this.helper.lib.symbols.vb_futex_wake(this.#remoteDoorbell, 1);
+    }
+  }
+
+  async waitInbound(seen: number, timeoutMs: number): Promise<boolean> {
+    if (this.#closed) return false;
+    const words = this.#localI32;
+    Atomics.store(words, REGION_SLEEPING_OFFSET >> 2, 1);
+    try {
+      if (Atomics.load(words, REGION_DOORBELL_OFFSET >> 2) !== seen) return true;
+      const rc = await this.helper.lib.nonblocking.vb_futex_wait(this.#localDoorbell, seen >>> 0, timeoutMs);
+      return rc === 0 || rc === 1;
+    } finally {
+      if (!this.#closed) Atomics.store(words, REGION_SLEEPING_OFFSET >> 2, 0);
+    }
+  }
+
+  fail(reason: string): void {
+    this.#failed ??= reason;
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    // Wake a sleeping waiter of ours before the memory goes away.
+    this.helper.lib.symbols.vb_futex_wake(this.#localDoorbell, 0x7fffffff);
+    this.#closed = true;
+    this.#failed ??= "closed";
+    if (this.ownsMapping) {
+      this.mapping.unlink();
+      this.mapping.close();
+    }
+  }
+}

@@ -1,0 +1,138 @@
+/**
+ * POSIX shared-memory objects for the shm fabric: create (server) / open (client) a named
+ * object, map it, unmap it, unlink it — and remove objects a dead process left behind.
+ * Names are `/verbus-<pid>-<session>`; the creating pid in the name is what crash recovery uses.
+ * Control path only.
+ * @module
+ */
+import { readdirSync } from "node:fs";
+import { NativeError } from "../../errors.ts";
+import { ffi } from "../../ffi/ffi.ts";
+import { NativeHandle } from "../../ffi/handle.ts";
+import { errno, loadLibc } from "../../ffi/libc.ts";
+import type { Library } from "../../ffi/loader.ts";
+import { cstringArg } from "../../ffi/strings.ts";
+import {
+  LIBC_SYMBOLS,
+  MAP_FAILED_ADDR,
+  MAP_SHARED,
+  O_CREAT,
+  O_EXCL,
+  O_RDWR,
+  PROT_READ,
+  PROT_WRITE,
+} from "../../ffi/symbols/libc.ts";
+import type { FfiBackend, NonNullPtr } from "../../ffi/types.ts";
+
+/** The shm object name of session `session` created by process `pid`. */
+export function shmName(pid: number, session: number): string {
+  return `/verbus-${pid}-${session}`;
+}
+
+const NAME_RE = /^verbus-(\d+)-\d+$/;
+
+function alive(pid: number): boolean {
+  try {
+    // deno-lint-ignore no-explicit-any
+    (globalThis as any).process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as { code?: string }).code === "EPERM";
+  }
+}
+
+/**
+ * Crash recovery: unlinks every `/dev/shm/verbus-<pid>-*` whose pid is dead. Returns the names
+ * removed. Called when a server starts.
+ */
+export async function removeStaleShmObjects(dir = "/dev/shm"): Promise<string[]> {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  const libc = await loadLibc();
+  const removed: string[] = [];
+  for (const n of names) {
+    const m = NAME_RE.exec(n);
+    if (!m || alive(Number(m[1]))) continue;
+    if (libc.symbols.shm_unlink(cstringArg(`/${n}`)) === 0) removed.push(`/${n}`);
+  }
+  return removed;
+}
+
+/** A mapped shm object. The mapping lives until close(); the name until unlink(). */
+export class ShmMapping extends NativeHandle {
+  /** The whole mapping as bytes (zero-copy view of shared memory). */
+  readonly bytes: Uint8Array;
+  /** Base address of the mapping. */
+  readonly address: bigint;
+  #unlinked = false;
+
+  private constructor(
+    private readonly libc: Library<typeof LIBC_SYMBOLS>,
+    private readonly f: FfiBackend,
+    ptr: NonNullPtr,
+    readonly name: string,
+    readonly size: number,
+  ) {
+    super(`shm ${name}`, ptr, null, (p) => {
+      libc.symbols.munmap(p, size);
+    });
+    this.bytes = new Uint8Array(f.view(ptr, size));
+    this.address = f.address(ptr);
+  }
+
+  /** Creates (O_EXCL) and maps a new object of `size` bytes (zero-filled by the kernel). */
+  static async create(name: string, size: number): Promise<ShmMapping> {
+    return await ShmMapping.#open(name, size, true);
+  }
+
+  /** Opens and maps an existing object; `size` must not exceed the object's size. */
+  static async open(name: string, size: number): Promise<ShmMapping> {
+    return await ShmMapping.#open(name, size, false);
+  }
+
+  static async #open(name: string, size: number, create: boolean): Promise<ShmMapping> {
+    const f = await ffi();
+    const libc = await loadLibc();
+    const s = libc.symbols;
+    const cname = cstringArg(name);
+    const fd = s.shm_open(cname, create ? O_RDWR | O_CREAT | O_EXCL : O_RDWR, 0o600);
+    if (fd < 0) throw new NativeError("shm_open", errno(libc), `${create ? "create" : "open"} ${name}`);
+    try {
+      if (create && s.ftruncate(fd, size) !== 0) {
+        const e = errno(libc);
+        s.shm_unlink(cname);
+        throw new NativeError("ftruncate", e, `${name} to ${size} bytes`);
+      }
+      const p = s.mmap(null, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (p === null || f.address(p) === MAP_FAILED_ADDR) {
+        const e = errno(libc);
+        if (create) s.shm_unlink(cname);
+        throw new NativeError("mmap", e, `${name}, ${size} bytes`);
+      }
+      return new ShmMapping(libc, f, p as NonNullPtr, name, size);
+    } finally {
+      s.close(fd);
+    }
+  }
+
+  /** A pointer to byte `offset` of the mapping (for futex calls). */
+  pointerAt(offset: number): NonNullPtr {
+    return this.f.fromAddress(this.address + BigInt(offset)) as NonNullPtr;
+  }
+
+  /** Removes the name (the memory stays until every process unmapped it). Safe twice. */
+  unlink(): void {
+    if (this.#unlinked) return;
+    this.#unlinked = true;
+    this.libc.symbols.shm_unlink(cstringArg(this.name));
+  }
+
+  /** True once unlink() ran. */
+  get unlinked(): boolean {
+    return this.#unlinked;
+  }
+}

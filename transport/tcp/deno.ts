@@ -1,0 +1,185 @@
+/**
+ * TCP on Deno's native API (`Deno.listen` / `Deno.connect`). Loaded only through `mod.ts` when
+ * running on Deno. One read loop and at most one write in flight per connection; writes queued
+ * while a write is in flight leave together in the next one.
+ * @module
+ */
+import { ConnectFailedError, VerbusError } from "../../errors.ts";
+import {
+  ConnBase,
+  type ConnectOptions,
+  type ListenOptions,
+  type NetAddress,
+  type TcpConn,
+  type TcpListener,
+  type TcpTransport,
+} from "./tcp.ts";
+
+/** Read buffer size; a read that fills more than half of it hands the buffer over uncopied. */
+const READ_SIZE = 64 * 1024;
+
+function addr(a: Deno.Addr): NetAddress {
+  return a.transport === "tcp" || a.transport === "udp"
+    ? { host: a.hostname, port: a.port }
+    : { host: String((a as { path?: string }).path ?? "?"), port: 0 };
+}
+
+function describe(e: unknown): string {
+  return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+}
+
+class DenoTcpConn extends ConnBase {
+  readonly remoteAddress: NetAddress;
+  readonly localAddress: NetAddress;
+  readonly #conn: Deno.TcpConn;
+  #writing = false;
+
+  constructor(conn: Deno.TcpConn) {
+    super();
+    this.#conn = conn;
+    this.remoteAddress = addr(conn.remoteAddr);
+    this.localAddress = addr(conn.localAddr);
+    try {
+      conn.setNoDelay(true);
+    } catch { /* closed already: the read loop reports it */ }
+    this.#readLoop();
+  }
+
+  async #readLoop(): Promise<void> {
+    let buf = new Uint8Array(READ_SIZE);
+    for (;;) {
+      let n: number | null;
+      try {
+        n = await this.#conn.read(buf);
+      } catch (e) {
+        if (!this.closed) this.closed_(this.peerClosed(`failed: ${describe(e)}`, e));
+        return;
+      }
+      if (this.closed) return;
+      if (n === null) {
+        this.closed_(this.peerClosed("closed by peer"));
+        return;
+      }
+      if (n === 0) continue;
+      if (n > READ_SIZE / 2) {
+        this.deliver(buf.subarray(0, n));
+        buf = new Uint8Array(READ_SIZE);
+      } else {
+        this.deliver(buf.slice(0, n));
+      }
+    }
+  }
+
+  protected flushNow(): void {
+    if (this.#writing || !this.hasQueued) return;
+    this.#writing = true;
+    this.#writeLoop();
+  }
+
+  async #writeLoop(): Promise<void> {
+    try {
+      while (this.hasQueued && !this.closed) {
+        const buf = this.takeQueued();
+        let off = 0;
+        while (off < buf.length) {
+          const n = await this.#conn.write(off === 0 ? buf : buf.subarray(off));
+          off += n;
+          this.wrote(n);
+          if (this.closed) return;
+        }
+      }
+    } catch (e) {
+      if (!this.closed) this.closed_(this.peerClosed(`write failed: ${describe(e)}`, e));
+    } finally {
+      this.#writing = false;
+    }
+  }
+
+  protected closeSocket(): void {
+    this.#conn.close();
+  }
+}
+
+class DenoTcpListener implements TcpListener {
+  readonly host: string;
+  readonly port: number;
+  readonly #listener: Deno.TcpListener;
+  #closed = false;
+
+  constructor(listener: Deno.TcpListener, host: string, onConnection: (c: TcpConn) => void) {
+    this.#listener = listener;
+    this.host = host;
+    this.port = (listener.addr as Deno.NetAddr).port;
+    this.#acceptLoop(onConnection);
+  }
+
+  async #acceptLoop(onConnection: (c: TcpConn) => void): Promise<void> {
+    while (!this.#closed) {
+      let conn: Deno.TcpConn;
+      try {
+        conn = await this.#listener.accept();
+      } catch (e) {
+        if (this.#closed) return;
+        // Transient accept failures (EMFILE, ECONNABORTED) must not stop the listener.
+        if (e instanceof Deno.errors.BadResource) return;
+        await new Promise((r) => setTimeout(r, 10));
+        continue;
+      }
+      if (this.#closed) {
+        conn.close();
+        return;
+      }
+      onConnection(new DenoTcpConn(conn));
+    }
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    try {
+      this.#listener.close();
+    } catch { /* already closed */ }
+  }
+}
+
+/** The Deno implementation of {@link TcpTransport}. */
+export const transport: TcpTransport = {
+  listen(options: ListenOptions): Promise<TcpListener> {
+    let listener: Deno.TcpListener;
+    try {
+      listener = Deno.listen({ hostname: options.host, port: options.port, transport: "tcp" });
+    } catch (e) {
+      return Promise.reject(
+        new VerbusError(
+          "LISTEN_FAILED",
+          `cannot listen on ${options.host}:${options.port}: ${describe(e)}`,
+          { cause: e, context: { host: options.host, port: options.port } },
+        ),
+      );
+    }
+    return Promise.resolve(new DenoTcpListener(listener, options.host, options.onConnection));
+  },
+
+  async connect(options: ConnectOptions): Promise<TcpConn> {
+    const timeoutMs = options.timeoutMs ?? 5000;
+    // Not AbortSignal.timeout: the signal stays tied to the connection after it is established.
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(), timeoutMs);
+    try {
+      const conn = await Deno.connect({
+        hostname: options.host,
+        port: options.port,
+        signal: abort.signal,
+      });
+      clearTimeout(timer);
+      return new DenoTcpConn(conn);
+    } catch (e) {
+      clearTimeout(timer);
+      const why = abort.signal.aborted ? `timed out after ${timeoutMs} ms` : describe(e);
+      throw new ConnectFailedError(`cannot connect to ${options.host}:${options.port}: ${why}`, {
+        cause: e,
+        context: { host: options.host, port: options.port },
+      });
+    }
+  },
+};

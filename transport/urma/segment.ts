@@ -1,0 +1,112 @@
+/**
+ * Segments: memory registered with a token (`urma_register_seg`) so a peer may access it, and a
+ * peer's segment imported from its 48-byte `urma_seg_t` (`urma_import_seg`). The handshake
+ * carries the descriptor and the token; every access is checked against the token and bounds.
+ * @module
+ */
+import { NativeHandle } from "../../ffi/handle.ts";
+import { URMA_REG_SEG_FLAG_BITS, URMA_SEG, URMA_SEG_CFG, URMA_TARGET_SEG, URMA_UBVA } from "../../ffi/layouts/urma.ts";
+import { URMA_ACCESS, URMA_TOKEN_POLICY } from "../../ffi/symbols/liburma.ts";
+import type { NonNullPtr } from "../../ffi/types.ts";
+import type { UrmaContext } from "./context.ts";
+import { checkPtr, checkStatus } from "./urma_lib.ts";
+
+/** Options of a registration. */
+export interface RegisterOptions {
+  /** The token a peer must present (u32). */
+  token: number;
+  /** URMA_ACCESS bits granted to peers (default READ | WRITE). */
+  access?: number;
+  /** URMA_TOKEN_POLICY (default PLAIN_TEXT). */
+  tokenPolicy?: number;
+}
+
+/** A registered local segment. The buffer stays referenced until close(). */
+export class Segment extends NativeHandle {
+  /** Start address (user-space addresses fit in 53 bits). */
+  readonly address: number;
+  /** Length in bytes. */
+  readonly length: number;
+  /** The token peers must import it with. */
+  readonly token: number;
+  /** The 48-byte `urma_seg_t` a peer imports (send it with the token in the handshake). */
+  readonly descriptor: Uint8Array;
+  /** The native pointer as a number, for work requests built in typed arrays. @internal */
+  readonly ptrValue: number;
+  #buffer: Uint8Array | null;
+
+  /** @internal use UrmaContext.registerSegment(). */
+  constructor(readonly context: UrmaContext, ptr: NonNullPtr, buffer: Uint8Array, token: number) {
+    const lib = context.lib;
+    super(`urma_seg ${buffer.byteLength} B`, ptr, context, (p) => {
+      checkStatus(lib, lib.lib.symbols.urma_unregister_seg(p), "urma_unregister_seg", `${buffer.byteLength} bytes`);
+    });
+    this.#buffer = buffer;
+    this.address = Number(lib.ffi.address(lib.ffi.ptrOf(buffer)));
+    this.length = buffer.byteLength;
+    this.token = token;
+    this.ptrValue = Number(lib.ffi.address(ptr));
+    this.descriptor = new Uint8Array(lib.ffi.view(ptr, URMA_TARGET_SEG.seg + URMA_SEG.$size)).slice(URMA_TARGET_SEG.seg);
+  }
+
+  /** @internal */
+  static register(ctx: UrmaContext, buffer: Uint8Array, o: RegisterOptions): Segment {
+    if (buffer.byteLength === 0) throw new RangeError("cannot register an empty buffer");
+    const f = ctx.lib.ffi;
+    const cfg = new Uint8Array(URMA_SEG_CFG.$size);
+    const d = new DataView(cfg.buffer);
+    const B = URMA_REG_SEG_FLAG_BITS;
+    d.setBigUint64(URMA_SEG_CFG.va, f.address(f.ptrOf(buffer)), true);
+    d.setBigUint64(URMA_SEG_CFG.len, BigInt(buffer.byteLength), true);
+    d.setUint32(URMA_SEG_CFG.token_value, o.token >>> 0, true);
+    const flag = ((o.tokenPolicy ?? URMA_TOKEN_POLICY.PLAIN_TEXT) << B.token_policy) |
+      ((o.access ?? (URMA_ACCESS.READ | URMA_ACCESS.WRITE)) << B.access);
+    d.setUint32(URMA_SEG_CFG.flag, flag >>> 0, true);
+    const p = checkPtr(ctx.lib, ctx.lib.lib.symbols.urma_register_seg(ctx.handle, cfg), "urma_register_seg", `${buffer.byteLength} bytes`);
+    return new Segment(ctx, p, buffer, o.token >>> 0);
+  }
+
+  /** The registered buffer (owned by this segment while it is open). */
+  get buffer(): Uint8Array {
+    return this.#buffer ?? new Uint8Array(0);
+  }
+
+  protected override beforeDestroy(): void {
+    // Released after urma_unregister_seg returns (the destroy closure still references it).
+    this.#buffer = null;
+  }
+}
+
+/** A peer's segment, imported. */
+export class ImportedSegment extends NativeHandle {
+  /** Remote start address. */
+  readonly address: number;
+  /** Length in bytes. */
+  readonly length: number;
+  /** The native pointer as a number, for work requests built in typed arrays. @internal */
+  readonly ptrValue: number;
+
+  /** @internal use UrmaContext.importSegment(). */
+  constructor(readonly context: UrmaContext, ptr: NonNullPtr, address: number, length: number) {
+    const lib = context.lib;
+    super(`urma_imported_seg ${length} B`, ptr, context, (p) => {
+      checkStatus(lib, lib.lib.symbols.urma_unimport_seg(p), "urma_unimport_seg", `${length} bytes`);
+    });
+    this.address = address;
+    this.length = length;
+    this.ptrValue = Number(lib.ffi.address(ptr));
+  }
+
+  /** @internal */
+  static import(ctx: UrmaContext, desc: Uint8Array, token: number): ImportedSegment {
+    if (desc.byteLength !== URMA_SEG.$size) throw new RangeError(`a segment descriptor is ${URMA_SEG.$size} bytes`);
+    const seg = desc.slice();
+    const d = new DataView(seg.buffer);
+    const va = d.getBigUint64(URMA_SEG.ubva + URMA_UBVA.va, true);
+    const len = d.getBigUint64(URMA_SEG.len, true);
+    if (va > BigInt(Number.MAX_SAFE_INTEGER) || len > BigInt(Number.MAX_SAFE_INTEGER)) throw new RangeError("segment address out of range");
+    const tok = new Uint32Array([token >>> 0]);
+    const p = checkPtr(ctx.lib, ctx.lib.lib.symbols.urma_import_seg(ctx.handle, seg, tok, 0, 0), "urma_import_seg", `${len} bytes`);
+    return new ImportedSegment(ctx, p, Number(va), Number(len));
+  }
+}
