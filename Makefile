@@ -9,7 +9,7 @@ APT_PKGS := rdma-core ibverbs-providers libibverbs-dev librdmacm-dev ibverbs-uti
 RESULTS := build/test-results
 export NO_COLOR := 1
 
-.PHONY: all setup deps helper demo test test-quick test-vm check bench bench-ffi clean
+.PHONY: all setup deps helper demo test test-quick test-vm check bench bench-ffi bench-e2e clean
 
 all: setup
 
@@ -34,11 +34,9 @@ helper: deps
 	$(MAKE) -C c-helpers OUT=$(abspath build)
 	$(MAKE) -C c-helpers/urma_sim OUT=$(abspath build)
 
-# The main job: for now, what this host can do (doctor) on both runtimes.
+# The main job: what this host can do, then a server and clients over the best path it has.
 demo: setup
-	$(DENO) run -A cli/main.ts doctor
-	@echo
-	$(BUN) cli/main.ts doctor
+	@bash scripts/demo.sh
 
 # All tests: host suites on Deno and Bun, then the RDMA suites inside the Soft-RoCE VM.
 test: setup
@@ -54,7 +52,10 @@ test-vm: setup
 check: setup
 	$(DENO) check mod.ts cli/main.ts tests/run.ts tests/*/*_test.ts tests/urma/fixtures/peer.ts
 
-bench: bench-ffi
+bench: bench-ffi bench-e2e
+
+bench-e2e: setup
+	$(DENO) run -A bench/e2e/run.ts
 
 bench-ffi: setup
 	$(DENO) run -A bench/ffi_bench.ts

@@ -13,6 +13,7 @@ import { parseBigKey } from "../rpc/demo/large_object.ts";
 import { decodeKeyRequest } from "../rpc/demo/codec.ts";
 import type { CallPath } from "../rpc/selector.ts";
 import { usageError } from "./options.ts";
+import { simulatorPath } from "./doctor.ts";
 import { runBench, runLifecycle } from "./call_ops.ts";
 
 const HELP = `usage: verbus call --host H --port P [ops] [options]
@@ -28,7 +29,9 @@ ops (any number; run in this order):
   --async-bench N --bench-op ping|echo|get|put|large-get [--async-window W] [--bench-bytes B]
   --stats                    local telemetry and the server's control-page snapshot
 options:
-  --fabric auto|shm|tcp      data plane (default auto: the best this host shares with the server)
+  --fabric auto|shm|verbs|urma|tcp   data plane (default auto: the best both hosts share)
+  --urma sim|PATH            liburma to use ("sim" = verbus's simulator; never used otherwise)
+  --source-addr A            bind the RDMA connection to local address A
   --force-path eager|lazy|bulk|tcp
   --simulate-fabric-down     --simulate-op-fail N      --simulate-errors N
   --simulate-server-pressure ring|objpool
@@ -46,7 +49,8 @@ const schema = z.object({
   "lifecycle-repeat-reclaim": z.boolean().optional(), "lifecycle-timeout": z.boolean().optional(),
   "async-bench": num.min(1).optional(), "bench-op": z.enum(["ping", "echo", "get", "put", "large-get"]).default("echo"),
   "async-window": num.min(1).max(65536).default(32), "bench-bytes": num.min(0).max(64 << 20).default(64),
-  stats: z.boolean().optional(), fabric: z.enum(["auto", "shm", "tcp"]).default("auto"),
+  stats: z.boolean().optional(), fabric: z.enum(["auto", "shm", "verbs", "urma", "tcp"]).default("auto"),
+  urma: z.string().min(1).optional(), "source-addr": z.string().min(1).optional(),
   "force-path": z.enum(["eager", "lazy", "bulk", "tcp"]).optional(),
   "simulate-fabric-down": z.boolean().optional(), "simulate-op-fail": num.min(1).optional(),
   "simulate-errors": num.min(0).optional(), "simulate-server-pressure": z.enum(["ring", "objpool"]).optional(),
@@ -149,6 +153,10 @@ export async function main(args: string[]): Promise<number> {
       ...(o["simulate-server-pressure"] ? { serverPressure: o["simulate-server-pressure"] } : {}),
     },
     refreshEvery: o["simulate-server-pressure"] ? 1 : 64,
+    providerOptions: {
+      ...(o.urma ? { urma: { library: o.urma === "sim" ? simulatorPath() : o.urma } } : {}),
+      ...(o["source-addr"] ? { verbs: { sourceAddr: o["source-addr"] } } : {}),
+    },
     logger: { warn: (m) => console.error(`verbus: ${m}`) },
   };
   let client: Client;

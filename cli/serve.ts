@@ -12,9 +12,14 @@ import { demoService } from "../rpc/demo/service.ts";
 import { serve } from "../rpc/server.ts";
 import { RUNTIME } from "../ffi/runtime.ts";
 import { usageError } from "./options.ts";
+import { simulatorPath } from "./doctor.ts";
 
-const HELP = `usage: verbus serve --port P [--host H] [--image-dir D] [--fabric shm|none]
+const HELP = `usage: verbus serve --port P [--host H] [--image-dir D] [--fabric LIST|none]
+                    [--urma sim|PATH] [--rdma-addr A] [--rdma-port N] [--rdma-mode poll|event]
                     [--object-ttl-ms N] [--batch-budget N] [--json]
+
+  --fabric LIST   fabrics to offer, best first, from shm, verbs, urma (default: shm,verbs; urma
+                  is offered only with --urma, which names liburma: "sim" = verbus's simulator)
 
 Serves verbus.Demo (PING, ECHO, KV_PUT, KV_GET, MGET, PROFILE, LARGE_GET, BIGPUT, IMAGE_PUT)
 and example.EchoService/Echo (brpc's echo) over TCP (baidu_std), and offers the shared-memory
@@ -24,7 +29,11 @@ const schema = z.object({
   port: z.coerce.number().int().min(0).max(65535),
   host: z.string().min(1).default("127.0.0.1"),
   "image-dir": z.string().min(1).optional(),
-  fabric: z.enum(["shm", "none"]).default("shm"),
+  fabric: z.string().regex(/^(none|(shm|verbs|urma)(,(shm|verbs|urma))*)$/, "expected none or a list of shm, verbs, urma").optional(),
+  urma: z.string().min(1).optional(),
+  "rdma-addr": z.string().min(1).optional(),
+  "rdma-port": z.coerce.number().int().min(0).max(65535).optional(),
+  "rdma-mode": z.enum(["poll", "event"]).optional(),
   "object-ttl-ms": z.coerce.number().int().min(1).default(30_000),
   "batch-budget": z.coerce.number().int().min(1).max(4096).default(16),
   json: z.boolean().default(false),
@@ -43,6 +52,7 @@ export async function main(args: string[]): Promise<number> {
       options: {
         port: { type: "string" }, host: { type: "string" }, "image-dir": { type: "string" },
         fabric: { type: "string" }, "object-ttl-ms": { type: "string" }, "batch-budget": { type: "string" },
+        urma: { type: "string" }, "rdma-addr": { type: "string" }, "rdma-port": { type: "string" }, "rdma-mode": { type: "string" },
         json: { type: "boolean" },
       },
       strict: true,
@@ -52,13 +62,23 @@ export async function main(args: string[]): Promise<number> {
     return usageError("serve", e, HELP);
   }
   const imageDir = o["image-dir"] ?? mkdtempSync(join(tmpdir(), "verbus-images-"));
+  const list = (o.fabric ?? (o.urma ? "shm,verbs,urma" : "shm,verbs")).split(",") as ("shm" | "verbs" | "urma")[];
+  const urmaLib = o.urma === "sim" ? simulatorPath() : o.urma;
   const server = await serve({
     port: o.port,
     host: o.host,
     services: demoService({ imageDir }),
-    fabric: o.fabric === "none" ? false : { fabrics: ["shm"], objectTtlMs: o["object-ttl-ms"], batchBudget: o["batch-budget"] },
+    fabric: o.fabric === "none" ? false : {
+      fabrics: list, objectTtlMs: o["object-ttl-ms"], batchBudget: o["batch-budget"],
+      providerOptions: {
+        verbs: { ...(o["rdma-addr"] ? { addr: o["rdma-addr"] } : { addr: o.host }), ...(o["rdma-port"] !== undefined ? { port: o["rdma-port"] } : {}), ...(o["rdma-mode"] ? { mode: o["rdma-mode"] } : {}) },
+        ...(urmaLib ? { urma: { library: urmaLib } } : {}),
+      },
+    },
+    logger: { warn: (m) => console.error(`verbus serve: ${m}`), info: () => {} },
   });
-  const fabrics = o.fabric === "none" ? "tcp only" : "shm + tcp";
+  const offered = server.fabric?.fabrics.map((f) => f === "urma" && o.urma === "sim" ? "urma (simulated)" : f) ?? [];
+  const fabrics = o.fabric === "none" ? "tcp only" : [...offered, "tcp"].join(" + ");
   console.log(o.json
     ? JSON.stringify({ listening: true, host: server.host, port: server.port, runtime: RUNTIME, fabrics, imageDir })
     : `verbus serve (${RUNTIME}): listening on ${server.host}:${server.port} (${fabrics}); images in ${imageDir}`);

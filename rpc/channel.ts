@@ -295,7 +295,7 @@ export class Channel {
   #answer(meta: RpcMeta, payload: Uint8Array, attachment: Uint8Array): void {
     const id = meta.correlationId;
     if (typeof id !== "number") return; // not one of ours
-    const p = this.#pending.values().next().value;
+    const p = this.#pending.get(id);
     if (p === undefined) return; // timed out already: drop the late answer
     this.#pending.delete(id);
     if (p.timer !== undefined) clearTimeout(p.timer);

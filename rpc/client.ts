@@ -20,7 +20,7 @@ import { formatTelemetry, type TelemetrySnapshot } from "./region/telemetry.ts";
 import { type CallPath, callPathSchema, selectorConfigSchema, selectPathOnly, type SelectorConfig } from "./selector.ts";
 import type { ClientSession, FabricResult } from "./session/client_session.ts";
 import { establishFabric, type FabricOutcome } from "./session/client_handshake.ts";
-import { ProgressLoop } from "./session/progress.ts";
+import { ProgressLoop, progressOptionsSchema } from "./session/progress.ts";
 
 /** Fault injection (tests and demos): what `verbus call --simulate-*` sets. */
 export const faultsSchema = z.object({
@@ -50,11 +50,7 @@ export const clientOptionsSchema = ChannelOptionsSchema.extend({
   refreshEvery: z.number().int().min(0).default(64),
   faults: faultsSchema.default({ fabricDown: false, opFail: 0, errors: 0 }),
   /** Progress-loop tunables. */
-  progress: z.object({
-    spinUs: z.number().min(0).max(1_000_000).optional(),
-    idleAfterMs: z.number().min(0).max(60_000).optional(),
-    idleWaitMs: z.number().int().min(1).max(60_000).optional(),
-  }).strict().default({}),
+  progress: progressOptionsSchema,
 }).strict();
 export type ClientOptions = z.input<typeof clientOptionsSchema>;
 
@@ -114,7 +110,7 @@ export class Client {
     this.#errors = o.faults.errors;
     const s = this.#session;
     this.#loop = s
-      ? new ProgressLoop(() => this.#step(s), (ms) => s.endpoint.waitInbound(s.seenDoorbell, s.msToDeadline(ms)), () => s.inflight > 0 && !s.failed, o.progress)
+      ? new ProgressLoop(() => this.#step(s), (ms) => this.#idleWait(s, ms), () => s.inflight > 0 && !s.failed, o.progress)
       : null;
   }
 
@@ -193,6 +189,12 @@ export class Client {
   #slotFreed(): Promise<void> {
     this.#loop?.start();
     return new Promise((r) => this.#slotWaiters.push(r));
+  }
+
+  async #idleWait(s: ClientSession, ms: number): Promise<boolean> {
+    const woke = await s.endpoint.waitInbound(s.seenDoorbell, s.msToDeadline(ms));
+    s.checkDeadlines();
+    return woke;
   }
 
   #step(s: ClientSession): number {

@@ -66,6 +66,8 @@ export interface FabricEndpoint {
   readonly remoteSize: number;
   /** True once the fabric failed for this session (every post then returns FAILED). */
   readonly failed: boolean;
+  /** Why it failed (a completion status name, a peer violation…), or null. */
+  readonly failureReason?: string | null;
 
   /** One-sided write of `src` (any bytes; copied or inlined as the fabric needs) to the peer at `remoteOff`. */
   write(wrId: number, remoteOff: number, src: Uint8Array, flags: number): number;

@@ -46,7 +46,11 @@ export interface RpcResponseMeta {
   errorText?: string;
 }
 
-/** `brpc.policy.RpcMeta`. Objects returned by {@link decodeRpcMeta} are owned by the caller. */
+/**
+ * `brpc.policy.RpcMeta`. Objects returned by {@link decodeRpcMeta} are owned by the caller,
+ * except `request`, which may be a frozen object shared with earlier decodes (read it, never
+ * modify it).
+ */
 export interface RpcMeta {
   request?: RpcRequestMeta;
   response?: RpcResponseMeta;

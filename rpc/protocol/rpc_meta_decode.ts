@@ -217,7 +217,8 @@ function readMapEntry(end: number, into: Map<string, string>): void {
 /**
  * Decodes `bytes[start, end)` as an RpcMeta. Throws `ProtocolError` naming the defect (truncated
  * varint, length past the end, bad wire type, missing required field). Byte fields are copies;
- * the input is not retained.
+ * the input is not retained. `request` may be a frozen object shared with the previous decode
+ * (when its bytes were identical).
  */
 export function decodeRpcMeta(bytes: Uint8Array, start = 0, end = bytes.length): RpcMeta {
   rbuf = bytes;

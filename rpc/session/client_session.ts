@@ -191,7 +191,11 @@ export class ClientSession {
    * or FAILED (the fabric is down: use TCP). `request`/`attachment` are copied before return.
    */
   submit(method: number, request: Uint8Array, attachment: Uint8Array, path: "EAGER" | "LAZY" | "BULK", timeoutMs: number): PendingCall | typeof FULL | typeof FAILED {
-    if (this.#failed !== null || this.#ep.failed) return FAILED;
+    if (this.#failed !== null) return FAILED;
+    if (this.#ep.failed) {
+      this.fail(`fabric failed: ${this.#ep.failureReason ?? "unknown reason"}`);
+      return FAILED;
+    }
     if (Atomics.load(this.#ctl, CONTROL.state >> 2) === SESSION_CLOSED) {
       this.fail("the server closed the session");
       return FAILED;
@@ -287,6 +291,10 @@ export class ClientSession {
   /** Reaps completions and responses; returns how many calls completed. */
   progress(): number {
     if (this.#failed !== null) return 0;
+    if (this.#ep.failed) {
+      this.fail(`fabric failed: ${this.#ep.failureReason ?? "unknown reason"}`);
+      return 0;
+    }
     this.#seen = this.#ep.doorbell();
     if (Atomics.load(this.#ctl, CONTROL.state >> 2) === SESSION_CLOSED) {
       this.fail("the server closed the session");
@@ -311,6 +319,11 @@ export class ClientSession {
   msToDeadline(max: number): number {
     if (this.#nextDeadline === Infinity) return max;
     return Math.max(1, Math.min(max, Math.ceil(this.#nextDeadline - performance.now())));
+  }
+
+  /** Rejects calls whose deadline passed (the progress loop calls this after an idle sleep). */
+  checkDeadlines(): void {
+    if (this.#nBusy > 0 && performance.now() > this.#nextDeadline) this.#expire();
   }
 
   /** Rejects calls whose deadline passed; their slots free when the late answers arrive. */

@@ -17,7 +17,7 @@ import {
   ACK_ON, type ClientHello, clientHelloSchema, decodeAck, decodeHello, encodeHello, FABRIC_SERVICE,
   HELLO_VERSION, type ServerHello,
 } from "./hello.ts";
-import { ProgressLoop, type ProgressOptions } from "./progress.ts";
+import { ProgressLoop, progressOptionsSchema, type ProgressOptions } from "./progress.ts";
 import { ServerSession } from "./server_session.ts";
 import type { ServerFabricProvider, ServerOffer } from "./fabric_provider.ts";
 import { serverProviders } from "./providers.ts";
@@ -40,11 +40,7 @@ export const fabricHostOptionsSchema = z.object({
   /** A client that does not ACK within this long loses its half-made session. */
   ackTimeoutMs: z.number().int().min(1).default(10_000),
   /** Progress-loop tunables. */
-  progress: z.object({
-    spinUs: z.number().min(0).max(1_000_000).optional(),
-    idleAfterMs: z.number().min(0).max(60_000).optional(),
-    idleWaitMs: z.number().int().min(1).max(60_000).optional(),
-  }).strict().default({}),
+  progress: progressOptionsSchema,
 }).strict();
 export type FabricHostOptions = z.input<typeof fabricHostOptionsSchema>;
 
@@ -77,7 +73,7 @@ export class FabricHost {
   readonly #methods: (readonly [string, string])[];
   readonly #pending = new Map<string, Pending>();
   readonly #sessions = new Set<ServerSession>();
-  readonly #waits = new Map<ServerSession, Promise<unknown>>();
+  readonly #waits = new Map<ServerSession, Promise<boolean>>();
   readonly #loop: ProgressLoop;
   readonly #max: RegionConfig;
   #nextSession = 1;
@@ -260,9 +256,9 @@ export class FabricHost {
     return n;
   }
 
-  #idle(ms: number): Promise<unknown> {
-    if (this.#sessions.size === 0) return new Promise((r) => setTimeout(r, ms));
-    const all: Promise<unknown>[] = [];
+  #idle(ms: number): Promise<boolean> {
+    if (this.#sessions.size === 0) return new Promise((r) => setTimeout(() => r(false), ms));
+    const all: Promise<boolean>[] = [];
     for (const s of this.#sessions) {
       let w = this.#waits.get(s);
       if (!w) {

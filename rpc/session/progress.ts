@@ -12,12 +12,22 @@
  * @module
  */
 import { setImmediate } from "node:timers";
+import { z } from "zod";
+
+/** The progress-loop options as a zod schema (client and server options embed it). */
+export const progressOptionsSchema = z.object({
+  spinUs: z.number().min(0).max(1_000_000).optional(),
+  idleAfterMs: z.number().min(0).max(60_000).optional(),
+  idleWaitMs: z.number().int().min(1).max(60_000).optional(),
+}).strict().default({});
 
 /** Tunables of a progress loop. */
 export interface ProgressOptions {
   /** Longest synchronous busy-poll per turn, in µs (default 20). */
   spinUs?: number;
-  /** Time without work before going idle, in ms (default 2). */
+  /** Time without work before going idle, in ms (default 5). A wake from idle costs ~0.1 ms
+   * (the futex wait returns through the runtime's thread pool / a Worker), so a busy peer that
+   * pauses for less than this is answered without it. */
   idleAfterMs?: number;
   /** Upper bound of one idle sleep in ms, so periodic work (TTL sweeps) still runs (default 2000). */
   idleWaitMs?: number;
@@ -35,17 +45,17 @@ export class ProgressLoop {
 
   /**
    * @param step does one round of work; returns how much it did (0 = nothing)
-   * @param idleWait sleeps until inbound work may exist or `ms` passed
+   * @param idleWait sleeps until inbound work may exist (resolves true) or `ms` passed (false)
    * @param keepRunning when false after a step with no work, the loop stops (client: no calls)
    */
   constructor(
     private readonly step: () => number,
-    private readonly idleWait: (ms: number) => Promise<unknown>,
+    private readonly idleWait: (ms: number) => Promise<boolean>,
     private readonly keepRunning: () => boolean,
     options: ProgressOptions = {},
   ) {
     this.#spinMs = (options.spinUs ?? 20) / 1000;
-    this.#idleAfterMs = options.idleAfterMs ?? 2;
+    this.#idleAfterMs = options.idleAfterMs ?? 5;
     this.#idleWaitMs = options.idleWaitMs ?? 2000;
   }
 
@@ -93,9 +103,13 @@ export class ProgressLoop {
         break;
       } else if (now - lastWork > this.#idleAfterMs) {
         this.counters.sleeps++;
-        await Promise.race([this.idleWait(this.#idleWaitMs), new Promise<void>((r) => (this.#wakeup = r))]);
+        const woke = await Promise.race([
+          this.idleWait(this.#idleWaitMs),
+          new Promise<boolean>((r) => (this.#wakeup = () => r(true))),
+        ]);
         this.#wakeup = null;
-        lastWork = performance.now();
+        // Kicked: busy-poll again for a while. Timed out: look once, then sleep again at once.
+        lastWork = woke ? performance.now() : -Infinity;
         continue;
       }
       micro = 0;

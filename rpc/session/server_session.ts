@@ -20,7 +20,7 @@ import {
 } from "../region/descriptors.ts";
 import { CONTROL, type RegionLayout, SESSION_CLOSED } from "../region/layout.ts";
 import { FULL as POOL_FULL, OBJECT_HEADER_BYTES, ObjectPool } from "../region/object_pool.ts";
-import { PRESSURE_OBJPOOL, PRESSURE_RING, TELEMETRY, Telemetry, telemetryView } from "../region/telemetry.ts";
+import { PRESSURE_OBJPOOL, PRESSURE_RING, TELEMETRY, TELEMETRY_PATH, Telemetry, telemetryView } from "../region/telemetry.ts";
 
 const enc = new TextEncoder();
 
@@ -200,8 +200,8 @@ export class ServerSession implements ResponseSink {
         ...(timeout ? { timeoutMs: timeout } : {}),
         ...(r[b + REQ.logLo] || r[b + REQ.logHi] ? { logId: (r[b + REQ.logHi] >>> 0) * 0x1_0000_0000 + (r[b + REQ.logLo] >>> 0) } : {}),
       },
-      // slot, seq and whether LAZY is preferred ride in the correlation id
-      correlationId: i + seq * 0x10000 * 2 + ((flags & FLAG_PREFER_LAZY) ? 0x10000 : 0),
+      // slot, seq, PREFER_LAZY and BULK ride in the correlation id (i + 2^16·flags + 2^18·seq)
+      correlationId: i + ((flags & FLAG_PREFER_LAZY) ? 0x10000 : 0) + ((flags & FLAG_BULK) ? 0x20000 : 0) + seq * 0x40000,
     };
     this.#dispatcher.dispatch(meta, payload, attachment, this, Date.now());
   }
@@ -223,7 +223,8 @@ export class ServerSession implements ResponseSink {
   send(call: ServerCall, response: Uint8Array, errorCode: number, errorText: string): void {
     if (this.#closed !== null) return;
     const cid = Number(call.meta.correlationId);
-    const i = cid % 0x10000, preferLazy = Math.floor(cid / 0x10000) % 2 === 1, seq = Math.floor(cid / 0x20000);
+    const i = cid % 0x10000, bits = Math.floor(cid / 0x10000) % 4, seq = Math.floor(cid / 0x40000);
+    const preferLazy = (bits & 1) !== 0, bulk = (bits & 2) !== 0;
     const us = Math.round((Date.now() - call.receivedAt) * 1000);
     if (errorCode !== 0) {
       this.#telemetry.inc(TELEMETRY.FAILED);
@@ -233,6 +234,7 @@ export class ServerSession implements ResponseSink {
     const att = call.responseAttachment;
     const total = response.length + (att?.length ?? 0);
     const lazy = total > this.#c.config.slotSize || (preferLazy && total >= this.#largeThreshold);
+    this.#telemetry.ewma(bulk ? TELEMETRY_PATH.BULK : lazy ? TELEMETRY_PATH.LAZY : TELEMETRY_PATH.EAGER, us);
     if (!lazy) return this.#answer(i, seq, 0, KIND_INLINE, response, att, us);
     const id = this.#pool.alloc(total);
     if (id === POOL_FULL) {

@@ -85,9 +85,13 @@ export class ImportedSegment extends NativeHandle {
   readonly length: number;
   /** The native pointer as a number, for work requests built in typed arrays. @internal */
   readonly ptrValue: number;
+  /** The 48-byte `urma_seg_t` it was imported from (a copy). */
+  readonly descriptorBytes: Uint8Array;
+  /** The token it was imported with. */
+  readonly token: number;
 
   /** @internal use UrmaContext.importSegment(). */
-  constructor(readonly context: UrmaContext, ptr: NonNullPtr, address: number, length: number) {
+  constructor(readonly context: UrmaContext, ptr: NonNullPtr, address: number, length: number, descriptor: Uint8Array, token: number) {
     const lib = context.lib;
     super(`urma_imported_seg ${length} B`, ptr, context, (p) => {
       checkStatus(lib, lib.lib.symbols.urma_unimport_seg(p), "urma_unimport_seg", `${length} bytes`);
@@ -95,6 +99,8 @@ export class ImportedSegment extends NativeHandle {
     this.address = address;
     this.length = length;
     this.ptrValue = Number(lib.ffi.address(ptr));
+    this.descriptorBytes = descriptor;
+    this.token = token >>> 0;
   }
 
   /** @internal */
@@ -107,6 +113,6 @@ export class ImportedSegment extends NativeHandle {
     if (va > BigInt(Number.MAX_SAFE_INTEGER) || len > BigInt(Number.MAX_SAFE_INTEGER)) throw new RangeError("segment address out of range");
     const tok = new Uint32Array([token >>> 0]);
     const p = checkPtr(ctx.lib, ctx.lib.lib.symbols.urma_import_seg(ctx.handle, seg, tok, 0, 0), "urma_import_seg", `${len} bytes`);
-    return new ImportedSegment(ctx, p, Number(va), Number(len));
+    return new ImportedSegment(ctx, p, Number(va), Number(len), seg, token);
   }
 }
