@@ -52,11 +52,35 @@ export class VerbusError extends Error {
 
 /** Names of the errno values verbus reports (Linux x86_64). */
 const ERRNO_NAMES: Readonly<Record<number, string>> = {
-  1: "EPERM", 2: "ENOENT", 3: "ESRCH", 4: "EINTR", 5: "EIO", 6: "ENXIO", 9: "EBADF", 11: "EAGAIN",
-  12: "ENOMEM", 13: "EACCES", 14: "EFAULT", 16: "EBUSY", 17: "EEXIST", 19: "ENODEV", 22: "EINVAL",
-  24: "EMFILE", 28: "ENOSPC", 32: "EPIPE", 38: "ENOSYS", 61: "ENODATA", 95: "EOPNOTSUPP",
-  98: "EADDRINUSE", 99: "EADDRNOTAVAIL", 101: "ENETUNREACH", 103: "ECONNABORTED", 104: "ECONNRESET",
-  110: "ETIMEDOUT", 111: "ECONNREFUSED", 113: "EHOSTUNREACH",
+  1: "EPERM",
+  2: "ENOENT",
+  3: "ESRCH",
+  4: "EINTR",
+  5: "EIO",
+  6: "ENXIO",
+  9: "EBADF",
+  11: "EAGAIN",
+  12: "ENOMEM",
+  13: "EACCES",
+  14: "EFAULT",
+  16: "EBUSY",
+  17: "EEXIST",
+  19: "ENODEV",
+  22: "EINVAL",
+  24: "EMFILE",
+  28: "ENOSPC",
+  32: "EPIPE",
+  38: "ENOSYS",
+  61: "ENODATA",
+  95: "EOPNOTSUPP",
+  98: "EADDRINUSE",
+  99: "EADDRNOTAVAIL",
+  101: "ENETUNREACH",
+  103: "ECONNABORTED",
+  104: "ECONNRESET",
+  110: "ETIMEDOUT",
+  111: "ECONNREFUSED",
+  113: "EHOSTUNREACH",
 };
 
 /** The symbolic name of an errno value, e.g. `errnoName(38) === "ENOSYS"`. */
@@ -137,14 +161,20 @@ export class ProtocolError extends VerbusError {
 
 /** The transport connection went away: the peer closed or reset it, or it was closed locally. */
 export class ConnectionClosedError extends VerbusError {
-  constructor(message: string, options: { cause?: unknown; context?: Record<string, unknown> } = {}) {
+  constructor(
+    message: string,
+    options: { cause?: unknown; context?: Record<string, unknown> } = {},
+  ) {
     super("CONNECTION_CLOSED", message, options);
   }
 }
 
 /** Could not connect to a peer (refused, unreachable, name not resolved, connect timeout). */
 export class ConnectFailedError extends VerbusError {
-  constructor(message: string, options: { cause?: unknown; context?: Record<string, unknown> } = {}) {
+  constructor(
+    message: string,
+    options: { cause?: unknown; context?: Record<string, unknown> } = {},
+  ) {
     super("CONNECT_FAILED", message, options);
   }
 }

@@ -17,16 +17,28 @@ export {
   ClosedError,
   ConnectFailedError,
   ConnectionClosedError,
-  ProtocolError,
-  TimeoutError,
   errnoName,
   LayoutMismatchError,
   LibraryLoadError,
   NativeError,
+  ProtocolError,
+  TimeoutError,
   VerbusError,
 } from "./errors.ts";
 export type { LoadAttempt, VerbusErrorCode } from "./errors.ts";
-export { BRPC_ERRNO, brpcErrorName, EINTERNAL, ELIMIT, ELOGOFF, ENOMETHOD, ENOSERVICE, EOVERCROWDED, EREQUEST, ERPCTIMEDOUT, RpcError } from "./rpc/errors.ts";
+export {
+  BRPC_ERRNO,
+  brpcErrorName,
+  EINTERNAL,
+  ELIMIT,
+  ELOGOFF,
+  ENOMETHOD,
+  ENOSERVICE,
+  EOVERCROWDED,
+  EREQUEST,
+  ERPCTIMEDOUT,
+  RpcError,
+} from "./rpc/errors.ts";
 
 // Runtime.
 export { RUNTIME, runtimeVersion } from "./ffi/runtime.ts";
@@ -34,19 +46,37 @@ export type { RuntimeName } from "./ffi/runtime.ts";
 
 // Client: TCP channel + fabric session + path selection.
 export { Client, clientOptionsSchema, connect, faultsSchema } from "./rpc/client.ts";
-export type { ClientCallOptions, ClientCallResult, ClientOptions, ClientStats } from "./rpc/client.ts";
+export type {
+  ClientCallOptions,
+  ClientCallResult,
+  ClientOptions,
+  ClientStats,
+} from "./rpc/client.ts";
 // The plain baidu_std channel (TCP only; also talks to stock brpc servers).
 export { Channel, ChannelOptionsSchema, connect as connectChannel } from "./rpc/channel.ts";
 export type { CallOptions, CallResult, ChannelOptions } from "./rpc/channel.ts";
 
 // Server.
-export { serve, Server, ServeOptionsSchema, typedMethod } from "./rpc/server.ts";
-export type { CallContext, Handler, Logger, ServeOptions, ServerStats, ServiceMap } from "./rpc/server.ts";
+export { serve, ServeOptionsSchema, Server, typedMethod } from "./rpc/server.ts";
+export type {
+  CallContext,
+  Handler,
+  Logger,
+  ServeOptions,
+  ServerStats,
+  ServiceMap,
+} from "./rpc/server.ts";
 export { fabricHostOptionsSchema } from "./rpc/session/fabric_host.ts";
 export type { FabricHostOptions } from "./rpc/session/fabric_host.ts";
 
 // Paths, region and telemetry.
-export { callPathSchema, DEFAULT_SELECTOR_CONFIG, selectionTable, selectorConfigSchema, selectPath } from "./rpc/selector.ts";
+export {
+  callPathSchema,
+  DEFAULT_SELECTOR_CONFIG,
+  selectionTable,
+  selectorConfigSchema,
+  selectPath,
+} from "./rpc/selector.ts";
 export type { CallPath, Selection, SelectorConfig } from "./rpc/selector.ts";
 export { computeLayout, parseRegionConfig, regionConfigSchema } from "./rpc/region/layout.ts";
 export type { RegionConfig, RegionConfigInput, RegionLayout } from "./rpc/region/layout.ts";

@@ -48,8 +48,13 @@ function jsBuildAndSink(): number {
   let head: JsWr | null = null, prev: JsWr | null = null;
   for (let i = 0; i < 16; i++) {
     const wr: JsWr = {
-      wrId: i, next: null, sg: [{ addr: 0x7f0000000000 + i * 64, length: 64, lkey: 7 }],
-      opcode: IBV_WR.RDMA_WRITE, flags: i === 15 ? 2 : 0, remoteAddr: 0x7f1000000000 + i * 64, rkey: 9,
+      wrId: i,
+      next: null,
+      sg: [{ addr: 0x7f0000000000 + i * 64, length: 64, lkey: 7 }],
+      opcode: IBV_WR.RDMA_WRITE,
+      flags: i === 15 ? 2 : 0,
+      remoteAddr: 0x7f1000000000 + i * 64,
+      rkey: 9,
     };
     if (prev) prev.next = wr;
     else head = wr;
@@ -67,10 +72,16 @@ function ffiBuildAndSink(): number {
   }
   return Number(h.vb_bench_sink_post_send(batch.descs, batch.sges, 16));
 }
-if (ffiBuildAndSink() !== 1024 || jsBuildAndSink() !== 1024) throw new Error("bench self-check failed");
+if (ffiBuildAndSink() !== 1024 || jsBuildAndSink() !== 1024) {
+  throw new Error("bench self-check failed");
+}
 summary(() => {
-  bench("ts: build 16 WRs as objects + walk the chain", () => do_not_optimize(jsBuildAndSink())).baseline(true);
-  bench("ffi: SendBatch 16 WRs + vb_bench_sink_post_send (1 call)", () => do_not_optimize(ffiBuildAndSink()));
+  bench("ts: build 16 WRs as objects + walk the chain", () => do_not_optimize(jsBuildAndSink()))
+    .baseline(true);
+  bench(
+    "ffi: SendBatch 16 WRs + vb_bench_sink_post_send (1 call)",
+    () => do_not_optimize(ffiBuildAndSink()),
+  );
 });
 
 // 3. reading 1 MiB
@@ -89,7 +100,10 @@ function sum(a: Uint32Array): number {
 summary(() => {
   bench("ts: sum 1 MiB of a JS ArrayBuffer", () => do_not_optimize(sum(heap))).baseline(true);
   bench("ffi: sum 1 MiB of mmap'd memory through a view", () => do_not_optimize(sum(native)));
-  bench("ffi: new view over 1 MiB + sum", () => do_not_optimize(sum(new Uint32Array(f.view(mem, MIB)))));
+  bench(
+    "ffi: new view over 1 MiB + sum",
+    () => do_not_optimize(sum(new Uint32Array(f.view(mem, MIB)))),
+  );
 });
 
 const res = await run();
@@ -104,8 +118,14 @@ console.log(JSON.stringify({
   median_ns: Object.fromEntries(Object.entries(med).map(([k, v]) => [k, +v.toFixed(1)])),
   ratios: {
     noop_call_ffi_vs_js: ratio("ffi: vb_noop() helper call", "js: no-op function call"),
-    batch16_ffi_vs_ts: ratio("ffi: SendBatch 16 WRs + vb_bench_sink_post_send (1 call)", "ts: build 16 WRs as objects + walk the chain"),
-    read1mib_native_vs_heap: ratio("ffi: sum 1 MiB of mmap'd memory through a view", "ts: sum 1 MiB of a JS ArrayBuffer"),
+    batch16_ffi_vs_ts: ratio(
+      "ffi: SendBatch 16 WRs + vb_bench_sink_post_send (1 call)",
+      "ts: build 16 WRs as objects + walk the chain",
+    ),
+    read1mib_native_vs_heap: ratio(
+      "ffi: sum 1 MiB of mmap'd memory through a view",
+      "ts: sum 1 MiB of a JS ArrayBuffer",
+    ),
   },
 }));
 libc.symbols.munmap(mem, MIB);

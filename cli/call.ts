@@ -41,26 +41,59 @@ const num = z.coerce.number().int();
 const schema = z.object({
   host: z.string().min(1).default("127.0.0.1"),
   port: num.min(1).max(65535),
-  ping: z.boolean().optional(), echo: z.string().optional(), put: z.array(z.string()).optional(),
-  get: z.string().optional(), mget: z.string().optional(), profile: z.string().regex(/^\d+$/, "expected a number").optional(),
-  "large-get": z.string().optional(), bigput: z.array(z.string()).optional(), "image-put": z.array(z.string()).optional(),
-  "image-chunk-size": num.min(1).max(24 * 1024).optional(), "brpc-echo": z.string().optional(),
-  lifecycle: num.min(1).max(100_000).optional(), "lifecycle-stale": z.boolean().optional(),
-  "lifecycle-repeat-reclaim": z.boolean().optional(), "lifecycle-timeout": z.boolean().optional(),
-  "async-bench": num.min(1).optional(), "bench-op": z.enum(["ping", "echo", "get", "put", "large-get"]).default("echo"),
-  "async-window": num.min(1).max(65536).default(32), "bench-bytes": num.min(0).max(64 << 20).default(64),
-  stats: z.boolean().optional(), fabric: z.enum(["auto", "shm", "verbs", "urma", "tcp"]).default("auto"),
-  urma: z.string().min(1).optional(), "source-addr": z.string().min(1).optional(),
+  ping: z.boolean().optional(),
+  echo: z.string().optional(),
+  put: z.array(z.string()).optional(),
+  get: z.string().optional(),
+  mget: z.string().optional(),
+  profile: z.string().regex(/^\d+$/, "expected a number").optional(),
+  "large-get": z.string().optional(),
+  bigput: z.array(z.string()).optional(),
+  "image-put": z.array(z.string()).optional(),
+  "image-chunk-size": num.min(1).max(24 * 1024).optional(),
+  "brpc-echo": z.string().optional(),
+  lifecycle: num.min(1).max(100_000).optional(),
+  "lifecycle-stale": z.boolean().optional(),
+  "lifecycle-repeat-reclaim": z.boolean().optional(),
+  "lifecycle-timeout": z.boolean().optional(),
+  "async-bench": num.min(1).optional(),
+  "bench-op": z.enum(["ping", "echo", "get", "put", "large-get"]).default("echo"),
+  "async-window": num.min(1).max(65536).default(32),
+  "bench-bytes": num.min(0).max(64 << 20).default(64),
+  stats: z.boolean().optional(),
+  fabric: z.enum(["auto", "shm", "verbs", "urma", "tcp"]).default("auto"),
+  urma: z.string().min(1).optional(),
+  "source-addr": z.string().min(1).optional(),
   "force-path": z.enum(["eager", "lazy", "bulk", "tcp"]).optional(),
-  "simulate-fabric-down": z.boolean().optional(), "simulate-op-fail": num.min(1).optional(),
-  "simulate-errors": num.min(0).optional(), "simulate-server-pressure": z.enum(["ring", "objpool"]).optional(),
-  "timeout-ms": num.min(1).default(5000), json: z.boolean().default(false),
-}).strict().refine((o) => !o.put || o.put.length === 2, { message: "--put takes K V", path: ["put"] })
-  .refine((o) => !o.bigput || o.bigput.length === 2, { message: "--bigput takes KEY BYTES", path: ["bigput"] })
-  .refine((o) => !o["image-put"] || o["image-put"].length === 2, { message: "--image-put takes KEY FILE", path: ["image-put"] });
+  "simulate-fabric-down": z.boolean().optional(),
+  "simulate-op-fail": num.min(1).optional(),
+  "simulate-errors": num.min(0).optional(),
+  "simulate-server-pressure": z.enum(["ring", "objpool"]).optional(),
+  "timeout-ms": num.min(1).default(5000),
+  json: z.boolean().default(false),
+}).strict().refine((o) => !o.put || o.put.length === 2, {
+  message: "--put takes K V",
+  path: ["put"],
+})
+  .refine((o) => !o.bigput || o.bigput.length === 2, {
+    message: "--bigput takes KEY BYTES",
+    path: ["bigput"],
+  })
+  .refine((o) => !o["image-put"] || o["image-put"].length === 2, {
+    message: "--image-put takes KEY FILE",
+    path: ["image-put"],
+  });
 type Opts = z.output<typeof schema>;
 
-const FLAGS = ["ping", "stats", "json", "simulate-fabric-down", "lifecycle-stale", "lifecycle-repeat-reclaim", "lifecycle-timeout"];
+const FLAGS = [
+  "ping",
+  "stats",
+  "json",
+  "simulate-fabric-down",
+  "lifecycle-stale",
+  "lifecycle-repeat-reclaim",
+  "lifecycle-timeout",
+];
 const PAIRS = ["put", "bigput", "image-put"];
 
 /** Splits argv: `--put K V` style options take two values. */
@@ -94,16 +127,31 @@ export interface OpReport {
   error?: string;
 }
 
-const PATH: Record<string, CallPath> = { eager: "EAGER", lazy: "LAZY", bulk: "BULK", tcp: "TCP_FALLBACK" };
+const PATH: Record<string, CallPath> = {
+  eager: "EAGER",
+  lazy: "LAZY",
+  bulk: "BULK",
+  tcp: "TCP_FALLBACK",
+};
 const enc = new TextEncoder(), dec = new TextDecoder();
 
 /** Runs `fn` with a demo client whose calls record the path they took. */
-async function op(client: Client, name: string, force: CallPath | undefined, timeoutMs: number, fn: (d: DemoClient) => Promise<unknown>): Promise<OpReport> {
+async function op(
+  client: Client,
+  name: string,
+  force: CallPath | undefined,
+  timeoutMs: number,
+  fn: (d: DemoClient) => Promise<unknown>,
+): Promise<OpReport> {
   const paths = new Set<CallPath>();
   let fabric = client.fabric;
   const d = new DemoClient(async (s, m, r, o) => {
     const big = m === "LargeGet" ? bigSize(r) : undefined;
-    const res: ClientCallResult = await client.call(s, m, r, { ...o, forcePath: force, expectedResponseBytes: big });
+    const res: ClientCallResult = await client.call(s, m, r, {
+      ...o,
+      forcePath: force,
+      expectedResponseBytes: big,
+    });
     paths.add(res.path);
     fabric = res.fabric;
     return res;
@@ -111,9 +159,23 @@ async function op(client: Client, name: string, force: CallPath | undefined, tim
   const t0 = performance.now();
   try {
     const result = await fn(d);
-    return { ok: true, op: name, path: paths.size === 1 ? [...paths][0] : paths.size ? "mixed" : "-", fabric, latency_us: round((performance.now() - t0) * 1000), result };
+    return {
+      ok: true,
+      op: name,
+      path: paths.size === 1 ? [...paths][0] : paths.size ? "mixed" : "-",
+      fabric,
+      latency_us: round((performance.now() - t0) * 1000),
+      result,
+    };
   } catch (e) {
-    return { ok: false, op: name, path: paths.size === 1 ? [...paths][0] : "-", fabric, latency_us: round((performance.now() - t0) * 1000), error: (e as Error).message };
+    return {
+      ok: false,
+      op: name,
+      path: paths.size === 1 ? [...paths][0] : "-",
+      fabric,
+      latency_us: round((performance.now() - t0) * 1000),
+      error: (e as Error).message,
+    };
   }
 }
 
@@ -129,8 +191,18 @@ function bigSize(keyRequest: Uint8Array): number | undefined {
 const round = (x: number) => Math.round(x * 10) / 10;
 
 function show(v: unknown): string {
-  if (v instanceof Uint8Array) return v.length <= 64 ? JSON.stringify(dec.decode(v)) : `${v.length} bytes`;
-  return JSON.stringify(v, (_k, x) => typeof x === "bigint" ? x.toString() : x instanceof Uint8Array ? (x.length <= 64 ? dec.decode(x) : `${x.length} bytes`) : x);
+  if (v instanceof Uint8Array) {
+    return v.length <= 64 ? JSON.stringify(dec.decode(v)) : `${v.length} bytes`;
+  }
+  return JSON.stringify(
+    v,
+    (_k, x) =>
+      typeof x === "bigint"
+        ? x.toString()
+        : x instanceof Uint8Array
+        ? (x.length <= 64 ? dec.decode(x) : `${x.length} bytes`)
+        : x,
+  );
 }
 
 /** Entry point of `verbus call`. */
@@ -147,9 +219,12 @@ export async function main(args: string[]): Promise<number> {
   }
   const force = o["force-path"] ? PATH[o["force-path"]] : undefined;
   const options: ClientOptions = {
-    timeoutMs: o["timeout-ms"], fabric: o.fabric,
+    timeoutMs: o["timeout-ms"],
+    fabric: o.fabric,
     faults: {
-      fabricDown: o["simulate-fabric-down"] ?? false, opFail: o["simulate-op-fail"] ?? 0, errors: o["simulate-errors"] ?? 0,
+      fabricDown: o["simulate-fabric-down"] ?? false,
+      opFail: o["simulate-op-fail"] ?? 0,
+      errors: o["simulate-errors"] ?? 0,
       ...(o["simulate-server-pressure"] ? { serverPressure: o["simulate-server-pressure"] } : {}),
     },
     refreshEvery: o["simulate-server-pressure"] ? 1 : 64,
@@ -171,34 +246,142 @@ export async function main(args: string[]): Promise<number> {
   const t = o["timeout-ms"];
   const emit = (r: OpReport) => {
     reports.push(r);
-    if (o.json) console.log(JSON.stringify(r, (_k, x) => typeof x === "bigint" ? x.toString() : x instanceof Uint8Array ? dec.decode(x) : x));
-    else console.log(`${r.ok ? "ok  " : "FAIL"} ${r.op.padEnd(10)} path=${String(r.path).padEnd(12)} fabric=${r.fabric.padEnd(5)} ${String(r.latency_us).padStart(9)} µs  ${r.ok ? show(r.result) : r.error}`);
+    if (o.json) {
+      console.log(
+        JSON.stringify(
+          r,
+          (_k, x) =>
+            typeof x === "bigint" ? x.toString() : x instanceof Uint8Array ? dec.decode(x) : x,
+        ),
+      );
+    } else {console.log(
+        `${r.ok ? "ok  " : "FAIL"} ${r.op.padEnd(10)} path=${String(r.path).padEnd(12)} fabric=${
+          r.fabric.padEnd(5)
+        } ${String(r.latency_us).padStart(9)} µs  ${r.ok ? show(r.result) : r.error}`,
+      );}
   };
   try {
-    if (o.ping) emit(await op(client, "ping", force, t, async (d) => { const p = await d.ping(); return { rtt_us: round(p.rttUs), server_time_us: p.serverTimeUs }; }));
-    if (o.echo !== undefined) emit(await op(client, "echo", force, t, async (d) => dec.decode(await d.echo(enc.encode(o.echo!)))));
-    if (o.put) emit(await op(client, "put", force, t, (d) => d.put(o.put![0], enc.encode(o.put![1]))));
-    if (o.get !== undefined) emit(await op(client, "get", force, t, async (d) => { const v = await d.get(o.get!); return v === undefined ? null : dec.decode(v); }));
-    if (o.mget !== undefined) emit(await op(client, "mget", force, t, async (d) => (await d.mget(o.mget!.split(","))).map((v) => v === undefined ? null : dec.decode(v))));
-    if (o.profile !== undefined) emit(await op(client, "profile", force, t, (d) => d.profile(BigInt(o.profile!))));
-    if (o["large-get"] !== undefined) emit(await op(client, "large-get", force, t, async (d) => ({ bytes: (await d.largeGet(o["large-get"]!)).length })));
-    if (o.bigput) emit(await op(client, "bigput", force, t, (d) => d.bigPut(o.bigput![0], new Uint8Array(Number(o.bigput![1])).fill(0x42))));
+    if (o.ping) {
+      emit(
+        await op(client, "ping", force, t, async (d) => {
+          const p = await d.ping();
+          return { rtt_us: round(p.rttUs), server_time_us: p.serverTimeUs };
+        }),
+      );
+    }
+    if (o.echo !== undefined) {
+      emit(
+        await op(
+          client,
+          "echo",
+          force,
+          t,
+          async (d) => dec.decode(await d.echo(enc.encode(o.echo!))),
+        ),
+      );
+    }
+    if (o.put) {
+      emit(await op(client, "put", force, t, (d) => d.put(o.put![0], enc.encode(o.put![1]))));
+    }
+    if (o.get !== undefined) {
+      emit(
+        await op(client, "get", force, t, async (d) => {
+          const v = await d.get(o.get!);
+          return v === undefined ? null : dec.decode(v);
+        }),
+      );
+    }
+    if (o.mget !== undefined) {
+      emit(
+        await op(
+          client,
+          "mget",
+          force,
+          t,
+          async (d) =>
+            (await d.mget(o.mget!.split(","))).map((v) => v === undefined ? null : dec.decode(v)),
+        ),
+      );
+    }
+    if (o.profile !== undefined) {
+      emit(await op(client, "profile", force, t, (d) => d.profile(BigInt(o.profile!))));
+    }
+    if (o["large-get"] !== undefined) {
+      emit(
+        await op(
+          client,
+          "large-get",
+          force,
+          t,
+          async (d) => ({ bytes: (await d.largeGet(o["large-get"]!)).length }),
+        ),
+      );
+    }
+    if (o.bigput) {
+      emit(
+        await op(
+          client,
+          "bigput",
+          force,
+          t,
+          (d) => d.bigPut(o.bigput![0], new Uint8Array(Number(o.bigput![1])).fill(0x42)),
+        ),
+      );
+    }
     if (o["image-put"]) {
       const [key, file] = o["image-put"];
-      emit(await op(client, "image-put", force, t, (d) => d.imagePut(key, readFileSync(file), o["image-chunk-size"])));
+      emit(
+        await op(
+          client,
+          "image-put",
+          force,
+          t,
+          (d) => d.imagePut(key, readFileSync(file), o["image-chunk-size"]),
+        ),
+      );
     }
-    if (o["brpc-echo"] !== undefined) emit(await op(client, "brpc-echo", force, t, (d) => d.brpcEcho(o["brpc-echo"]!)));
-    for (const kind of ["lifecycle", "lifecycle-stale", "lifecycle-repeat-reclaim", "lifecycle-timeout"] as const) {
-      if (o[kind] !== undefined && o[kind] !== false) emit(await runLifecycle(client, kind, kind === "lifecycle" ? o.lifecycle! : 1, t));
+    if (o["brpc-echo"] !== undefined) {
+      emit(await op(client, "brpc-echo", force, t, (d) => d.brpcEcho(o["brpc-echo"]!)));
+    }
+    for (
+      const kind of [
+        "lifecycle",
+        "lifecycle-stale",
+        "lifecycle-repeat-reclaim",
+        "lifecycle-timeout",
+      ] as const
+    ) {
+      if (o[kind] !== undefined && o[kind] !== false) {
+        emit(await runLifecycle(client, kind, kind === "lifecycle" ? o.lifecycle! : 1, t));
+      }
     }
     if (o["async-bench"] !== undefined) {
-      emit(await runBench(client, { n: o["async-bench"], op: o["bench-op"], window: o["async-window"], bytes: o["bench-bytes"], force, timeoutMs: t }));
+      emit(
+        await runBench(client, {
+          n: o["async-bench"],
+          op: o["bench-op"],
+          window: o["async-window"],
+          bytes: o["bench-bytes"],
+          force,
+          timeoutMs: t,
+        }),
+      );
     }
     if (o.stats) {
       await client.refreshServerSnapshot();
       const st = client.stats();
-      if (o.json) console.log(JSON.stringify({ ok: true, op: "stats", path: "-", fabric: client.fabric, latency_us: 0, result: st }));
-      else console.log(client.formatStats());
+      if (o.json) {
+        console.log(
+          JSON.stringify({
+            ok: true,
+            op: "stats",
+            path: "-",
+            fabric: client.fabric,
+            latency_us: 0,
+            result: st,
+          }),
+        );
+      } else console.log(client.formatStats());
     }
   } finally {
     await client.close();

@@ -31,7 +31,10 @@ function request(spec: BenchSpec): { method: string; bytes: Uint8Array; expect?:
     case "get":
       return { method: "KvGet", bytes: encodeKeyRequest("bench") };
     case "put":
-      return { method: "KvPut", bytes: encodePutRequest("bench", new Uint8Array(spec.bytes).fill(0x62)) };
+      return {
+        method: "KvPut",
+        bytes: encodePutRequest("bench", new Uint8Array(spec.bytes).fill(0x62)),
+      };
     case "large-get": {
       const key = `big:${Math.max(1, spec.bytes)}`;
       return { method: "LargeGet", bytes: encodeKeyRequest(key), expect: parseBigKey(key) };
@@ -52,7 +55,9 @@ export async function runBench(client: Client, spec: BenchSpec): Promise<OpRepor
       const a = performance.now();
       try {
         const r: ClientCallResult = await client.call(DEMO_SERVICE, req.method, req.bytes, {
-          timeoutMs: spec.timeoutMs, forcePath: spec.force, expectedResponseBytes: req.expect,
+          timeoutMs: spec.timeoutMs,
+          forcePath: spec.force,
+          expectedResponseBytes: req.expect,
         });
         paths[r.path] = (paths[r.path] ?? 0) + 1;
       } catch (e) {
@@ -65,13 +70,24 @@ export async function runBench(client: Client, spec: BenchSpec): Promise<OpRepor
   await Promise.all(Array.from({ length: Math.min(spec.window, spec.n) }, worker));
   const secs = (performance.now() - t0) / 1000;
   const sorted = lat.slice().sort();
-  const pick = (q: number) => round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] * 1000);
+  const pick = (q: number) =>
+    round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] * 1000);
   const one = Object.keys(paths).length === 1 ? Object.keys(paths)[0] as CallPath : "mixed";
   return {
-    ok: failed === 0, op: `bench:${spec.op}`, path: one, fabric: client.fabric, latency_us: pick(0.5),
+    ok: failed === 0,
+    op: `bench:${spec.op}`,
+    path: one,
+    fabric: client.fabric,
+    latency_us: pick(0.5),
     result: {
-      count: spec.n, failed, window: spec.window, p50_us: pick(0.5), p99_us: pick(0.99), qps: Math.round(spec.n / secs),
-      paths, ...(firstError ? { first_error: firstError } : {}),
+      count: spec.n,
+      failed,
+      window: spec.window,
+      p50_us: pick(0.5),
+      p99_us: pick(0.99),
+      qps: Math.round(spec.n / secs),
+      paths,
+      ...(firstError ? { first_error: firstError } : {}),
     },
   };
 }
@@ -91,13 +107,22 @@ export async function runLifecycle(
 ): Promise<OpReport> {
   const t0 = performance.now();
   const report = (ok: boolean, result: unknown, error?: string): OpReport => ({
-    ok, op: kind, path: "LAZY", fabric: client.fabric, latency_us: round((performance.now() - t0) * 1000), result,
+    ok,
+    op: kind,
+    path: "LAZY",
+    fabric: client.fabric,
+    latency_us: round((performance.now() - t0) * 1000),
+    result,
     ...(error ? { error } : {}),
   });
   try {
     const session = client.session;
     const before = await snapshot(client);
-    const lazyGet = () => client.call(DEMO_SERVICE, "LargeGet", encodeKeyRequest("big:64k"), { timeoutMs, forcePath: "LAZY" });
+    const lazyGet = () =>
+      client.call(DEMO_SERVICE, "LargeGet", encodeKeyRequest("big:64k"), {
+        timeoutMs,
+        forcePath: "LAZY",
+      });
     if (kind === "lifecycle") {
       for (let i = 0; i < n; i++) await lazyGet();
       await client.drain();
@@ -109,21 +134,30 @@ export async function runLifecycle(
       for (;;) {
         const s = await snapshot(client);
         if (s.objTtlReclaims > before.objTtlReclaims) break;
-        if (performance.now() > deadline) throw new Error("the server's TTL sweep did not free the object in time");
+        if (performance.now() > deadline) {
+          throw new Error("the server's TTL sweep did not free the object in time");
+        }
         await new Promise((r) => setTimeout(r, 200));
       }
     } else {
       await lazyGet();
       await client.drain();
       const { lastObject, lastGeneration } = session!.lifecycle;
-      session!.reclaim(lastObject, kind === "lifecycle-stale" ? (lastGeneration ^ 0x5a5a) || 1 : lastGeneration);
+      session!.reclaim(
+        lastObject,
+        kind === "lifecycle-stale" ? (lastGeneration ^ 0x5a5a) || 1 : lastGeneration,
+      );
       await client.drain();
     }
     const after = await snapshot(client);
     const d = (k: keyof TelemetrySnapshot) => Number(after[k]) - Number(before[k]);
     return report(true, {
-      allocated: d("objAllocs"), reclaimed: d("objReclaims"), ttl_reclaimed: d("objTtlReclaims"),
-      stale_refs: d("objStaleRefs"), bad_refs: d("objBadRefs"), pool_used_slabs: after.objectPoolUsed,
+      allocated: d("objAllocs"),
+      reclaimed: d("objReclaims"),
+      ttl_reclaimed: d("objTtlReclaims"),
+      stale_refs: d("objStaleRefs"),
+      bad_refs: d("objBadRefs"),
+      pool_used_slabs: after.objectPoolUsed,
     });
   } catch (e) {
     return report(false, null, (e as Error).message);

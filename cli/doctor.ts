@@ -37,10 +37,14 @@ export function formatDoctor(c: HostCapabilities): string {
   const out: string[] = [];
   out.push(`runtime      ${c.runtime.name} ${c.runtime.version}`);
   if (c.helper.found && c.helper.layoutOk) {
-    out.push(`helper       ${c.helper.version} loaded from ${c.helper.path} (${c.helper.source}); ${c.helper.layoutEntries} layout entries match`);
+    out.push(
+      `helper       ${c.helper.version} loaded from ${c.helper.path} (${c.helper.source}); ${c.helper.layoutEntries} layout entries match`,
+    );
   } else {
     out.push(`helper       NOT usable: ${c.helper.error?.split("\n")[0]}`);
-    for (const t of c.helper.tried) out.push(`               tried ${t.source}: ${t.path} — ${t.reason}`);
+    for (const t of c.helper.tried) {
+      out.push(`               tried ${t.source}: ${t.path} — ${t.reason}`);
+    }
   }
   out.push("libraries");
   out.push(...lib("libibverbs", c.libraries.libibverbs));
@@ -49,20 +53,40 @@ export function formatDoctor(c: HostCapabilities): string {
   out.push("rdma");
   if (c.rdma.devices.length === 0) out.push(`  none: ${c.rdma.reason}`);
   for (const d of c.rdma.devices) {
-    out.push(`  ${d.name}  guid ${d.guid}${d.fwVer ? `  fw ${d.fwVer}` : ""}${d.maxQp ? `  max_qp ${d.maxQp}` : ""}`);
+    out.push(
+      `  ${d.name}  guid ${d.guid}${d.fwVer ? `  fw ${d.fwVer}` : ""}${
+        d.maxQp ? `  max_qp ${d.maxQp}` : ""
+      }`,
+    );
     if (d.error) out.push(`    error: ${d.error}`);
     for (const p of d.ports) {
-      out.push(`    port ${p.port}: ${p.state}, ${p.linkLayer}, mtu ${p.activeMtu} (max ${p.maxMtu}), lid ${p.lid}`);
+      out.push(
+        `    port ${p.port}: ${p.state}, ${p.linkLayer}, mtu ${p.activeMtu} (max ${p.maxMtu}), lid ${p.lid}`,
+      );
       for (const g of p.gids) {
-        out.push(`      gid[${g.index}] ${g.gid}${g.type ? `  ${g.type}` : ""}${g.netdev ? `  ${g.netdev}` : ""}`);
+        out.push(
+          `      gid[${g.index}] ${g.gid}${g.type ? `  ${g.type}` : ""}${
+            g.netdev ? `  ${g.netdev}` : ""
+          }`,
+        );
       }
     }
   }
   const q = c.rdma.qpSettings;
-  out.push(`  qp settings: timeout ${q.timeout}, retry ${q.retryCnt}, rnr_retry ${q.rnrRetry}, min_rnr_timer ${q.minRnrTimer}, path_mtu enum ${q.pathMtu}, max_rd_atomic ${q.maxRdAtomic}`);
+  out.push(
+    `  qp settings: timeout ${q.timeout}, retry ${q.retryCnt}, rnr_retry ${q.rnrRetry}, min_rnr_timer ${q.minRnrTimer}, path_mtu enum ${q.pathMtu}, max_rd_atomic ${q.maxRdAtomic}`,
+  );
   out.push("urma");
-  out.push(c.urma.devices.length ? `  devices: ${c.urma.devices.join(", ")}` : `  none: ${c.urma.reason?.split("\n")[0]}`);
-  out.push(`shm          ${c.shm.usable ? "usable (POSIX shm + mmap + Atomics)" : `not usable: ${c.shm.reason}`}`);
+  out.push(
+    c.urma.devices.length
+      ? `  devices: ${c.urma.devices.join(", ")}`
+      : `  none: ${c.urma.reason?.split("\n")[0]}`,
+  );
+  out.push(
+    `shm          ${
+      c.shm.usable ? "usable (POSIX shm + mmap + Atomics)" : `not usable: ${c.shm.reason}`
+    }`,
+  );
   out.push(`fabrics      ${c.fabrics.join(" > ")}  (best first)`);
   return out.join("\n");
 }
@@ -83,7 +107,11 @@ export async function main(args: string[]): Promise<number> {
     else rest.push(a);
   }
   if (rest.length || urma === "") {
-    console.error(`verbus doctor: ${rest.length ? `unknown option ${rest[0]}` : "--urma needs a value"}\n\n${HELP}`);
+    console.error(
+      `verbus doctor: ${
+        rest.length ? `unknown option ${rest[0]}` : "--urma needs a value"
+      }\n\n${HELP}`,
+    );
     return 2;
   }
   const caps = await probeHost(urma === "sim" ? simulatorPath() : urma);

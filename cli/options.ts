@@ -10,7 +10,9 @@ export function usageError(command: string, e: unknown, help: string): number {
   if (e instanceof ZodError) {
     const i = e.issues[0];
     const key = i.path.length ? `--${i.path.join(".")}` : "options";
-    msg = i.code === "unrecognized_keys" ? `unknown option ${(i as { keys?: string[] }).keys?.map((k) => `--${k}`).join(", ")}` : `${key}: ${i.message}`;
+    msg = i.code === "unrecognized_keys"
+      ? `unknown option ${(i as { keys?: string[] }).keys?.map((k) => `--${k}`).join(", ")}`
+      : `${key}: ${i.message}`;
   } else {
     msg = e instanceof Error ? e.message : String(e);
   }

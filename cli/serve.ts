@@ -29,7 +29,10 @@ const schema = z.object({
   port: z.coerce.number().int().min(0).max(65535),
   host: z.string().min(1).default("127.0.0.1"),
   "image-dir": z.string().min(1).optional(),
-  fabric: z.string().regex(/^(none|(shm|verbs|urma)(,(shm|verbs|urma))*)$/, "expected none or a list of shm, verbs, urma").optional(),
+  fabric: z.string().regex(
+    /^(none|(shm|verbs|urma)(,(shm|verbs|urma))*)$/,
+    "expected none or a list of shm, verbs, urma",
+  ).optional(),
   urma: z.string().min(1).optional(),
   "rdma-addr": z.string().min(1).optional(),
   "rdma-port": z.coerce.number().int().min(0).max(65535).optional(),
@@ -50,9 +53,16 @@ export async function main(args: string[]): Promise<number> {
     const { values } = parseArgs({
       args,
       options: {
-        port: { type: "string" }, host: { type: "string" }, "image-dir": { type: "string" },
-        fabric: { type: "string" }, "object-ttl-ms": { type: "string" }, "batch-budget": { type: "string" },
-        urma: { type: "string" }, "rdma-addr": { type: "string" }, "rdma-port": { type: "string" }, "rdma-mode": { type: "string" },
+        port: { type: "string" },
+        host: { type: "string" },
+        "image-dir": { type: "string" },
+        fabric: { type: "string" },
+        "object-ttl-ms": { type: "string" },
+        "batch-budget": { type: "string" },
+        urma: { type: "string" },
+        "rdma-addr": { type: "string" },
+        "rdma-port": { type: "string" },
+        "rdma-mode": { type: "string" },
         json: { type: "boolean" },
       },
       strict: true,
@@ -62,26 +72,45 @@ export async function main(args: string[]): Promise<number> {
     return usageError("serve", e, HELP);
   }
   const imageDir = o["image-dir"] ?? mkdtempSync(join(tmpdir(), "verbus-images-"));
-  const list = (o.fabric ?? (o.urma ? "shm,verbs,urma" : "shm,verbs")).split(",") as ("shm" | "verbs" | "urma")[];
+  const list = (o.fabric ?? (o.urma ? "shm,verbs,urma" : "shm,verbs")).split(
+    ",",
+  ) as ("shm" | "verbs" | "urma")[];
   const urmaLib = o.urma === "sim" ? simulatorPath() : o.urma;
   const server = await serve({
     port: o.port,
     host: o.host,
     services: demoService({ imageDir }),
     fabric: o.fabric === "none" ? false : {
-      fabrics: list, objectTtlMs: o["object-ttl-ms"], batchBudget: o["batch-budget"],
+      fabrics: list,
+      objectTtlMs: o["object-ttl-ms"],
+      batchBudget: o["batch-budget"],
       providerOptions: {
-        verbs: { ...(o["rdma-addr"] ? { addr: o["rdma-addr"] } : { addr: o.host }), ...(o["rdma-port"] !== undefined ? { port: o["rdma-port"] } : {}), ...(o["rdma-mode"] ? { mode: o["rdma-mode"] } : {}) },
+        verbs: {
+          ...(o["rdma-addr"] ? { addr: o["rdma-addr"] } : { addr: o.host }),
+          ...(o["rdma-port"] !== undefined ? { port: o["rdma-port"] } : {}),
+          ...(o["rdma-mode"] ? { mode: o["rdma-mode"] } : {}),
+        },
         ...(urmaLib ? { urma: { library: urmaLib } } : {}),
       },
     },
     logger: { warn: (m) => console.error(`verbus serve: ${m}`), info: () => {} },
   });
-  const offered = server.fabric?.fabrics.map((f) => f === "urma" && o.urma === "sim" ? "urma (simulated)" : f) ?? [];
+  const offered =
+    server.fabric?.fabrics.map((f) => f === "urma" && o.urma === "sim" ? "urma (simulated)" : f) ??
+      [];
   const fabrics = o.fabric === "none" ? "tcp only" : [...offered, "tcp"].join(" + ");
-  console.log(o.json
-    ? JSON.stringify({ listening: true, host: server.host, port: server.port, runtime: RUNTIME, fabrics, imageDir })
-    : `verbus serve (${RUNTIME}): listening on ${server.host}:${server.port} (${fabrics}); images in ${imageDir}`);
+  console.log(
+    o.json
+      ? JSON.stringify({
+        listening: true,
+        host: server.host,
+        port: server.port,
+        runtime: RUNTIME,
+        fabrics,
+        imageDir,
+      })
+      : `verbus serve (${RUNTIME}): listening on ${server.host}:${server.port} (${fabrics}); images in ${imageDir}`,
+  );
   // deno-lint-ignore no-explicit-any
   const proc = (globalThis as any).process;
   await new Promise<void>((resolve) => {

@@ -66,7 +66,9 @@ export class WorkerPool {
   #idle(): PooledWorker {
     const free = this.#workers.find((w) => !w.busy);
     if (free) return free;
-    const worker = new Worker(new URL("./bun_worker.ts", import.meta.url).href) as PooledWorker["worker"];
+    const worker = new Worker(
+      new URL("./bun_worker.ts", import.meta.url).href,
+    ) as PooledWorker["worker"];
     const pw: PooledWorker = { worker, busy: false };
     worker.postMessage({ open: this.path, defs: this.defs });
     worker.onmessage = (e: MessageEvent) => {

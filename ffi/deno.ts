@@ -73,7 +73,9 @@ export const backend: FfiBackend = {
   open,
   ptrOf(view) {
     const p = Deno.UnsafePointer.of(view as unknown as BufferSource);
-    if (p === null) throw new RangeError("ptrOf: the typed array has no backing memory (length 0?)");
+    if (p === null) {
+      throw new RangeError("ptrOf: the typed array has no backing memory (length 0?)");
+    }
     return p as unknown as NonNullPtr;
   },
   address(p) {

@@ -16,7 +16,10 @@ let backend: FfiBackend | null = null;
 export async function ffi(): Promise<FfiBackend> {
   if (backend) return backend;
   if (RUNTIME === "unsupported") {
-    throw new VerbusError("UNSUPPORTED_RUNTIME", "verbus runs on Deno or Bun; this runtime is neither");
+    throw new VerbusError(
+      "UNSUPPORTED_RUNTIME",
+      "verbus runs on Deno or Bun; this runtime is neither",
+    );
   }
   // A non-literal specifier: Deno's type checker must not follow the Bun file, and vice versa.
   const file = RUNTIME === "deno" ? "./deno.ts" : "./bun.ts";

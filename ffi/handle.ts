@@ -43,7 +43,11 @@ export abstract class NativeHandle {
   ) {
     this.kind = kind;
     this.#ptr = ptr;
-    this.#parents = parent === null ? [] : Array.isArray(parent) ? [...new Set(parent)] : [parent as NativeHandle];
+    this.#parents = parent === null
+      ? []
+      : Array.isArray(parent)
+      ? [...new Set(parent)]
+      : [parent as NativeHandle];
     for (const p of this.#parents) p.#children.add(this);
     registry.register(this, { kind, ptr, destroy }, this);
   }

@@ -10,12 +10,17 @@ import { VB_RECV_DESC, VB_SEND_DESC, VB_SGE, VB_WC } from "./layouts/helper.ts";
 import { RDMACM_LAYOUTS } from "./layouts/rdmacm.ts";
 import { VERBS_LAYOUTS } from "./layouts/verbs.ts";
 import { type Library, loadLibrary, probeLibrary, type ProbeResult } from "./loader.ts";
-import { HELPER_SPEC, HELPER_SYMBOLS } from "./symbols/helper.ts";
+import { HELPER_SPEC, type HELPER_SYMBOLS } from "./symbols/helper.ts";
 import { cstringArg } from "./strings.ts";
 
 /** Every layout checked against the helper's table at load. */
 export const ALL_HELPER_LAYOUTS: readonly Layout[] = [
-  VB_SGE, VB_SEND_DESC, VB_RECV_DESC, VB_WC, ...VERBS_LAYOUTS, ...RDMACM_LAYOUTS,
+  VB_SGE,
+  VB_SEND_DESC,
+  VB_RECV_DESC,
+  VB_WC,
+  ...VERBS_LAYOUTS,
+  ...RDMACM_LAYOUTS,
 ];
 
 /** The loaded, layout-checked helper. Process-wide; obtain it with {@link loadHelper}. */
@@ -33,7 +38,9 @@ function verify(lib: Library<typeof HELPER_SYMBOLS>): Helper {
   const s = lib.symbols;
   const v = s.vb_version();
   const t = s.vb_layout_table();
-  if (v === null || t === null) throw new VerbusError("LAYOUT_MISMATCH", "the helper returned no version / layout table");
+  if (v === null || t === null) {
+    throw new VerbusError("LAYOUT_MISMATCH", "the helper returned no version / layout table");
+  }
   const layouts = parseLayoutTable(f.cstring(t));
   checkLayouts(ALL_HELPER_LAYOUTS, layouts);
   return { lib, version: f.cstring(v), layouts };
@@ -60,7 +67,11 @@ export function loadHelper(): Promise<Helper> {
 
 /** Like {@link loadHelper} but never throws: for `verbus doctor`. */
 export async function probeHelper(): Promise<
-  { ok: true; helper: Helper; probe: ProbeResult<typeof HELPER_SYMBOLS> } | { ok: false; error: Error; probe?: ProbeResult<typeof HELPER_SYMBOLS> }
+  { ok: true; helper: Helper; probe: ProbeResult<typeof HELPER_SYMBOLS> } | {
+    ok: false;
+    error: Error;
+    probe?: ProbeResult<typeof HELPER_SYMBOLS>;
+  }
 > {
   const probe = await probeLibrary(HELPER_SPEC);
   if (!probe.ok) return { ok: false, error: probe.error, probe };

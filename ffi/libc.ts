@@ -5,7 +5,7 @@
  */
 import { ffiSync } from "./ffi.ts";
 import { type Library, loadLibrary } from "./loader.ts";
-import { LIBC_SPEC, LIBC_SYMBOLS } from "./symbols/libc.ts";
+import { LIBC_SPEC, type LIBC_SYMBOLS } from "./symbols/libc.ts";
 
 let cached: Promise<Library<typeof LIBC_SYMBOLS>> | null = null;
 

@@ -102,14 +102,18 @@ export type ProbeResult<T extends SymbolTable> =
   | { ok: false; error: LibraryLoadError };
 
 /** Tries every candidate of `spec` in order; never throws. */
-export async function probeLibrary<T extends SymbolTable>(spec: LibrarySpec<T>): Promise<ProbeResult<T>> {
+export async function probeLibrary<T extends SymbolTable>(
+  spec: LibrarySpec<T>,
+): Promise<ProbeResult<T>> {
   const backend = await ffi();
   const attempts: LoadAttempt[] = [];
   const candidates: Array<{ source: LoadAttempt["source"]; path: string }> = [];
   const fromEnv = spec.envVar ? getEnv(spec.envVar) : undefined;
   if (fromEnv) candidates.push({ source: "env", path: fromEnv });
   if (spec.bundled) {
-    for (const d of buildDirs()) candidates.push({ source: "bundled", path: join(d, spec.bundled) });
+    for (const d of buildDirs()) {
+      candidates.push({ source: "bundled", path: join(d, spec.bundled) });
+    }
   }
   for (const s of spec.sonames) candidates.push({ source: "system", path: s });
 
@@ -131,7 +135,9 @@ export async function probeLibrary<T extends SymbolTable>(spec: LibrarySpec<T>):
 }
 
 /** Loads `spec` or throws {@link LibraryLoadError} listing every path tried. */
-export async function loadLibrary<T extends SymbolTable>(spec: LibrarySpec<T>): Promise<Library<T>> {
+export async function loadLibrary<T extends SymbolTable>(
+  spec: LibrarySpec<T>,
+): Promise<Library<T>> {
   const r = await probeLibrary(spec);
   if (!r.ok) throw r.error;
   return r.library;

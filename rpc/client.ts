@@ -13,11 +13,23 @@
 import { z } from "zod";
 import { VerbusError } from "../errors.ts";
 import { FAILED, FULL } from "../transport/fabric.ts";
-import { type CallOptions, type CallResult, type Channel, ChannelOptionsSchema, connect as connectChannel } from "./channel.ts";
-import { parseOptions, RpcError, ENOSERVICE } from "./errors.ts";
+import {
+  type CallOptions,
+  type CallResult,
+  type Channel,
+  ChannelOptionsSchema,
+  connect as connectChannel,
+} from "./channel.ts";
+import { ENOSERVICE, parseOptions, RpcError } from "./errors.ts";
 import { regionConfigSchema } from "./region/layout.ts";
 import { formatTelemetry, type TelemetrySnapshot } from "./region/telemetry.ts";
-import { type CallPath, callPathSchema, selectorConfigSchema, selectPathOnly, type SelectorConfig } from "./selector.ts";
+import {
+  type CallPath,
+  callPathSchema,
+  type SelectorConfig,
+  selectorConfigSchema,
+  selectPathOnly,
+} from "./selector.ts";
 import type { ClientSession, FabricResult } from "./session/client_session.ts";
 import { establishFabric, type FabricOutcome } from "./session/client_handshake.ts";
 import { ProgressLoop, progressOptionsSchema } from "./session/progress.ts";
@@ -97,7 +109,10 @@ export class Client {
   #fallbacks = 0;
   readonly #calls: Record<CallPath, number> = { EAGER: 0, LAZY: 0, BULK: 0, TCP_FALLBACK: 0 };
   readonly #lat: Record<CallPath, number> = { EAGER: 0, LAZY: 0, BULK: 0, TCP_FALLBACK: 0 };
-  readonly #handles = new Map<number, { promise: Promise<ClientCallResult>; result?: ClientCallResult; error?: unknown }>();
+  readonly #handles = new Map<
+    number,
+    { promise: Promise<ClientCallResult>; result?: ClientCallResult; error?: unknown }
+  >();
   #nextHandle = 1;
 
   /** @internal use {@link connect}. */
@@ -110,7 +125,12 @@ export class Client {
     this.#errors = o.faults.errors;
     const s = this.#session;
     this.#loop = s
-      ? new ProgressLoop(() => this.#step(s), (ms) => this.#idleWait(s, ms), () => s.inflight > 0 && !s.failed, o.progress)
+      ? new ProgressLoop(
+        () => this.#step(s),
+        (ms) => this.#idleWait(s, ms),
+        () => s.inflight > 0 && !s.failed,
+        o.progress,
+      )
       : null;
   }
 
@@ -130,16 +150,25 @@ export class Client {
   }
 
   /** Makes one call and resolves with its answer and the path it took. */
-  async call(service: string, method: string, request: Uint8Array, options: ClientCallOptions = {}): Promise<ClientCallResult> {
+  async call(
+    service: string,
+    method: string,
+    request: Uint8Array,
+    options: ClientCallOptions = {},
+  ): Promise<ClientCallResult> {
     const attachment = options.attachment ?? new Uint8Array(0);
     const s = this.#session;
     const forcePath = options.forcePath ?? this.#o.forcePath;
     const fabricUp = s !== null && !s.failed && !this.#o.faults.fabricDown;
     const m = s ? s.methodIndex(service, method) : -1;
     const path = selectPathOnly({
-      forcePath, fabricUp: fabricUp && m >= 0, errorCount: this.#errors,
-      requestBytes: request.length + attachment.length, expectedResponseBytes: options.expectedResponseBytes,
-      snapshot: s?.snapshot ?? undefined, requestFitsSlot: s ? request.length + attachment.length <= s.slotSize : true,
+      forcePath,
+      fabricUp: fabricUp && m >= 0,
+      errorCount: this.#errors,
+      requestBytes: request.length + attachment.length,
+      expectedResponseBytes: options.expectedResponseBytes,
+      snapshot: s?.snapshot ?? undefined,
+      requestFitsSlot: s ? request.length + attachment.length <= s.slotSize : true,
     }, this.#sel);
     const t0 = performance.now();
     if (path !== "TCP_FALLBACK" && s) {
@@ -173,10 +202,24 @@ export class Client {
       this.#ewma(r.path, t0);
       return { response: r.response, attachment: r.attachment, path: r.path, fabric: this.fabric };
     }
-    return await this.#tcp(service, method, request, options, t0, s !== null && forcePath !== "TCP_FALLBACK");
+    return await this.#tcp(
+      service,
+      method,
+      request,
+      options,
+      t0,
+      s !== null && forcePath !== "TCP_FALLBACK",
+    );
   }
 
-  async #tcp(service: string, method: string, request: Uint8Array, options: CallOptions, t0: number, fallback: boolean): Promise<ClientCallResult> {
+  async #tcp(
+    service: string,
+    method: string,
+    request: Uint8Array,
+    options: CallOptions,
+    t0: number,
+    fallback: boolean,
+  ): Promise<ClientCallResult> {
     if (fallback) this.#fallbacks++;
     const r = await this.#channel.call(service, method, request, options);
     this.#calls.TCP_FALLBACK++;
@@ -211,9 +254,18 @@ export class Client {
   }
 
   /** Starts a call without waiting; returns a handle for poll()/wait(). */
-  submit(service: string, method: string, request: Uint8Array, options: ClientCallOptions = {}): number {
+  submit(
+    service: string,
+    method: string,
+    request: Uint8Array,
+    options: ClientCallOptions = {},
+  ): number {
     const h = this.#nextHandle++;
-    const entry: { promise: Promise<ClientCallResult>; result?: ClientCallResult; error?: unknown } = {
+    const entry: {
+      promise: Promise<ClientCallResult>;
+      result?: ClientCallResult;
+      error?: unknown;
+    } = {
       promise: this.call(service, method, request, options),
     };
     entry.promise.then((r) => (entry.result = r), (e) => (entry.error = e));
@@ -283,9 +335,16 @@ export class Client {
   /** Local counters plus the server's last control-page snapshot. */
   stats(): ClientStats {
     return {
-      fabric: this.fabric, handshake: this.handshake, calls: { ...this.#calls }, fallbacks: this.#fallbacks,
-      errors: this.#errors, latencyUs: Object.fromEntries(PATHS.map((p) => [p, Math.round(this.#lat[p] * 10) / 10])) as Record<CallPath, number>,
-      session: this.#session ? { ...this.#session.stats } : null, server: this.#session?.snapshot ?? null,
+      fabric: this.fabric,
+      handshake: this.handshake,
+      calls: { ...this.#calls },
+      fallbacks: this.#fallbacks,
+      errors: this.#errors,
+      latencyUs: Object.fromEntries(
+        PATHS.map((p) => [p, Math.round(this.#lat[p] * 10) / 10]),
+      ) as Record<CallPath, number>,
+      session: this.#session ? { ...this.#session.stats } : null,
+      server: this.#session?.snapshot ?? null,
     };
   }
 
@@ -293,7 +352,9 @@ export class Client {
   formatStats(): string {
     const st = this.stats();
     const lines = [
-      `fabric       ${st.fabric} (${st.handshake.state}${st.handshake.reason ? `: ${st.handshake.reason}` : ""})`,
+      `fabric       ${st.fabric} (${st.handshake.state}${
+        st.handshake.reason ? `: ${st.handshake.reason}` : ""
+      })`,
       `calls        ${PATHS.map((p) => `${p} ${st.calls[p]}`).join(", ")}`,
       `fallbacks    ${st.fallbacks}    errors ${st.errors}`,
       `latency µs   ${PATHS.map((p) => `${p} ${st.latencyUs[p]}`).join(", ")}`,
@@ -319,9 +380,22 @@ export class Client {
  * `fabric: "tcp"`). A refused or failed handshake leaves the client on TCP, with the reason in
  * `client.handshake`. Options are validated (INVALID_OPTIONS names the bad field).
  */
-export async function connect(address: string | { host: string; port: number }, options: ClientOptions = {}): Promise<Client> {
+export async function connect(
+  address: string | { host: string; port: number },
+  options: ClientOptions = {},
+): Promise<Client> {
   const o = parseOptions(clientOptionsSchema, options, "connect() options");
-  const { fabric: _f, region: _r, selector: _s, forcePath: _p, refreshEvery: _e, faults: _x, progress: _g, providerOptions: _v, ...chOpts } = o;
+  const {
+    fabric: _f,
+    region: _r,
+    selector: _s,
+    forcePath: _p,
+    refreshEvery: _e,
+    faults: _x,
+    progress: _g,
+    providerOptions: _v,
+    ...chOpts
+  } = o;
   const channel = await connectChannel(address, chOpts);
   let outcome: FabricOutcome;
   try {

@@ -189,12 +189,18 @@ export class Server {
   readonly fabric: FabricHost | null;
 
   /** @internal Use {@link serve}. */
-  constructor(options: z.output<typeof ServeOptionsSchema>, port: number, fabric: FabricHost | null = null) {
+  constructor(
+    options: z.output<typeof ServeOptionsSchema>,
+    port: number,
+    fabric: FabricHost | null = null,
+  ) {
     this.host = options.host;
     this.port = port;
     this.logger = options.logger ?? defaultLogger;
     this.fabric = fabric;
-    const services = fabric ? { ...options.services, [FABRIC_SERVICE]: fabric.service() } : options.services;
+    const services = fabric
+      ? { ...options.services, [FABRIC_SERVICE]: fabric.service() }
+      : options.services;
     this.dispatcher = new Dispatcher(services, this.logger);
     fabric?.attach(this.dispatcher);
     this.#drainTimeoutMs = options.drainTimeoutMs;
@@ -285,7 +291,9 @@ export class Server {
  */
 export async function serve(options: ServeOptions): Promise<Server> {
   const o = parseOptions(ServeOptionsSchema, options, "serve() options");
-  const fabric = o.fabric === false ? null : await FabricHost.create(o.fabric ?? {}, o.services, o.logger ?? defaultLogger);
+  const fabric = o.fabric === false
+    ? null
+    : await FabricHost.create(o.fabric ?? {}, o.services, o.logger ?? defaultLogger);
   // Connections accepted before the Server object exists wait in `early`.
   const early: TcpConn[] = [];
   let accept = (conn: TcpConn): void => void early.push(conn);

@@ -14,7 +14,9 @@ for (const s of suites) {
   const r = JSON.parse(readFileSync(f, "utf8"));
   console.log(`suite ${s}: ${r.passed} passed, ${r.failed} failed, ${r.skipped} skipped`);
   for (const x of r.failures ?? []) console.log(`  FAILED ${x}`);
-  passed += r.passed; failed += r.failed; skipped += r.skipped;
+  passed += r.passed;
+  failed += r.failed;
+  skipped += r.skipped;
 }
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ""}`);
 process.exit(failed > 0 ? 1 : 0);

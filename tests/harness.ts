@@ -35,7 +35,11 @@ export function registeredTests(): readonly TestCase[] {
 }
 
 /** Register a test. */
-export function test(name: string, fn: () => void | Promise<void>, options: TestOptions = {}): void {
+export function test(
+  name: string,
+  fn: () => void | Promise<void>,
+  options: TestOptions = {},
+): void {
   registry.push({ name, file: currentFile, fn, options });
 }
 
@@ -81,7 +85,9 @@ function deepEqual(a: unknown, b: unknown): boolean {
   const ka = Object.keys(a as object), kb = Object.keys(b as object);
   if (ka.length !== kb.length) return false;
   for (const k of ka) {
-    if (!deepEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k])) return false;
+    if (!deepEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k])) {
+      return false;
+    }
   }
   return true;
 }
@@ -136,7 +142,9 @@ function checkError<E extends Error>(
   }
   const msg = e instanceof Error ? e.message : String(e);
   if (includes !== undefined && !msg.includes(includes)) {
-    throw new AssertionError(`expected error message to include ${show(includes)}, got ${show(msg)}`);
+    throw new AssertionError(
+      `expected error message to include ${show(includes)}, got ${show(msg)}`,
+    );
   }
   return e as E;
 }

@@ -14,11 +14,13 @@ import { join, relative, resolve } from "node:path";
 import { registeredTests, setCurrentFile } from "./harness.ts";
 import { RUNTIME } from "../ffi/runtime.ts";
 
-const args = [...(RUNTIME === "deno"
-  // deno-lint-ignore no-explicit-any
-  ? (globalThis as any).Deno.args
-  // deno-lint-ignore no-explicit-any
-  : (globalThis as any).process.argv.slice(2))] as string[];
+const args = [
+  ...(RUNTIME === "deno"
+    // deno-lint-ignore no-explicit-any
+    ? (globalThis as any).Deno.args
+    // deno-lint-ignore no-explicit-any
+    : (globalThis as any).process.argv.slice(2)),
+] as string[];
 
 let filter = "";
 let report = "";
@@ -74,14 +76,23 @@ for (const t of registeredTests()) {
     failed++;
     failures.push(label);
     const detail = e instanceof Error ? (e.stack ?? e.message) : String(e);
-    console.log(`FAIL ${label} (${(performance.now() - start).toFixed(0)} ms)\n     ${detail.split("\n").join("\n     ")}`);
+    console.log(
+      `FAIL ${label} (${(performance.now() - start).toFixed(0)} ms)\n     ${
+        detail.split("\n").join("\n     ")
+      }`,
+    );
   } finally {
     clearTimeout(timer);
   }
 }
 const secs = ((performance.now() - t0) / 1000).toFixed(1);
 if (failures.length) console.log(`\nfailed:\n  ${failures.join("\n  ")}`);
-if (report) writeFileSync(report, JSON.stringify({ runtime: RUNTIME, passed, failed, skipped, failures }) + "\n");
+if (report) {
+  writeFileSync(
+    report,
+    JSON.stringify({ runtime: RUNTIME, passed, failed, skipped, failures }) + "\n",
+  );
+}
 console.log(`${RUNTIME}: ${passed} passed, ${failed} failed, ${skipped} skipped (${secs} s)`);
 // deno-lint-ignore no-explicit-any
 const g = globalThis as any;

@@ -11,7 +11,7 @@ import { ffi } from "../ffi/ffi.ts";
 import { probeHelper } from "../ffi/helper.ts";
 import { errno, loadLibc } from "../ffi/libc.ts";
 import { probeLibrary } from "../ffi/loader.ts";
-import { runtimeVersion, RUNTIME } from "../ffi/runtime.ts";
+import { RUNTIME, runtimeVersion } from "../ffi/runtime.ts";
 import { cstringArg } from "../ffi/strings.ts";
 import { MAP_SHARED, O_CREAT, O_EXCL, O_RDWR, PROT_READ, PROT_WRITE } from "../ffi/symbols/libc.ts";
 import { LIBRDMACM_SPEC } from "../ffi/symbols/librdmacm.ts";
@@ -98,14 +98,21 @@ async function probeRdma(): Promise<{ lib: LibraryStatus; rdma: HostCapabilities
       rdma: { devices: [], reason: err.message, qpSettings },
     };
   }
-  const lib: LibraryStatus = { found: true, path: v.verbs.path, source: v.verbs.source, tried: [...v.verbs.attempts] };
+  const lib: LibraryStatus = {
+    found: true,
+    path: v.verbs.path,
+    source: v.verbs.source,
+    tried: [...v.verbs.attempts],
+  };
   let names;
   try {
     names = listDevices(v);
   } catch (e) {
     return { lib, rdma: { devices: [], reason: (e as Error).message, qpSettings } };
   }
-  if (names.length === 0) return { lib, rdma: { devices: [], reason: "no RDMA devices", qpSettings } };
+  if (names.length === 0) {
+    return { lib, rdma: { devices: [], reason: "no RDMA devices", qpSettings } };
+  }
   const devices: RdmaDeviceInfo[] = [];
   for (const d of names) {
     const info: RdmaDeviceInfo = { name: d.name, guid: d.guid, ports: [] };
@@ -135,8 +142,13 @@ async function probeRdma(): Promise<{ lib: LibraryStatus; rdma: HostCapabilities
           });
         }
         info.ports.push({
-          port: p, state: pa.state, activeMtu: pa.activeMtu, maxMtu: pa.maxMtu,
-          linkLayer: pa.linkLayer, lid: pa.lid, gids,
+          port: p,
+          state: pa.state,
+          activeMtu: pa.activeMtu,
+          maxMtu: pa.maxMtu,
+          linkLayer: pa.linkLayer,
+          lid: pa.lid,
+          gids,
         });
       }
     } catch (e) {
@@ -150,7 +162,12 @@ async function probeRdma(): Promise<{ lib: LibraryStatus; rdma: HostCapabilities
 async function probeStatus(spec: Parameters<typeof probeLibrary>[0]): Promise<LibraryStatus> {
   const r = await probeLibrary(spec);
   if (!r.ok) return { found: false, tried: [...r.error.attempts], error: r.error.message };
-  const st: LibraryStatus = { found: true, path: r.library.path, source: r.library.source, tried: [...r.library.attempts] };
+  const st: LibraryStatus = {
+    found: true,
+    path: r.library.path,
+    source: r.library.source,
+    tried: [...r.library.attempts],
+  };
   r.library.close();
   return st;
 }
@@ -164,7 +181,9 @@ async function probeShm(): Promise<HostCapabilities["shm"]> {
     const fd = s.shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0o600);
     if (fd < 0) return { usable: false, reason: `shm_open failed with ${errnoName(errno(libc))}` };
     try {
-      if (s.ftruncate(fd, 4096) !== 0) return { usable: false, reason: `ftruncate failed with ${errnoName(errno(libc))}` };
+      if (s.ftruncate(fd, 4096) !== 0) {
+        return { usable: false, reason: `ftruncate failed with ${errnoName(errno(libc))}` };
+      }
       const p = s.mmap(null, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
       if (p === null || f.address(p) === 0xffffffffffffffffn) {
         return { usable: false, reason: `mmap failed with ${errnoName(errno(libc))}` };
@@ -184,7 +203,9 @@ async function probeShm(): Promise<HostCapabilities["shm"]> {
 }
 
 /** liburma through the URMA loader (ABI checked; the simulator only when named explicitly). */
-async function probeUrma(urmaPath?: string): Promise<{ lib: LibraryStatus; urma: HostCapabilities["urma"] }> {
+async function probeUrma(
+  urmaPath?: string,
+): Promise<{ lib: LibraryStatus; urma: HostCapabilities["urma"] }> {
   let u;
   try {
     const { loadUrma } = await import("./urma/urma_lib.ts");
@@ -192,10 +213,20 @@ async function probeUrma(urmaPath?: string): Promise<{ lib: LibraryStatus; urma:
   } catch (e) {
     const err = e as Error & { attempts?: LoadAttempt[] };
     const tried = err.attempts ? [...err.attempts] : [];
-    const reason = tried.length ? `no liburma found: tried ${tried.map((t) => t.path).join(", ")}` : err.message.split("\n")[0];
-    return { lib: { found: false, tried, error: err.message }, urma: { devices: [], simulated: false, reason } };
+    const reason = tried.length
+      ? `no liburma found: tried ${tried.map((t) => t.path).join(", ")}`
+      : err.message.split("\n")[0];
+    return {
+      lib: { found: false, tried, error: err.message },
+      urma: { devices: [], simulated: false, reason },
+    };
   }
-  const lib: LibraryStatus = { found: true, path: u.path, source: u.lib.source, tried: [...u.lib.attempts] };
+  const lib: LibraryStatus = {
+    found: true,
+    path: u.path,
+    source: u.lib.source,
+    tried: [...u.lib.attempts],
+  };
   const { listUrmaDevices } = await import("./urma/context.ts");
   let devices: string[] = [];
   let reason: string | undefined;
@@ -205,9 +236,15 @@ async function probeUrma(urmaPath?: string): Promise<{ lib: LibraryStatus; urma:
   } catch (e) {
     reason = (e as Error).message;
   }
-  if (!u.simulated && !existsSync("/dev/uburma")) reason = "liburma found but /dev/uburma is missing (no UB driver)";
-  const label = (d: string) => u.simulated ? `${d} (simulated, ABI ${u.version})` : `${d} (ABI ${u.version})`;
-  return { lib, urma: { devices: devices.map(label), simulated: u.simulated, ...(reason ? { reason } : {}) } };
+  if (!u.simulated && !existsSync("/dev/uburma")) {
+    reason = "liburma found but /dev/uburma is missing (no UB driver)";
+  }
+  const label = (d: string) =>
+    u.simulated ? `${d} (simulated, ABI ${u.version})` : `${d} (ABI ${u.version})`;
+  return {
+    lib,
+    urma: { devices: devices.map(label), simulated: u.simulated, ...(reason ? { reason } : {}) },
+  };
 }
 
 /**
@@ -218,17 +255,32 @@ export async function probeHost(urmaPath?: string): Promise<HostCapabilities> {
   const h = await probeHelper();
   const helper: HostCapabilities["helper"] = h.ok
     ? {
-      found: true, path: h.helper.lib.path, source: h.helper.lib.source, tried: [...h.helper.lib.attempts],
-      version: h.helper.version, layoutOk: true, layoutEntries: h.helper.layouts.size,
+      found: true,
+      path: h.helper.lib.path,
+      source: h.helper.lib.source,
+      tried: [...h.helper.lib.attempts],
+      version: h.helper.version,
+      layoutOk: true,
+      layoutEntries: h.helper.layouts.size,
     }
     : {
-      found: !!h.probe?.ok, tried: h.probe && !h.probe.ok ? [...h.probe.error.attempts] : [],
-      error: h.error.message, layoutOk: false,
+      found: !!h.probe?.ok,
+      tried: h.probe && !h.probe.ok ? [...h.probe.error.attempts] : [],
+      error: h.error.message,
+      layoutOk: false,
     };
   const [{ lib: libibverbs, rdma }, librdmacm, { lib: liburma, urma }, shm] = await Promise.all([
     h.ok ? probeRdma() : Promise.resolve({
-      lib: { found: false, tried: [], error: "not probed: the helper did not load" } as LibraryStatus,
-      rdma: { devices: [], reason: "the helper did not load", qpSettings: { ...DEFAULT_QP_TUNING } },
+      lib: {
+        found: false,
+        tried: [],
+        error: "not probed: the helper did not load",
+      } as LibraryStatus,
+      rdma: {
+        devices: [],
+        reason: "the helper did not load",
+        qpSettings: { ...DEFAULT_QP_TUNING },
+      },
     }),
     probeStatus(LIBRDMACM_SPEC),
     probeUrma(urmaPath),

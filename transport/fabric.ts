@@ -75,7 +75,13 @@ export interface FabricEndpoint {
    * One-sided scatter-gather write: the `count` views in `sg` (each a view of `local`) are
    * gathered, in order, into the peer's region starting at `remoteOff`.
    */
-  writeSg(wrId: number, remoteOff: number, sg: readonly Uint8Array[], count: number, flags: number): number;
+  writeSg(
+    wrId: number,
+    remoteOff: number,
+    sg: readonly Uint8Array[],
+    count: number,
+    flags: number,
+  ): number;
   /** One-sided write of one u32 (little-endian), ordered after every earlier write: publication. */
   writeU32(wrId: number, remoteOff: number, value: number, flags: number): number;
   /** One-sided read of `dst.length` bytes from the peer at `remoteOff` into `dst` (a view of `local`). */

@@ -30,7 +30,9 @@ if (child >= 0) {
   const m = await ShmMapping.create(name, 4096);
   const w = new Int32Array(m.bytes.buffer, m.bytes.byteOffset, 16);
   const script = new URL(import.meta.url).pathname;
-  const cmd = RUNTIME === "deno" ? [execPath, ["run", "-A", script, "--child", name]] : [execPath, [script, "--child", name]];
+  const cmd = RUNTIME === "deno"
+    ? [execPath, ["run", "-A", script, "--child", name]]
+    : [execPath, [script, "--child", name]];
   const proc = spawn(cmd[0] as string, cmd[1] as string[], { stdio: "inherit" });
   while (Atomics.load(w, 1) === 0) await new Promise((r) => setTimeout(r, 1));
   const lat = new Float64Array(iters);
@@ -49,7 +51,11 @@ if (child >= 0) {
   const s = lat.slice(Math.floor(iters / 10)).sort();
   const q = (p: number) => Math.round(s[Math.floor(p * (s.length - 1))] * 1e4) / 10;
   console.log(JSON.stringify({
-    name: "shm-pingpong", runtime: RUNTIME, iters, p50_us: q(0.5), p99_us: q(0.99),
+    name: "shm-pingpong",
+    runtime: RUNTIME,
+    iters,
+    p50_us: q(0.5),
+    p99_us: q(0.99),
     mean_us: Math.round(s.reduce((a, b) => a + b, 0) / s.length * 1e4) / 10,
   }));
 }

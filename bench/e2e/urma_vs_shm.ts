@@ -17,10 +17,23 @@ import { spawnScript } from "../../tests/util/proc.ts";
 // deno-lint-ignore no-explicit-any
 const g = globalThis as any;
 const args: string[] = RUNTIME === "deno" ? g.Deno.args : g.process.argv.slice(2);
-const arg = (name: string, def: string) => (args.indexOf(name) >= 0 ? args[args.indexOf(name) + 1] : def);
+const arg = (
+  name: string,
+  def: string,
+) => (args.indexOf(name) >= 0 ? args[args.indexOf(name) + 1] : def);
 const calls = Number(arg("--calls", "20000"));
-const lib = arg("--lib", fileURLToPath(new URL("../../build/urma_sim/liburma.so.0", import.meta.url)));
-const region = { slots: 64, slotSize: 4096, bulkSize: 1 << 20, objectSlabs: 16, objectSlabSize: 65536, stagingSize: 1 << 21 };
+const lib = arg(
+  "--lib",
+  fileURLToPath(new URL("../../build/urma_sim/liburma.so.0", import.meta.url)),
+);
+const region = {
+  slots: 64,
+  slotSize: 4096,
+  bulkSize: 1 << 20,
+  objectSlabs: 16,
+  objectSlabSize: 65536,
+  stagingSize: 1 << 21,
+};
 const payload = new Uint8Array(64).fill(7);
 
 interface Result {
@@ -34,9 +47,16 @@ interface Result {
 const round = (x: number) => Math.round(x * 10) / 10;
 
 async function measure(port: number, fabric: "urma" | "shm"): Promise<Result> {
-  const c = await connect({ host: "127.0.0.1", port }, { fabric, providerOptions: { urma: { library: lib } }, region, logger: { warn: () => {} } });
+  const c = await connect({ host: "127.0.0.1", port }, {
+    fabric,
+    providerOptions: { urma: { library: lib } },
+    region,
+    logger: { warn: () => {} },
+  });
   try {
-    if (c.handshake.state !== "ESTABLISHED") throw new Error(`${fabric}: ${JSON.stringify(c.handshake)}`);
+    if (c.handshake.state !== "ESTABLISHED") {
+      throw new Error(`${fabric}: ${JSON.stringify(c.handshake)}`);
+    }
     const call = () => c.call("test.Fabric", "Echo", payload);
     for (let i = 0; i < Math.min(2000, calls / 4); i++) await call(); // warm-up
     const lat = new Float64Array(calls);
@@ -59,21 +79,37 @@ async function measure(port: number, fabric: "urma" | "shm"): Promise<Result> {
       }
     }));
     const parMs = performance.now() - t1;
-    return { fabric: c.fabric, p50_us: q(0.5), p99_us: q(0.99), calls_per_s_1: Math.round(calls / seqMs * 1000), calls_per_s_32: Math.round(calls / parMs * 1000) };
+    return {
+      fabric: c.fabric,
+      p50_us: q(0.5),
+      p99_us: q(0.99),
+      calls_per_s_1: Math.round(calls / seqMs * 1000),
+      calls_per_s_32: Math.round(calls / parMs * 1000),
+    };
   } finally {
     await c.close();
   }
 }
 
-const child = await spawnScript(RUNTIME as RuntimeName, "tests/urma/fixtures/fabric_server.ts", { args: [lib], timeoutMs: 30_000 });
+const child = await spawnScript(RUNTIME as RuntimeName, "tests/urma/fixtures/fabric_server.ts", {
+  args: [lib],
+  timeoutMs: 30_000,
+});
 try {
   const shm = await measure(child.port, "shm");
   const urma = await measure(child.port, "urma");
   console.log(JSON.stringify({
-    name: "urma-vs-shm eager echo 64B", runtime: RUNTIME, calls, simulated: urma.fabric.includes("simulated"), shm, urma,
+    name: "urma-vs-shm eager echo 64B",
+    runtime: RUNTIME,
+    calls,
+    simulated: urma.fabric.includes("simulated"),
+    shm,
+    urma,
     ratio: {
-      p50: round(urma.p50_us / shm.p50_us), p99: round(urma.p99_us / shm.p99_us),
-      calls_per_s_1: round(shm.calls_per_s_1 / urma.calls_per_s_1), calls_per_s_32: round(shm.calls_per_s_32 / urma.calls_per_s_32),
+      p50: round(urma.p50_us / shm.p50_us),
+      p99: round(urma.p99_us / shm.p99_us),
+      calls_per_s_1: round(shm.calls_per_s_1 / urma.calls_per_s_1),
+      calls_per_s_32: round(shm.calls_per_s_32 / urma.calls_per_s_32),
     },
   }));
 } finally {

@@ -27,8 +27,16 @@ export const VB_SGE = { $struct: "vb_sge", $size: 16, addr: 0, length: 8, lkey: 
  * ```
  */
 export const VB_SEND_DESC = {
-  $struct: "vb_send_desc", $size: 48,
-  wr_id: 0, remote_addr: 8, rkey: 16, imm: 20, opcode: 24, send_flags: 28, sge_index: 32, num_sge: 36,
+  $struct: "vb_send_desc",
+  $size: 48,
+  wr_id: 0,
+  remote_addr: 8,
+  rkey: 16,
+  imm: 20,
+  opcode: 24,
+  send_flags: 28,
+  sge_index: 32,
+  num_sge: 36,
 } as const;
 
 /**
@@ -39,7 +47,13 @@ export const VB_SEND_DESC = {
  * 16 └────────────────────────────┘
  * ```
  */
-export const VB_RECV_DESC = { $struct: "vb_recv_desc", $size: 16, wr_id: 0, sge_index: 8, num_sge: 12 } as const;
+export const VB_RECV_DESC = {
+  $struct: "vb_recv_desc",
+  $size: 16,
+  wr_id: 0,
+  sge_index: 8,
+  num_sge: 12,
+} as const;
 
 /**
  * struct vb_wc — 40 bytes, one completion (imm already in host order)
@@ -53,6 +67,15 @@ export const VB_RECV_DESC = { $struct: "vb_recv_desc", $size: 16, wr_id: 0, sge_
  * ```
  */
 export const VB_WC = {
-  $struct: "vb_wc", $size: 40,
-  wr_id: 0, status: 8, opcode: 12, byte_len: 16, imm: 20, qp_num: 24, wc_flags: 28, vendor_err: 32, src_qp: 36,
+  $struct: "vb_wc",
+  $size: 40,
+  wr_id: 0,
+  status: 8,
+  opcode: 12,
+  byte_len: 16,
+  imm: 20,
+  qp_num: 24,
+  wc_flags: 28,
+  vendor_err: 32,
+  src_qp: 36,
 } as const;

@@ -26,7 +26,9 @@ export function parseLayoutTable(text: string): Map<string, LayoutEntry> {
   for (const line of text.split("\n")) {
     const parts = line.trim().split(/\s+/);
     if (parts.length === 2) out.set(parts[0], { offset: 0, size: Number(parts[1]) });
-    else if (parts.length === 3) out.set(parts[0], { offset: Number(parts[1]), size: Number(parts[2]) });
+    else if (parts.length === 3) {
+      out.set(parts[0], { offset: Number(parts[1]), size: Number(parts[2]) });
+    }
   }
   return out;
 }

@@ -15,8 +15,16 @@ export const RDMA_EVENT_CHANNEL = { $struct: "rdma_event_channel", $size: 4, fd:
  * ```
  */
 export const RDMA_CM_ID = {
-  $struct: "rdma_cm_id", $size: 416,
-  verbs: 0, channel: 8, context: 16, qp: 24, port_num: 348, send_cq: 368, recv_cq: 384, pd: 400,
+  $struct: "rdma_cm_id",
+  $size: 416,
+  verbs: 0,
+  channel: 8,
+  context: 16,
+  qp: 24,
+  port_num: 348,
+  send_cq: 368,
+  recv_cq: 384,
+  pd: 400,
 } as const;
 
 /**
@@ -27,23 +35,48 @@ export const RDMA_CM_ID = {
  * ```
  */
 export const RDMA_CONN_PARAM = {
-  $struct: "rdma_conn_param", $size: 24,
-  private_data: 0, private_data_len: 8, responder_resources: 9, initiator_depth: 10, flow_control: 11,
-  retry_count: 12, rnr_retry_count: 13, srq: 14, qp_num: 16,
+  $struct: "rdma_conn_param",
+  $size: 24,
+  private_data: 0,
+  private_data_len: 8,
+  responder_resources: 9,
+  initiator_depth: 10,
+  flow_control: 11,
+  retry_count: 12,
+  rnr_retry_count: 13,
+  srq: 14,
+  qp_num: 16,
 } as const;
 
 /** struct rdma_cm_event — 80 B: id* @0, listen_id* @8, event @16, status @20, param.conn @24 (rdma_conn_param) */
 export const RDMA_CM_EVENT_LAYOUT = {
-  $struct: "rdma_cm_event", $size: 80, id: 0, listen_id: 8, event: 16, status: 20, "param.conn": 24,
+  $struct: "rdma_cm_event",
+  $size: 80,
+  id: 0,
+  listen_id: 8,
+  event: 16,
+  status: 20,
+  "param.conn": 24,
 } as const;
 
 /** struct sockaddr_in — 16 B: sin_family u16 @0, sin_port be16 @2, sin_addr be32 @4 */
-export const SOCKADDR_IN = { $struct: "sockaddr_in", $size: 16, sin_family: 0, sin_port: 2, sin_addr: 4 } as const;
+export const SOCKADDR_IN = {
+  $struct: "sockaddr_in",
+  $size: 16,
+  sin_family: 0,
+  sin_port: 2,
+  sin_addr: 4,
+} as const;
 
 /** struct sockaddr_in6 — 28 B: family @0, port @2, flowinfo @4, addr[16] @8, scope_id @24 */
 export const SOCKADDR_IN6 = {
-  $struct: "sockaddr_in6", $size: 28,
-  sin6_family: 0, sin6_port: 2, sin6_flowinfo: 4, sin6_addr: 8, sin6_scope_id: 24,
+  $struct: "sockaddr_in6",
+  $size: 28,
+  sin6_family: 0,
+  sin6_port: 2,
+  sin6_flowinfo: 4,
+  sin6_addr: 8,
+  sin6_scope_id: 24,
 } as const;
 
 /** struct sockaddr_storage — 128 B */
@@ -51,6 +84,11 @@ export const SOCKADDR_STORAGE = { $struct: "sockaddr_storage", $size: 128 } as c
 
 /** Every rdmacm/socket layout, for the load-time check. */
 export const RDMACM_LAYOUTS = [
-  RDMA_EVENT_CHANNEL, RDMA_CM_ID, RDMA_CONN_PARAM, RDMA_CM_EVENT_LAYOUT, SOCKADDR_IN, SOCKADDR_IN6,
+  RDMA_EVENT_CHANNEL,
+  RDMA_CM_ID,
+  RDMA_CONN_PARAM,
+  RDMA_CM_EVENT_LAYOUT,
+  SOCKADDR_IN,
+  SOCKADDR_IN6,
   SOCKADDR_STORAGE,
 ] as const;

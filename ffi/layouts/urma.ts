@@ -22,7 +22,12 @@ export const URMA_EID = { $struct: "urma_eid_t", $size: 16 } as const;
 export const URMA_TOKEN = { $struct: "urma_token_t", $size: 4, token: 0 } as const;
 
 /** struct urma_init_attr — 16 B: token u64 @0, uasid u32 @8 */
-export const URMA_INIT_ATTR = { $struct: "urma_init_attr_t", $size: 16, token: 0, uasid: 8 } as const;
+export const URMA_INIT_ATTR = {
+  $struct: "urma_init_attr_t",
+  $size: 16,
+  token: 0,
+  uasid: 8,
+} as const;
 
 /**
  * struct urma_jetty_id — 24 B
@@ -32,10 +37,21 @@ export const URMA_INIT_ATTR = { $struct: "urma_init_attr_t", $size: 16, token: 0
  * 24 └───────────────────────────────┘
  * ```
  */
-export const URMA_JETTY_ID = { $struct: "urma_jetty_id_t", $size: 24, eid: 0, uasid: 16, id: 20 } as const;
+export const URMA_JETTY_ID = {
+  $struct: "urma_jetty_id_t",
+  $size: 24,
+  eid: 0,
+  uasid: 16,
+  id: 20,
+} as const;
 
 /** struct urma_eid_info — 24 B: eid @0, eid_index u32 @16 */
-export const URMA_EID_INFO = { $struct: "urma_eid_info_t", $size: 24, eid: 0, eid_index: 16 } as const;
+export const URMA_EID_INFO = {
+  $struct: "urma_eid_info_t",
+  $size: 24,
+  eid: 0,
+  eid_index: 16,
+} as const;
 
 /**
  * struct urma_sge — 32 B (24.12: 24 B, no user_tseg)
@@ -43,7 +59,14 @@ export const URMA_EID_INFO = { $struct: "urma_eid_info_t", $size: 24, eid: 0, ei
  *  0 addr u64 | 8 len u32 | 16 tseg* (urma_target_seg_t) | 24 user_tseg*
  * ```
  */
-export const URMA_SGE = { $struct: "urma_sge_t", $size: 32, addr: 0, len: 8, tseg: 16, user_tseg: 24 } as const;
+export const URMA_SGE = {
+  $struct: "urma_sge_t",
+  $size: 32,
+  addr: 0,
+  len: 8,
+  tseg: 16,
+  user_tseg: 24,
+} as const;
 
 /** struct urma_sg — 16 B: sge* @0, num_sge u32 @8 */
 export const URMA_SG = { $struct: "urma_sg_t", $size: 16, sge: 0, num_sge: 8 } as const;
@@ -60,21 +83,43 @@ export const URMA_SG = { $struct: "urma_sg_t", $size: 16, sge: 0, num_sge: 8 } a
  * ```
  */
 export const URMA_JFS_WR = {
-  $struct: "urma_jfs_wr_t", $size: 80,
-  opcode: 0, flag: 4, tjetty: 8, user_ctx: 16,
-  "rw.src": 24, "rw.dst": 40, "rw.target_hint": 56, "rw.notify_data": 64,
-  "send.src": 24, "send.target_hint": 40, "send.imm_data": 48, "send.tseg": 56,
+  $struct: "urma_jfs_wr_t",
+  $size: 80,
+  opcode: 0,
+  flag: 4,
+  tjetty: 8,
+  user_ctx: 16,
+  "rw.src": 24,
+  "rw.dst": 40,
+  "rw.target_hint": 56,
+  "rw.notify_data": 64,
+  "send.src": 24,
+  "send.target_hint": 40,
+  "send.imm_data": 48,
+  "send.tseg": 56,
   next: 72,
 } as const;
 
 /** urma_jfs_wr_flag_t bit positions (pseudo-struct: "offset" = bit, checked like offsets). */
 export const URMA_JFS_WR_FLAG_BITS = {
-  $struct: "urma_jfs_wr_flag_t.bits", $size: 32,
-  place_order: 0, comp_order: 2, fence: 3, solicited_enable: 4, complete_enable: 5, inline_flag: 6,
+  $struct: "urma_jfs_wr_flag_t.bits",
+  $size: 32,
+  place_order: 0,
+  comp_order: 2,
+  fence: 3,
+  solicited_enable: 4,
+  complete_enable: 5,
+  inline_flag: 6,
 } as const;
 
 /** struct urma_jfr_wr — 32 B: src sg @0, user_ctx u64 @16, next* @24 */
-export const URMA_JFR_WR = { $struct: "urma_jfr_wr_t", $size: 32, src: 0, user_ctx: 16, next: 24 } as const;
+export const URMA_JFR_WR = {
+  $struct: "urma_jfr_wr_t",
+  $size: 32,
+  src: 0,
+  user_ctx: 16,
+  next: 24,
+} as const;
 
 /**
  * struct urma_cr — 80 B (one completion record)
@@ -87,17 +132,37 @@ export const URMA_JFR_WR = { $struct: "urma_jfr_wr_t", $size: 32, src: 0, user_c
  * ```
  */
 export const URMA_CR = {
-  $struct: "urma_cr_t", $size: 80,
-  status: 0, user_ctx: 8, opcode: 16, flag: 20, completion_len: 24, local_id: 28, remote_id: 32,
-  imm_data: 56, tpn: 64, user_data: 72,
+  $struct: "urma_cr_t",
+  $size: 80,
+  status: 0,
+  user_ctx: 8,
+  opcode: 16,
+  flag: 20,
+  completion_len: 24,
+  local_id: 28,
+  remote_id: 32,
+  imm_data: 56,
+  tpn: 64,
+  user_data: 72,
 } as const;
 
 /** urma_cr_flag_t bit positions. */
-export const URMA_CR_FLAG_BITS = { $struct: "urma_cr_flag_t.bits", $size: 8, s_r: 0, jetty: 1 } as const;
+export const URMA_CR_FLAG_BITS = {
+  $struct: "urma_cr_flag_t.bits",
+  $size: 8,
+  s_r: 0,
+  jetty: 1,
+} as const;
 
 /** struct urma_jfc_cfg — 32 B: depth @0, flag @4, ceqn @8, jfce* @16, user_ctx @24 */
 export const URMA_JFC_CFG = {
-  $struct: "urma_jfc_cfg_t", $size: 32, depth: 0, flag: 4, ceqn: 8, jfce: 16, user_ctx: 24,
+  $struct: "urma_jfc_cfg_t",
+  $size: 32,
+  depth: 0,
+  flag: 4,
+  ceqn: 8,
+  jfce: 16,
+  user_ctx: 24,
 } as const;
 
 /**
@@ -108,9 +173,19 @@ export const URMA_JFC_CFG = {
  * ```
  */
 export const URMA_JFS_CFG = {
-  $struct: "urma_jfs_cfg_t", $size: 40,
-  depth: 0, flag: 4, trans_mode: 8, priority: 12, max_sge: 13, max_rsge: 14, max_inline_data: 16,
-  rnr_retry: 20, err_timeout: 21, jfc: 24, user_ctx: 32,
+  $struct: "urma_jfs_cfg_t",
+  $size: 40,
+  depth: 0,
+  flag: 4,
+  trans_mode: 8,
+  priority: 12,
+  max_sge: 13,
+  max_rsge: 14,
+  max_inline_data: 16,
+  rnr_retry: 20,
+  err_timeout: 21,
+  jfc: 24,
+  user_ctx: 32,
 } as const;
 
 /**
@@ -121,8 +196,17 @@ export const URMA_JFS_CFG = {
  * ```
  */
 export const URMA_JFR_CFG = {
-  $struct: "urma_jfr_cfg_t", $size: 48,
-  id: 0, depth: 4, flag: 8, trans_mode: 12, max_sge: 16, min_rnr_timer: 17, jfc: 24, token_value: 32, user_ctx: 40,
+  $struct: "urma_jfr_cfg_t",
+  $size: 48,
+  id: 0,
+  depth: 4,
+  flag: 8,
+  trans_mode: 12,
+  max_sge: 16,
+  min_rnr_timer: 17,
+  jfc: 24,
+  token_value: 32,
+  user_ctx: 40,
 } as const;
 
 /**
@@ -133,12 +217,23 @@ export const URMA_JFR_CFG = {
  * ```
  */
 export const URMA_JETTY_CFG = {
-  $struct: "urma_jetty_cfg_t", $size: 80,
-  id: 0, flag: 4, jfs_cfg: 8, "shared.jfr": 48, "shared.jfc": 56, jetty_grp: 64, user_ctx: 72,
+  $struct: "urma_jetty_cfg_t",
+  $size: 80,
+  id: 0,
+  flag: 4,
+  jfs_cfg: 8,
+  "shared.jfr": 48,
+  "shared.jfc": 56,
+  jetty_grp: 64,
+  user_ctx: 72,
 } as const;
 
 /** urma_jetty_flag_t bit positions. */
-export const URMA_JETTY_FLAG_BITS = { $struct: "urma_jetty_flag_t.bits", $size: 32, share_jfr: 0 } as const;
+export const URMA_JETTY_FLAG_BITS = {
+  $struct: "urma_jetty_flag_t.bits",
+  $size: 32,
+  share_jfr: 0,
+} as const;
 
 /**
  * struct urma_seg_cfg — 48 B
@@ -147,14 +242,28 @@ export const URMA_JETTY_FLAG_BITS = { $struct: "urma_jetty_flag_t.bits", $size: 
  * ```
  */
 export const URMA_SEG_CFG = {
-  $struct: "urma_seg_cfg_t", $size: 48,
-  va: 0, len: 8, token_id: 16, token_value: 24, flag: 28, user_ctx: 32, iova: 40,
+  $struct: "urma_seg_cfg_t",
+  $size: 48,
+  va: 0,
+  len: 8,
+  token_id: 16,
+  token_value: 24,
+  flag: 28,
+  user_ctx: 32,
+  iova: 40,
 } as const;
 
 /** urma_reg_seg_flag_t bit positions: token_policy:3 cacheable dsva access:6 non_pin user_iova token_id_valid. */
 export const URMA_REG_SEG_FLAG_BITS = {
-  $struct: "urma_reg_seg_flag_t.bits", $size: 32,
-  token_policy: 0, cacheable: 3, dsva: 4, access: 5, non_pin: 11, user_iova: 12, token_id_valid: 13,
+  $struct: "urma_reg_seg_flag_t.bits",
+  $size: 32,
+  token_policy: 0,
+  cacheable: 3,
+  dsva: 4,
+  access: 5,
+  non_pin: 11,
+  user_iova: 12,
+  token_id_valid: 13,
 } as const;
 
 /** struct urma_ubva — 28 B packed: eid @0, uasid u32 @16, va u64 @20 */
@@ -166,12 +275,25 @@ export const URMA_UBVA = { $struct: "urma_ubva_t", $size: 28, eid: 0, uasid: 16,
  *  0 ubva (28 B packed: eid, uasid, va) | 32 len u64 | 40 attr u32 | 44 token_id u32
  * ```
  */
-export const URMA_SEG = { $struct: "urma_seg_t", $size: 48, ubva: 0, len: 32, attr: 40, token_id: 44 } as const;
+export const URMA_SEG = {
+  $struct: "urma_seg_t",
+  $size: 48,
+  ubva: 0,
+  len: 32,
+  attr: 40,
+  token_id: 44,
+} as const;
 
 /** struct urma_target_seg — 88 B: seg @0, user_ctx @48, mva @56, urma_ctx* @64, token_id* @72, handle @80 */
 export const URMA_TARGET_SEG = {
-  $struct: "urma_target_seg_t", $size: 88,
-  seg: 0, user_ctx: 48, mva: 56, urma_ctx: 64, token_id: 72, handle: 80,
+  $struct: "urma_target_seg_t",
+  $size: 88,
+  seg: 0,
+  user_ctx: 48,
+  mva: 56,
+  urma_ctx: 64,
+  token_id: 72,
+  handle: 80,
 } as const;
 
 /**
@@ -181,7 +303,14 @@ export const URMA_TARGET_SEG = {
  * ```
  */
 export const URMA_RJETTY = {
-  $struct: "urma_rjetty_t", $size: 48, jetty_id: 0, trans_mode: 24, policy: 28, type: 32, flag: 36, tp_type: 40,
+  $struct: "urma_rjetty_t",
+  $size: 48,
+  jetty_id: 0,
+  trans_mode: 24,
+  policy: 28,
+  type: 32,
+  flag: 36,
+  tp_type: 40,
 } as const;
 
 /** Leading fields of opaque objects (their sizes differ between releases: no $size check). */
@@ -198,24 +327,57 @@ export const URMA_JFC_LEAD: Leading = { $struct: "urma_jfc_t", urma_ctx: 0, jfc_
 export const URMA_DEVICE_LEAD: Leading = { $struct: "urma_device_t", name: 0 };
 /** urma_device_attr_t: guid @0 and the leading capabilities of dev_cap @16. */
 export const URMA_DEVICE_ATTR_LEAD: Leading = {
-  $struct: "urma_device_attr_t", guid: 0,
-  "dev_cap.max_jfc": 20, "dev_cap.max_jfs": 24, "dev_cap.max_jfr": 28, "dev_cap.max_jetty": 32,
-  "dev_cap.max_jfc_depth": 44, "dev_cap.max_jfs_depth": 48, "dev_cap.max_jfr_depth": 52,
-  "dev_cap.max_jfs_inline_len": 56, "dev_cap.max_jfs_sge": 60, "dev_cap.max_jfs_rsge": 64,
-  "dev_cap.max_jfr_sge": 68, "dev_cap.max_msg_size": 72,
+  $struct: "urma_device_attr_t",
+  guid: 0,
+  "dev_cap.max_jfc": 20,
+  "dev_cap.max_jfs": 24,
+  "dev_cap.max_jfr": 28,
+  "dev_cap.max_jetty": 32,
+  "dev_cap.max_jfc_depth": 44,
+  "dev_cap.max_jfs_depth": 48,
+  "dev_cap.max_jfr_depth": 52,
+  "dev_cap.max_jfs_inline_len": 56,
+  "dev_cap.max_jfs_sge": 60,
+  "dev_cap.max_jfs_rsge": 64,
+  "dev_cap.max_jfr_sge": 68,
+  "dev_cap.max_msg_size": 72,
 };
 /** A buffer large enough for urma_device_attr_t of any supported release. */
 export const URMA_DEVICE_ATTR_BUFFER = 4096;
 
 /** Every fixed-size layout (sizes and offsets checked). */
 export const URMA_LAYOUTS: readonly Layout[] = [
-  URMA_EID, URMA_TOKEN, URMA_INIT_ATTR, URMA_JETTY_ID, URMA_EID_INFO, URMA_SGE, URMA_SG, URMA_JFS_WR,
-  URMA_JFS_WR_FLAG_BITS, URMA_JFR_WR, URMA_CR, URMA_CR_FLAG_BITS, URMA_JFC_CFG, URMA_JFS_CFG, URMA_JFR_CFG,
-  URMA_JETTY_CFG, URMA_JETTY_FLAG_BITS, URMA_SEG_CFG, URMA_REG_SEG_FLAG_BITS, URMA_UBVA, URMA_SEG,
-  URMA_TARGET_SEG, URMA_RJETTY,
+  URMA_EID,
+  URMA_TOKEN,
+  URMA_INIT_ATTR,
+  URMA_JETTY_ID,
+  URMA_EID_INFO,
+  URMA_SGE,
+  URMA_SG,
+  URMA_JFS_WR,
+  URMA_JFS_WR_FLAG_BITS,
+  URMA_JFR_WR,
+  URMA_CR,
+  URMA_CR_FLAG_BITS,
+  URMA_JFC_CFG,
+  URMA_JFS_CFG,
+  URMA_JFR_CFG,
+  URMA_JETTY_CFG,
+  URMA_JETTY_FLAG_BITS,
+  URMA_SEG_CFG,
+  URMA_REG_SEG_FLAG_BITS,
+  URMA_UBVA,
+  URMA_SEG,
+  URMA_TARGET_SEG,
+  URMA_RJETTY,
 ];
 
 /** Leading fields of opaque objects (offsets checked, sizes not). */
 export const URMA_LEADING: readonly Leading[] = [
-  URMA_JETTY_LEAD, URMA_JFR_LEAD, URMA_JFCE_LEAD, URMA_JFC_LEAD, URMA_DEVICE_LEAD, URMA_DEVICE_ATTR_LEAD,
+  URMA_JETTY_LEAD,
+  URMA_JFR_LEAD,
+  URMA_JFCE_LEAD,
+  URMA_JFC_LEAD,
+  URMA_DEVICE_LEAD,
+  URMA_DEVICE_ATTR_LEAD,
 ];

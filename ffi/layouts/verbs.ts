@@ -15,8 +15,17 @@ export const IBV_SGE = { $struct: "ibv_sge", $size: 16, addr: 0, length: 8, lkey
  * ```
  */
 export const IBV_WC = {
-  $struct: "ibv_wc", $size: 48,
-  wr_id: 0, status: 8, opcode: 12, vendor_err: 16, byte_len: 20, imm_data: 24, qp_num: 28, src_qp: 32, wc_flags: 36,
+  $struct: "ibv_wc",
+  $size: 48,
+  wr_id: 0,
+  status: 8,
+  opcode: 12,
+  vendor_err: 16,
+  byte_len: 20,
+  imm_data: 24,
+  qp_num: 28,
+  src_qp: 32,
+  wc_flags: 36,
 } as const;
 
 /**
@@ -27,18 +36,38 @@ export const IBV_WC = {
  * ```
  */
 export const IBV_SEND_WR = {
-  $struct: "ibv_send_wr", $size: 128,
-  wr_id: 0, next: 8, sg_list: 16, num_sge: 24, opcode: 28, send_flags: 32, imm_data: 36,
-  "wr.rdma.remote_addr": 40, "wr.rdma.rkey": 48,
+  $struct: "ibv_send_wr",
+  $size: 128,
+  wr_id: 0,
+  next: 8,
+  sg_list: 16,
+  num_sge: 24,
+  opcode: 28,
+  send_flags: 32,
+  imm_data: 36,
+  "wr.rdma.remote_addr": 40,
+  "wr.rdma.rkey": 48,
 } as const;
 
 /** struct ibv_recv_wr — 32 B: wr_id @0, next* @8, sg_list* @16, num_sge @24 */
-export const IBV_RECV_WR = { $struct: "ibv_recv_wr", $size: 32, wr_id: 0, next: 8, sg_list: 16, num_sge: 24 } as const;
+export const IBV_RECV_WR = {
+  $struct: "ibv_recv_wr",
+  $size: 32,
+  wr_id: 0,
+  next: 8,
+  sg_list: 16,
+  num_sge: 24,
+} as const;
 
 /** struct ibv_qp_cap — 20 B: max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data (u32 each) */
 export const IBV_QP_CAP = {
-  $struct: "ibv_qp_cap", $size: 20,
-  max_send_wr: 0, max_recv_wr: 4, max_send_sge: 8, max_recv_sge: 12, max_inline_data: 16,
+  $struct: "ibv_qp_cap",
+  $size: 20,
+  max_send_wr: 0,
+  max_recv_wr: 4,
+  max_send_sge: 8,
+  max_recv_sge: 12,
+  max_inline_data: 16,
 } as const;
 
 /**
@@ -49,20 +78,39 @@ export const IBV_QP_CAP = {
  * ```
  */
 export const IBV_QP_INIT_ATTR = {
-  $struct: "ibv_qp_init_attr", $size: 64,
-  qp_context: 0, send_cq: 8, recv_cq: 16, srq: 24, cap: 32, qp_type: 52, sq_sig_all: 56,
+  $struct: "ibv_qp_init_attr",
+  $size: 64,
+  qp_context: 0,
+  send_cq: 8,
+  recv_cq: 16,
+  srq: 24,
+  cap: 32,
+  qp_type: 52,
+  sq_sig_all: 56,
 } as const;
 
 /** struct ibv_global_route — 24 B: dgid[16] @0, flow_label @16, sgid_index u8 @20, hop_limit u8 @21, traffic_class u8 @22 */
 export const IBV_GLOBAL_ROUTE = {
-  $struct: "ibv_global_route", $size: 24,
-  dgid: 0, flow_label: 16, sgid_index: 20, hop_limit: 21, traffic_class: 22,
+  $struct: "ibv_global_route",
+  $size: 24,
+  dgid: 0,
+  flow_label: 16,
+  sgid_index: 20,
+  hop_limit: 21,
+  traffic_class: 22,
 } as const;
 
 /** struct ibv_ah_attr — 32 B: grh @0, dlid u16 @24, sl @26, src_path_bits @27, static_rate @28, is_global @29, port_num @30 */
 export const IBV_AH_ATTR = {
-  $struct: "ibv_ah_attr", $size: 32,
-  grh: 0, dlid: 24, sl: 26, src_path_bits: 27, static_rate: 28, is_global: 29, port_num: 30,
+  $struct: "ibv_ah_attr",
+  $size: 32,
+  grh: 0,
+  dlid: 24,
+  sl: 26,
+  src_path_bits: 27,
+  static_rate: 28,
+  is_global: 29,
+  port_num: 30,
 } as const;
 
 /**
@@ -77,10 +125,26 @@ export const IBV_AH_ATTR = {
  * ```
  */
 export const IBV_QP_ATTR = {
-  $struct: "ibv_qp_attr", $size: 144,
-  qp_state: 0, cur_qp_state: 4, path_mtu: 8, qkey: 16, rq_psn: 20, sq_psn: 24, dest_qp_num: 28,
-  qp_access_flags: 32, cap: 36, ah_attr: 56, pkey_index: 120, max_rd_atomic: 126,
-  max_dest_rd_atomic: 127, min_rnr_timer: 128, port_num: 129, timeout: 130, retry_cnt: 131, rnr_retry: 132,
+  $struct: "ibv_qp_attr",
+  $size: 144,
+  qp_state: 0,
+  cur_qp_state: 4,
+  path_mtu: 8,
+  qkey: 16,
+  rq_psn: 20,
+  sq_psn: 24,
+  dest_qp_num: 28,
+  qp_access_flags: 32,
+  cap: 36,
+  ah_attr: 56,
+  pkey_index: 120,
+  max_rd_atomic: 126,
+  max_dest_rd_atomic: 127,
+  min_rnr_timer: 128,
+  port_num: 129,
+  timeout: 130,
+  retry_cnt: 131,
+  rnr_retry: 132,
 } as const;
 
 /**
@@ -93,9 +157,19 @@ export const IBV_QP_ATTR = {
  * ```
  */
 export const IBV_PORT_ATTR = {
-  $struct: "ibv_port_attr", $size: 52,
-  state: 0, max_mtu: 4, active_mtu: 8, gid_tbl_len: 12, port_cap_flags: 16, max_msg_sz: 20, lid: 34,
-  active_width: 43, active_speed: 44, phys_state: 45, link_layer: 46,
+  $struct: "ibv_port_attr",
+  $size: 52,
+  state: 0,
+  max_mtu: 4,
+  active_mtu: 8,
+  gid_tbl_len: 12,
+  port_cap_flags: 16,
+  max_msg_sz: 20,
+  lid: 34,
+  active_width: 43,
+  active_speed: 44,
+  phys_state: 45,
+  link_layer: 46,
 } as const;
 
 /**
@@ -108,10 +182,23 @@ export const IBV_PORT_ATTR = {
  * ```
  */
 export const IBV_DEVICE_ATTR = {
-  $struct: "ibv_device_attr", $size: 232,
-  fw_ver: 0, node_guid: 64, max_mr_size: 80, vendor_id: 96, vendor_part_id: 100, hw_ver: 104,
-  max_qp: 108, max_qp_wr: 112, max_sge: 120, max_cq: 128, max_cqe: 132, max_mr: 136, max_pd: 140,
-  max_qp_rd_atom: 144, phys_port_cnt: 227,
+  $struct: "ibv_device_attr",
+  $size: 232,
+  fw_ver: 0,
+  node_guid: 64,
+  max_mr_size: 80,
+  vendor_id: 96,
+  vendor_part_id: 100,
+  hw_ver: 104,
+  max_qp: 108,
+  max_qp_wr: 112,
+  max_sge: 120,
+  max_cq: 128,
+  max_cqe: 132,
+  max_mr: 136,
+  max_pd: 140,
+  max_qp_rd_atom: 144,
+  phys_port_cnt: 227,
 } as const;
 
 /** union ibv_gid — 16 B (raw[16]) */
@@ -119,26 +206,66 @@ export const IBV_GID = { $struct: "ibv_gid", $size: 16 } as const;
 
 /** struct ibv_mr — 48 B: context* @0, pd* @8, addr* @16, length @24, handle @32, lkey @36, rkey @40 */
 export const IBV_MR = {
-  $struct: "ibv_mr", $size: 48, context: 0, pd: 8, addr: 16, length: 24, handle: 32, lkey: 36, rkey: 40,
+  $struct: "ibv_mr",
+  $size: 48,
+  context: 0,
+  pd: 8,
+  addr: 16,
+  length: 24,
+  handle: 32,
+  lkey: 36,
+  rkey: 40,
 } as const;
 
 /** struct ibv_comp_channel — 16 B: context* @0, fd @8, refcnt @12 */
-export const IBV_COMP_CHANNEL = { $struct: "ibv_comp_channel", $size: 16, context: 0, fd: 8 } as const;
+export const IBV_COMP_CHANNEL = {
+  $struct: "ibv_comp_channel",
+  $size: 16,
+  context: 0,
+  fd: 8,
+} as const;
 
 /** struct ibv_cq — 128 B: context* @0, channel* @8, cq_context* @16, handle @24, cqe @28, ... */
 export const IBV_CQ = { $struct: "ibv_cq", $size: 128, context: 0, channel: 8, cqe: 28 } as const;
 
 /** struct ibv_qp — 160 B: context* @0, qp_context* @8, pd* @16, ..., qp_num @52, state @56, qp_type @60 */
-export const IBV_QP = { $struct: "ibv_qp", $size: 160, context: 0, pd: 16, qp_num: 52, state: 56, qp_type: 60 } as const;
+export const IBV_QP = {
+  $struct: "ibv_qp",
+  $size: 160,
+  context: 0,
+  pd: 16,
+  qp_num: 52,
+  state: 56,
+  qp_type: 60,
+} as const;
 
 /** struct ibv_context — 328 B: device* @0, ops @8, cmd_fd @264, async_fd @268, num_comp_vectors @272 */
 export const IBV_CONTEXT = {
-  $struct: "ibv_context", $size: 328, device: 0, cmd_fd: 264, async_fd: 268, num_comp_vectors: 272,
+  $struct: "ibv_context",
+  $size: 328,
+  device: 0,
+  cmd_fd: 264,
+  async_fd: 268,
+  num_comp_vectors: 272,
 } as const;
 
 /** Every verbs layout, for the load-time check. */
 export const VERBS_LAYOUTS = [
-  IBV_SGE, IBV_WC, IBV_SEND_WR, IBV_RECV_WR, IBV_QP_CAP, IBV_QP_INIT_ATTR, IBV_GLOBAL_ROUTE,
-  IBV_AH_ATTR, IBV_QP_ATTR, IBV_PORT_ATTR, IBV_DEVICE_ATTR, IBV_GID, IBV_MR, IBV_COMP_CHANNEL,
-  IBV_CQ, IBV_QP, IBV_CONTEXT,
+  IBV_SGE,
+  IBV_WC,
+  IBV_SEND_WR,
+  IBV_RECV_WR,
+  IBV_QP_CAP,
+  IBV_QP_INIT_ATTR,
+  IBV_GLOBAL_ROUTE,
+  IBV_AH_ATTR,
+  IBV_QP_ATTR,
+  IBV_PORT_ATTR,
+  IBV_DEVICE_ATTR,
+  IBV_GID,
+  IBV_MR,
+  IBV_COMP_CHANNEL,
+  IBV_CQ,
+  IBV_QP,
+  IBV_CONTEXT,
 ] as const;

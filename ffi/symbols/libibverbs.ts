@@ -75,35 +75,76 @@ export const LIBIBVERBS_SPEC: LibrarySpec<typeof LIBIBVERBS_SYMBOLS> = {
 };
 
 /** enum ibv_access_flags */
-export const IBV_ACCESS = { LOCAL_WRITE: 1, REMOTE_WRITE: 2, REMOTE_READ: 4, REMOTE_ATOMIC: 8 } as const;
+export const IBV_ACCESS = {
+  LOCAL_WRITE: 1,
+  REMOTE_WRITE: 2,
+  REMOTE_READ: 4,
+  REMOTE_ATOMIC: 8,
+} as const;
 /** enum ibv_qp_type */
 export const IBV_QPT = { RC: 2, UC: 3, UD: 4 } as const;
 /** enum ibv_qp_state */
 export const IBV_QPS = { RESET: 0, INIT: 1, RTR: 2, RTS: 3, SQD: 4, SQE: 5, ERR: 6 } as const;
 /** enum ibv_qp_attr_mask */
 export const IBV_QP_ATTR_MASK = {
-  STATE: 1 << 0, CUR_STATE: 1 << 1, EN_SQD_ASYNC_NOTIFY: 1 << 2, ACCESS_FLAGS: 1 << 3,
-  PKEY_INDEX: 1 << 4, PORT: 1 << 5, QKEY: 1 << 6, AV: 1 << 7, PATH_MTU: 1 << 8, TIMEOUT: 1 << 9,
-  RETRY_CNT: 1 << 10, RNR_RETRY: 1 << 11, RQ_PSN: 1 << 12, MAX_QP_RD_ATOMIC: 1 << 13,
-  ALT_PATH: 1 << 14, MIN_RNR_TIMER: 1 << 15, SQ_PSN: 1 << 16, MAX_DEST_RD_ATOMIC: 1 << 17,
-  PATH_MIG_STATE: 1 << 18, CAP: 1 << 19, DEST_QPN: 1 << 20,
+  STATE: 1 << 0,
+  CUR_STATE: 1 << 1,
+  EN_SQD_ASYNC_NOTIFY: 1 << 2,
+  ACCESS_FLAGS: 1 << 3,
+  PKEY_INDEX: 1 << 4,
+  PORT: 1 << 5,
+  QKEY: 1 << 6,
+  AV: 1 << 7,
+  PATH_MTU: 1 << 8,
+  TIMEOUT: 1 << 9,
+  RETRY_CNT: 1 << 10,
+  RNR_RETRY: 1 << 11,
+  RQ_PSN: 1 << 12,
+  MAX_QP_RD_ATOMIC: 1 << 13,
+  ALT_PATH: 1 << 14,
+  MIN_RNR_TIMER: 1 << 15,
+  SQ_PSN: 1 << 16,
+  MAX_DEST_RD_ATOMIC: 1 << 17,
+  PATH_MIG_STATE: 1 << 18,
+  CAP: 1 << 19,
+  DEST_QPN: 1 << 20,
 } as const;
 /** enum ibv_wr_opcode */
 export const IBV_WR = {
-  RDMA_WRITE: 0, RDMA_WRITE_WITH_IMM: 1, SEND: 2, SEND_WITH_IMM: 3, RDMA_READ: 4,
+  RDMA_WRITE: 0,
+  RDMA_WRITE_WITH_IMM: 1,
+  SEND: 2,
+  SEND_WITH_IMM: 3,
+  RDMA_READ: 4,
 } as const;
 /** enum ibv_send_flags */
 export const IBV_SEND = { FENCE: 1, SIGNALED: 2, SOLICITED: 4, INLINE: 8 } as const;
 /** enum ibv_wc_opcode */
 export const IBV_WC_OPCODE = {
-  SEND: 0, RDMA_WRITE: 1, RDMA_READ: 2, COMP_SWAP: 3, FETCH_ADD: 4, BIND_MW: 5,
-  RECV: 128, RECV_RDMA_WITH_IMM: 129,
+  SEND: 0,
+  RDMA_WRITE: 1,
+  RDMA_READ: 2,
+  COMP_SWAP: 3,
+  FETCH_ADD: 4,
+  BIND_MW: 5,
+  RECV: 128,
+  RECV_RDMA_WITH_IMM: 129,
 } as const;
 /** enum ibv_wc_flags */
 export const IBV_WC_WITH_IMM = 2;
 /** enum ibv_port_state */
 export const IBV_PORT_STATE = ["NOP", "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"] as const;
 /** enum ibv_mtu → bytes */
-export const IBV_MTU_BYTES: Readonly<Record<number, number>> = { 1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096 };
+export const IBV_MTU_BYTES: Readonly<Record<number, number>> = {
+  1: 256,
+  2: 512,
+  3: 1024,
+  4: 2048,
+  5: 4096,
+};
 /** IBV_LINK_LAYER_* */
-export const IBV_LINK_LAYER: Readonly<Record<number, string>> = { 0: "unspecified", 1: "InfiniBand", 2: "Ethernet" };
+export const IBV_LINK_LAYER: Readonly<Record<number, string>> = {
+  0: "unspecified",
+  1: "InfiniBand",
+  2: "Ethernet",
+};

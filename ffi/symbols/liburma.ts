@@ -121,21 +121,50 @@ export const LIBURMA_SPEC: LibrarySpec<typeof LIBURMA_SYMBOLS> = {
 
 /** urma_status_t values (urma_opcode.h: errno values on Linux, URMA_FAIL = 0x1000). */
 export const URMA_STATUS: Readonly<Record<number, string>> = {
-  0: "URMA_SUCCESS", 1: "URMA_ENOPERM", 11: "URMA_EAGAIN", 12: "URMA_ENOMEM", 17: "URMA_EEXIST",
-  22: "URMA_EINVAL", 110: "URMA_ETIMEOUT", 115: "URMA_EINPROGRESS", 0x1000: "URMA_FAIL",
+  0: "URMA_SUCCESS",
+  1: "URMA_ENOPERM",
+  11: "URMA_EAGAIN",
+  12: "URMA_ENOMEM",
+  17: "URMA_EEXIST",
+  22: "URMA_EINVAL",
+  110: "URMA_ETIMEOUT",
+  115: "URMA_EINPROGRESS",
+  0x1000: "URMA_FAIL",
 };
 
 /** urma_status_t constants. */
-export const URMA_SUCCESS = 0, URMA_EAGAIN = 11, URMA_EEXIST = 17, URMA_EINVAL = 22, URMA_FAIL = 0x1000;
+export const URMA_SUCCESS = 0,
+  URMA_EAGAIN = 11,
+  URMA_EEXIST = 17,
+  URMA_EINVAL = 22,
+  URMA_FAIL = 0x1000;
 
 /** urma_opcode_t. */
 export const URMA_OPC = {
-  WRITE: 0x00, WRITE_IMM: 0x01, WRITE_NOTIFY: 0x02, READ: 0x10, CAS: 0x20, SWAP: 0x21, FADD: 0x22,
-  FSUB: 0x23, FAND: 0x24, FOR: 0x25, FXOR: 0x26, SEND: 0x40, SEND_IMM: 0x41, SEND_INVALIDATE: 0x42, NOP: 0x51,
+  WRITE: 0x00,
+  WRITE_IMM: 0x01,
+  WRITE_NOTIFY: 0x02,
+  READ: 0x10,
+  CAS: 0x20,
+  SWAP: 0x21,
+  FADD: 0x22,
+  FSUB: 0x23,
+  FAND: 0x24,
+  FOR: 0x25,
+  FXOR: 0x26,
+  SEND: 0x40,
+  SEND_IMM: 0x41,
+  SEND_INVALIDATE: 0x42,
+  NOP: 0x51,
 } as const;
 
 /** urma_cr_opcode_t (receive completions). */
-export const URMA_CR_OPC = { SEND: 0, SEND_WITH_IMM: 1, SEND_WITH_INV: 2, WRITE_WITH_IMM: 3 } as const;
+export const URMA_CR_OPC = {
+  SEND: 0,
+  SEND_WITH_IMM: 1,
+  SEND_WITH_INV: 2,
+  WRITE_WITH_IMM: 3,
+} as const;
 
 /** urma_transport_mode_t. */
 export const URMA_TM = { RM: 1, RC: 2, UM: 4 } as const;
@@ -148,8 +177,21 @@ export const URMA_TOKEN_POLICY = { NONE: 0, PLAIN_TEXT: 1, SIGNED: 2, ALL_ENCRYP
 
 /** urma_cr_status_t, by value. */
 export const URMA_CR_STATUS = [
-  "SUCCESS", "UNSUPPORTED_OPCODE_ERR", "LOC_LEN_ERR", "LOC_OPERATION_ERR", "LOC_ACCESS_ERR",
-  "REM_RESP_LEN_ERR", "REM_UNSUPPORTED_REQ_ERR", "REM_OPERATION_ERR", "REM_ACCESS_ABORT_ERR",
-  "ACK_TIMEOUT_ERR", "RNR_RETRY_CNT_EXC_ERR", "WR_FLUSH_ERR", "WR_SUSPEND_DONE", "WR_FLUSH_ERR_DONE",
-  "WR_UNHANDLED", "LOC_DATA_POISON", "REM_DATA_POISON",
+  "SUCCESS",
+  "UNSUPPORTED_OPCODE_ERR",
+  "LOC_LEN_ERR",
+  "LOC_OPERATION_ERR",
+  "LOC_ACCESS_ERR",
+  "REM_RESP_LEN_ERR",
+  "REM_UNSUPPORTED_REQ_ERR",
+  "REM_OPERATION_ERR",
+  "REM_ACCESS_ABORT_ERR",
+  "ACK_TIMEOUT_ERR",
+  "RNR_RETRY_CNT_EXC_ERR",
+  "WR_FLUSH_ERR",
+  "WR_SUSPEND_DONE",
+  "WR_FLUSH_ERR_DONE",
+  "WR_UNHANDLED",
+  "LOC_DATA_POISON",
+  "REM_DATA_POISON",
 ] as const;

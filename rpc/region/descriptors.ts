@@ -38,12 +38,31 @@ import { DESCRIPTOR_BYTES } from "./layout.ts";
 
 /** u32 index of each request-descriptor field. */
 export const REQ = {
-  state: 0, seq: 1, method: 2, flags: 3, offset: 4, length: 5, attach: 6, timeout: 7, sg: 8, logLo: 9, logHi: 10,
+  state: 0,
+  seq: 1,
+  method: 2,
+  flags: 3,
+  offset: 4,
+  length: 5,
+  attach: 6,
+  timeout: 7,
+  sg: 8,
+  logLo: 9,
+  logHi: 10,
 } as const;
 
 /** u32 index of each response-descriptor field. */
 export const RESP = {
-  state: 0, seq: 1, status: 2, kind: 3, length: 4, offset: 5, object: 6, generation: 7, attach: 8, serverUs: 9,
+  state: 0,
+  seq: 1,
+  status: 2,
+  kind: 3,
+  length: 4,
+  offset: 5,
+  object: 6,
+  generation: 7,
+  attach: 8,
+  serverUs: 9,
 } as const;
 
 /** Descriptor states. */

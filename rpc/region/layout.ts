@@ -100,7 +100,10 @@ export function parseRegionConfig(input: unknown): RegionConfig {
   const r = regionConfigSchema.safeParse(input ?? {});
   if (r.success) return r.data;
   const issue = r.error.issues[0];
-  throw new VerbusError("INVALID_OPTIONS", `region.${issue.path.join(".") || "(root)"}: ${issue.message}`);
+  throw new VerbusError(
+    "INVALID_OPTIONS",
+    `region.${issue.path.join(".") || "(root)"}: ${issue.message}`,
+  );
 }
 
 /** Computes the layout of `role`'s region for `config`. Pure. */
@@ -120,7 +123,18 @@ export function computeLayout(role: RegionRole, config: RegionConfig): RegionLay
   const bulk = server ? take(config.bulkSize) : none;
   const objectPool = server ? take(config.objectSlabs * config.objectSlabSize) : none;
   const staging = server ? none : take(config.stagingSize);
-  return { role, config, size: at, control, requestRing, responseRing, slotLocal, bulk, objectPool, staging };
+  return {
+    role,
+    config,
+    size: at,
+    control,
+    requestRing,
+    responseRing,
+    slotLocal,
+    bulk,
+    objectPool,
+    staging,
+  };
 }
 
 /**
@@ -137,7 +151,15 @@ export function computeLayout(role: RegionRole, config: RegionConfig): RegionLay
  * ```
  */
 export const CONTROL = {
-  magic: 0, version: 4, role: 8, state: 12, doorbell: 16, sleeping: 20, proof: 24, scanLimit: 40, telemetry: 64,
+  magic: 0,
+  version: 4,
+  role: 8,
+  state: 12,
+  doorbell: 16,
+  sleeping: 20,
+  proof: 24,
+  scanLimit: 40,
+  telemetry: 64,
 } as const;
 /** Control-page `state` word: the peer closed the session (written by the closing side). */
 export const SESSION_CLOSED = 2;

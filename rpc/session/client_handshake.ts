@@ -13,12 +13,21 @@ import type { Logger } from "../protocol/dispatch.ts";
 import { computeLayout, type RegionConfigInput } from "../region/layout.ts";
 import { ClientSession } from "./client_session.ts";
 import {
-  ACK_OFF, ACK_ON, bootId, type ClientHello, decodeHello, encodeAck, encodeHello, FABRIC_SERVICE, HELLO_VERSION,
-  type ServerHello, serverHelloSchema,
+  ACK_OFF,
+  ACK_ON,
+  bootId,
+  type ClientHello,
+  decodeHello,
+  encodeAck,
+  encodeHello,
+  FABRIC_SERVICE,
+  HELLO_VERSION,
+  type ServerHello,
+  serverHelloSchema,
 } from "./hello.ts";
 import type { ClientFabricProvider } from "./fabric_provider.ts";
 import { clientProviders } from "./providers.ts";
-import { type ClientState, clientMachine } from "./state_machine.ts";
+import { clientMachine, type ClientState } from "./state_machine.ts";
 
 /** What the handshake produced. */
 export interface FabricOutcome {
@@ -46,19 +55,36 @@ export interface HandshakeOptions {
 }
 
 /** Runs the handshake on `channel`. Never throws for a refusal: the outcome says FALLBACK_TCP. */
-export async function establishFabric(channel: Channel, o: HandshakeOptions): Promise<FabricOutcome> {
+export async function establishFabric(
+  channel: Channel,
+  o: HandshakeOptions,
+): Promise<FabricOutcome> {
   const log = (line: string) => (o.logger ? o.logger.warn(line) : console.error(`verbus: ${line}`));
   const m = clientMachine(`fabric handshake with ${channel.host}:${channel.port}`, log);
-  const done = (session: ClientSession | null, label: string, decisions?: ServerHello["decisions"]): FabricOutcome => {
+  const done = (
+    session: ClientSession | null,
+    label: string,
+    decisions?: ServerHello["decisions"],
+  ): FabricOutcome => {
     const last = m.history[m.history.length - 1];
     return {
-      session, fabricLabel: label,
-      summary: { state: m.state, ...(last?.reason ? { reason: last.reason } : {}), ...(decisions ? { decisions } : {}), history: [...m.history] },
+      session,
+      fabricLabel: label,
+      summary: {
+        state: m.state,
+        ...(last?.reason ? { reason: last.reason } : {}),
+        ...(decisions ? { decisions } : {}),
+        history: [...m.history],
+      },
     };
   };
   if (o.fabric === "tcp") {
     // Chosen by the user: not a fallback worth a log line.
-    return { session: null, fabricLabel: "tcp", summary: { state: "FALLBACK_TCP", reason: "fabric: tcp (chosen)", history: [] } };
+    return {
+      session: null,
+      fabricLabel: "tcp",
+      summary: { state: "FALLBACK_TCP", reason: "fabric: tcp (chosen)", history: [] },
+    };
   }
   const kinds: FabricKind[] = o.fabric === "auto" ? ["shm", "verbs", "urma"] : [o.fabric];
   const { providers, refused } = await clientProviders(kinds, o.providerOptions ?? {});
@@ -67,16 +93,23 @@ export async function establishFabric(channel: Channel, o: HandshakeOptions): Pr
     m.to("FALLBACK_TCP", why || "no fabric to offer");
     return done(null, "tcp");
   }
-  const closeAll = (keep?: ClientFabricProvider) => providers.forEach((p) => p !== keep && p.close());
+  const closeAll = (keep?: ClientFabricProvider) =>
+    providers.forEach((p) => p !== keep && p.close());
   const hello: ClientHello = {
-    version: HELLO_VERSION, bootId: bootId(), pid, fabrics: providers.map((p) => p.kind), region: o.region,
+    version: HELLO_VERSION,
+    bootId: bootId(),
+    pid,
+    fabrics: providers.map((p) => p.kind),
+    region: o.region,
     params: Object.fromEntries(providers.map((p) => [p.kind, p.params()])),
     ...(o.faults.serverPressure ? { simulate: { serverPressure: o.faults.serverPressure } } : {}),
   };
   m.to("C_HELLO_WAIT");
   let reply: ServerHello;
   try {
-    const r = await channel.call(FABRIC_SERVICE, "Hello", encodeHello(hello), { timeoutMs: o.timeoutMs });
+    const r = await channel.call(FABRIC_SERVICE, "Hello", encodeHello(hello), {
+      timeoutMs: o.timeoutMs,
+    });
     reply = decodeHello(serverHelloSchema, r.response, "server hello");
   } catch (e) {
     closeAll();
@@ -88,7 +121,9 @@ export async function establishFabric(channel: Channel, o: HandshakeOptions): Pr
   }
   if (reply.fabric === null) {
     closeAll();
-    const reasons = Object.entries(reply.decisions).map(([f, d]) => `${f} ${d.state}${d.reason ? ` (${d.reason})` : ""}`);
+    const reasons = Object.entries(reply.decisions).map(([f, d]) =>
+      `${f} ${d.state}${d.reason ? ` (${d.reason})` : ""}`
+    );
     m.to("FALLBACK_TCP", `server refused every fabric: ${reasons.join("; ") || "none offered"}`);
     return done(null, "tcp", reply.decisions);
   }
@@ -98,16 +133,26 @@ export async function establishFabric(channel: Channel, o: HandshakeOptions): Pr
   let session: ClientSession;
   try {
     if (!provider) throw new Error(`server chose ${reply.fabric}, which this client did not offer`);
-    const server = computeLayout("server", reply.region), client = computeLayout("client", reply.region);
+    const server = computeLayout("server", reply.region),
+      client = computeLayout("client", reply.region);
     const endpoint = await provider.open(reply.offer, server, client);
     session = new ClientSession({
-      endpoint, server, client, methods: reply.methods, refreshEvery: o.refreshEvery,
-      onFail: (reason) => log(`fabric session with ${channel.host}:${channel.port} failed, calls go over TCP: ${reason}`),
+      endpoint,
+      server,
+      client,
+      methods: reply.methods,
+      refreshEvery: o.refreshEvery,
+      onFail: (reason) =>
+        log(
+          `fabric session with ${channel.host}:${channel.port} failed, calls go over TCP: ${reason}`,
+        ),
     });
   } catch (e) {
     provider?.close();
     const reason = (e as Error).message;
-    await channel.call(FABRIC_SERVICE, "Ack", encodeAck(ACK_OFF), { timeoutMs: o.timeoutMs }).catch(() => {});
+    await channel.call(FABRIC_SERVICE, "Ack", encodeAck(ACK_OFF), { timeoutMs: o.timeoutMs }).catch(
+      () => {},
+    );
     m.to("FALLBACK_TCP", reason);
     return done(null, "tcp", reply.decisions);
   }

@@ -12,11 +12,26 @@
  * @module
  */
 import { VerbusError } from "../../errors.ts";
-import { Completions, FAILED, type FabricEndpoint, FULL, OK, SIGNALED } from "../../transport/fabric.ts";
+import {
+  Completions,
+  type FabricEndpoint,
+  FAILED,
+  FULL,
+  OK,
+  SIGNALED,
+} from "../../transport/fabric.ts";
 import { RpcError } from "../errors.ts";
 import { BulkAllocator } from "../region/bulk_allocator.ts";
 import {
-  DESC_WORDS, FLAG_BULK, FLAG_PREFER_LAZY, KIND_INLINE, KIND_OBJECT, METHOD_RECLAIM, READY, REQ, RESP,
+  DESC_WORDS,
+  FLAG_BULK,
+  FLAG_PREFER_LAZY,
+  KIND_INLINE,
+  KIND_OBJECT,
+  METHOD_RECLAIM,
+  READY,
+  REQ,
+  RESP,
 } from "../region/descriptors.ts";
 import { CONTROL, type RegionLayout, SESSION_CLOSED } from "../region/layout.ts";
 import { OBJECT_HEADER_BYTES, OBJECT_OVERHEAD_BYTES, verifyObject } from "../region/object_pool.ts";
@@ -50,7 +65,15 @@ export interface PendingCall {
 interface Slot {
   seq: number;
   busy: boolean;
-  call: (PendingCall & { resolve(r: FabricResult): void; reject(e: unknown): void; path: CallPath; deadline: number; what: number }) | null;
+  call:
+    | (PendingCall & {
+      resolve(r: FabricResult): void;
+      reject(e: unknown): void;
+      path: CallPath;
+      deadline: number;
+      what: number;
+    })
+    | null;
   internal: boolean;
   bulkOff: number;
   stagingOff: number;
@@ -120,8 +143,17 @@ export class ClientSession {
     init.methods.forEach((m, i) => this.#methods.set(m, i));
     const n = this.#c.config.slots;
     this.#slots = Array.from({ length: n }, () => ({
-      seq: 0, busy: false, call: null, internal: false, bulkOff: -1, stagingOff: -1, readLen: 0, object: 0,
-      generation: 0, respLen: 0, attLen: 0,
+      seq: 0,
+      busy: false,
+      call: null,
+      internal: false,
+      bulkOff: -1,
+      stagingOff: -1,
+      readLen: 0,
+      object: 0,
+      generation: 0,
+      respLen: 0,
+      attLen: 0,
     }));
     this.#free = new Int32Array(n);
     for (let i = 0; i < n; i++) this.#free[i] = n - 1 - i;
@@ -190,7 +222,13 @@ export class ClientSession {
    * Starts a call. Returns the pending call, or FULL (no slot / no room: retry after progress)
    * or FAILED (the fabric is down: use TCP). `request`/`attachment` are copied before return.
    */
-  submit(method: number, request: Uint8Array, attachment: Uint8Array, path: "EAGER" | "LAZY" | "BULK", timeoutMs: number): PendingCall | typeof FULL | typeof FAILED {
+  submit(
+    method: number,
+    request: Uint8Array,
+    attachment: Uint8Array,
+    path: "EAGER" | "LAZY" | "BULK",
+    timeoutMs: number,
+  ): PendingCall | typeof FULL | typeof FAILED {
     if (this.#failed !== null) return FAILED;
     if (this.#ep.failed) {
       this.fail(`fabric failed: ${this.#ep.failureReason ?? "unknown reason"}`);
@@ -228,7 +266,15 @@ export class ClientSession {
     });
     const deadline = timeoutMs > 0 ? performance.now() + timeoutMs : Infinity;
     if (deadline < this.#nextDeadline) this.#nextDeadline = deadline;
-    const call = { id: i + slot.seq * 0x10000, promise, resolve, reject, path: bulk ? "BULK" as CallPath : path, deadline, what: method };
+    const call = {
+      id: i + slot.seq * 0x10000,
+      promise,
+      resolve,
+      reject,
+      path: bulk ? "BULK" as CallPath : path,
+      deadline,
+      what: method,
+    };
     slot.call = call;
     const st = this.#post(i, slot, method, request, attachment, bulk, path === "LAZY", timeoutMs);
     if (st !== OK) {
@@ -238,11 +284,22 @@ export class ClientSession {
       return st === FULL ? FULL : FAILED;
     }
     this.stats.submitted++;
-    if (this.#refreshEvery > 0 && ++this.#callsSinceRefresh >= this.#refreshEvery) this.refreshSnapshot();
+    if (this.#refreshEvery > 0 && ++this.#callsSinceRefresh >= this.#refreshEvery) {
+      this.refreshSnapshot();
+    }
     return call;
   }
 
-  #post(i: number, slot: Slot, method: number, request: Uint8Array, attachment: Uint8Array, bulk: boolean, lazy: boolean, timeoutMs: number): number {
+  #post(
+    i: number,
+    slot: Slot,
+    method: number,
+    request: Uint8Array,
+    attachment: Uint8Array,
+    bulk: boolean,
+    lazy: boolean,
+    timeoutMs: number,
+  ): number {
     const ep = this.#ep, d = this.#desc;
     let offset: number, sg = 0, st: number;
     if (bulk) {
@@ -311,7 +368,9 @@ export class ClientSession {
       if (this.#nBusy < before) b--; // slot i was swapped out of the busy list
     }
     if (this.#nReclaims > 0 && this.#nFree > 0 && this.#failed === null) this.#sendReclaims();
-    if ((++this.#polls & 63) === 0 && this.#nBusy > 0 && performance.now() > this.#nextDeadline) this.#expire();
+    if ((++this.#polls & 63) === 0 && this.#nBusy > 0 && performance.now() > this.#nextDeadline) {
+      this.#expire();
+    }
     return done;
   }
 
@@ -343,35 +402,50 @@ export class ClientSession {
 
   #response(i: number): number {
     const r = this.#resp, b = i * DESC_WORDS, slot = this.#slots[i];
-    const seq = r[b + RESP.seq] >>> 0, status = r[b + RESP.status] >>> 0, kind = r[b + RESP.kind] >>> 0;
-    const len = r[b + RESP.length] >>> 0, off = r[b + RESP.offset] >>> 0, att = r[b + RESP.attach] >>> 0;
+    const seq = r[b + RESP.seq] >>> 0,
+      status = r[b + RESP.status] >>> 0,
+      kind = r[b + RESP.kind] >>> 0;
+    const len = r[b + RESP.length] >>> 0,
+      off = r[b + RESP.offset] >>> 0,
+      att = r[b + RESP.attach] >>> 0;
     Atomics.store(r, b + RESP.state, 0);
-    if (seq !== slot.seq) return this.#violation(`slot ${i}: response seq ${seq}, expected ${slot.seq}`);
+    if (seq !== slot.seq) {
+      return this.#violation(`slot ${i}: response seq ${seq}, expected ${slot.seq}`);
+    }
     const call = slot.call;
     if (status !== 0 || kind === KIND_INLINE) {
       const at = this.#c.slotLocal.offset + i * this.#c.config.slotSize;
       if (kind !== KIND_INLINE || off !== at || len + att > this.#c.config.slotSize) {
-        return this.#violation(`slot ${i}: inline response [${off}, +${len + att}) is not inside its slot`);
+        return this.#violation(
+          `slot ${i}: inline response [${off}, +${len + att}) is not inside its slot`,
+        );
       }
       const local = this.#ep.local;
       if (status !== 0) {
         const text = dec.decode(local.subarray(off, off + len));
         this.#release(i);
         if (call) {
-          call.reject(status === EOVERCROWDED ? new VerbusError("FULL", text) : new RpcError(status, text));
+          call.reject(
+            status === EOVERCROWDED ? new VerbusError("FULL", text) : new RpcError(status, text),
+          );
         }
         return 1;
       }
-      const response = local.slice(off, off + len), attachment = att ? local.slice(off + len, off + len + att) : EMPTY;
+      const response = local.slice(off, off + len),
+        attachment = att ? local.slice(off + len, off + len + att) : EMPTY;
       this.#release(i);
       // Answered inline: the call was EAGER (even if it preferred LAZY), unless its request went BULK.
-      if (call) call.resolve({ response, attachment, path: call.path === "BULK" ? "BULK" : "EAGER" });
+      if (call) {
+        call.resolve({ response, attachment, path: call.path === "BULK" ? "BULK" : "EAGER" });
+      }
       return 1;
     }
     if (kind !== KIND_OBJECT) return this.#violation(`slot ${i}: unknown response kind ${kind}`);
     const pool = this.#s.objectPool, size = OBJECT_OVERHEAD_BYTES + len + att;
     if (off < pool.offset || off + size > pool.offset + pool.size) {
-      return this.#violation(`slot ${i}: object reference [${off}, +${size}) outside the object pool`);
+      return this.#violation(
+        `slot ${i}: object reference [${off}, +${size}) outside the object pool`,
+      );
     }
     slot.object = r[b + RESP.object] >>> 0;
     slot.generation = r[b + RESP.generation] >>> 0;
@@ -409,7 +483,8 @@ export class ClientSession {
       this.#snapshotPending = false;
       if (status === 0) {
         const v = this.#snapshotView;
-        this.#snapshot = new Telemetry(telemetryView(v.buffer, v.byteOffset + CONTROL.telemetry)).snapshot();
+        this.#snapshot = new Telemetry(telemetryView(v.buffer, v.byteOffset + CONTROL.telemetry))
+          .snapshot();
       }
       return 0;
     }
@@ -419,7 +494,9 @@ export class ClientSession {
     const call = slot.call;
     if (status !== 0) {
       this.#release(i);
-      call?.reject(new VerbusError("FABRIC", `LAZY read completed with ${this.#ep.statusText(status)}`));
+      call?.reject(
+        new VerbusError("FABRIC", `LAZY read completed with ${this.#ep.statusText(status)}`),
+      );
       this.fail(`read completion error: ${this.#ep.statusText(status)}`);
       return 1;
     }
@@ -432,7 +509,12 @@ export class ClientSession {
     if (!verifyObject(bytes, slot.generation, total)) {
       this.stats.staleObjects++;
       this.#release(i);
-      call?.reject(new VerbusError("FABRIC", `LAZY object ${slot.object} changed under the read (generation ${slot.generation})`));
+      call?.reject(
+        new VerbusError(
+          "FABRIC",
+          `LAZY object ${slot.object} changed under the read (generation ${slot.generation})`,
+        ),
+      );
       return 1;
     }
     const data = OBJECT_HEADER_BYTES;

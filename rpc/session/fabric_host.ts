@@ -10,18 +10,25 @@
  */
 import { z } from "zod";
 import type { FabricKind } from "../../transport/fabric.ts";
-import { RpcError, EREQUEST } from "../errors.ts";
+import { EREQUEST, RpcError } from "../errors.ts";
 import type { CallContext, Dispatcher, Handler, Logger } from "../protocol/dispatch.ts";
-import { computeLayout, regionConfigSchema, type RegionConfig } from "../region/layout.ts";
+import { computeLayout, type RegionConfig, regionConfigSchema } from "../region/layout.ts";
 import {
-  ACK_ON, type ClientHello, clientHelloSchema, decodeAck, decodeHello, encodeHello, FABRIC_SERVICE,
-  HELLO_VERSION, type ServerHello,
+  ACK_ON,
+  type ClientHello,
+  clientHelloSchema,
+  decodeAck,
+  decodeHello,
+  encodeHello,
+  FABRIC_SERVICE,
+  HELLO_VERSION,
+  type ServerHello,
 } from "./hello.ts";
-import { ProgressLoop, progressOptionsSchema, type ProgressOptions } from "./progress.ts";
+import { ProgressLoop, type ProgressOptions, progressOptionsSchema } from "./progress.ts";
 import { ServerSession } from "./server_session.ts";
 import type { ServerFabricProvider, ServerOffer } from "./fabric_provider.ts";
 import { serverProviders } from "./providers.ts";
-import { serverMachine, type StateMachine, type ServerState } from "./state_machine.ts";
+import { serverMachine, type ServerState, type StateMachine } from "./state_machine.ts";
 
 /** Server-side fabric options (zod: one source for types, defaults and messages). */
 export const fabricHostOptionsSchema = z.object({
@@ -82,7 +89,13 @@ export class FabricHost {
   /** Handshake outcomes (tests, stats). */
   readonly history: { peer: string; state: ServerState; reason?: string }[] = [];
 
-  private constructor(o: z.output<typeof fabricHostOptionsSchema>, services: Record<string, Record<string, unknown>>, logger: Logger, providers: ServerFabricProvider[], refused: Record<string, string>) {
+  private constructor(
+    o: z.output<typeof fabricHostOptionsSchema>,
+    services: Record<string, Record<string, unknown>>,
+    logger: Logger,
+    providers: ServerFabricProvider[],
+    refused: Record<string, string>,
+  ) {
     this.#o = o;
     this.#logger = logger;
     this.#providers = providers;
@@ -90,15 +103,26 @@ export class FabricHost {
     this.#methods = Object.entries(services).filter(([s]) => s !== FABRIC_SERVICE)
       .flatMap(([s, ms]) => Object.keys(ms).map((m) => [s, m] as const));
     this.#max = regionConfigSchema.parse(o.region);
-    this.#loop = new ProgressLoop(() => this.#step(), (ms) => this.#idle(ms), () => !this.#closed, o.progress as ProgressOptions);
+    this.#loop = new ProgressLoop(
+      () => this.#step(),
+      (ms) => this.#idle(ms),
+      () => !this.#closed,
+      o.progress as ProgressOptions,
+    );
   }
 
   /** Builds the host and its providers (a fabric that cannot run here is refused, not an error). */
-  static async create(options: FabricHostOptions, services: Record<string, Record<string, unknown>>, logger: Logger): Promise<FabricHost> {
+  static async create(
+    options: FabricHostOptions,
+    services: Record<string, Record<string, unknown>>,
+    logger: Logger,
+  ): Promise<FabricHost> {
     const o = fabricHostOptionsSchema.parse(options);
     const log = (l: string) => logger.info?.(l);
     const { providers, refused } = await serverProviders(o.fabrics, o.providerOptions, log);
-    for (const [k, why] of Object.entries(refused)) logger.warn(`fabric ${k} unavailable on this server: ${why}`);
+    for (const [k, why] of Object.entries(refused)) {
+      logger.warn(`fabric ${k} unavailable on this server: ${why}`);
+    }
     return new FabricHost(o, services, logger, providers, refused);
   }
 
@@ -137,7 +161,10 @@ export class FabricHost {
 
   async #hello(req: Uint8Array, ctx: CallContext): Promise<Uint8Array> {
     const key = peerKey(ctx);
-    const m = serverMachine(`fabric handshake with ${key}`, (l) => this.#logger.info?.(l) ?? this.#logger.warn(l));
+    const m = serverMachine(
+      `fabric handshake with ${key}`,
+      (l) => this.#logger.info?.(l) ?? this.#logger.warn(l),
+    );
     let hello: ClientHello;
     try {
       hello = decodeHello(clientHelloSchema, req, "client hello");
@@ -156,8 +183,14 @@ export class FabricHost {
       if (!why && chosen === null) chosen = f;
     }
     const reply: ServerHello = {
-      version: HELLO_VERSION, sessionId: 0, fabric: null, decisions, region, methods: this.#methods.map(([s, m]) => `${s}/${m}`),
-      batchBudget: this.#o.batchBudget, largeThreshold: this.#o.largeThreshold,
+      version: HELLO_VERSION,
+      sessionId: 0,
+      fabric: null,
+      decisions,
+      region,
+      methods: this.#methods.map(([s, m]) => `${s}/${m}`),
+      batchBudget: this.#o.batchBudget,
+      largeThreshold: this.#o.largeThreshold,
     };
     const provider = this.#providers.find((p) => p.kind === chosen);
     if (provider && this.#dispatcher) {
@@ -165,12 +198,26 @@ export class FabricHost {
       const server = computeLayout("server", region), client = computeLayout("client", region);
       try {
         const offer = await provider.offer({
-          sessionId: id, server, client, hello, params: hello.params[provider.kind], peerHost: ctx.peer.host,
+          sessionId: id,
+          server,
+          client,
+          hello,
+          params: hello.params[provider.kind],
+          peerHost: ctx.peer.host,
         });
         const session = new ServerSession({
-          id, endpoint: offer.endpoint, server, client, dispatcher: this.#dispatcher, methods: this.#methods, peer: ctx.peer,
-          batchBudget: this.#o.batchBudget, largeThreshold: this.#o.largeThreshold, ttlMs: this.#o.objectTtlMs,
-          logger: this.#logger, pressure: hello.simulate?.serverPressure,
+          id,
+          endpoint: offer.endpoint,
+          server,
+          client,
+          dispatcher: this.#dispatcher,
+          methods: this.#methods,
+          peer: ctx.peer,
+          batchBudget: this.#o.batchBudget,
+          largeThreshold: this.#o.largeThreshold,
+          ttlMs: this.#o.objectTtlMs,
+          logger: this.#logger,
+          pressure: hello.simulate?.serverPressure,
         });
         reply.sessionId = id;
         reply.fabric = provider.kind;
@@ -179,17 +226,28 @@ export class FabricHost {
         const timer = setTimeout(() => this.#drop(key, "no ACK in time"), this.#o.ackTimeoutMs);
         this.#pending.set(key, { machine: m, session, offer, timer });
         // The session lives as long as the TCP connection (not the Hello call's deadline).
-        ctx.connectionSignal.addEventListener("abort", () => this.#drop(key, "connection closed"), { once: true });
-        ctx.connectionSignal.addEventListener("abort", () => session.close("connection closed"), { once: true });
+        ctx.connectionSignal.addEventListener("abort", () => this.#drop(key, "connection closed"), {
+          once: true,
+        });
+        ctx.connectionSignal.addEventListener("abort", () => session.close("connection closed"), {
+          once: true,
+        });
         m.to("S_HELLO_SEND");
         m.to("S_ACK_WAIT");
       } catch (e) {
-        decisions[provider.kind] = { state: "OFF", reason: `server could not set up ${provider.kind}: ${(e as Error).message}` };
+        decisions[provider.kind] = {
+          state: "OFF",
+          reason: `server could not set up ${provider.kind}: ${(e as Error).message}`,
+        };
         m.to("FALLBACK_TCP", decisions[provider.kind].reason);
         this.#record(key, m);
       }
     } else {
-      m.to("FALLBACK_TCP", Object.entries(decisions).map(([f, d]) => `${f}: ${d.reason}`).join("; ") || "client offered no fabric");
+      m.to(
+        "FALLBACK_TCP",
+        Object.entries(decisions).map(([f, d]) => `${f}: ${d.reason}`).join("; ") ||
+          "client offered no fabric",
+      );
       this.#record(key, m);
     }
     return encodeHello(reply);
@@ -229,7 +287,10 @@ export class FabricHost {
     }
     if (!(await p.offer.confirm())) {
       this.#drop(key, "client did not prove it connected to the offered fabric");
-      throw new RpcError(EREQUEST, "fabric proof missing: the client did not connect to what was offered");
+      throw new RpcError(
+        EREQUEST,
+        "fabric proof missing: the client did not connect to what was offered",
+      );
     }
     if (this.#pending.get(key) !== p) return new Uint8Array(0); // dropped meanwhile (connection closed)
     this.#pending.delete(key);

@@ -58,7 +58,10 @@ export const serverHelloSchema = z.object({
   /** The fabric chosen for the data plane, or null: TCP only. */
   fabric: z.enum(["shm", "verbs", "urma"]).nullable(),
   /** Per-fabric decision and, when OFF, why. */
-  decisions: z.record(z.string(), z.object({ state: z.enum(["ON", "OFF"]), reason: z.string().optional() })),
+  decisions: z.record(
+    z.string(),
+    z.object({ state: z.enum(["ON", "OFF"]), reason: z.string().optional() }),
+  ),
   region: regionConfigSchema,
   /** The chosen fabric's offer (its provider validates it). */
   offer: z.unknown().optional(),
@@ -77,7 +80,11 @@ export function encodeHello(h: ClientHello | ServerHello): Uint8Array {
 }
 
 /** Decodes and validates a hello; throws HANDSHAKE naming the bad field. */
-export function decodeHello<T extends z.ZodType>(schema: T, bytes: Uint8Array, what: string): z.output<T> {
+export function decodeHello<T extends z.ZodType>(
+  schema: T,
+  bytes: Uint8Array,
+  what: string,
+): z.output<T> {
   let json: unknown;
   try {
     json = JSON.parse(dec.decode(bytes));
@@ -87,7 +94,10 @@ export function decodeHello<T extends z.ZodType>(schema: T, bytes: Uint8Array, w
   const r = schema.safeParse(json);
   if (!r.success) {
     const i = r.error.issues[0];
-    throw new VerbusError("HANDSHAKE", `${what}: field ${i.path.join(".") || "(root)"}: ${i.message}`);
+    throw new VerbusError(
+      "HANDSHAKE",
+      `${what}: field ${i.path.join(".") || "(root)"}: ${i.message}`,
+    );
   }
   return r.data;
 }
@@ -106,7 +116,9 @@ export function encodeAck(v: number): Uint8Array {
 export function decodeAck(b: Uint8Array): number {
   if (b.length !== 4) throw new VerbusError("HANDSHAKE", `ACK must be 4 bytes, got ${b.length}`);
   const v = new DataView(b.buffer, b.byteOffset, 4).getUint32(0, false);
-  if (v !== ACK_ON && v !== ACK_OFF) throw new VerbusError("HANDSHAKE", `ACK value ${v} is neither 0 nor 1`);
+  if (v !== ACK_ON && v !== ACK_OFF) {
+    throw new VerbusError("HANDSHAKE", `ACK value ${v} is neither 0 nor 1`);
+  }
   return v;
 }
 

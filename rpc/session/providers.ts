@@ -11,7 +11,10 @@ import { ShmClientProvider, ShmServerProvider } from "./shm_provider.ts";
 /** Options a provider factory may read (each provider validates its own part). */
 export type ProviderOptions = Readonly<Record<string, unknown>>;
 
-type ServerFactory = (opts: ProviderOptions, log: (line: string) => void) => Promise<ServerFabricProvider | string>;
+type ServerFactory = (
+  opts: ProviderOptions,
+  log: (line: string) => void,
+) => Promise<ServerFabricProvider | string>;
 type ClientFactory = (opts: ProviderOptions) => Promise<ClientFabricProvider | string>;
 
 const serverFactories: Partial<Record<FabricKind, ServerFactory>> = {
@@ -22,7 +25,11 @@ const clientFactories: Partial<Record<FabricKind, ClientFactory>> = {
 };
 
 /** Registers the factories of a fabric (the verbs and urma modules call this). */
-export function registerFabric(kind: FabricKind, server: ServerFactory, client: ClientFactory): void {
+export function registerFabric(
+  kind: FabricKind,
+  server: ServerFactory,
+  client: ClientFactory,
+): void {
   serverFactories[kind] = server;
   clientFactories[kind] = client;
 }
@@ -50,7 +57,11 @@ async function ensure(kind: FabricKind): Promise<string | undefined> {
 }
 
 /** Builds the server providers for `kinds`; those that cannot run come back as reasons. */
-export async function serverProviders(kinds: readonly FabricKind[], opts: ProviderOptions, log: (line: string) => void): Promise<{ providers: ServerFabricProvider[]; refused: Record<string, string> }> {
+export async function serverProviders(
+  kinds: readonly FabricKind[],
+  opts: ProviderOptions,
+  log: (line: string) => void,
+): Promise<{ providers: ServerFabricProvider[]; refused: Record<string, string> }> {
   const providers: ServerFabricProvider[] = [];
   const refused: Record<string, string> = {};
   for (const k of kinds) {
@@ -63,7 +74,10 @@ export async function serverProviders(kinds: readonly FabricKind[], opts: Provid
 }
 
 /** Builds the client providers for `kinds`; those that cannot run come back as reasons. */
-export async function clientProviders(kinds: readonly FabricKind[], opts: ProviderOptions): Promise<{ providers: ClientFabricProvider[]; refused: Record<string, string> }> {
+export async function clientProviders(
+  kinds: readonly FabricKind[],
+  opts: ProviderOptions,
+): Promise<{ providers: ClientFabricProvider[]; refused: Record<string, string> }> {
   const providers: ClientFabricProvider[] = [];
   const refused: Record<string, string> = {};
   for (const k of kinds) {

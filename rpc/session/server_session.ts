@@ -16,11 +16,27 @@ import { EOVERCROWDED } from "../errors.ts";
 import type { Dispatcher, Logger, ResponseSink, ServerCall } from "../protocol/dispatch.ts";
 import type { RpcMeta } from "../protocol/rpc_meta.ts";
 import {
-  DESC_WORDS, FLAG_BULK, FLAG_PREFER_LAZY, KIND_INLINE, KIND_OBJECT, METHOD_RECLAIM, READY, REQ, RESP, TAKEN,
+  DESC_WORDS,
+  FLAG_BULK,
+  FLAG_PREFER_LAZY,
+  KIND_INLINE,
+  KIND_OBJECT,
+  METHOD_RECLAIM,
+  READY,
+  REQ,
+  RESP,
+  TAKEN,
 } from "../region/descriptors.ts";
 import { CONTROL, type RegionLayout, SESSION_CLOSED } from "../region/layout.ts";
 import { FULL as POOL_FULL, OBJECT_HEADER_BYTES, ObjectPool } from "../region/object_pool.ts";
-import { PRESSURE_OBJPOOL, PRESSURE_RING, TELEMETRY, TELEMETRY_PATH, Telemetry, telemetryView } from "../region/telemetry.ts";
+import {
+  PRESSURE_OBJPOOL,
+  PRESSURE_RING,
+  TELEMETRY,
+  Telemetry,
+  TELEMETRY_PATH,
+  telemetryView,
+} from "../region/telemetry.ts";
 
 const enc = new TextEncoder();
 
@@ -92,13 +108,20 @@ export class ServerSession implements ResponseSink {
       ttlMs: init.ttlMs,
     });
     const ctl = this.#s.control;
-    this.#telemetry = new Telemetry(telemetryView(local.buffer, local.byteOffset + ctl.offset + CONTROL.telemetry));
+    this.#telemetry = new Telemetry(
+      telemetryView(local.buffer, local.byteOffset + ctl.offset + CONTROL.telemetry),
+    );
     this.#telemetry.reset();
     this.#telemetry.set(TELEMETRY.RING_CAPACITY, this.#s.config.slots);
     this.#telemetry.set(TELEMETRY.OBJPOOL_CAPACITY, this.#s.config.objectSlabs);
     this.#telemetry.set(TELEMETRY.FABRIC_UP, 1);
     this.#telemetry.set(TELEMETRY.TCP_UP, 1);
-    if (init.pressure) this.#telemetry.set(TELEMETRY.PRESSURE_FLAGS, init.pressure === "ring" ? PRESSURE_RING : PRESSURE_OBJPOOL);
+    if (init.pressure) {
+      this.#telemetry.set(
+        TELEMETRY.PRESSURE_FLAGS,
+        init.pressure === "ring" ? PRESSURE_RING : PRESSURE_OBJPOOL,
+      );
+    }
   }
 
   /** Aborted when the session ends. */
@@ -138,7 +161,10 @@ export class ServerSession implements ResponseSink {
     this.#seenDoorbell = db;
     // The client tells us how far up the ring it has used slots (its free list is a stack, so
     // that is about its peak concurrency); a lying value only bounds our scan by the ring size.
-    const limit = Math.min(this.#s.config.slots, Math.max(1, this.#ctl[CONTROL.scanLimit >> 2] >>> 0));
+    const limit = Math.min(
+      this.#s.config.slots,
+      Math.max(1, this.#ctl[CONTROL.scanLimit >> 2] >>> 0),
+    );
     let handled = 0;
     for (let k = 0; k < limit && handled < this.#budget && this.#closed === null; k++) {
       const i = (this.#cursor + k) % limit;
@@ -166,8 +192,12 @@ export class ServerSession implements ResponseSink {
     Atomics.store(r, b + REQ.state, TAKEN);
     this.#taken++;
     this.#telemetry.set(TELEMETRY.RING_USED, this.#taken);
-    const seq = r[b + REQ.seq] >>> 0, method = r[b + REQ.method] >>> 0, flags = r[b + REQ.flags] >>> 0;
-    const off = r[b + REQ.offset] >>> 0, len = r[b + REQ.length] >>> 0, att = r[b + REQ.attach] >>> 0;
+    const seq = r[b + REQ.seq] >>> 0,
+      method = r[b + REQ.method] >>> 0,
+      flags = r[b + REQ.flags] >>> 0;
+    const off = r[b + REQ.offset] >>> 0,
+      len = r[b + REQ.length] >>> 0,
+      att = r[b + REQ.attach] >>> 0;
     const cfg = this.#s.config;
     // Every number below came from the peer: check before use.
     if ((flags & FLAG_BULK) !== 0) {
@@ -181,7 +211,9 @@ export class ServerSession implements ResponseSink {
     } else {
       const expect = this.#s.slotLocal.offset + i * cfg.slotSize;
       if (off !== expect || len + att > cfg.slotSize) {
-        return this.fail(`slot ${i}: inline payload [${off}, +${len + att}) is not inside its slot`);
+        return this.fail(
+          `slot ${i}: inline payload [${off}, +${len + att}) is not inside its slot`,
+        );
       }
     }
     const local = this.#ep.local;
@@ -198,16 +230,23 @@ export class ServerSession implements ResponseSink {
         serviceName: service,
         methodName: name,
         ...(timeout ? { timeoutMs: timeout } : {}),
-        ...(r[b + REQ.logLo] || r[b + REQ.logHi] ? { logId: (r[b + REQ.logHi] >>> 0) * 0x1_0000_0000 + (r[b + REQ.logLo] >>> 0) } : {}),
+        ...(r[b + REQ.logLo] || r[b + REQ.logHi]
+          ? { logId: (r[b + REQ.logHi] >>> 0) * 0x1_0000_0000 + (r[b + REQ.logLo] >>> 0) }
+          : {}),
       },
       // slot, seq, PREFER_LAZY and BULK ride in the correlation id (i + 2^16·flags + 2^18·seq)
-      correlationId: i + ((flags & FLAG_PREFER_LAZY) ? 0x10000 : 0) + ((flags & FLAG_BULK) ? 0x20000 : 0) + seq * 0x40000,
+      correlationId: i + ((flags & FLAG_PREFER_LAZY) ? 0x10000 : 0) +
+        ((flags & FLAG_BULK) ? 0x20000 : 0) + seq * 0x40000,
     };
     this.#dispatcher.dispatch(meta, payload, attachment, this, Date.now());
   }
 
   #reclaim(i: number, seq: number, payload: Uint8Array): void {
-    if (payload.length % 8 !== 0) return this.fail(`slot ${i}: RECLAIM payload of ${payload.length} bytes is not a list of 8-byte references`);
+    if (payload.length % 8 !== 0) {
+      return this.fail(
+        `slot ${i}: RECLAIM payload of ${payload.length} bytes is not a list of 8-byte references`,
+      );
+    }
     const dv = new DataView(payload.buffer, payload.byteOffset, payload.length);
     for (let o = 0; o < payload.length; o += 8) {
       const res = this.#pool.reclaim(dv.getUint32(o, true), dv.getUint32(o + 4, true));
@@ -228,35 +267,84 @@ export class ServerSession implements ResponseSink {
     const us = Math.round((Date.now() - call.receivedAt) * 1000);
     if (errorCode !== 0) {
       this.#telemetry.inc(TELEMETRY.FAILED);
-      return this.#answer(i, seq, errorCode, KIND_INLINE, enc.encode(errorText).subarray(0, this.#c.config.slotSize), undefined, us);
+      return this.#answer(
+        i,
+        seq,
+        errorCode,
+        KIND_INLINE,
+        enc.encode(errorText).subarray(0, this.#c.config.slotSize),
+        undefined,
+        us,
+      );
     }
     this.#telemetry.inc(TELEMETRY.COMPLETED);
     const att = call.responseAttachment;
     const total = response.length + (att?.length ?? 0);
     const lazy = total > this.#c.config.slotSize || (preferLazy && total >= this.#largeThreshold);
-    this.#telemetry.ewma(bulk ? TELEMETRY_PATH.BULK : lazy ? TELEMETRY_PATH.LAZY : TELEMETRY_PATH.EAGER, us);
+    this.#telemetry.ewma(
+      bulk ? TELEMETRY_PATH.BULK : lazy ? TELEMETRY_PATH.LAZY : TELEMETRY_PATH.EAGER,
+      us,
+    );
     if (!lazy) return this.#answer(i, seq, 0, KIND_INLINE, response, att, us);
     const id = this.#pool.alloc(total);
     if (id === POOL_FULL) {
       this.#telemetry.inc(TELEMETRY.FAILED);
-      return this.#answer(i, seq, EOVERCROWDED, KIND_INLINE, enc.encode(`object pool full (${total} bytes)`), undefined, us);
+      return this.#answer(
+        i,
+        seq,
+        EOVERCROWDED,
+        KIND_INLINE,
+        enc.encode(`object pool full (${total} bytes)`),
+        undefined,
+        us,
+      );
     }
     this.#pool.write(id, response, 0);
     if (att) this.#pool.write(id, att, response.length);
     this.#pool.publish(id);
     this.#telemetry.inc(TELEMETRY.OBJ_ALLOCS);
     this.#telemetry.set(TELEMETRY.OBJPOOL_USED, this.#pool.usedSlabs);
-    this.#writeDesc(i, seq, 0, KIND_OBJECT, response.length, this.#s.objectPool.offset + this.#pool.objectOffset(id), id, this.#pool.generation(id), att?.length ?? 0, us);
+    this.#writeDesc(
+      i,
+      seq,
+      0,
+      KIND_OBJECT,
+      response.length,
+      this.#s.objectPool.offset + this.#pool.objectOffset(id),
+      id,
+      this.#pool.generation(id),
+      att?.length ?? 0,
+      us,
+    );
   }
 
-  #answer(i: number, seq: number, status: number, kind: number, body: Uint8Array, att: Uint8Array | undefined, us: number): void {
+  #answer(
+    i: number,
+    seq: number,
+    status: number,
+    kind: number,
+    body: Uint8Array,
+    att: Uint8Array | undefined,
+    us: number,
+  ): void {
     const at = this.#c.slotLocal.offset + i * this.#c.config.slotSize;
     if (body.length) this.#ep.write(0, at, body, 0);
     if (att?.length) this.#ep.write(0, at + body.length, att, 0);
     this.#writeDesc(i, seq, status, kind, body.length, at, 0, 0, att?.length ?? 0, us);
   }
 
-  #writeDesc(i: number, seq: number, status: number, kind: number, length: number, offset: number, object: number, gen: number, att: number, us: number): void {
+  #writeDesc(
+    i: number,
+    seq: number,
+    status: number,
+    kind: number,
+    length: number,
+    offset: number,
+    object: number,
+    gen: number,
+    att: number,
+    us: number,
+  ): void {
     const d = this.#desc;
     d[RESP.seq] = seq;
     d[RESP.status] = status;
@@ -292,7 +380,9 @@ export class ServerSession implements ResponseSink {
   /** Fails the session (a peer violation or a fabric error): logged once, then closed. */
   fail(reason: string): void {
     if (this.#closed !== null) return;
-    this.#logger.warn(`fabric session ${this.id} (${this.peer.host}:${this.peer.port}) failed: ${reason}`);
+    this.#logger.warn(
+      `fabric session ${this.id} (${this.peer.host}:${this.peer.port}) failed: ${reason}`,
+    );
     this.close(reason);
   }
 

@@ -9,7 +9,12 @@ import type { FabricEndpoint } from "../../transport/fabric.ts";
 import { removeStaleShmObjects } from "../../transport/shm/shm_object.ts";
 import { VerbusError } from "../../errors.ts";
 import type { RegionLayout } from "../region/layout.ts";
-import type { ClientFabricProvider, OfferContext, ServerFabricProvider, ServerOffer } from "./fabric_provider.ts";
+import type {
+  ClientFabricProvider,
+  OfferContext,
+  ServerFabricProvider,
+  ServerOffer,
+} from "./fabric_provider.ts";
 import { bootId, type ClientHello, shmOfferSchema } from "./hello.ts";
 import { checkShmProof, createShmSession, openShmSession } from "./shm_setup.ts";
 
@@ -23,10 +28,15 @@ export class ShmServerProvider implements ServerFabricProvider {
     try {
       const helper = await loadHelper();
       const stale = await removeStaleShmObjects();
-      if (stale.length) log(`removed ${stale.length} shm object(s) left by dead processes: ${stale.join(", ")}`);
+      if (stale.length) {
+        log(`removed ${stale.length} shm object(s) left by dead processes: ${stale.join(", ")}`);
+      }
       return new ShmServerProvider(helper, "");
     } catch (e) {
-      return new ShmServerProvider(null, `server has no helper library (${(e as Error).message.split("\n")[0]})`);
+      return new ShmServerProvider(
+        null,
+        `server has no helper library (${(e as Error).message.split("\n")[0]})`,
+      );
     }
   }
 
@@ -38,7 +48,12 @@ export class ShmServerProvider implements ServerFabricProvider {
   }
 
   async offer(ctx: OfferContext): Promise<ServerOffer> {
-    const { endpoint, offer } = await createShmSession(this.helper!, ctx.sessionId, ctx.server, ctx.client);
+    const { endpoint, offer } = await createShmSession(
+      this.helper!,
+      ctx.sessionId,
+      ctx.server,
+      ctx.client,
+    );
     return {
       endpoint,
       offer,
@@ -76,7 +91,10 @@ export class ShmClientProvider implements ClientFabricProvider {
     const r = shmOfferSchema.safeParse(offer);
     if (!r.success) {
       const i = r.error.issues[0];
-      throw new VerbusError("HANDSHAKE", `shm offer: field ${i.path.join(".") || "(root)"}: ${i.message}`);
+      throw new VerbusError(
+        "HANDSHAKE",
+        `shm offer: field ${i.path.join(".") || "(root)"}: ${i.message}`,
+      );
     }
     return await openShmSession(this.helper, r.data, server, client);
   }

@@ -50,18 +50,31 @@ export async function createShmSession(
   const nonce = crypto.getRandomValues(new Uint8Array(16));
   b.set(nonce, CONTROL.proof);
   const endpoint = new ShmEndpoint(mapping, {
-    localOffset: 0, localSize: server.size, remoteOffset: server.size, remoteSize: client.size,
+    localOffset: 0,
+    localSize: server.size,
+    remoteOffset: server.size,
+    remoteSize: client.size,
   }, helper);
   return {
     endpoint,
-    offer: { name, size, serverOffset: 0, serverSize: server.size, clientOffset: server.size, clientSize: client.size, nonce: hex(nonce) },
+    offer: {
+      name,
+      size,
+      serverOffset: 0,
+      serverSize: server.size,
+      clientOffset: server.size,
+      clientSize: client.size,
+      nonce: hex(nonce),
+    },
   };
 }
 
 /** Server, on ACK: did the client copy the nonce into its proof field? */
 export function checkShmProof(endpoint: ShmEndpoint, offer: ShmOffer): boolean {
   const b = endpoint.mapping.bytes;
-  return hex(b.subarray(offer.clientOffset + CONTROL.proof, offer.clientOffset + CONTROL.proof + 16)) === offer.nonce;
+  return hex(
+    b.subarray(offer.clientOffset + CONTROL.proof, offer.clientOffset + CONTROL.proof + 16),
+  ) === offer.nonce;
 }
 
 /**
@@ -74,29 +87,49 @@ export async function openShmSession(
   server: RegionLayout,
   client: RegionLayout,
 ): Promise<ShmEndpoint> {
-  if (offer.serverSize !== server.size || offer.clientSize !== client.size ||
-    offer.serverOffset !== 0 || offer.clientOffset !== server.size || offer.size !== server.size + client.size) {
-    throw new VerbusError("HANDSHAKE", `shm offer sizes disagree with the negotiated region layout`);
+  if (
+    offer.serverSize !== server.size || offer.clientSize !== client.size ||
+    offer.serverOffset !== 0 || offer.clientOffset !== server.size ||
+    offer.size !== server.size + client.size
+  ) {
+    throw new VerbusError(
+      "HANDSHAKE",
+      `shm offer sizes disagree with the negotiated region layout`,
+    );
   }
   let mapping: ShmMapping;
   try {
     mapping = await ShmMapping.open(offer.name, offer.size);
   } catch (e) {
-    throw new VerbusError("HANDSHAKE", `cannot map ${offer.name} (${(e as Error).message}): not the same host, or /dev/shm is not shared`);
+    throw new VerbusError(
+      "HANDSHAKE",
+      `cannot map ${offer.name} (${
+        (e as Error).message
+      }): not the same host, or /dev/shm is not shared`,
+    );
   }
   try {
     const b = mapping.bytes;
     const w = new Uint32Array(b.buffer, b.byteOffset, 4);
     const cw = new Uint32Array(b.buffer, b.byteOffset + offer.clientOffset, 4);
     if (w[0] !== REGION_MAGIC || w[1] !== REGION_VERSION || cw[0] !== REGION_MAGIC) {
-      throw new VerbusError("HANDSHAKE", `${offer.name} does not hold a verbus region (magic/version)`);
+      throw new VerbusError(
+        "HANDSHAKE",
+        `${offer.name} does not hold a verbus region (magic/version)`,
+      );
     }
     if (hex(b.subarray(CONTROL.proof, CONTROL.proof + 16)) !== offer.nonce) {
-      throw new VerbusError("HANDSHAKE", `${offer.name} holds another nonce: not the object the server meant`);
+      throw new VerbusError(
+        "HANDSHAKE",
+        `${offer.name} holds another nonce: not the object the server meant`,
+      );
     }
     b.copyWithin(offer.clientOffset + CONTROL.proof, CONTROL.proof, CONTROL.proof + 16);
     return new ShmEndpoint(mapping, {
-      localOffset: offer.clientOffset, localSize: offer.clientSize, remoteOffset: 0, remoteSize: offer.serverSize,
+      localOffset: offer.clientOffset,
+      localSize: offer.clientSize,
+      remoteOffset: 0,
+      remoteSize: offer.serverSize,
     }, helper);
   } catch (e) {
     mapping.close();

@@ -76,7 +76,10 @@ export class StateMachine<S extends string> {
   to(to: S, reason?: string): void {
     const from = this.#state;
     if (!this.allowed[from].includes(to)) {
-      throw new VerbusError("HANDSHAKE", `${this.name}: illegal transition ${from} → ${to}${reason ? ` (${reason})` : ""}`);
+      throw new VerbusError(
+        "HANDSHAKE",
+        `${this.name}: illegal transition ${from} → ${to}${reason ? ` (${reason})` : ""}`,
+      );
     }
     this.#state = to;
     this.history.push({ from, to, ...(reason ? { reason } : {}) });
@@ -92,11 +95,17 @@ export class StateMachine<S extends string> {
 }
 
 /** A client handshake machine. */
-export function clientMachine(name: string, log?: (line: string) => void): StateMachine<ClientState> {
+export function clientMachine(
+  name: string,
+  log?: (line: string) => void,
+): StateMachine<ClientState> {
   return new StateMachine<ClientState>(name, "C_HELLO_SEND", CLIENT, log);
 }
 
 /** A server handshake machine. */
-export function serverMachine(name: string, log?: (line: string) => void): StateMachine<ServerState> {
+export function serverMachine(
+  name: string,
+  log?: (line: string) => void,
+): StateMachine<ServerState> {
   return new StateMachine<ServerState>(name, "S_HELLO_WAIT", SERVER, log);
 }

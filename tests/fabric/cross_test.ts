@@ -26,14 +26,28 @@ test(`every path against a ${other} server in another process`, async () => {
       assertEquals(put.path, "BULK");
       const g = await c.call("verbus.Demo", "KvGet", encodeKeyRequest("k"));
       assertEquals([g.path, decodeGetResponse(g.response)], ["LAZY", pattern(100_000, 2)]);
-      const l = await c.call("verbus.Demo", "LargeGet", encodeKeyRequest("big:512k"), { expectedResponseBytes: 1 << 19 });
-      assertEquals([l.path, l.response.length, verifyLargeObject(1 << 19, l.response)], ["LAZY", 1 << 19, -1]);
+      const l = await c.call("verbus.Demo", "LargeGet", encodeKeyRequest("big:512k"), {
+        expectedResponseBytes: 1 << 19,
+      });
+      assertEquals([l.path, l.response.length, verifyLargeObject(1 << 19, l.response)], [
+        "LAZY",
+        1 << 19,
+        -1,
+      ]);
       // 1 MiB + header does not fit the 16-slab pool: the server says so and the call goes TCP.
-      const f = await c.call("verbus.Demo", "LargeGet", encodeKeyRequest("big:1m"), { expectedResponseBytes: 1 << 20 });
-      assertEquals([f.path, f.response.length, verifyLargeObject(1 << 20, f.response)], ["TCP_FALLBACK", 1 << 20, -1]);
+      const f = await c.call("verbus.Demo", "LargeGet", encodeKeyRequest("big:1m"), {
+        expectedResponseBytes: 1 << 20,
+      });
+      assertEquals([f.path, f.response.length, verifyLargeObject(1 << 20, f.response)], [
+        "TCP_FALLBACK",
+        1 << 20,
+        -1,
+      ]);
       const t = await c.call("verbus.Demo", "Echo", pattern(10, 3), { forcePath: "TCP_FALLBACK" });
       assertEquals([t.path, t.response], ["TCP_FALLBACK", pattern(10, 3)]);
-      const many = await Promise.all(Array.from({ length: 500 }, (_, i) => c.call("verbus.Demo", "Echo", pattern(32, i))));
+      const many = await Promise.all(
+        Array.from({ length: 500 }, (_, i) => c.call("verbus.Demo", "Echo", pattern(32, i))),
+      );
       many.forEach((r, i) => assertEquals(r.response, pattern(32, i)));
     } finally {
       await c.close();

@@ -19,7 +19,11 @@ test("fault: fabric down → every call TCP_FALLBACK (and still answered)", asyn
   const c = await client(server, { faults: { fabricDown: true } });
   try {
     assertEquals(c.fabric, "shm", "the session exists…");
-    assertEquals(await paths(c, 3), ["TCP_FALLBACK", "TCP_FALLBACK", "TCP_FALLBACK"], "…but the selector avoids it");
+    assertEquals(
+      await paths(c, 3),
+      ["TCP_FALLBACK", "TCP_FALLBACK", "TCP_FALLBACK"],
+      "…but the selector avoids it",
+    );
     assertEquals(c.stats().fallbacks, 3);
   } finally {
     await c.close();
@@ -61,10 +65,18 @@ for (const kind of ["ring", "objpool"] as const) {
     try {
       const snap = await c.refreshServerSnapshot();
       assert(snap !== null, "snapshot read over the fabric");
-      assertEquals(kind === "ring" ? snap.ringOccupancy : snap.objectPoolUsage, 1, "pressure reads as full");
+      assertEquals(
+        kind === "ring" ? snap.ringOccupancy : snap.objectPoolUsage,
+        1,
+        "pressure reads as full",
+      );
       assertEquals(await paths(c, 2), ["TCP_FALLBACK", "TCP_FALLBACK"]);
       await calm.refreshServerSnapshot();
-      assertEquals(await paths(calm, 2), ["EAGER", "EAGER"], "another session of the same server is unaffected");
+      assertEquals(
+        await paths(calm, 2),
+        ["EAGER", "EAGER"],
+        "another session of the same server is unaffected",
+      );
     } finally {
       await c.close();
       await calm.close();
@@ -79,7 +91,9 @@ test("lifecycle: N LAZY objects allocated, read and reclaimed; pool back to empt
   try {
     const before = (await c.refreshServerSnapshot())!;
     for (let i = 0; i < 20; i++) {
-      const r = await c.call("verbus.Demo", "LargeGet", encodeKeyRequest("big:64k"), { forcePath: "LAZY" });
+      const r = await c.call("verbus.Demo", "LargeGet", encodeKeyRequest("big:64k"), {
+        forcePath: "LAZY",
+      });
       assertEquals([r.path, r.response.length], ["LAZY", 65536]);
     }
     await c.drain();
@@ -110,7 +124,9 @@ test("lifecycle: stale and repeated RECLAIMs are counted and harmless; bad ids t
     assertEquals(after.objStaleRefs - before.objStaleRefs, 2, "repeat + stale");
     assertEquals(after.objBadRefs - before.objBadRefs, 1, "out-of-range id");
     assertEquals(after.objReclaims, before.objReclaims, "nothing freed twice");
-    const r = await c.call("verbus.Demo", "LargeGet", encodeKeyRequest("big:64k"), { forcePath: "LAZY" });
+    const r = await c.call("verbus.Demo", "LargeGet", encodeKeyRequest("big:64k"), {
+      forcePath: "LAZY",
+    });
     assertEquals(r.response.length, 65536, "the session still works");
   } finally {
     await c.close();

@@ -26,7 +26,9 @@ test("8 sessions at once: each gets exactly its own answers over its own region"
       }
       const b = await c.call("test.Fabric", "Echo", pattern(50_000, k));
       assertEquals([b.path, b.response], ["BULK", pattern(50_000, k)], `client ${k} BULK`);
-      const l = await c.call("test.Fabric", "Sized", sized(30_000 + k), { expectedResponseBytes: 30_000 });
+      const l = await c.call("test.Fabric", "Sized", sized(30_000 + k), {
+        expectedResponseBytes: 30_000,
+      });
       assertEquals([l.path, l.response], ["LAZY", expectedSized(30_000 + k)], `client ${k} LAZY`);
     }));
     assertEquals(myShm(), [], "every session's shm name was unlinked once both sides mapped it");
@@ -55,10 +57,42 @@ function forge(c: Client, slot: number, fields: Partial<Record<keyof typeof REQ,
 }
 
 const LIES: Array<[string, (c: Client) => Partial<Record<keyof typeof REQ, number>>, string]> = [
-  ["an inline payload outside its slot", (c) => ({ seq: 1, method: 0, offset: c.session!.layouts.server.size - 10, length: 100 }), "not inside its slot"],
-  ["a BULK payload beyond the BULK area", (c) => ({ seq: 1, method: 0, flags: FLAG_BULK, offset: c.session!.layouts.server.bulk.offset, length: 0x7fffffff }), "outside the BULK area"],
-  ["a method index past the table", (c) => ({ seq: 1, method: 5000, offset: c.session!.layouts.server.slotLocal.offset + 60 * 4096, length: 4 }), "method index 5000"],
-  ["a RECLAIM list of 5 bytes", (c) => ({ seq: 1, method: METHOD_RECLAIM, offset: c.session!.layouts.server.slotLocal.offset + 60 * 4096, length: 5 }), "not a list of 8-byte references"],
+  [
+    "an inline payload outside its slot",
+    (c) => ({ seq: 1, method: 0, offset: c.session!.layouts.server.size - 10, length: 100 }),
+    "not inside its slot",
+  ],
+  [
+    "a BULK payload beyond the BULK area",
+    (c) => ({
+      seq: 1,
+      method: 0,
+      flags: FLAG_BULK,
+      offset: c.session!.layouts.server.bulk.offset,
+      length: 0x7fffffff,
+    }),
+    "outside the BULK area",
+  ],
+  [
+    "a method index past the table",
+    (c) => ({
+      seq: 1,
+      method: 5000,
+      offset: c.session!.layouts.server.slotLocal.offset + 60 * 4096,
+      length: 4,
+    }),
+    "method index 5000",
+  ],
+  [
+    "a RECLAIM list of 5 bytes",
+    (c) => ({
+      seq: 1,
+      method: METHOD_RECLAIM,
+      offset: c.session!.layouts.server.slotLocal.offset + 60 * 4096,
+      length: 5,
+    }),
+    "not a list of 8-byte references",
+  ],
 ];
 
 for (const [what, fields, logged] of LIES) {
@@ -69,12 +103,27 @@ for (const [what, fields, logged] of LIES) {
     try {
       await honest.call("test.Fabric", "Echo", pattern(8, 1));
       forge(liar, 60, fields(liar));
-      await until(() => server.fabric!.sessions.size === 1, 2000, "the liar's session to be failed");
-      assert(log.warnings.some((w) => w.includes(logged)), `logged reason "${logged}" in ${JSON.stringify(log.warnings)}`);
+      await until(
+        () => server.fabric!.sessions.size === 1,
+        2000,
+        "the liar's session to be failed",
+      );
+      assert(
+        log.warnings.some((w) => w.includes(logged)),
+        `logged reason "${logged}" in ${JSON.stringify(log.warnings)}`,
+      );
       const r = await honest.call("test.Fabric", "Echo", pattern(100, 2));
-      assertEquals([r.path, r.response], ["EAGER", pattern(100, 2)], "the honest session is untouched");
+      assertEquals(
+        [r.path, r.response],
+        ["EAGER", pattern(100, 2)],
+        "the honest session is untouched",
+      );
       const l = await liar.call("test.Fabric", "Echo", pattern(100, 3));
-      assertEquals([l.path, l.response], ["TCP_FALLBACK", pattern(100, 3)], "the liar is still served, over TCP");
+      assertEquals(
+        [l.path, l.response],
+        ["TCP_FALLBACK", pattern(100, 3)],
+        "the liar is still served, over TCP",
+      );
     } finally {
       await liar.close();
       await honest.close();
@@ -83,24 +132,34 @@ for (const [what, fields, logged] of LIES) {
   });
 }
 
-test(`a ${otherRuntime()} client killed mid-call: its session and shm are reclaimed, others are served`, async () => {
-  const { server } = await startServer();
-  const child = await spawnScript(otherRuntime(), "tests/fixtures/fabric_client.ts", { args: ["--port", String(server.port)] });
-  try {
-    await until(() => server.fabric!.sessions.size === 1, 5000, "the child's session");
-    await new Promise((r) => setTimeout(r, 100)); // calls in flight
-    await child.kill("SIGKILL");
-    await until(() => server.fabric!.sessions.size === 0, 5000, "the dead client's session to be reclaimed");
-    const c = await client(server);
-    const r = await c.call("test.Fabric", "Echo", pattern(64, 7));
-    assertEquals([r.path, r.response], ["EAGER", pattern(64, 7)]);
-    await c.close();
-    assertEquals(myShm(), [], "no shm object left behind");
-  } finally {
-    await child.kill();
-    await server.close();
-  }
-}, { timeoutMs: 30_000 });
+test(
+  `a ${otherRuntime()} client killed mid-call: its session and shm are reclaimed, others are served`,
+  async () => {
+    const { server } = await startServer();
+    const child = await spawnScript(otherRuntime(), "tests/fixtures/fabric_client.ts", {
+      args: ["--port", String(server.port)],
+    });
+    try {
+      await until(() => server.fabric!.sessions.size === 1, 5000, "the child's session");
+      await new Promise((r) => setTimeout(r, 100)); // calls in flight
+      await child.kill("SIGKILL");
+      await until(
+        () => server.fabric!.sessions.size === 0,
+        5000,
+        "the dead client's session to be reclaimed",
+      );
+      const c = await client(server);
+      const r = await c.call("test.Fabric", "Echo", pattern(64, 7));
+      assertEquals([r.path, r.response], ["EAGER", pattern(64, 7)]);
+      await c.close();
+      assertEquals(myShm(), [], "no shm object left behind");
+    } finally {
+      await child.kill();
+      await server.close();
+    }
+  },
+  { timeoutMs: 30_000 },
+);
 
 test("start-up removes shm objects left by a dead process, and only those", async () => {
   const dead = "/dev/shm/verbus-2147480000-1", alive = `/dev/shm/verbus-${pid}-777777`;

@@ -7,11 +7,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Client, type ClientOptions, connect } from "../../rpc/client.ts";
 import { demoService } from "../../rpc/demo/service.ts";
-import { type Server, serve } from "../../rpc/server.ts";
+import { serve, type Server } from "../../rpc/server.ts";
 import type { FabricHostOptions } from "../../rpc/session/fabric_host.ts";
 
 /** A small region: 64 slots of 4 KiB, 1 MiB BULK, 16 × 64 KiB object slabs, 1 MiB staging. */
-export const SMALL_REGION = { slots: 64, slotSize: 4096, bulkSize: 1 << 20, objectSlabs: 16, objectSlabSize: 65536, stagingSize: 1 << 21 };
+export const SMALL_REGION = {
+  slots: 64,
+  slotSize: 4096,
+  bulkSize: 1 << 20,
+  objectSlabs: 16,
+  objectSlabSize: 65536,
+  stagingSize: 1 << 21,
+};
 
 /** Warnings the server logged (tests assert on them). */
 export interface Logged {
@@ -19,7 +26,9 @@ export interface Logged {
 }
 
 /** An in-process server with the demo service and a test service. */
-export async function startServer(fabric: FabricHostOptions | false = {}): Promise<{ server: Server; log: Logged }> {
+export async function startServer(
+  fabric: FabricHostOptions | false = {},
+): Promise<{ server: Server; log: Logged }> {
   const log: Logged = { warnings: [] };
   const server = await serve({
     port: 0,
@@ -50,7 +59,11 @@ export async function startServer(fabric: FabricHostOptions | false = {}): Promi
 
 /** A client of `server` with the small region. */
 export function client(server: Server, options: ClientOptions = {}): Promise<Client> {
-  return connect({ host: "127.0.0.1", port: server.port }, { region: SMALL_REGION, logger: { warn: () => {} }, ...options });
+  return connect({ host: "127.0.0.1", port: server.port }, {
+    region: SMALL_REGION,
+    logger: { warn: () => {} },
+    ...options,
+  });
 }
 
 /** A u32 size request for test.Fabric/Sized. */

@@ -18,8 +18,9 @@ import { LIBURMA_SPEC } from "../../ffi/symbols/liburma.ts";
 function setEnv(name: string, value: string | undefined): void {
   // deno-lint-ignore no-explicit-any
   const g = globalThis as any;
-  if (RUNTIME === "deno") value === undefined ? g.Deno.env.delete(name) : g.Deno.env.set(name, value);
-  else if (value === undefined) delete g.process.env[name];
+  if (RUNTIME === "deno") {
+    value === undefined ? g.Deno.env.delete(name) : g.Deno.env.set(name, value);
+  } else if (value === undefined) delete g.process.env[name];
   else g.process.env[name] = value;
 }
 
@@ -52,10 +53,13 @@ test("callbacks: libc qsort calls a JavaScript comparator", async () => {
     table: { qsort: { args: ["buffer", "usize", "usize", "pointer"], result: "void" } } as const,
   });
   let calls = 0;
-  const cb = f.callback({ args: ["pointer", "pointer"], result: "i32" }, ((a: never, b: never) => {
-    calls++;
-    return f.readI32(a, 0) - f.readI32(b, 0);
-  }) as (...args: never[]) => unknown);
+  const cb = f.callback(
+    { args: ["pointer", "pointer"], result: "i32" },
+    ((a: never, b: never) => {
+      calls++;
+      return f.readI32(a, 0) - f.readI32(b, 0);
+    }) as (...args: never[]) => unknown,
+  );
   const data = new Int32Array([5, -3, 9, 0, 2, 7]);
   lib.symbols.qsort(data, data.length, 4, cb.ptr);
   assertEquals(Array.from(data), [-3, 0, 2, 5, 7, 9]);
@@ -74,9 +78,20 @@ test("loader: env override first, then bundled, then sonames; failure lists ever
     const err = r.error;
     assert(err instanceof LibraryLoadError, "typed error");
     assertEquals(err.code, "LIBRARY_NOT_FOUND");
-    assertEquals(err.attempts[0], { source: "env", path: "/nonexistent/liburma.so.0", reason: "file not found" });
-    assertEquals(err.attempts.filter((a) => a.source === "system").map((a) => a.path), ["liburma.so.0", "/usr/lib64/liburma.so.0"]);
-    assert(err.message.includes("no liburma found: tried") && err.message.includes("/nonexistent/liburma.so.0"), err.message);
+    assertEquals(err.attempts[0], {
+      source: "env",
+      path: "/nonexistent/liburma.so.0",
+      reason: "file not found",
+    });
+    assertEquals(err.attempts.filter((a) => a.source === "system").map((a) => a.path), [
+      "liburma.so.0",
+      "/usr/lib64/liburma.so.0",
+    ]);
+    assert(
+      err.message.includes("no liburma found: tried") &&
+        err.message.includes("/nonexistent/liburma.so.0"),
+      err.message,
+    );
   } finally {
     setEnv("VERBUS_LIBURMA", undefined);
   }
@@ -92,7 +107,10 @@ test("loader: a broken env override is recorded with dlopen's reason, and the bu
     assertEquals(r.library.source, "bundled");
     assertEquals(r.library.attempts[0].source, "env");
     assertEquals(r.library.attempts[0].path, bogus);
-    assert(r.library.attempts[0].reason.length > 0 && r.library.attempts[0].reason !== "file not found", r.library.attempts[0].reason);
+    assert(
+      r.library.attempts[0].reason.length > 0 && r.library.attempts[0].reason !== "file not found",
+      r.library.attempts[0].reason,
+    );
     r.library.close();
   } finally {
     setEnv("VERBUS_HELPER", undefined);
@@ -113,8 +131,14 @@ test("helper: a wrong offset or size is refused, naming the field", async () => 
   const e = assertThrows(() => checkLayouts([wrong], table), LayoutMismatchError);
   assert(e.message.includes("offsetof(ibv_wc, status): TypeScript says 12, C says 8"), e.message);
   const bigger = { ...IBV_WC, $size: 56 };
-  assert(layoutMismatches([bigger], table)[0].includes("sizeof(struct ibv_wc)"), "sizeof mismatch named");
+  assert(
+    layoutMismatches([bigger], table)[0].includes("sizeof(struct ibv_wc)"),
+    "sizeof mismatch named",
+  );
   const unknown = { $struct: "ibv_nothing", $size: 4 } as const;
-  assert(layoutMismatches([unknown], table)[0].includes("not in the helper's layout table"), "missing struct named");
+  assert(
+    layoutMismatches([unknown], table)[0].includes("not in the helper's layout table"),
+    "missing struct named",
+  );
   assertEquals(parseLayoutTable("a 4\na.x 0 4\n").get("a.x"), { offset: 0, size: 4 });
 });

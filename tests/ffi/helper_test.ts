@@ -35,7 +35,11 @@ test("helper: data-path calls validate their arguments (NULL qp/cq → EINVAL, n
   b.sge(0x1000, 8, 1);
   b.wr(IBV_WR.SEND, 0, 1, 0, 0, 0);
   assertEquals(h.lib.symbols.vb_post_send(null, b.descs, b.sges, 1, b.badIndex), 22);
-  assertEquals(h.lib.symbols.vb_post_send(null, b.descs, b.sges, 0, b.badIndex), 0, "empty batch is a no-op");
+  assertEquals(
+    h.lib.symbols.vb_post_send(null, b.descs, b.sges, 0, b.badIndex),
+    0,
+    "empty batch is a no-op",
+  );
   assertEquals(h.lib.symbols.vb_poll_cq(null, 4, new Uint8Array(160)), -22);
   assertEquals(h.lib.symbols.vb_req_notify_cq(null, 0), 22);
   assertEquals(h.lib.symbols.vb_noop(), 0);
@@ -49,7 +53,11 @@ test("futex: timeout, value mismatch, and a wake from the JS thread end a nonblo
   const t0 = performance.now();
   assertEquals(await h.lib.nonblocking.vb_futex_wait(p, 0, 30), 2, "timed out");
   assert(performance.now() - t0 >= 25, "waited about the timeout");
-  assertEquals(await h.lib.nonblocking.vb_futex_wait(p, 1, 1000), 1, "value differs → returns at once");
+  assertEquals(
+    await h.lib.nonblocking.vb_futex_wait(p, 1, 1000),
+    1,
+    "value differs → returns at once",
+  );
   const waiting = h.lib.nonblocking.vb_futex_wait(p, 0, 5000);
   const t1 = performance.now();
   // Keep waking until the waiter is parked (it starts on another thread).

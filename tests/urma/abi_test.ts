@@ -24,7 +24,9 @@ test("every URMA struct size, field offset and flag bit matches abi_check", () =
     for (const [field, offset] of Object.entries(l)) {
       if (field.startsWith("$")) continue;
       const e = t.get(`${l.$struct}.${field}`);
-      if (!e || e.offset !== offset) bad.push(`${l.$struct}.${field}: TS ${offset}, C ${e?.offset}`);
+      if (!e || e.offset !== offset) {
+        bad.push(`${l.$struct}.${field}: TS ${offset}, C ${e?.offset}`);
+      }
     }
   }
   assertEquals(bad, []);
@@ -41,10 +43,20 @@ test("a wrong URMA offset is reported, naming the field (the check can fail)", (
 }, { skip: SKIP });
 
 test("UMDK release check: 25.12 – 26.06 accepted, 24.12 LTS and unknown releases refused", () => {
-  assert(classifyUmdkVersion("25.12.0").ok && classifyUmdkVersion("26.06").ok && classifyUmdkVersion("26.03.1-2").ok, "supported");
+  assert(
+    classifyUmdkVersion("25.12.0").ok && classifyUmdkVersion("26.06").ok &&
+      classifyUmdkVersion("26.03.1-2").ok,
+    "supported",
+  );
   const lts = classifyUmdkVersion("24.12.0");
-  assert(!lts.ok && lts.reason.includes("24.12") && lts.reason.includes("urma_sge_t 24 B"), JSON.stringify(lts));
+  assert(
+    !lts.ok && lts.reason.includes("24.12") && lts.reason.includes("urma_sge_t 24 B"),
+    JSON.stringify(lts),
+  );
   const future = classifyUmdkVersion("26.09.0");
-  assert(!future.ok && future.reason.includes("not a release verbus knows"), JSON.stringify(future));
+  assert(
+    !future.ok && future.reason.includes("not a release verbus knows"),
+    JSON.stringify(future),
+  );
   assert(!classifyUmdkVersion("1.3.0").ok, "not a UMDK release string");
 });

@@ -17,7 +17,14 @@ try {
   SKIP = (e as Error).message;
 }
 const sim = { urma: { library: SIM_PATH } };
-const region = { slots: 64, slotSize: 4096, bulkSize: 1 << 20, objectSlabs: 16, objectSlabSize: 65536, stagingSize: 1 << 21 };
+const region = {
+  slots: 64,
+  slotSize: 4096,
+  bulkSize: 1 << 20,
+  objectSlabs: 16,
+  objectSlabSize: 65536,
+  stagingSize: 1 << 21,
+};
 
 function pattern(n: number, seed: number): Uint8Array {
   const b = new Uint8Array(n);
@@ -35,49 +42,98 @@ function expectedSized(n: number): Uint8Array {
   return out;
 }
 
-test(`client here, server in ${other}: every path over URMA (simulated), then the server dies`, async () => {
-  await withChild(other, "tests/urma/fixtures/fabric_server.ts", { args: [SIM_PATH], timeoutMs: 30_000 }, async (child) => {
-    const c = await connect({ host: "127.0.0.1", port: child.port }, {
-      fabric: "urma", providerOptions: sim, region, logger: { warn: () => {} },
-    });
-    try {
-      assertEquals([c.handshake.state, c.fabric], ["ESTABLISHED", "urma (simulated)"], JSON.stringify(c.handshake) + child.output());
-      const e = await c.call("test.Fabric", "Echo", pattern(100, 1), { attachment: pattern(30, 2) });
-      assertEquals([e.path, e.response, e.attachment], ["EAGER", pattern(100, 1), pattern(30, 2)]);
-      const l = await c.call("test.Fabric", "Sized", sized(100_000), { expectedResponseBytes: 100_000 });
-      assertEquals([l.path, l.response], ["LAZY", expectedSized(100_000)]);
-      const b = await c.call("test.Fabric", "Echo", pattern(200_000, 3));
-      assertEquals([b.path, b.response], ["BULK", pattern(200_000, 3)]);
-      const rs = await Promise.all(Array.from({ length: 500 }, (_, i) => c.call("test.Fabric", "Echo", pattern(64, i))));
-      rs.forEach((r, i) => assertEquals([r.path, r.response], ["EAGER", pattern(64, i)], `call ${i}`));
-      // idle, then a call: the other process sleeps in its JFCE wait and is woken
-      await new Promise((r) => setTimeout(r, 50));
-      assertEquals((await c.call("test.Fabric", "Echo", pattern(64, 7))).path, "EAGER");
-
-      await child.kill();
-      const after = await c.call("test.Fabric", "Echo", pattern(64, 8), { timeoutMs: 500 }).then((r) => r.path, (e) => (e as Error).message);
-      assert(typeof after === "string", "the call settled (answered over TCP or failed), no hang");
-    } finally {
-      await c.close();
-    }
-  });
-  // the client's endpoint (it may have been asleep in waitInbound) released every object
-  const u = await loadSim();
-  const end = Date.now() + 3000;
-  while (u.liveObjects()!.total !== 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
-  assertEquals(u.liveObjects()!.total, 0, u.liveObjects()!.detail);
-}, { skip: SKIP, timeoutMs: 90_000 });
-
-test(`the ${other} server offers URMA and shm: each client gets the fabric it asks for`, async () => {
-  await withChild(other, "tests/urma/fixtures/fabric_server.ts", { args: [SIM_PATH], timeoutMs: 30_000 }, async (child) => {
-    for (const [fabric, want] of [["urma", "urma (simulated)"], ["shm", "shm"]] as const) {
-      const c = await connect({ host: "127.0.0.1", port: child.port }, { fabric, providerOptions: sim, region, logger: { warn: () => {} } });
+test(
+  `client here, server in ${other}: every path over URMA (simulated), then the server dies`,
+  async () => {
+    await withChild(other, "tests/urma/fixtures/fabric_server.ts", {
+      args: [SIM_PATH],
+      timeoutMs: 30_000,
+    }, async (child) => {
+      const c = await connect({ host: "127.0.0.1", port: child.port }, {
+        fabric: "urma",
+        providerOptions: sim,
+        region,
+        logger: { warn: () => {} },
+      });
       try {
-        assertEquals(c.fabric, want, JSON.stringify(c.handshake));
-        assertEquals((await c.call("test.Fabric", "Echo", pattern(64, 1))).response, pattern(64, 1));
+        assertEquals(
+          [c.handshake.state, c.fabric],
+          ["ESTABLISHED", "urma (simulated)"],
+          JSON.stringify(c.handshake) + child.output(),
+        );
+        const e = await c.call("test.Fabric", "Echo", pattern(100, 1), {
+          attachment: pattern(30, 2),
+        });
+        assertEquals([e.path, e.response, e.attachment], [
+          "EAGER",
+          pattern(100, 1),
+          pattern(30, 2),
+        ]);
+        const l = await c.call("test.Fabric", "Sized", sized(100_000), {
+          expectedResponseBytes: 100_000,
+        });
+        assertEquals([l.path, l.response], ["LAZY", expectedSized(100_000)]);
+        const b = await c.call("test.Fabric", "Echo", pattern(200_000, 3));
+        assertEquals([b.path, b.response], ["BULK", pattern(200_000, 3)]);
+        const rs = await Promise.all(
+          Array.from({ length: 500 }, (_, i) => c.call("test.Fabric", "Echo", pattern(64, i))),
+        );
+        rs.forEach((r, i) =>
+          assertEquals([r.path, r.response], ["EAGER", pattern(64, i)], `call ${i}`)
+        );
+        // idle, then a call: the other process sleeps in its JFCE wait and is woken
+        await new Promise((r) => setTimeout(r, 50));
+        assertEquals((await c.call("test.Fabric", "Echo", pattern(64, 7))).path, "EAGER");
+
+        await child.kill();
+        const after = await c.call("test.Fabric", "Echo", pattern(64, 8), { timeoutMs: 500 }).then(
+          (r) => r.path,
+          (e) => (e as Error).message,
+        );
+        assert(
+          typeof after === "string",
+          "the call settled (answered over TCP or failed), no hang",
+        );
       } finally {
         await c.close();
       }
+    });
+    // the client's endpoint (it may have been asleep in waitInbound) released every object
+    const u = await loadSim();
+    const end = Date.now() + 3000;
+    while (u.liveObjects()!.total !== 0 && Date.now() < end) {
+      await new Promise((r) => setTimeout(r, 10));
     }
-  });
-}, { skip: SKIP, timeoutMs: 90_000 });
+    assertEquals(u.liveObjects()!.total, 0, u.liveObjects()!.detail);
+  },
+  { skip: SKIP, timeoutMs: 90_000 },
+);
+
+test(
+  `the ${other} server offers URMA and shm: each client gets the fabric it asks for`,
+  async () => {
+    await withChild(other, "tests/urma/fixtures/fabric_server.ts", {
+      args: [SIM_PATH],
+      timeoutMs: 30_000,
+    }, async (child) => {
+      for (const [fabric, want] of [["urma", "urma (simulated)"], ["shm", "shm"]] as const) {
+        const c = await connect({ host: "127.0.0.1", port: child.port }, {
+          fabric,
+          providerOptions: sim,
+          region,
+          logger: { warn: () => {} },
+        });
+        try {
+          assertEquals(c.fabric, want, JSON.stringify(c.handshake));
+          assertEquals(
+            (await c.call("test.Fabric", "Echo", pattern(64, 1))).response,
+            pattern(64, 1),
+          );
+        } finally {
+          await c.close();
+        }
+      }
+    });
+  },
+  { skip: SKIP, timeoutMs: 90_000 },
+);

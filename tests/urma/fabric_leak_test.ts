@@ -42,29 +42,38 @@ test("100 connect/disconnect cycles leave zero live URMA objects", async () => {
   if (base === 0) assertEquals(u.liveObjects()!.detail.match(/=[1-9]/), null);
 }, { skip: SKIP_NO_SIM, timeoutMs: 120_000 });
 
-test("handshakes that end in TCP (refused, declined, ACK-less) release the client's port", async () => {
-  const u = await loadSim();
-  const live = () => u.liveObjects()!.total;
-  const base = live();
-  // the server offers shm only: the client's URMA port (opened for the hello) must be closed
-  const { server } = await startServer({ fabrics: ["shm"] });
-  try {
-    for (let i = 0; i < 10; i++) {
-      const c = await client(server, { fabric: "urma", providerOptions: sim });
-      assertEquals(c.handshake.state, "FALLBACK_TCP");
-      await c.close();
+test(
+  "handshakes that end in TCP (refused, declined, ACK-less) release the client's port",
+  async () => {
+    const u = await loadSim();
+    const live = () => u.liveObjects()!.total;
+    const base = live();
+    // the server offers shm only: the client's URMA port (opened for the hello) must be closed
+    const { server } = await startServer({ fabrics: ["shm"] });
+    try {
+      for (let i = 0; i < 10; i++) {
+        const c = await client(server, { fabric: "urma", providerOptions: sim });
+        assertEquals(c.handshake.state, "FALLBACK_TCP");
+        await c.close();
+      }
+    } finally {
+      await server.close();
     }
-  } finally {
-    await server.close();
-  }
-  assertEquals(await settle(live, base), base, u.liveObjects()!.detail);
-  // a server with URMA that dies mid-session: the client closes its side cleanly
-  const s2 = await startServer({ fabrics: ["urma"], providerOptions: sim });
-  const c = await client(s2.server, { fabric: "urma", providerOptions: sim });
-  assertEquals(c.fabric, "urma (simulated)");
-  await s2.server.close();
-  const r = await c.call("test.Fabric", "Echo", pattern(8, 1), { timeoutMs: 500 }).catch((e) => e);
-  assert(r instanceof Error || r.path === "TCP_FALLBACK", "no fabric answer from a closed server");
-  await c.close();
-  assertEquals(await settle(live, base), base, u.liveObjects()!.detail);
-}, { skip: SKIP_NO_SIM, timeoutMs: 60_000 });
+    assertEquals(await settle(live, base), base, u.liveObjects()!.detail);
+    // a server with URMA that dies mid-session: the client closes its side cleanly
+    const s2 = await startServer({ fabrics: ["urma"], providerOptions: sim });
+    const c = await client(s2.server, { fabric: "urma", providerOptions: sim });
+    assertEquals(c.fabric, "urma (simulated)");
+    await s2.server.close();
+    const r = await c.call("test.Fabric", "Echo", pattern(8, 1), { timeoutMs: 500 }).catch((e) =>
+      e
+    );
+    assert(
+      r instanceof Error || r.path === "TCP_FALLBACK",
+      "no fabric answer from a closed server",
+    );
+    await c.close();
+    assertEquals(await settle(live, base), base, u.liveObjects()!.detail);
+  },
+  { skip: SKIP_NO_SIM, timeoutMs: 60_000 },
+);

@@ -5,7 +5,7 @@
 import { assert, assertEquals, assertRejects, test } from "../harness.ts";
 import { LibraryLoadError } from "../../errors.ts";
 import { RUNTIME } from "../../ffi/runtime.ts";
-import { UrmaContext, listUrmaDevices } from "../../transport/urma/context.ts";
+import { listUrmaDevices, UrmaContext } from "../../transport/urma/context.ts";
 import { UrmaStatusError } from "../../transport/urma/errors.ts";
 import { loadUrma } from "../../transport/urma/urma_lib.ts";
 import { SIM_PATH, SKIP_NO_SIM } from "./util.ts";
@@ -13,8 +13,9 @@ import { SIM_PATH, SKIP_NO_SIM } from "./util.ts";
 function setEnv(name: string, value: string | undefined): void {
   // deno-lint-ignore no-explicit-any
   const g = globalThis as any;
-  if (RUNTIME === "deno") value === undefined ? g.Deno.env.delete(name) : g.Deno.env.set(name, value);
-  else if (value === undefined) delete g.process.env[name];
+  if (RUNTIME === "deno") {
+    value === undefined ? g.Deno.env.delete(name) : g.Deno.env.set(name, value);
+  } else if (value === undefined) delete g.process.env[name];
   else g.process.env[name] = value;
 }
 
@@ -31,46 +32,57 @@ test("VERBUS_LIBURMA unset: the simulator is not picked up; the error lists ever
     const e = await assertRejects(() => loadUrma(), LibraryLoadError);
     assert(e.message.startsWith("no liburma found: tried"), e.message);
     assert(!e.message.includes("urma_sim"), `the simulator must not be a candidate:\n${e.message}`);
-    assertEquals(e.attempts.map((a) => [a.source, a.path]), [["system", "liburma.so.0"], ["system", "/usr/lib64/liburma.so.0"]]);
+    assertEquals(e.attempts.map((a) => [a.source, a.path]), [["system", "liburma.so.0"], [
+      "system",
+      "/usr/lib64/liburma.so.0",
+    ]]);
   } finally {
     setEnv("VERBUS_LIBURMA", saved);
   }
 });
 
-test("even with the simulator loaded in this process, dlopen(\"liburma.so.0\") resolving to it is refused", async () => {
-  await loadUrma(SIM_PATH); // loaded explicitly: its soname liburma.so.0 now resolves to it
-  const saved = getEnvRaw("VERBUS_LIBURMA");
-  setEnv("VERBUS_LIBURMA", undefined);
-  try {
-    const e = await assertRejects(() => loadUrma(), LibraryLoadError);
-    assert(e.message.startsWith("no liburma found: tried"), e.message);
-    assert(e.attempts[0].reason.includes("simulated liburma already loaded"), e.message);
-  } finally {
-    setEnv("VERBUS_LIBURMA", saved);
-  }
-}, { skip: SKIP_NO_SIM });
-
-test("VERBUS_LIBURMA naming the simulator loads it, marked simulated, ABI 25.12-26.06", async () => {
-  const saved = getEnvRaw("VERBUS_LIBURMA");
-  setEnv("VERBUS_LIBURMA", SIM_PATH);
-  try {
-    const u = await loadUrma();
-    assert(u.simulated, "simulated");
-    assertEquals([u.version, u.abi, u.path], ["26.06-sim", "25.12-26.06", SIM_PATH]);
-    assertEquals(listUrmaDevices(u), ["sim_ub0"]);
-    const ctx = UrmaContext.open(u);
+test(
+  'even with the simulator loaded in this process, dlopen("liburma.so.0") resolving to it is refused',
+  async () => {
+    await loadUrma(SIM_PATH); // loaded explicitly: its soname liburma.so.0 now resolves to it
+    const saved = getEnvRaw("VERBUS_LIBURMA");
+    setEnv("VERBUS_LIBURMA", undefined);
     try {
-      assert(ctx.kind.includes("(simulated)"), ctx.kind);
-      const attr = ctx.query();
-      assertEquals([attr.maxJfcDepth, attr.maxRecvSge], [1024, 4]);
-      assertEquals(ctx.eid.length, 16);
+      const e = await assertRejects(() => loadUrma(), LibraryLoadError);
+      assert(e.message.startsWith("no liburma found: tried"), e.message);
+      assert(e.attempts[0].reason.includes("simulated liburma already loaded"), e.message);
     } finally {
-      ctx.close();
+      setEnv("VERBUS_LIBURMA", saved);
     }
-  } finally {
-    setEnv("VERBUS_LIBURMA", saved);
-  }
-}, { skip: SKIP_NO_SIM });
+  },
+  { skip: SKIP_NO_SIM },
+);
+
+test(
+  "VERBUS_LIBURMA naming the simulator loads it, marked simulated, ABI 25.12-26.06",
+  async () => {
+    const saved = getEnvRaw("VERBUS_LIBURMA");
+    setEnv("VERBUS_LIBURMA", SIM_PATH);
+    try {
+      const u = await loadUrma();
+      assert(u.simulated, "simulated");
+      assertEquals([u.version, u.abi, u.path], ["26.06-sim", "25.12-26.06", SIM_PATH]);
+      assertEquals(listUrmaDevices(u), ["sim_ub0"]);
+      const ctx = UrmaContext.open(u);
+      try {
+        assert(ctx.kind.includes("(simulated)"), ctx.kind);
+        const attr = ctx.query();
+        assertEquals([attr.maxJfcDepth, attr.maxRecvSge], [1024, 4]);
+        assertEquals(ctx.eid.length, 16);
+      } finally {
+        ctx.close();
+      }
+    } finally {
+      setEnv("VERBUS_LIBURMA", saved);
+    }
+  },
+  { skip: SKIP_NO_SIM },
+);
 
 test("bad input is an error with its URMA name, never a crash", async () => {
   const u = await loadUrma(SIM_PATH);
@@ -85,7 +97,10 @@ test("bad input is an error with its URMA name, never a crash", async () => {
       }
       throw new Error("expected a failure");
     })();
-    assert(e instanceof UrmaStatusError && e.statusName === "URMA_EINVAL" && e.message.includes("depth"), e.message);
+    assert(
+      e instanceof UrmaStatusError && e.statusName === "URMA_EINVAL" && e.message.includes("depth"),
+      e.message,
+    );
     // forged pointers are refused by the simulator's handle table
     const s = u.lib.symbols;
     assertEquals(s.urma_delete_jetty(u.ffi.fromAddress(0x1000)), 22);

@@ -14,9 +14,13 @@ import type { Segment } from "../../transport/urma/segment.ts";
 import { loadUrma, type UrmaLib } from "../../transport/urma/urma_lib.ts";
 
 /** build/urma_sim/liburma.so.0 (built by `make -C c-helpers/urma_sim OUT=<repo>/build`). */
-export const SIM_PATH = fileURLToPath(new URL("../../build/urma_sim/liburma.so.0", import.meta.url));
+export const SIM_PATH = fileURLToPath(
+  new URL("../../build/urma_sim/liburma.so.0", import.meta.url),
+);
 /** build/urma_sim/abi_check. */
-export const ABI_CHECK_PATH = fileURLToPath(new URL("../../build/urma_sim/abi_check", import.meta.url));
+export const ABI_CHECK_PATH = fileURLToPath(
+  new URL("../../build/urma_sim/abi_check", import.meta.url),
+);
 /** A skip reason when the simulator is not built, else false. */
 export const SKIP_NO_SIM: string | false = existsSync(SIM_PATH)
   ? false
@@ -41,7 +45,12 @@ export interface Side {
 }
 
 /** Builds a side with a `size`-byte registered buffer and jetty/segment token `token`. */
-export function makeSide(u: UrmaLib, size: number, token: number, transMode: number = URMA_TM.RM): Side {
+export function makeSide(
+  u: UrmaLib,
+  size: number,
+  token: number,
+  transMode: number = URMA_TM.RM,
+): Side {
   const ctx = UrmaContext.open(u);
   const jfce = ctx.createJfce();
   const jfc = ctx.createJfc(256, jfce);

@@ -27,12 +27,21 @@ function end(v: VerbsLib, dev: string, events: boolean): End {
   const ctx = openDevice(v, dev);
   const pd = ctx.allocPd();
   const local = new Uint8Array(64 * 1024);
-  const mr = pd.registerBuffer(local, IBV_ACCESS.LOCAL_WRITE | IBV_ACCESS.REMOTE_WRITE | IBV_ACCESS.REMOTE_READ);
+  const mr = pd.registerBuffer(
+    local,
+    IBV_ACCESS.LOCAL_WRITE | IBV_ACCESS.REMOTE_WRITE | IBV_ACCESS.REMOTE_READ,
+  );
   const cq = ctx.createCq(128, events ? ctx.createCompChannel() : null);
   const qp = pd.createQp({ sendCq: cq, recvCq: cq, maxSendWr: 64, maxRecvWr: 64 });
-  const rdesc = new Uint8Array(VB_RECV_DESC.$size), rsge = new Uint8Array(VB_SGE.$size), bad = new Uint32Array(1);
+  const rdesc = new Uint8Array(VB_RECV_DESC.$size),
+    rsge = new Uint8Array(VB_SGE.$size),
+    bad = new Uint32Array(1);
   return {
-    ctx, local, mr, cq, qp,
+    ctx,
+    local,
+    mr,
+    cq,
+    qp,
     postRecv(wrId, offset, length) {
       const d = new DataView(rdesc.buffer), s = new DataView(rsge.buffer);
       d.setBigUint64(VB_RECV_DESC.wr_id, BigInt(wrId), true);
@@ -47,7 +56,13 @@ function end(v: VerbsLib, dev: string, events: boolean): End {
 }
 
 /** Connects an RC QP on `devA` with one on `devB`. Dispose closes both contexts (and children). */
-export function connectPair(v: VerbsLib, devA: string, devB: string, gidIndex: number, events = false) {
+export function connectPair(
+  v: VerbsLib,
+  devA: string,
+  devB: string,
+  gidIndex: number,
+  events = false,
+) {
   const a = end(v, devA, events), b = end(v, devB, events);
   const access = IBV_ACCESS.LOCAL_WRITE | IBV_ACCESS.REMOTE_WRITE | IBV_ACCESS.REMOTE_READ;
   const ga = a.ctx.queryGid(1, gidIndex), gb = b.ctx.queryGid(1, gidIndex);
@@ -58,7 +73,8 @@ export function connectPair(v: VerbsLib, devA: string, devB: string, gidIndex: n
   a.qp.toRts(0x4321);
   b.qp.toRts(0x1234);
   return {
-    a, b,
+    a,
+    b,
     [Symbol.dispose]() {
       a.ctx.close();
       b.ctx.close();
@@ -68,8 +84,18 @@ export function connectPair(v: VerbsLib, devA: string, devB: string, gidIndex: n
 
 /** Test-side convenience over SendBatch: one call per WR with its SGE list. */
 export class TestBatch extends SendBatch {
-  add(flags: number, opcode: number, wrId: number, remoteAddr: number, rkey: number, imm: number, sges: Array<[number, number, number]>): void {
-    for (const [addr, len, lkey] of sges) if (this.sge(addr, len, lkey) === FULL) throw new Error("SGE FULL");
+  add(
+    flags: number,
+    opcode: number,
+    wrId: number,
+    remoteAddr: number,
+    rkey: number,
+    imm: number,
+    sges: Array<[number, number, number]>,
+  ): void {
+    for (const [addr, len, lkey] of sges) {
+      if (this.sge(addr, len, lkey) === FULL) throw new Error("SGE FULL");
+    }
     if (this.wr(opcode, flags, wrId, remoteAddr, rkey, imm) === FULL) throw new Error("WR FULL");
   }
 }
@@ -85,18 +111,29 @@ export interface Wc {
 }
 
 /** Test-side: poll until `n` completions arrived (or 10 s), as objects. */
-export async function pollUntil(v: VerbsLib, reader: WcReader, cq: CompletionQueue, n: number): Promise<Wc[]> {
+export async function pollUntil(
+  v: VerbsLib,
+  reader: WcReader,
+  cq: CompletionQueue,
+  n: number,
+): Promise<Wc[]> {
   const out: Wc[] = [];
   const deadline = Date.now() + 10_000;
   while (out.length < n) {
     const got = reader.poll(cq);
     for (let i = 0; i < got; i++) {
       out.push({
-        wrId: reader.wrId(i), status: reader.status(i), statusStr: wcStatusStr(v, reader.status(i)),
-        opcode: reader.opcode(i), byteLen: reader.byteLen(i), imm: reader.imm(i),
+        wrId: reader.wrId(i),
+        status: reader.status(i),
+        statusStr: wcStatusStr(v, reader.status(i)),
+        opcode: reader.opcode(i),
+        byteLen: reader.byteLen(i),
+        imm: reader.imm(i),
       });
     }
-    if (Date.now() > deadline) throw new Error(`only ${out.length} of ${n} completions within 10 s`);
+    if (Date.now() > deadline) {
+      throw new Error(`only ${out.length} of ${n} completions within 10 s`);
+    }
     if (got === 0) await new Promise((r) => setTimeout(r, 1));
   }
   return out;

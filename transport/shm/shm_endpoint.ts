@@ -12,7 +12,7 @@
  * @module
  */
 import { REGION_DOORBELL_OFFSET, REGION_SLEEPING_OFFSET } from "../fabric.ts";
-import { Completions, FAILED, type FabricEndpoint, FULL, OK, SIGNALED } from "../fabric.ts";
+import { type Completions, type FabricEndpoint, FAILED, FULL, OK, SIGNALED } from "../fabric.ts";
 import type { Helper } from "../../ffi/helper.ts";
 import type { NonNullPtr } from "../../ffi/types.ts";
 import type { ShmMapping } from "./shm_object.ts";
@@ -66,7 +66,11 @@ export class ShmEndpoint implements FabricEndpoint {
     this.remoteSize = halves.remoteSize;
     this.#localI32 = new Int32Array(b.buffer, b.byteOffset + halves.localOffset, 8);
     // Regions start on page boundaries, so a u32 view over the whole peer region is aligned.
-    this.#remoteI32 = new Int32Array(b.buffer, b.byteOffset + halves.remoteOffset, halves.remoteSize >> 2);
+    this.#remoteI32 = new Int32Array(
+      b.buffer,
+      b.byteOffset + halves.remoteOffset,
+      halves.remoteSize >> 2,
+    );
     this.#localDoorbell = mapping.pointerAt(halves.localOffset + REGION_DOORBELL_OFFSET);
     this.#remoteDoorbell = mapping.pointerAt(halves.remoteOffset + REGION_DOORBELL_OFFSET);
   }
@@ -103,7 +107,13 @@ export class ShmEndpoint implements FabricEndpoint {
     return this.#complete(wrId, flags);
   }
 
-  writeSg(wrId: number, remoteOff: number, sg: readonly Uint8Array[], count: number, flags: number): number {
+  writeSg(
+    wrId: number,
+    remoteOff: number,
+    sg: readonly Uint8Array[],
+    count: number,
+    flags: number,
+  ): number {
     const st = this.#usable((flags & SIGNALED) !== 0);
     if (st !== OK) return st;
     let total = 0;
@@ -170,7 +180,11 @@ export class ShmEndpoint implements FabricEndpoint {
     Atomics.store(words, REGION_SLEEPING_OFFSET >> 2, 1);
     try {
       if (Atomics.load(words, REGION_DOORBELL_OFFSET >> 2) !== seen) return true;
-      const rc = await this.helper.lib.nonblocking.vb_futex_wait(this.#localDoorbell, seen >>> 0, timeoutMs);
+      const rc = await this.helper.lib.nonblocking.vb_futex_wait(
+        this.#localDoorbell,
+        seen >>> 0,
+        timeoutMs,
+      );
       return rc === 0 || rc === 1;
     } finally {
       if (!this.#closed) Atomics.store(words, REGION_SLEEPING_OFFSET >> 2, 0);

@@ -13,7 +13,7 @@ import { errno, loadLibc } from "../../ffi/libc.ts";
 import type { Library } from "../../ffi/loader.ts";
 import { cstringArg } from "../../ffi/strings.ts";
 import {
-  LIBC_SYMBOLS,
+  type LIBC_SYMBOLS,
   MAP_FAILED_ADDR,
   MAP_SHARED,
   O_CREAT,
@@ -100,7 +100,9 @@ export class ShmMapping extends NativeHandle {
     const s = libc.symbols;
     const cname = cstringArg(name);
     const fd = s.shm_open(cname, create ? O_RDWR | O_CREAT | O_EXCL : O_RDWR, 0o600);
-    if (fd < 0) throw new NativeError("shm_open", errno(libc), `${create ? "create" : "open"} ${name}`);
+    if (fd < 0) {
+      throw new NativeError("shm_open", errno(libc), `${create ? "create" : "open"} ${name}`);
+    }
     try {
       if (create && s.ftruncate(fd, size) !== 0) {
         const e = errno(libc);

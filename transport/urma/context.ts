@@ -5,13 +5,25 @@
  */
 import { NativeHandle } from "../../ffi/handle.ts";
 import {
-  URMA_DEVICE_ATTR_BUFFER, URMA_DEVICE_ATTR_LEAD, URMA_DEVICE_LEAD, URMA_EID_INFO,
+  URMA_DEVICE_ATTR_BUFFER,
+  URMA_DEVICE_ATTR_LEAD,
+  URMA_DEVICE_LEAD,
+  URMA_EID_INFO,
 } from "../../ffi/layouts/urma.ts";
 import { cstringArg } from "../../ffi/strings.ts";
 import type { NonNullPtr } from "../../ffi/types.ts";
 import { UrmaStatusError } from "./errors.ts";
 import { Jfc, Jfce } from "./jfc.ts";
-import { Jetty, Jfr, Jfs, type JettyOptions, type JfrOptions, type JfsOptions, type RemoteJetty, TargetJetty } from "./jetty.ts";
+import {
+  Jetty,
+  type JettyOptions,
+  Jfr,
+  type JfrOptions,
+  Jfs,
+  type JfsOptions,
+  type RemoteJetty,
+  TargetJetty,
+} from "./jetty.ts";
 import { ImportedSegment, type RegisterOptions, Segment } from "./segment.ts";
 import { checkPtr, checkStatus, type UrmaLib } from "./urma_lib.ts";
 
@@ -53,7 +65,14 @@ export class UrmaContext extends NativeHandle {
   /** The 16 raw bytes of this context's EID. */
   readonly eid: Uint8Array;
 
-  private constructor(readonly lib: UrmaLib, ptr: NonNullPtr, readonly deviceName: string, readonly eidIndex: number, readonly device: NonNullPtr, eid: Uint8Array) {
+  private constructor(
+    readonly lib: UrmaLib,
+    ptr: NonNullPtr,
+    readonly deviceName: string,
+    readonly eidIndex: number,
+    readonly device: NonNullPtr,
+    eid: Uint8Array,
+  ) {
     super(`urma_context ${deviceName}${lib.simulated ? " (simulated)" : ""}`, ptr, null, (p) => {
       checkStatus(lib, lib.lib.symbols.urma_delete_context(p), "urma_delete_context", deviceName);
     });
@@ -63,40 +82,82 @@ export class UrmaContext extends NativeHandle {
   /** Opens `deviceName` (default: the first device) on EID `eidIndex`. */
   static open(u: UrmaLib, deviceName?: string, eidIndex = 0): UrmaContext {
     const name = deviceName ?? listUrmaDevices(u)[0];
-    if (!name) throw new UrmaStatusError("urma_get_device_list", 0, "no URMA device", u.lastError());
-    const dev = checkPtr(u, u.lib.symbols.urma_get_device_by_name(cstringArg(name)), "urma_get_device_by_name", name);
+    if (!name) {
+      throw new UrmaStatusError("urma_get_device_list", 0, "no URMA device", u.lastError());
+    }
+    const dev = checkPtr(
+      u,
+      u.lib.symbols.urma_get_device_by_name(cstringArg(name)),
+      "urma_get_device_by_name",
+      name,
+    );
     const cnt = new Uint32Array(1);
     const list = checkPtr(u, u.lib.symbols.urma_get_eid_list(dev, cnt), "urma_get_eid_list", name);
     let eid: Uint8Array;
     try {
-      if (eidIndex >= cnt[0]) throw new UrmaStatusError("urma_get_eid_list", 22, `${name} has ${cnt[0]} EIDs, no index ${eidIndex}`);
+      if (eidIndex >= cnt[0]) {
+        throw new UrmaStatusError(
+          "urma_get_eid_list",
+          22,
+          `${name} has ${cnt[0]} EIDs, no index ${eidIndex}`,
+        );
+      }
       const info = new Uint8Array(u.ffi.view(list, cnt[0] * URMA_EID_INFO.$size));
-      eid = info.slice(eidIndex * URMA_EID_INFO.$size + URMA_EID_INFO.eid, eidIndex * URMA_EID_INFO.$size + 16);
+      eid = info.slice(
+        eidIndex * URMA_EID_INFO.$size + URMA_EID_INFO.eid,
+        eidIndex * URMA_EID_INFO.$size + 16,
+      );
     } finally {
       u.lib.symbols.urma_free_eid_list?.(list);
     }
-    const ctx = checkPtr(u, u.lib.symbols.urma_create_context(dev, eidIndex), "urma_create_context", `${name} eid ${eidIndex}`);
+    const ctx = checkPtr(
+      u,
+      u.lib.symbols.urma_create_context(dev, eidIndex),
+      "urma_create_context",
+      `${name} eid ${eidIndex}`,
+    );
     return new UrmaContext(u, ctx, name, eidIndex, dev, eid);
   }
 
   /** `urma_query_device`. */
   query(): UrmaDeviceAttr {
     const b = new Uint8Array(URMA_DEVICE_ATTR_BUFFER);
-    checkStatus(this.lib, this.lib.lib.symbols.urma_query_device(this.device, b), "urma_query_device", this.deviceName);
+    checkStatus(
+      this.lib,
+      this.lib.lib.symbols.urma_query_device(this.device, b),
+      "urma_query_device",
+      this.deviceName,
+    );
     const d = new DataView(b.buffer);
     const A = URMA_DEVICE_ATTR_LEAD as Record<string, number>;
     const u32 = (f: string) => d.getUint32(A[`dev_cap.${f}`], true);
     return {
-      maxJfc: u32("max_jfc"), maxJfs: u32("max_jfs"), maxJfr: u32("max_jfr"), maxJetty: u32("max_jetty"),
-      maxJfcDepth: u32("max_jfc_depth"), maxJfsDepth: u32("max_jfs_depth"), maxJfrDepth: u32("max_jfr_depth"),
-      maxInline: u32("max_jfs_inline_len"), maxSge: u32("max_jfs_sge"), maxRsge: u32("max_jfs_rsge"),
-      maxRecvSge: u32("max_jfr_sge"), maxMsgSize: d.getBigUint64(A["dev_cap.max_msg_size"], true),
+      maxJfc: u32("max_jfc"),
+      maxJfs: u32("max_jfs"),
+      maxJfr: u32("max_jfr"),
+      maxJetty: u32("max_jetty"),
+      maxJfcDepth: u32("max_jfc_depth"),
+      maxJfsDepth: u32("max_jfs_depth"),
+      maxJfrDepth: u32("max_jfr_depth"),
+      maxInline: u32("max_jfs_inline_len"),
+      maxSge: u32("max_jfs_sge"),
+      maxRsge: u32("max_jfs_rsge"),
+      maxRecvSge: u32("max_jfr_sge"),
+      maxMsgSize: d.getBigUint64(A["dev_cap.max_msg_size"], true),
     };
   }
 
   /** `urma_create_jfce`: a completion event channel with a pollable fd. */
   createJfce(): Jfce {
-    return new Jfce(this, checkPtr(this.lib, this.lib.lib.symbols.urma_create_jfce(this.handle), "urma_create_jfce", this.deviceName));
+    return new Jfce(
+      this,
+      checkPtr(
+        this.lib,
+        this.lib.lib.symbols.urma_create_jfce(this.handle),
+        "urma_create_jfce",
+        this.deviceName,
+      ),
+    );
   }
 
   /** `urma_create_jfc` with `depth` records, optionally reporting events on `jfce`. */
@@ -138,6 +199,8 @@ export class UrmaContext extends NativeHandle {
 /** Formats a raw EID like `0000:0000:0000:0000:0000:ffff:7f00:0001`. */
 export function formatEid(eid: Uint8Array): string {
   const parts: string[] = [];
-  for (let i = 0; i < 16; i += 2) parts.push(((eid[i] << 8) | eid[i + 1]).toString(16).padStart(4, "0"));
+  for (let i = 0; i < 16; i += 2) {
+    parts.push(((eid[i] << 8) | eid[i + 1]).toString(16).padStart(4, "0"));
+  }
   return parts.join(":");
 }

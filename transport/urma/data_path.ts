@@ -9,7 +9,14 @@
  * `reset()`. Builders return {@link FULL} (-1) instead of throwing when out of room.
  * @module
  */
-import { URMA_CR, URMA_JFR_WR, URMA_JFS_WR, URMA_JFS_WR_FLAG_BITS, URMA_SG, URMA_SGE } from "../../ffi/layouts/urma.ts";
+import {
+  URMA_CR,
+  URMA_JFR_WR,
+  URMA_JFS_WR,
+  URMA_JFS_WR_FLAG_BITS,
+  URMA_SG,
+  URMA_SGE,
+} from "../../ffi/layouts/urma.ts";
 import { URMA_OPC } from "../../ffi/symbols/liburma.ts";
 import type { UrmaLib } from "./urma_lib.ts";
 import type { Jetty, TargetJetty } from "./jetty.ts";
@@ -81,7 +88,11 @@ export class UrmaSendBatch {
 
   /** Empties the batch. */
   reset(): void {
-    this.#n = this.#nSge = this.#first = this.#len = 0;
+    this.#n =
+      this.#nSge =
+      this.#first =
+      this.#len =
+        0;
   }
 
   /** Adds a local SGE (inside `seg`) to the request being built. Returns its index or FULL. */
@@ -130,7 +141,13 @@ export class UrmaSendBatch {
   }
 
   /** One-sided WRITE of the SGEs since the last request to `dst` at `remoteAddr`. */
-  write(t: TargetJetty, dst: ImportedSegment, remoteAddr: number, userCtx: number, flags: number): number {
+  write(
+    t: TargetJetty,
+    dst: ImportedSegment,
+    remoteAddr: number,
+    userCtx: number,
+    flags: number,
+  ): number {
     const o = this.#close(URMA_OPC.WRITE, flags, t, userCtx);
     if (o < 0) return FULL;
     this.#localSg(o, URMA_JFS_WR["rw.src"]);
@@ -139,7 +156,14 @@ export class UrmaSendBatch {
   }
 
   /** WRITE_IMM: a WRITE that also consumes a receive at the target, completing with `imm` (< 2^53). */
-  writeImm(t: TargetJetty, dst: ImportedSegment, remoteAddr: number, imm: number, userCtx: number, flags: number): number {
+  writeImm(
+    t: TargetJetty,
+    dst: ImportedSegment,
+    remoteAddr: number,
+    imm: number,
+    userCtx: number,
+    flags: number,
+  ): number {
     const o = this.#close(URMA_OPC.WRITE_IMM, flags, t, userCtx);
     if (o < 0) return FULL;
     this.#localSg(o, URMA_JFS_WR["rw.src"]);
@@ -149,7 +173,13 @@ export class UrmaSendBatch {
   }
 
   /** One-sided READ from `src` at `remoteAddr` into the SGEs since the last request. */
-  read(t: TargetJetty, src: ImportedSegment, remoteAddr: number, userCtx: number, flags: number): number {
+  read(
+    t: TargetJetty,
+    src: ImportedSegment,
+    remoteAddr: number,
+    userCtx: number,
+    flags: number,
+  ): number {
     const o = this.#close(URMA_OPC.READ, flags, t, userCtx);
     if (o < 0) return FULL;
     this.#remoteSg(o, URMA_JFS_WR["rw.src"], src, remoteAddr);
@@ -225,7 +255,13 @@ export class UrmaRecvBatch {
     w[o + ((URMA_JFR_WR.src + URMA_SG.num_sge) >> 2)] = 1;
     put64(w, o + (URMA_JFR_WR.user_ctx >> 2), userCtx);
     put64(w, o + (URMA_JFR_WR.next >> 2), 0);
-    if (i > 0) put64(w, (i - 1) * (URMA_JFR_WR.$size >> 2) + (URMA_JFR_WR.next >> 2), this.#wBase + i * URMA_JFR_WR.$size);
+    if (i > 0) {
+      put64(
+        w,
+        (i - 1) * (URMA_JFR_WR.$size >> 2) + (URMA_JFR_WR.next >> 2),
+        this.#wBase + i * URMA_JFR_WR.$size,
+      );
+    }
     return this.#n++;
   }
 
@@ -290,6 +326,7 @@ export class CrReader {
   }
   /** Immediate data as a full 64-bit value (allocates a bigint). */
   immBig(i: number): bigint {
-    return BigInt(this.#at(i, URMA_CR.imm_data)) | (BigInt(this.#at(i, URMA_CR.imm_data + 4)) << 32n);
+    return BigInt(this.#at(i, URMA_CR.imm_data)) |
+      (BigInt(this.#at(i, URMA_CR.imm_data + 4)) << 32n);
   }
 }

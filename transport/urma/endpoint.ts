@@ -25,13 +25,34 @@
  * Threading: one JS thread; `waitInbound` blocks off-thread (helper `vb_wait_fd`).
  * @module
  */
-import { Completions, FAILED, type FabricEndpoint, FULL, OK, REGION_DOORBELL_OFFSET, REGION_SLEEPING_OFFSET, SIGNALED } from "../fabric.ts";
+import {
+  type Completions,
+  type FabricEndpoint,
+  FAILED,
+  FULL,
+  OK,
+  REGION_DOORBELL_OFFSET,
+  REGION_SLEEPING_OFFSET,
+  SIGNALED,
+} from "../fabric.ts";
 import { URMA_CR_OPC } from "../../ffi/symbols/liburma.ts";
 import {
-  AUX_BOUNCE, AUX_PROOF, AUX_RECV, AUX_RECV_LEN, FABRIC_PAGE, JFC_DEPTH, PROOF_BYTES, PROOF_IMM, RECV_DEPTH,
-  type ReceivedProof, SGE_PER_WR, SIGNAL_EVERY, SQ_DEPTH, type UrmaEndpointParts,
+  AUX_BOUNCE,
+  AUX_PROOF,
+  AUX_RECV,
+  AUX_RECV_LEN,
+  FABRIC_PAGE,
+  JFC_DEPTH,
+  PROOF_BYTES,
+  PROOF_IMM,
+  type ReceivedProof,
+  RECV_DEPTH,
+  SGE_PER_WR,
+  SIGNAL_EVERY,
+  SQ_DEPTH,
+  type UrmaEndpointParts,
 } from "./endpoint_defs.ts";
-import { CrReader, UrmaRecvBatch, UrmaSendBatch, URMA_WR_FLAG } from "./data_path.ts";
+import { CrReader, URMA_WR_FLAG, UrmaRecvBatch, UrmaSendBatch } from "./data_path.ts";
 import { crStatusName, statusName } from "./errors.ts";
 import type { Jfc } from "./jfc.ts";
 import type { Jetty, TargetJetty } from "./jetty.ts";
@@ -124,7 +145,11 @@ export class UrmaEndpoint implements FabricEndpoint {
     this.local = mem.subarray(0, parts.regionSize);
     this.remoteSize = parts.remoteSize;
     this.#aux = parts.aux;
-    this.#auxU32 = new Uint32Array(parts.aux.buffer, parts.aux.byteOffset, parts.aux.byteLength >> 2);
+    this.#auxU32 = new Uint32Array(
+      parts.aux.buffer,
+      parts.aux.byteOffset,
+      parts.aux.byteLength >> 2,
+    );
     this.#localI32 = new Int32Array(mem.buffer, mem.byteOffset, 8);
     this.#fabricI32 = new Int32Array(mem.buffer, mem.byteOffset + parts.regionSize, 4);
     this.#bSize = parts.aux.byteLength - AUX_BOUNCE;
@@ -175,8 +200,12 @@ export class UrmaEndpoint implements FabricEndpoint {
   /** Makes room for one request (batch, send queue, JFC, caller CQ); posts and reaps as needed. */
   #room(userSig: boolean): number {
     if (this.#sb.length >= BATCH_WR) this.#post();
-    if (this.#posted - this.#done >= SQ_DEPTH - 2 || this.#fCount >= SIGNALED_BUDGET) this.#drain(false);
-    if (this.#posted - this.#done >= SQ_DEPTH - 2 || this.#fCount >= SIGNALED_BUDGET) return this.#usable() || FULL;
+    if (this.#posted - this.#done >= SQ_DEPTH - 2 || this.#fCount >= SIGNALED_BUDGET) {
+      this.#drain(false);
+    }
+    if (this.#posted - this.#done >= SQ_DEPTH - 2 || this.#fCount >= SIGNALED_BUDGET) {
+      return this.#usable() || FULL;
+    }
     if (userSig && this.#ucCount + this.#fUserCount >= USER_CQ) return this.#usable() || FULL;
     return this.#usable();
   }
@@ -186,7 +215,10 @@ export class UrmaEndpoint implements FabricEndpoint {
     this.#post();
     for (let spin = 0; spin < 200_000 && this.#fCount > 0 && this.#failed === null; spin++) {
       this.#reap();
-      if (!untilEmpty && this.#posted - this.#done < SQ_DEPTH / 2 && this.#fCount < SIGNALED_BUDGET / 2) return;
+      if (
+        !untilEmpty && this.#posted - this.#done < SQ_DEPTH / 2 &&
+        this.#fCount < SIGNALED_BUDGET / 2
+      ) return;
     }
   }
 
@@ -210,7 +242,9 @@ export class UrmaEndpoint implements FabricEndpoint {
   /** Flags of the next request; records it (signaled ones in the FIFO). */
   #account(userSig: boolean, wrId: number, flags: number): number {
     this.#posted++;
-    if (!userSig && ++this.#sinceSig < SIGNAL_EVERY && this.#bytesSinceSig < this.#bSize / 4) return flags;
+    if (!userSig && ++this.#sinceSig < SIGNAL_EVERY && this.#bytesSinceSig < this.#bSize / 4) {
+      return flags;
+    }
     const i = (this.#fHead + this.#fCount) % SQ_DEPTH;
     this.#fSeq[i] = this.#posted;
     this.#fBounce[i] = this.#bHead;
@@ -237,7 +271,15 @@ export class UrmaEndpoint implements FabricEndpoint {
   }
 
   /** One WRITE of aux[at, +n) to the peer at `remoteOff` (bounds already checked). */
-  #writeBounced(wrId: number, remoteOff: number, at: number, n: number, userSig: boolean, flags: number, imm: number): void {
+  #writeBounced(
+    wrId: number,
+    remoteOff: number,
+    at: number,
+    n: number,
+    userSig: boolean,
+    flags: number,
+    imm: number,
+  ): void {
     const f = this.#account(userSig, wrId, flags);
     const sb = this.#sb, seg = this.#peerSeg!;
     sb.sge(this.#auxSeg, this.#auxAddr + at, n);
@@ -263,11 +305,19 @@ export class UrmaEndpoint implements FabricEndpoint {
     return OK;
   }
 
-  writeSg(wrId: number, remoteOff: number, sg: readonly Uint8Array[], count: number, flags: number): number {
+  writeSg(
+    wrId: number,
+    remoteOff: number,
+    sg: readonly Uint8Array[],
+    count: number,
+    flags: number,
+  ): number {
     let total = 0;
     for (let i = 0; i < count; i++) {
       const v = sg[i], off = v.byteOffset - this.local.byteOffset;
-      if (v.buffer !== this.#memBuffer || off < 0 || off + v.length > this.local.length) return FAILED;
+      if (v.buffer !== this.#memBuffer || off < 0 || off + v.length > this.local.length) {
+        return FAILED;
+      }
       total += v.length;
     }
     if (remoteOff < 0 || remoteOff + total > this.remoteSize) return FAILED;
@@ -287,7 +337,13 @@ export class UrmaEndpoint implements FabricEndpoint {
         len += v.length;
       }
       const seg = this.#peerSeg!;
-      sb.write(this.#peerJetty!, seg, seg.address + at + this.#skew, sig && last ? wrId : INTERNAL_WR, f);
+      sb.write(
+        this.#peerJetty!,
+        seg,
+        seg.address + at + this.#skew,
+        sig && last ? wrId : INTERNAL_WR,
+        f,
+      );
       at += len;
     }
     return OK;
@@ -307,7 +363,9 @@ export class UrmaEndpoint implements FabricEndpoint {
 
   read(wrId: number, dst: Uint8Array, remoteOff: number, flags: number): number {
     const off = dst.byteOffset - this.local.byteOffset;
-    if (dst.buffer !== this.#memBuffer || off < 0 || off + dst.length > this.local.length) return FAILED;
+    if (dst.buffer !== this.#memBuffer || off < 0 || off + dst.length > this.local.length) {
+      return FAILED;
+    }
     if (remoteOff < 0 || remoteOff + dst.length > this.remoteSize) return FAILED;
     if (dst.length === 0) return this.#usable() || this.#synthetic(wrId, flags);
     const sig = (flags & SIGNALED) !== 0;
@@ -316,7 +374,13 @@ export class UrmaEndpoint implements FabricEndpoint {
     const f = this.#account(sig, wrId, 0);
     const sb = this.#sb, seg = this.#peerSeg!;
     sb.sge(this.#regionSeg, this.#regionAddr + off, dst.length);
-    sb.read(this.#peerJetty!, seg, seg.address + remoteOff + this.#skew, sig ? wrId : INTERNAL_WR, f);
+    sb.read(
+      this.#peerJetty!,
+      seg,
+      seg.address + remoteOff + this.#skew,
+      sig ? wrId : INTERNAL_WR,
+      f,
+    );
     return OK;
   }
 
@@ -361,7 +425,9 @@ export class UrmaEndpoint implements FabricEndpoint {
         this.#pushUser(ctx, st);
         this.#popFifo();
       }
-      if (!this.#closed) this.fail(`${crStatusName(st)}${ctx === INTERNAL_WR ? "" : ` (request ${ctx})`}`);
+      if (!this.#closed) {
+        this.fail(`${crStatusName(st)}${ctx === INTERNAL_WR ? "" : ` (request ${ctx})`}`);
+      }
       return;
     }
     if (this.#fCount === 0) return;
@@ -385,10 +451,15 @@ export class UrmaEndpoint implements FabricEndpoint {
       if (!this.#closed) this.fail(`receive completed with ${crStatusName(st)}`);
       return;
     }
-    if (this.#proof === null && cr.opcode(i) === URMA_CR_OPC.SEND_WITH_IMM && cr.imm(i) === PROOF_IMM) {
+    if (
+      this.#proof === null && cr.opcode(i) === URMA_CR_OPC.SEND_WITH_IMM && cr.imm(i) === PROOF_IMM
+    ) {
       const len = Math.min(cr.completionLen(i), AUX_RECV_LEN);
       this.#proof = {
-        bytes: this.#aux.slice(AUX_RECV, AUX_RECV + len), length: cr.completionLen(i), uasid: cr.remoteUasid(i), id: cr.remoteId(i),
+        bytes: this.#aux.slice(AUX_RECV, AUX_RECV + len),
+        length: cr.completionLen(i),
+        uasid: cr.remoteUasid(i),
+        id: cr.remoteId(i),
       };
     }
   }
@@ -402,7 +473,9 @@ export class UrmaEndpoint implements FabricEndpoint {
     for (let k = 0; k < m; k++) rb.recv(this.#auxSeg, this.#auxAddr + AUX_RECV, AUX_RECV_LEN, 0);
     const rc = rb.post(this.#jetty);
     this.#recvPending = 0;
-    if (rc !== 0) return this.fail(`urma_post_jetty_recv_wr: ${statusName(rc)} (${this.#u.lastError()})`);
+    if (rc !== 0) {
+      return this.fail(`urma_post_jetty_recv_wr: ${statusName(rc)} (${this.#u.lastError()})`);
+    }
     this.#recvPosted = (this.#recvPosted + m) >>> 0;
     this.#creditsDirty = true;
   }
@@ -461,7 +534,15 @@ export class UrmaEndpoint implements FabricEndpoint {
     const granted = Atomics.load(this.#fabricI32, 0) >>> 0 || RECV_DEPTH;
     const credit = ((granted - this.#notified) | 0) > 0;
     if (credit) this.#notified = (this.#notified + 1) >>> 0;
-    this.#writeBounced(INTERNAL_WR, REGION_DOORBELL_OFFSET, at, 4, false, FENCE, credit ? this.#kicks : -1);
+    this.#writeBounced(
+      INTERNAL_WR,
+      REGION_DOORBELL_OFFSET,
+      at,
+      4,
+      false,
+      FENCE,
+      credit ? this.#kicks : -1,
+    );
     this.#post();
     this.#reap();
   }
@@ -532,7 +613,10 @@ export class UrmaEndpoint implements FabricEndpoint {
     const seg = this.#peerSeg;
     if (seg === null) return;
     if (kind === "bounds") this.#skew = this.remoteSize + FABRIC_PAGE;
-    else this.#peerSeg = this.#p.ctx.importSegment(seg.descriptorBytes, (seg.token ^ 0x5a5a5a5a) >>> 0);
+    else {this.#peerSeg = this.#p.ctx.importSegment(
+        seg.descriptorBytes,
+        (seg.token ^ 0x5a5a5a5a) >>> 0,
+      );}
   }
 
   close(): void {

@@ -9,10 +9,23 @@ import { URMA_CR_STATUS, URMA_STATUS } from "../../ffi/symbols/liburma.ts";
 
 /** urma_cr_status_t values by name. */
 export const URMA_CR = {
-  SUCCESS: 0, UNSUPPORTED_OPCODE_ERR: 1, LOC_LEN_ERR: 2, LOC_OPERATION_ERR: 3, LOC_ACCESS_ERR: 4,
-  REM_RESP_LEN_ERR: 5, REM_UNSUPPORTED_REQ_ERR: 6, REM_OPERATION_ERR: 7, REM_ACCESS_ABORT_ERR: 8,
-  ACK_TIMEOUT_ERR: 9, RNR_RETRY_CNT_EXC_ERR: 10, WR_FLUSH_ERR: 11, WR_SUSPEND_DONE: 12,
-  WR_FLUSH_ERR_DONE: 13, WR_UNHANDLED: 14, LOC_DATA_POISON: 15, REM_DATA_POISON: 16,
+  SUCCESS: 0,
+  UNSUPPORTED_OPCODE_ERR: 1,
+  LOC_LEN_ERR: 2,
+  LOC_OPERATION_ERR: 3,
+  LOC_ACCESS_ERR: 4,
+  REM_RESP_LEN_ERR: 5,
+  REM_UNSUPPORTED_REQ_ERR: 6,
+  REM_OPERATION_ERR: 7,
+  REM_ACCESS_ABORT_ERR: 8,
+  ACK_TIMEOUT_ERR: 9,
+  RNR_RETRY_CNT_EXC_ERR: 10,
+  WR_FLUSH_ERR: 11,
+  WR_SUSPEND_DONE: 12,
+  WR_FLUSH_ERR_DONE: 13,
+  WR_UNHANDLED: 14,
+  LOC_DATA_POISON: 15,
+  REM_DATA_POISON: 16,
 } as const;
 
 /** The name of a `urma_status_t`, e.g. `statusName(22) === "URMA_EINVAL"`. */
@@ -37,9 +50,15 @@ export class UrmaStatusError extends VerbusError {
 
   constructor(fn: string, status: number, what: string, detail = "") {
     const name = statusName(status);
-    super("NATIVE_CALL", `${fn} failed${status ? ` with ${name} (${status})` : ""}: ${what}${detail ? ` — ${detail}` : ""}`, {
-      context: { fn, status, statusName: name },
-    });
+    super(
+      "NATIVE_CALL",
+      `${fn} failed${status ? ` with ${name} (${status})` : ""}: ${what}${
+        detail ? ` — ${detail}` : ""
+      }`,
+      {
+        context: { fn, status, statusName: name },
+      },
+    );
     this.fn = fn;
     this.status = status;
     this.statusName = name;
@@ -57,7 +76,9 @@ export class UrmaCompletionError extends VerbusError {
 
   constructor(status: number, userCtx: number, what: string) {
     const name = crStatusName(status);
-    super("FABRIC", `URMA request ${userCtx} completed with ${name}: ${what}`, { context: { status, statusName: name, userCtx } });
+    super("FABRIC", `URMA request ${userCtx} completed with ${name}: ${what}`, {
+      context: { status, statusName: name, userCtx },
+    });
     this.status = status;
     this.statusName = name;
     this.userCtx = userCtx;

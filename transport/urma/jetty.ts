@@ -5,7 +5,14 @@
  * @module
  */
 import { NativeHandle } from "../../ffi/handle.ts";
-import { URMA_JETTY_CFG, URMA_JETTY_ID, URMA_JETTY_LEAD, URMA_JFR_CFG, URMA_JFS_CFG, URMA_RJETTY } from "../../ffi/layouts/urma.ts";
+import {
+  URMA_JETTY_CFG,
+  URMA_JETTY_ID,
+  URMA_JETTY_LEAD,
+  URMA_JFR_CFG,
+  URMA_JFS_CFG,
+  URMA_RJETTY,
+} from "../../ffi/layouts/urma.ts";
 import { URMA_TM } from "../../ffi/symbols/liburma.ts";
 import type { NonNullPtr } from "../../ffi/types.ts";
 import type { UrmaContext } from "./context.ts";
@@ -75,7 +82,12 @@ function readJettyId(u: UrmaLib, p: NonNullPtr, at: number, transMode: number): 
 /** A receive queue. */
 export class Jfr extends NativeHandle {
   /** @internal use UrmaContext.createJfr(). */
-  constructor(readonly context: UrmaContext, ptr: NonNullPtr, readonly jfc: Jfc, readonly transMode: number) {
+  constructor(
+    readonly context: UrmaContext,
+    ptr: NonNullPtr,
+    readonly jfc: Jfc,
+    readonly transMode: number,
+  ) {
     const lib = context.lib;
     super(`urma_jfr on ${context.deviceName}`, ptr, [context, jfc], (p) => {
       checkStatus(lib, lib.lib.symbols.urma_delete_jfr(p), "urma_delete_jfr", context.deviceName);
@@ -93,7 +105,12 @@ export class Jfr extends NativeHandle {
     d.setUint8(URMA_JFR_CFG.min_rnr_timer, 12);
     d.setBigUint64(URMA_JFR_CFG.jfc, ctx.lib.ffi.address(jfc.handle), true);
     d.setUint32(URMA_JFR_CFG.token_value, o.token >>> 0, true);
-    const p = checkPtr(ctx.lib, ctx.lib.lib.symbols.urma_create_jfr(ctx.handle, cfg), "urma_create_jfr", `depth ${o.depth}`);
+    const p = checkPtr(
+      ctx.lib,
+      ctx.lib.lib.symbols.urma_create_jfr(ctx.handle, cfg),
+      "urma_create_jfr",
+      `depth ${o.depth}`,
+    );
     return new Jfr(ctx, p, jfc, mode);
   }
 }
@@ -112,17 +129,64 @@ export class Jfs extends NativeHandle {
   static create(ctx: UrmaContext, jfc: Jfc, o: JfsOptions): Jfs {
     const cfg = new Uint8Array(URMA_JFS_CFG.$size);
     fillJfsCfg(new DataView(cfg.buffer), 0, jfc, o, ctx.lib);
-    return new Jfs(ctx, checkPtr(ctx.lib, ctx.lib.lib.symbols.urma_create_jfs(ctx.handle, cfg), "urma_create_jfs", ctx.deviceName), jfc);
+    return new Jfs(
+      ctx,
+      checkPtr(
+        ctx.lib,
+        ctx.lib.lib.symbols.urma_create_jfs(ctx.handle, cfg),
+        "urma_create_jfs",
+        ctx.deviceName,
+      ),
+      jfc,
+    );
   }
 
   /** `urma_write` of `len` bytes from `src` at `srcAddr` to `dst` at `dstAddr`. Returns the urma_status_t. */
-  write(t: TargetJetty, dst: ImportedSegment, src: Segment, dstAddr: number, srcAddr: number, len: number, flags: number, userCtx: number): number {
-    return this.context.lib.lib.symbols.urma_write(this.handle, t.handle, dst.handle, src.handle, dstAddr, srcAddr, len, flags, userCtx);
+  write(
+    t: TargetJetty,
+    dst: ImportedSegment,
+    src: Segment,
+    dstAddr: number,
+    srcAddr: number,
+    len: number,
+    flags: number,
+    userCtx: number,
+  ): number {
+    return this.context.lib.lib.symbols.urma_write(
+      this.handle,
+      t.handle,
+      dst.handle,
+      src.handle,
+      dstAddr,
+      srcAddr,
+      len,
+      flags,
+      userCtx,
+    );
   }
 
   /** `urma_read` of `len` bytes from `src` at `srcAddr` into `dst` at `dstAddr`. Returns the urma_status_t. */
-  read(t: TargetJetty, dst: Segment, src: ImportedSegment, dstAddr: number, srcAddr: number, len: number, flags: number, userCtx: number): number {
-    return this.context.lib.lib.symbols.urma_read(this.handle, t.handle, dst.handle, src.handle, dstAddr, srcAddr, len, flags, userCtx);
+  read(
+    t: TargetJetty,
+    dst: Segment,
+    src: ImportedSegment,
+    dstAddr: number,
+    srcAddr: number,
+    len: number,
+    flags: number,
+    userCtx: number,
+  ): number {
+    return this.context.lib.lib.symbols.urma_read(
+      this.handle,
+      t.handle,
+      dst.handle,
+      src.handle,
+      dstAddr,
+      srcAddr,
+      len,
+      flags,
+      userCtx,
+    );
   }
 }
 
@@ -133,10 +197,21 @@ export class Jetty extends NativeHandle {
   #bound: TargetJetty | null = null;
 
   /** @internal use UrmaContext.createJetty(). */
-  constructor(readonly context: UrmaContext, ptr: NonNullPtr, readonly jfc: Jfc, readonly jfr: Jfr, transMode: number) {
+  constructor(
+    readonly context: UrmaContext,
+    ptr: NonNullPtr,
+    readonly jfc: Jfc,
+    readonly jfr: Jfr,
+    transMode: number,
+  ) {
     const lib = context.lib;
     super(`urma_jetty on ${context.deviceName}`, ptr, [context, jfc, jfr], (p) => {
-      checkStatus(lib, lib.lib.symbols.urma_delete_jetty(p), "urma_delete_jetty", context.deviceName);
+      checkStatus(
+        lib,
+        lib.lib.symbols.urma_delete_jetty(p),
+        "urma_delete_jetty",
+        context.deviceName,
+      );
     });
     this.address = readJettyId(lib, ptr, URMA_JETTY_LEAD.jetty_id as number, transMode);
   }
@@ -149,7 +224,12 @@ export class Jetty extends NativeHandle {
     d.setUint32(URMA_JETTY_CFG.flag, 1, true); // share_jfr
     fillJfsCfg(d, URMA_JETTY_CFG.jfs_cfg, jfc, { ...o, transMode: mode }, ctx.lib);
     d.setBigUint64(URMA_JETTY_CFG["shared.jfr"], ctx.lib.ffi.address(jfr.handle), true);
-    const p = checkPtr(ctx.lib, ctx.lib.lib.symbols.urma_create_jetty(ctx.handle, cfg), "urma_create_jetty", ctx.deviceName);
+    const p = checkPtr(
+      ctx.lib,
+      ctx.lib.lib.symbols.urma_create_jetty(ctx.handle, cfg),
+      "urma_create_jetty",
+      ctx.deviceName,
+    );
     return new Jetty(ctx, p, jfc, jfr, mode);
   }
 
@@ -161,7 +241,12 @@ export class Jetty extends NativeHandle {
   /** `urma_bind_jetty` (RC only): from now on requests go to `t`. */
   bind(t: TargetJetty): void {
     const lib = this.context.lib;
-    checkStatus(lib, lib.lib.symbols.urma_bind_jetty(this.handle, t.handle), "urma_bind_jetty", this.kind);
+    checkStatus(
+      lib,
+      lib.lib.symbols.urma_bind_jetty(this.handle, t.handle),
+      "urma_bind_jetty",
+      this.kind,
+    );
     this.#bound = t;
     t.boundBy.add(this);
   }
@@ -173,7 +258,12 @@ export class Jetty extends NativeHandle {
     this.#bound = null;
     t.boundBy.delete(this);
     const lib = this.context.lib;
-    checkStatus(lib, lib.lib.symbols.urma_unbind_jetty(this.handle), "urma_unbind_jetty", this.kind);
+    checkStatus(
+      lib,
+      lib.lib.symbols.urma_unbind_jetty(this.handle),
+      "urma_unbind_jetty",
+      this.kind,
+    );
   }
 
   protected override beforeDestroy(): void {
@@ -194,7 +284,12 @@ export class TargetJetty extends NativeHandle {
   constructor(readonly context: UrmaContext, ptr: NonNullPtr, readonly remote: RemoteJetty) {
     const lib = context.lib;
     super(`urma_target_jetty ${remote.uasid}/${remote.id}`, ptr, context, (p) => {
-      checkStatus(lib, lib.lib.symbols.urma_unimport_jetty(p), "urma_unimport_jetty", `jetty ${remote.id}`);
+      checkStatus(
+        lib,
+        lib.lib.symbols.urma_unimport_jetty(p),
+        "urma_unimport_jetty",
+        `jetty ${remote.id}`,
+      );
     });
     this.ptrValue = Number(lib.ffi.address(ptr));
   }
@@ -210,7 +305,12 @@ export class TargetJetty extends NativeHandle {
     d.setUint32(URMA_RJETTY.trans_mode, r.transMode, true);
     d.setUint32(URMA_RJETTY.type, 1, true); // URMA_JETTY
     const tok = new Uint32Array([token >>> 0]);
-    const p = checkPtr(ctx.lib, ctx.lib.lib.symbols.urma_import_jetty(ctx.handle, rj, tok), "urma_import_jetty", `jetty ${r.uasid}/${r.id}`);
+    const p = checkPtr(
+      ctx.lib,
+      ctx.lib.lib.symbols.urma_import_jetty(ctx.handle, rj, tok),
+      "urma_import_jetty",
+      `jetty ${r.uasid}/${r.id}`,
+    );
     return new TargetJetty(ctx, p, { ...r, eid: r.eid.slice() });
   }
 

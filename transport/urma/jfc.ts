@@ -54,11 +54,21 @@ export class Jfce extends NativeHandle {
 /** A completion queue. */
 export class Jfc extends NativeHandle {
   /** @internal use UrmaContext.createJfc(). */
-  constructor(readonly context: UrmaContext, ptr: NonNullPtr, readonly jfce: Jfce | null, readonly depth: number) {
+  constructor(
+    readonly context: UrmaContext,
+    ptr: NonNullPtr,
+    readonly jfce: Jfce | null,
+    readonly depth: number,
+  ) {
     const lib = context.lib;
-    super(`urma_jfc(${depth}) on ${context.deviceName}`, ptr, jfce ? [context, jfce] : context, (p) => {
-      checkStatus(lib, lib.lib.symbols.urma_delete_jfc(p), "urma_delete_jfc", context.deviceName);
-    });
+    super(
+      `urma_jfc(${depth}) on ${context.deviceName}`,
+      ptr,
+      jfce ? [context, jfce] : context,
+      (p) => {
+        checkStatus(lib, lib.lib.symbols.urma_delete_jfc(p), "urma_delete_jfc", context.deviceName);
+      },
+    );
   }
 
   /** @internal */
@@ -67,20 +77,32 @@ export class Jfc extends NativeHandle {
     const d = new DataView(cfg.buffer);
     d.setUint32(URMA_JFC_CFG.depth, depth, true);
     d.setBigUint64(URMA_JFC_CFG.jfce, jfce ? ctx.lib.ffi.address(jfce.handle) : 0n, true);
-    const p = checkPtr(ctx.lib, ctx.lib.lib.symbols.urma_create_jfc(ctx.handle, cfg), "urma_create_jfc", `depth ${depth}`);
+    const p = checkPtr(
+      ctx.lib,
+      ctx.lib.lib.symbols.urma_create_jfc(ctx.handle, cfg),
+      "urma_create_jfc",
+      `depth ${depth}`,
+    );
     return new Jfc(ctx, p, jfce, depth);
   }
 
   /** Polls up to `reader.max` completions into the reader's buffer; returns the count. Allocates nothing. */
   poll(reader: CrReader): number {
     const n = this.context.lib.lib.symbols.urma_poll_jfc(this.handle, reader.max, reader.buffer);
-    if (n < 0) throw new UrmaStatusError("urma_poll_jfc", 0, this.kind, this.context.lib.lastError());
+    if (n < 0) {
+      throw new UrmaStatusError("urma_poll_jfc", 0, this.kind, this.context.lib.lastError());
+    }
     return n;
   }
 
   /** Arms the JFC: its JFCE fd becomes readable at the next completion (`urma_rearm_jfc`). */
   rearm(solicitedOnly = false): void {
     const lib = this.context.lib;
-    checkStatus(lib, lib.lib.symbols.urma_rearm_jfc(this.handle, solicitedOnly), "urma_rearm_jfc", this.kind);
+    checkStatus(
+      lib,
+      lib.lib.symbols.urma_rearm_jfc(this.handle, solicitedOnly),
+      "urma_rearm_jfc",
+      this.kind,
+    );
   }
 }

@@ -18,14 +18,26 @@
 import { z } from "zod";
 import { VerbusError } from "../../errors.ts";
 import type { RegionLayout } from "../../rpc/region/layout.ts";
-import type { ClientFabricProvider, OfferContext, ServerFabricProvider, ServerOffer } from "../../rpc/session/fabric_provider.ts";
+import type {
+  ClientFabricProvider,
+  OfferContext,
+  ServerFabricProvider,
+  ServerOffer,
+} from "../../rpc/session/fabric_provider.ts";
 import { bootId, type ClientHello } from "../../rpc/session/hello.ts";
 import { type ProviderOptions, registerFabric } from "../../rpc/session/providers.ts";
 import type { FabricEndpoint } from "../fabric.ts";
 import { listUrmaDevices } from "./context.ts";
 import { FABRIC_PAGE } from "./endpoint.ts";
 import {
-  acceptProof, bounceBytesFor, checkSegment, connectPeer, fromHex, sendProof, toHex, UrmaPort,
+  acceptProof,
+  bounceBytesFor,
+  checkSegment,
+  connectPeer,
+  fromHex,
+  sendProof,
+  toHex,
+  UrmaPort,
 } from "./setup.ts";
 import { loadUrma, type UrmaLib } from "./urma_lib.ts";
 
@@ -73,7 +85,8 @@ export const urmaOfferSchema = z.object({
 /** How long the server waits for the proof after the ACK. */
 const PROOF_WAIT_MS = 3000;
 
-const firstLine = (e: unknown) => String((e as Error)?.message ?? e).replace(/\s*\n\s*/g, " ").trim();
+const firstLine = (e: unknown) =>
+  String((e as Error)?.message ?? e).replace(/\s*\n\s*/g, " ").trim();
 
 function parseOpts(opts: ProviderOptions): UrmaProviderOptions | string {
   const r = urmaProviderOptionsSchema.safeParse(opts.urma ?? {});
@@ -84,7 +97,10 @@ function parseOpts(opts: ProviderOptions): UrmaProviderOptions | string {
 
 function issue(what: string, r: { error: z.ZodError }): VerbusError {
   const i = r.error.issues[0];
-  return new VerbusError("HANDSHAKE", `${what}: field ${i.path.join(".") || "(root)"}: ${i.message}`);
+  return new VerbusError(
+    "HANDSHAKE",
+    `${what}: field ${i.path.join(".") || "(root)"}: ${i.message}`,
+  );
 }
 
 /** Loads liburma as chosen; a usable library with a device, or why not. */
@@ -98,7 +114,9 @@ async function open(o: UrmaProviderOptions): Promise<UrmaLib | string> {
   try {
     const devs = listUrmaDevices(u);
     if (devs.length === 0) return `liburma at ${u.path} sees no URMA device`;
-    if (o.device && !devs.includes(o.device)) return `no URMA device ${o.device} (have ${devs.join(", ")})`;
+    if (o.device && !devs.includes(o.device)) {
+      return `no URMA device ${o.device} (have ${devs.join(", ")})`;
+    }
   } catch (e) {
     return firstLine(e);
   }
@@ -111,12 +129,19 @@ export class UrmaServerProvider implements ServerFabricProvider {
   private constructor(private readonly u: UrmaLib, private readonly o: UrmaProviderOptions) {}
 
   /** The provider, or why URMA cannot be offered (never throws). */
-  static async create(opts: ProviderOptions, log: (line: string) => void): Promise<UrmaServerProvider | string> {
+  static async create(
+    opts: ProviderOptions,
+    log: (line: string) => void,
+  ): Promise<UrmaServerProvider | string> {
     const o = parseOpts(opts);
     if (typeof o === "string") return o;
     const u = await open(o);
     if (typeof u === "string") return u;
-    log(`urma: ${u.simulated ? "SIMULATED liburma" : "liburma"} ${u.path} (${u.version}), mode ${o.mode}`);
+    log(
+      `urma: ${
+        u.simulated ? "SIMULATED liburma" : "liburma"
+      } ${u.path} (${u.version}), mode ${o.mode}`,
+    );
     return new UrmaServerProvider(u, o);
   }
 
@@ -125,10 +150,16 @@ export class UrmaServerProvider implements ServerFabricProvider {
     if (!r.success) return issue("client urma parameters", r).message;
     const p = r.data;
     if (p.simulated !== this.u.simulated) {
-      return `the server runs ${this.u.simulated ? "the simulated" : "a real"} liburma, the client ${p.simulated ? "the simulated" : "a real"} one`;
+      return `the server runs ${
+        this.u.simulated ? "the simulated" : "a real"
+      } liburma, the client ${p.simulated ? "the simulated" : "a real"} one`;
     }
-    if (this.u.simulated && hello.bootId !== bootId()) return "the simulated liburma connects processes of one host only (boot ids differ)";
-    if (p.mode !== this.o.mode) return `jetty mode ${p.mode} requested, the server runs ${this.o.mode}`;
+    if (this.u.simulated && hello.bootId !== bootId()) {
+      return "the simulated liburma connects processes of one host only (boot ids differ)";
+    }
+    if (p.mode !== this.o.mode) {
+      return `jetty mode ${p.mode} requested, the server runs ${this.o.mode}`;
+    }
     return undefined;
   }
 
@@ -136,18 +167,39 @@ export class UrmaServerProvider implements ServerFabricProvider {
     const r = urmaParamsSchema.safeParse(ctx.params);
     if (!r.success) throw issue("client urma parameters", r);
     const p = r.data;
-    const port = UrmaPort.open(this.u, { device: this.o.device, eidIndex: this.o.eidIndex, mode: this.o.mode });
-    const ep = port.endpoint(ctx.server.size, ctx.client.size, bounceBytesFor(ctx.server.config.slotSize));
+    const port = UrmaPort.open(this.u, {
+      device: this.o.device,
+      eidIndex: this.o.eidIndex,
+      mode: this.o.mode,
+    });
+    const ep = port.endpoint(
+      ctx.server.size,
+      ctx.client.size,
+      bounceBytesFor(ctx.server.config.slotSize),
+    );
     const nonce = crypto.getRandomValues(new Uint8Array(16));
     const offer: z.input<typeof urmaOfferSchema> = {
-      v: 1, jetty: port.address, token: port.token, mode: this.o.mode, seg: toHex(ep.parts.regionSeg.descriptor),
-      serverSize: ctx.server.size, clientSize: ctx.client.size, fabricPage: FABRIC_PAGE, nonce: toHex(nonce),
+      v: 1,
+      jetty: port.address,
+      token: port.token,
+      mode: this.o.mode,
+      seg: toHex(ep.parts.regionSeg.descriptor),
+      serverSize: ctx.server.size,
+      clientSize: ctx.client.size,
+      fabricPage: FABRIC_PAGE,
+      nonce: toHex(nonce),
     };
     return {
       endpoint: ep,
       offer,
       confirm: async () => {
-        const res = await acceptProof(ep, { nonce, jetty: p.jetty, token: p.token, mode: p.mode, clientSize: ctx.client.size }, PROOF_WAIT_MS);
+        const res = await acceptProof(ep, {
+          nonce,
+          jetty: p.jetty,
+          token: p.token,
+          mode: p.mode,
+          clientSize: ctx.client.size,
+        }, PROOF_WAIT_MS);
         if (!res.ok) ep.fail(`urma proof: ${res.why}`);
         return res.ok;
       },
@@ -175,7 +227,10 @@ export class UrmaClientProvider implements ClientFabricProvider {
     const u = await open(o);
     if (typeof u === "string") return u;
     try {
-      return new UrmaClientProvider(u, UrmaPort.open(u, { device: o.device, eidIndex: o.eidIndex, mode: o.mode }));
+      return new UrmaClientProvider(
+        u,
+        UrmaPort.open(u, { device: o.device, eidIndex: o.eidIndex, mode: o.mode }),
+      );
     } catch (e) {
       return `cannot open URMA: ${firstLine(e)}`;
     }
@@ -184,7 +239,13 @@ export class UrmaClientProvider implements ClientFabricProvider {
   params(): unknown {
     const port = this.#port;
     if (!port) return {};
-    return { v: 1, jetty: port.address, token: port.token, mode: port.mode, simulated: this.u.simulated };
+    return {
+      v: 1,
+      jetty: port.address,
+      token: port.token,
+      mode: port.mode,
+      simulated: this.u.simulated,
+    };
   }
 
   async open(offer: unknown, server: RegionLayout, client: RegionLayout): Promise<FabricEndpoint> {
@@ -194,9 +255,17 @@ export class UrmaClientProvider implements ClientFabricProvider {
     if (!r.success) throw issue("urma offer", r);
     const o = r.data;
     if (o.serverSize !== server.size || o.clientSize !== client.size) {
-      throw new VerbusError("HANDSHAKE", `urma offer sizes (${o.serverSize}/${o.clientSize}) disagree with the negotiated layout (${server.size}/${client.size})`);
+      throw new VerbusError(
+        "HANDSHAKE",
+        `urma offer sizes (${o.serverSize}/${o.clientSize}) disagree with the negotiated layout (${server.size}/${client.size})`,
+      );
     }
-    if (o.mode !== port.mode) throw new VerbusError("HANDSHAKE", `urma offer mode ${o.mode}, this client runs ${port.mode}`);
+    if (o.mode !== port.mode) {
+      throw new VerbusError(
+        "HANDSHAKE",
+        `urma offer mode ${o.mode}, this client runs ${port.mode}`,
+      );
+    }
     const desc = fromHex(o.seg);
     checkSegment(desc, server.size + FABRIC_PAGE, fromHex(o.jetty.eid), "server");
     this.#port = null;

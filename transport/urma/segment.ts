@@ -5,7 +5,13 @@
  * @module
  */
 import { NativeHandle } from "../../ffi/handle.ts";
-import { URMA_REG_SEG_FLAG_BITS, URMA_SEG, URMA_SEG_CFG, URMA_TARGET_SEG, URMA_UBVA } from "../../ffi/layouts/urma.ts";
+import {
+  URMA_REG_SEG_FLAG_BITS,
+  URMA_SEG,
+  URMA_SEG_CFG,
+  URMA_TARGET_SEG,
+  URMA_UBVA,
+} from "../../ffi/layouts/urma.ts";
 import { URMA_ACCESS, URMA_TOKEN_POLICY } from "../../ffi/symbols/liburma.ts";
 import type { NonNullPtr } from "../../ffi/types.ts";
 import type { UrmaContext } from "./context.ts";
@@ -39,14 +45,21 @@ export class Segment extends NativeHandle {
   constructor(readonly context: UrmaContext, ptr: NonNullPtr, buffer: Uint8Array, token: number) {
     const lib = context.lib;
     super(`urma_seg ${buffer.byteLength} B`, ptr, context, (p) => {
-      checkStatus(lib, lib.lib.symbols.urma_unregister_seg(p), "urma_unregister_seg", `${buffer.byteLength} bytes`);
+      checkStatus(
+        lib,
+        lib.lib.symbols.urma_unregister_seg(p),
+        "urma_unregister_seg",
+        `${buffer.byteLength} bytes`,
+      );
     });
     this.#buffer = buffer;
     this.address = Number(lib.ffi.address(lib.ffi.ptrOf(buffer)));
     this.length = buffer.byteLength;
     this.token = token;
     this.ptrValue = Number(lib.ffi.address(ptr));
-    this.descriptor = new Uint8Array(lib.ffi.view(ptr, URMA_TARGET_SEG.seg + URMA_SEG.$size)).slice(URMA_TARGET_SEG.seg);
+    this.descriptor = new Uint8Array(lib.ffi.view(ptr, URMA_TARGET_SEG.seg + URMA_SEG.$size)).slice(
+      URMA_TARGET_SEG.seg,
+    );
   }
 
   /** @internal */
@@ -62,7 +75,12 @@ export class Segment extends NativeHandle {
     const flag = ((o.tokenPolicy ?? URMA_TOKEN_POLICY.PLAIN_TEXT) << B.token_policy) |
       ((o.access ?? (URMA_ACCESS.READ | URMA_ACCESS.WRITE)) << B.access);
     d.setUint32(URMA_SEG_CFG.flag, flag >>> 0, true);
-    const p = checkPtr(ctx.lib, ctx.lib.lib.symbols.urma_register_seg(ctx.handle, cfg), "urma_register_seg", `${buffer.byteLength} bytes`);
+    const p = checkPtr(
+      ctx.lib,
+      ctx.lib.lib.symbols.urma_register_seg(ctx.handle, cfg),
+      "urma_register_seg",
+      `${buffer.byteLength} bytes`,
+    );
     return new Segment(ctx, p, buffer, o.token >>> 0);
   }
 
@@ -91,10 +109,22 @@ export class ImportedSegment extends NativeHandle {
   readonly token: number;
 
   /** @internal use UrmaContext.importSegment(). */
-  constructor(readonly context: UrmaContext, ptr: NonNullPtr, address: number, length: number, descriptor: Uint8Array, token: number) {
+  constructor(
+    readonly context: UrmaContext,
+    ptr: NonNullPtr,
+    address: number,
+    length: number,
+    descriptor: Uint8Array,
+    token: number,
+  ) {
     const lib = context.lib;
     super(`urma_imported_seg ${length} B`, ptr, context, (p) => {
-      checkStatus(lib, lib.lib.symbols.urma_unimport_seg(p), "urma_unimport_seg", `${length} bytes`);
+      checkStatus(
+        lib,
+        lib.lib.symbols.urma_unimport_seg(p),
+        "urma_unimport_seg",
+        `${length} bytes`,
+      );
     });
     this.address = address;
     this.length = length;
@@ -105,14 +135,23 @@ export class ImportedSegment extends NativeHandle {
 
   /** @internal */
   static import(ctx: UrmaContext, desc: Uint8Array, token: number): ImportedSegment {
-    if (desc.byteLength !== URMA_SEG.$size) throw new RangeError(`a segment descriptor is ${URMA_SEG.$size} bytes`);
+    if (desc.byteLength !== URMA_SEG.$size) {
+      throw new RangeError(`a segment descriptor is ${URMA_SEG.$size} bytes`);
+    }
     const seg = desc.slice();
     const d = new DataView(seg.buffer);
     const va = d.getBigUint64(URMA_SEG.ubva + URMA_UBVA.va, true);
     const len = d.getBigUint64(URMA_SEG.len, true);
-    if (va > BigInt(Number.MAX_SAFE_INTEGER) || len > BigInt(Number.MAX_SAFE_INTEGER)) throw new RangeError("segment address out of range");
+    if (va > BigInt(Number.MAX_SAFE_INTEGER) || len > BigInt(Number.MAX_SAFE_INTEGER)) {
+      throw new RangeError("segment address out of range");
+    }
     const tok = new Uint32Array([token >>> 0]);
-    const p = checkPtr(ctx.lib, ctx.lib.lib.symbols.urma_import_seg(ctx.handle, seg, tok, 0, 0), "urma_import_seg", `${len} bytes`);
+    const p = checkPtr(
+      ctx.lib,
+      ctx.lib.lib.symbols.urma_import_seg(ctx.handle, seg, tok, 0, 0),
+      "urma_import_seg",
+      `${len} bytes`,
+    );
     return new ImportedSegment(ctx, p, Number(va), Number(len), seg, token);
   }
 }

@@ -20,7 +20,14 @@ import { URMA_SEG, URMA_UBVA } from "../../ffi/layouts/urma.ts";
 import { URMA_ACCESS, URMA_TM } from "../../ffi/symbols/liburma.ts";
 import { UrmaContext } from "./context.ts";
 import {
-  AUX_BOUNCE, FABRIC_PAGE, JFC_DEPTH, PROOF_BYTES, RECV_DEPTH, SGE_PER_WR, SQ_DEPTH, UrmaEndpoint,
+  AUX_BOUNCE,
+  FABRIC_PAGE,
+  JFC_DEPTH,
+  PROOF_BYTES,
+  RECV_DEPTH,
+  SGE_PER_WR,
+  SQ_DEPTH,
+  UrmaEndpoint,
 } from "./endpoint.ts";
 import { crStatusName } from "./errors.ts";
 import type { Jfc, Jfce } from "./jfc.ts";
@@ -85,7 +92,12 @@ export class UrmaPort {
     try {
       const cap = ctx.query();
       const need = (have: number, want: number, what: string) => {
-        if (have < want) throw new VerbusError("NO_DEVICE", `${ctx.deviceName}: ${what} is ${have}, verbus needs ${want}`);
+        if (have < want) {
+          throw new VerbusError(
+            "NO_DEVICE",
+            `${ctx.deviceName}: ${what} is ${have}, verbus needs ${want}`,
+          );
+        }
       };
       need(cap.maxJfcDepth, JFC_DEPTH, "max_jfc_depth");
       need(cap.maxJfsDepth, SQ_DEPTH, "max_jfs_depth");
@@ -121,10 +133,23 @@ export class UrmaPort {
       const mem = new Uint8Array(regionSize + FABRIC_PAGE);
       const regionSeg = this.ctx.registerSegment(mem, { token: this.token });
       const aux = new Uint8Array(AUX_BOUNCE + bounceBytes);
-      const auxSeg = this.ctx.registerSegment(aux, { token: randomToken(), access: URMA_ACCESS.LOCAL_ONLY });
+      const auxSeg = this.ctx.registerSegment(aux, {
+        token: randomToken(),
+        access: URMA_ACCESS.LOCAL_ONLY,
+      });
       return new UrmaEndpoint({
-        lib: this.lib, ctx: this.ctx, jfce: this.jfce, jfc: this.jfc, jetty: this.jetty, mem, regionSize, regionSeg,
-        aux, auxSeg, remoteSize, rc: this.mode === "RC",
+        lib: this.lib,
+        ctx: this.ctx,
+        jfce: this.jfce,
+        jfc: this.jfc,
+        jetty: this.jetty,
+        mem,
+        regionSize,
+        regionSeg,
+        aux,
+        auxSeg,
+        remoteSize,
+        rc: this.mode === "RC",
       });
     } catch (e) {
       this.ctx.close();
@@ -149,32 +174,70 @@ export function bounceBytesFor(slotSize: number): number {
  * Checks a peer's `urma_seg_t` before importing it: it must cover exactly `expectedLen` bytes
  * (its region plus the fabric page) and name the EID of the peer's jetty.
  */
-export function checkSegment(desc: Uint8Array, expectedLen: number, eid: Uint8Array, who: string): void {
-  if (desc.length !== URMA_SEG.$size) throw new VerbusError("HANDSHAKE", `${who} segment: ${desc.length} bytes, expected ${URMA_SEG.$size}`);
-  const d = new DataView(desc.buffer, desc.byteOffset, desc.byteLength);
-  const len = d.getBigUint64(URMA_SEG.len, true), va = d.getBigUint64(URMA_SEG.ubva + URMA_UBVA.va, true);
-  if (len !== BigInt(expectedLen)) {
-    throw new VerbusError("HANDSHAKE", `${who} segment covers ${len} bytes, the negotiated region needs exactly ${expectedLen}`);
+export function checkSegment(
+  desc: Uint8Array,
+  expectedLen: number,
+  eid: Uint8Array,
+  who: string,
+): void {
+  if (desc.length !== URMA_SEG.$size) {
+    throw new VerbusError(
+      "HANDSHAKE",
+      `${who} segment: ${desc.length} bytes, expected ${URMA_SEG.$size}`,
+    );
   }
-  if (va === 0n || va + len > 1n << 53n) throw new VerbusError("HANDSHAKE", `${who} segment address 0x${va.toString(16)} is not a user address`);
+  const d = new DataView(desc.buffer, desc.byteOffset, desc.byteLength);
+  const len = d.getBigUint64(URMA_SEG.len, true),
+    va = d.getBigUint64(URMA_SEG.ubva + URMA_UBVA.va, true);
+  if (len !== BigInt(expectedLen)) {
+    throw new VerbusError(
+      "HANDSHAKE",
+      `${who} segment covers ${len} bytes, the negotiated region needs exactly ${expectedLen}`,
+    );
+  }
+  if (va === 0n || va + len > 1n << 53n) {
+    throw new VerbusError(
+      "HANDSHAKE",
+      `${who} segment address 0x${va.toString(16)} is not a user address`,
+    );
+  }
   const segEid = desc.subarray(URMA_SEG.ubva + URMA_UBVA.eid, URMA_SEG.ubva + URMA_UBVA.eid + 16);
-  if (toHex(segEid) !== toHex(eid)) throw new VerbusError("HANDSHAKE", `${who} segment is on EID ${toHex(segEid)}, its jetty on ${toHex(eid)}`);
+  if (toHex(segEid) !== toHex(eid)) {
+    throw new VerbusError(
+      "HANDSHAKE",
+      `${who} segment is on EID ${toHex(segEid)}, its jetty on ${toHex(eid)}`,
+    );
+  }
 }
 
 /**
  * Imports the peer into `ep`: its segment first, then its jetty (bound in RC mode). Throws
  * HANDSHAKE naming the URMA status on failure (the caller closes the endpoint).
  */
-export function connectPeer(ep: UrmaEndpoint, desc: Uint8Array, jetty: JettyAddress, token: number, mode: "RM" | "RC"): void {
+export function connectPeer(
+  ep: UrmaEndpoint,
+  desc: Uint8Array,
+  jetty: JettyAddress,
+  token: number,
+  mode: "RM" | "RC",
+): void {
   const ctx = ep.parts.ctx;
-  const remote: RemoteJetty = { eid: fromHex(jetty.eid), uasid: jetty.uasid, id: jetty.id, transMode: mode === "RC" ? URMA_TM.RC : URMA_TM.RM };
+  const remote: RemoteJetty = {
+    eid: fromHex(jetty.eid),
+    uasid: jetty.uasid,
+    id: jetty.id,
+    transMode: mode === "RC" ? URMA_TM.RC : URMA_TM.RM,
+  };
   try {
     const seg = ctx.importSegment(desc, token);
     const tj = ctx.importJetty(remote, token);
     if (mode === "RC") ep.parts.jetty.bind(tj);
     ep.attachPeer(seg, tj);
   } catch (e) {
-    throw new VerbusError("HANDSHAKE", `cannot import the peer's segment / jetty: ${(e as Error).message}`);
+    throw new VerbusError(
+      "HANDSHAKE",
+      `cannot import the peer's segment / jetty: ${(e as Error).message}`,
+    );
   }
 }
 
@@ -196,7 +259,13 @@ export function sendProof(ep: UrmaEndpoint, nonce: Uint8Array): void {
  */
 export async function acceptProof(
   ep: UrmaEndpoint,
-  expect: { nonce: Uint8Array; jetty: JettyAddress; token: number; mode: "RM" | "RC"; clientSize: number },
+  expect: {
+    nonce: Uint8Array;
+    jetty: JettyAddress;
+    token: number;
+    mode: "RM" | "RC";
+    clientSize: number;
+  },
   ms: number,
 ): Promise<{ ok: true } | { ok: false; why: string }> {
   const end = Date.now() + ms;
@@ -207,7 +276,11 @@ export async function acceptProof(
   }
   if (proof === null) return { ok: false, why: ep.failureReason ?? "no proof SEND arrived" };
   if (proof.uasid !== expect.jetty.uasid || proof.id !== expect.jetty.id) {
-    return { ok: false, why: `the proof came from jetty ${proof.uasid}/${proof.id}, not the client's ${expect.jetty.uasid}/${expect.jetty.id}` };
+    return {
+      ok: false,
+      why:
+        `the proof came from jetty ${proof.uasid}/${proof.id}, not the client's ${expect.jetty.uasid}/${expect.jetty.id}`,
+    };
   }
   if (proof.length !== PROOF_BYTES || toHex(proof.bytes.subarray(0, 16)) !== toHex(expect.nonce)) {
     return { ok: false, why: "the proof does not carry the offered nonce" };

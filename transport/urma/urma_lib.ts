@@ -60,16 +60,25 @@ export interface UrmaLib {
  * Classifies a UMDK release string ("25.12", "25.12.0", "26.06.1-3"): ok for 25.12 – 26.06,
  * otherwise the reason it is refused.
  */
-export function classifyUmdkVersion(v: string): { ok: true; release: string } | { ok: false; reason: string } {
+export function classifyUmdkVersion(
+  v: string,
+): { ok: true; release: string } | { ok: false; reason: string } {
   const m = /^(\d{2})\.(\d{2})/.exec(v.trim());
   if (!m) return { ok: false, reason: `"${v}" is not a UMDK release (YY.MM)` };
   const release = `${m[1]}.${m[2]}`;
   const n = Number(m[1]) * 100 + Number(m[2]);
   if (n >= 2512 && n <= 2606) return { ok: true, release };
   if (n === 2412) {
-    return { ok: false, reason: `UMDK 24.12 LTS has a different ABI (urma_sge_t 24 B without user_tseg, urma_rjetty_t 40 B without tp_type); verbus supports ${URMA_ABI}` };
+    return {
+      ok: false,
+      reason:
+        `UMDK 24.12 LTS has a different ABI (urma_sge_t 24 B without user_tseg, urma_rjetty_t 40 B without tp_type); verbus supports ${URMA_ABI}`,
+    };
   }
-  return { ok: false, reason: `UMDK ${release} is not a release verbus knows the ABI of (supported: ${URMA_ABI})` };
+  return {
+    ok: false,
+    reason: `UMDK ${release} is not a release verbus knows the ABI of (supported: ${URMA_ABI})`,
+  };
 }
 
 function realVersion(path: string): { version: string; source: string } | null {
@@ -77,19 +86,31 @@ function realVersion(path: string): { version: string; source: string } | null {
   if (declared) return { version: declared, source: "VERBUS_URMA_ABI" };
   try {
     const file = path.includes("/") ? realpathSync(path) : `/usr/lib64/${path}`;
-    const out = execFileSync("rpm", ["-qf", "--qf", "%{VERSION}", file], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 5000 });
+    const out = execFileSync("rpm", ["-qf", "--qf", "%{VERSION}", file], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+      timeout: 5000,
+    });
     if (out.trim()) return { version: out.trim(), source: "rpm" };
   } catch { /* no rpm, or the file belongs to no package */ }
   return null;
 }
 
-function identify(lib: Library<typeof LIBURMA_SYMBOLS>, f: FfiBackend): { simulated: boolean; version: string } {
+function identify(
+  lib: Library<typeof LIBURMA_SYMBOLS>,
+  f: FfiBackend,
+): { simulated: boolean; version: string } {
   const simVersion = lib.symbols.urma_sim_abi_version;
   if (simVersion) {
     const p = simVersion();
     const v = p === null ? "" : f.cstring(p);
     if (!SUPPORTED_SIM_ABIS.includes(v)) {
-      throw new UrmaAbiError(`simulated liburma at ${lib.path} reports ABI "${v}"; this verbus understands ${SUPPORTED_SIM_ABIS.join(", ")} (rebuild it with make)`, lib.path);
+      throw new UrmaAbiError(
+        `simulated liburma at ${lib.path} reports ABI "${v}"; this verbus understands ${
+          SUPPORTED_SIM_ABIS.join(", ")
+        } (rebuild it with make)`,
+        lib.path,
+      );
     }
     return { simulated: true, version: v };
   }
@@ -102,14 +123,22 @@ function identify(lib: Library<typeof LIBURMA_SYMBOLS>, f: FfiBackend): { simula
     );
   }
   const c = classifyUmdkVersion(found.version);
-  if (!c.ok) throw new UrmaAbiError(`liburma at ${lib.path} (${found.source}: ${found.version}): ${c.reason}`, lib.path);
+  if (!c.ok) {
+    throw new UrmaAbiError(
+      `liburma at ${lib.path} (${found.source}: ${found.version}): ${c.reason}`,
+      lib.path,
+    );
+  }
   return { simulated: false, version: `${found.version} (${found.source})` };
 }
 
 const cache = new Map<string, Promise<UrmaLib>>();
 
 /** Tries the candidates in order; a system soname that resolves to the simulator is refused. */
-async function open(path: string | undefined, f: FfiBackend): Promise<{ lib: Library<typeof LIBURMA_SYMBOLS>; simulated: boolean; version: string }> {
+async function open(
+  path: string | undefined,
+  f: FfiBackend,
+): Promise<{ lib: Library<typeof LIBURMA_SYMBOLS>; simulated: boolean; version: string }> {
   const attempts: LoadAttempt[] = [];
   const fromEnv = getEnv("VERBUS_LIBURMA");
   const candidates: LoadAttempt["source"][] = [];
@@ -135,7 +164,12 @@ async function open(path: string | undefined, f: FfiBackend): Promise<{ lib: Lib
     }
     if (id.simulated && candidates[i] === "system") {
       lib.close();
-      attempts.push({ source: "system", path: paths[i], reason: "resolves to the simulated liburma already loaded in this process (select it explicitly with VERBUS_LIBURMA)" });
+      attempts.push({
+        source: "system",
+        path: paths[i],
+        reason:
+          "resolves to the simulated liburma already loaded in this process (select it explicitly with VERBUS_LIBURMA)",
+      });
       continue;
     }
     return { lib, ...id };
@@ -182,7 +216,14 @@ function makeLib(
 ): UrmaLib {
   const text = new Uint8Array(256);
   return {
-    ffi: f, lib, helper, libc, path: lib.path, simulated, abi: URMA_ABI, version,
+    ffi: f,
+    lib,
+    helper,
+    libc,
+    path: lib.path,
+    simulated,
+    abi: URMA_ABI,
+    version,
     lastError() {
       const fn = lib.symbols.urma_sim_last_error;
       const p = fn ? fn() : null;
@@ -193,7 +234,10 @@ function makeLib(
       if (!fn) return null;
       const total = fn(text, text.length);
       const end = text.indexOf(0);
-      return { total, detail: new TextDecoder().decode(text.subarray(0, end < 0 ? text.length : end)) };
+      return {
+        total,
+        detail: new TextDecoder().decode(text.subarray(0, end < 0 ? text.length : end)),
+      };
     },
   };
 }

@@ -45,14 +45,24 @@ export class Context extends NativeHandle {
   /** @internal use openDevice(). */
   constructor(readonly lib: VerbsLib, ptr: NonNullPtr, readonly deviceName: string) {
     super(`ibv_context ${deviceName}`, ptr, null, (p) => {
-      checkRc(lib, lib.verbs.symbols.ibv_close_device(p), "ibv_close_device", `close ${deviceName}`);
+      checkRc(
+        lib,
+        lib.verbs.symbols.ibv_close_device(p),
+        "ibv_close_device",
+        `close ${deviceName}`,
+      );
     });
   }
 
   /** `ibv_query_device`. */
   query(): DeviceAttr {
     const b = new Uint8Array(IBV_DEVICE_ATTR.$size);
-    checkRc(this.lib, this.lib.verbs.symbols.ibv_query_device(this.handle, b), "ibv_query_device", this.deviceName);
+    checkRc(
+      this.lib,
+      this.lib.verbs.symbols.ibv_query_device(this.handle, b),
+      "ibv_query_device",
+      this.deviceName,
+    );
     const d = new DataView(b.buffer);
     const A = IBV_DEVICE_ATTR;
     return {
@@ -75,7 +85,12 @@ export class Context extends NativeHandle {
   /** `ibv_query_port` (through the helper: it is static inline in verbs.h). */
   queryPort(port: number): PortAttr {
     const b = new Uint8Array(IBV_PORT_ATTR.$size);
-    checkRc(this.lib, this.lib.helper.lib.symbols.vb_query_port(this.handle, port, b), "ibv_query_port", `${this.deviceName} port ${port}`);
+    checkRc(
+      this.lib,
+      this.lib.helper.lib.symbols.vb_query_port(this.handle, port, b),
+      "ibv_query_port",
+      `${this.deviceName} port ${port}`,
+    );
     const d = new DataView(b.buffer);
     const P = IBV_PORT_ATTR;
     return {
@@ -92,19 +107,34 @@ export class Context extends NativeHandle {
   /** `ibv_query_gid`: the 16 raw bytes of GID `index` on `port`. */
   queryGid(port: number, index: number): Uint8Array {
     const gid = new Uint8Array(16);
-    checkRc(this.lib, this.lib.verbs.symbols.ibv_query_gid(this.handle, port, index, gid), "ibv_query_gid", `${this.deviceName} port ${port} index ${index}`);
+    checkRc(
+      this.lib,
+      this.lib.verbs.symbols.ibv_query_gid(this.handle, port, index, gid),
+      "ibv_query_gid",
+      `${this.deviceName} port ${port} index ${index}`,
+    );
     return gid;
   }
 
   /** `ibv_alloc_pd`. The PD is a child of this context. */
   allocPd(): ProtectionDomain {
-    const p = checkPtr(this.lib, this.lib.verbs.symbols.ibv_alloc_pd(this.handle), "ibv_alloc_pd", this.deviceName);
+    const p = checkPtr(
+      this.lib,
+      this.lib.verbs.symbols.ibv_alloc_pd(this.handle),
+      "ibv_alloc_pd",
+      this.deviceName,
+    );
     return new ProtectionDomain(this, p);
   }
 
   /** `ibv_create_comp_channel`. */
   createCompChannel(): CompletionChannel {
-    const p = checkPtr(this.lib, this.lib.verbs.symbols.ibv_create_comp_channel(this.handle), "ibv_create_comp_channel", this.deviceName);
+    const p = checkPtr(
+      this.lib,
+      this.lib.verbs.symbols.ibv_create_comp_channel(this.handle),
+      "ibv_create_comp_channel",
+      this.deviceName,
+    );
     return new CompletionChannel(this, p);
   }
 
@@ -112,7 +142,13 @@ export class Context extends NativeHandle {
   createCq(cqe: number, channel: CompletionChannel | null = null, compVector = 0): CompletionQueue {
     const p = checkPtr(
       this.lib,
-      this.lib.verbs.symbols.ibv_create_cq(this.handle, cqe, null, channel ? channel.handle : null, compVector),
+      this.lib.verbs.symbols.ibv_create_cq(
+        this.handle,
+        cqe,
+        null,
+        channel ? channel.handle : null,
+        compVector,
+      ),
       "ibv_create_cq",
       `${this.deviceName}, ${cqe} entries`,
     );
@@ -123,6 +159,8 @@ export class Context extends NativeHandle {
 /** Formats a raw GID like `fe80:0000:...` (as `ibv_devinfo -v` does). */
 export function formatGid(gid: Uint8Array): string {
   const parts: string[] = [];
-  for (let i = 0; i < 16; i += 2) parts.push(((gid[i] << 8) | gid[i + 1]).toString(16).padStart(4, "0"));
+  for (let i = 0; i < 16; i += 2) {
+    parts.push(((gid[i] << 8) | gid[i + 1]).toString(16).padStart(4, "0"));
+  }
   return parts.join(":");
 }

@@ -21,7 +21,12 @@ export class CompletionChannel extends NativeHandle {
   constructor(readonly context: Context, ptr: NonNullPtr) {
     const lib = context.lib;
     super(`ibv_comp_channel on ${context.deviceName}`, ptr, context, (p) => {
-      checkRc(lib, lib.verbs.symbols.ibv_destroy_comp_channel(p), "ibv_destroy_comp_channel", context.deviceName);
+      checkRc(
+        lib,
+        lib.verbs.symbols.ibv_destroy_comp_channel(p),
+        "ibv_destroy_comp_channel",
+        context.deviceName,
+      );
     });
     this.fd = lib.ffi.readI32(ptr, IBV_COMP_CHANNEL.fd);
   }
@@ -42,7 +47,11 @@ export class CompletionChannel extends NativeHandle {
 /** A completion queue (`struct ibv_cq`). */
 export class CompletionQueue extends NativeHandle {
   /** @internal use Context.createCq(). */
-  constructor(readonly context: Context, ptr: NonNullPtr, readonly channel: CompletionChannel | null) {
+  constructor(
+    readonly context: Context,
+    ptr: NonNullPtr,
+    readonly channel: CompletionChannel | null,
+  ) {
     const lib = context.lib;
     super(`ibv_cq on ${context.deviceName}`, ptr, channel ? [context, channel] : context, (p) => {
       checkRc(lib, lib.verbs.symbols.ibv_destroy_cq(p), "ibv_destroy_cq", context.deviceName);
@@ -61,7 +70,10 @@ export class CompletionQueue extends NativeHandle {
 
   /** Requests a completion event on the channel (`ibv_req_notify_cq`). */
   reqNotify(solicitedOnly = false): void {
-    const rc = this.context.lib.helper.lib.symbols.vb_req_notify_cq(this.handle, solicitedOnly ? 1 : 0);
+    const rc = this.context.lib.helper.lib.symbols.vb_req_notify_cq(
+      this.handle,
+      solicitedOnly ? 1 : 0,
+    );
     if (rc !== 0) throw new NativeError("ibv_req_notify_cq", rc, this.kind);
   }
 }

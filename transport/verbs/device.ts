@@ -73,13 +73,20 @@ export function openDevice(v: VerbsLib, name?: string): Context {
       const devName = np === null ? "" : v.ffi.cstring(np);
       names.push(devName);
       if (name === undefined || name === devName) {
-        const ctx = checkPtr(v, v.verbs.symbols.ibv_open_device(dev), "ibv_open_device", `open ${devName}`);
+        const ctx = checkPtr(
+          v,
+          v.verbs.symbols.ibv_open_device(dev),
+          "ibv_open_device",
+          `open ${devName}`,
+        );
         return new Context(v, ctx, devName);
       }
     }
     throw new NoRdmaError(
       19,
-      name === undefined ? "no RDMA devices" : `no RDMA device named ${name} (have: ${names.join(", ") || "none"})`,
+      name === undefined
+        ? "no RDMA devices"
+        : `no RDMA device named ${name} (have: ${names.join(", ") || "none"})`,
     );
   });
 }

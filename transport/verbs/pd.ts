@@ -6,7 +6,7 @@ import { NativeHandle } from "../../ffi/handle.ts";
 import type { NonNullPtr } from "../../ffi/types.ts";
 import type { Context } from "./context.ts";
 import { MemoryRegion } from "./mr.ts";
-import { QueuePair, type QpInit } from "./qp.ts";
+import { type QpInit, QueuePair } from "./qp.ts";
 import { checkPtr, checkRc } from "./verbs_lib.ts";
 
 /** A PD. Call from the thread that created it. */

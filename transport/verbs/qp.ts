@@ -5,7 +5,14 @@
  */
 import { NativeError } from "../../errors.ts";
 import { NativeHandle } from "../../ffi/handle.ts";
-import { IBV_AH_ATTR, IBV_GLOBAL_ROUTE, IBV_QP, IBV_QP_ATTR, IBV_QP_CAP, IBV_QP_INIT_ATTR } from "../../ffi/layouts/verbs.ts";
+import {
+  IBV_AH_ATTR,
+  IBV_GLOBAL_ROUTE,
+  IBV_QP,
+  IBV_QP_ATTR,
+  IBV_QP_CAP,
+  IBV_QP_INIT_ATTR,
+} from "../../ffi/layouts/verbs.ts";
 import { IBV_QP_ATTR_MASK as M, IBV_QPS, IBV_QPT } from "../../ffi/symbols/libibverbs.ts";
 import type { NonNullPtr } from "../../ffi/types.ts";
 import type { CompletionQueue } from "./cq.ts";
@@ -51,7 +58,12 @@ export interface QpTuning {
 
 /** The defaults verbus uses. */
 export const DEFAULT_QP_TUNING: Readonly<QpTuning> = Object.freeze({
-  pathMtu: 3, timeout: 14, retryCnt: 7, rnrRetry: 7, minRnrTimer: 12, maxRdAtomic: 16,
+  pathMtu: 3,
+  timeout: 14,
+  retryCnt: 7,
+  rnrRetry: 7,
+  minRnrTimer: 12,
+  maxRdAtomic: 16,
 });
 
 /** An RC queue pair. Call from the thread that created it. */
@@ -64,7 +76,12 @@ export class QueuePair extends NativeHandle {
   /** Preallocated attr buffer for modify (setup path). */
   readonly #attr = new Uint8Array(IBV_QP_ATTR.$size);
 
-  private constructor(pd: ProtectionDomain, ptr: NonNullPtr, cap: QueuePair["cap"], cqs: CompletionQueue[]) {
+  private constructor(
+    pd: ProtectionDomain,
+    ptr: NonNullPtr,
+    cap: QueuePair["cap"],
+    cqs: CompletionQueue[],
+  ) {
     const lib = pd.context.lib;
     super(`ibv_qp on ${pd.context.deviceName}`, ptr, [pd, ...cqs], (p) => {
       checkRc(lib, lib.verbs.symbols.ibv_destroy_qp(p), "ibv_destroy_qp", pd.context.deviceName);
@@ -90,8 +107,12 @@ export class QueuePair extends NativeHandle {
     d.setUint32(cap + IBV_QP_CAP.max_inline_data, init.maxInlineData ?? 64, true);
     d.setUint32(IBV_QP_INIT_ATTR.qp_type, IBV_QPT.RC, true);
     d.setInt32(IBV_QP_INIT_ATTR.sq_sig_all, init.sqSigAll ? 1 : 0, true);
-    const p = checkPtr(lib, lib.verbs.symbols.ibv_create_qp(pd.handle, b), "ibv_create_qp",
-      `RC QP, ${init.maxSendWr} send / ${init.maxRecvWr} recv WRs`);
+    const p = checkPtr(
+      lib,
+      lib.verbs.symbols.ibv_create_qp(pd.handle, b),
+      "ibv_create_qp",
+      `RC QP, ${init.maxSendWr} send / ${init.maxRecvWr} recv WRs`,
+    );
     // ibv_create_qp writes back the granted capabilities.
     return new QueuePair(pd, p, {
       maxSendWr: d.getUint32(cap + IBV_QP_CAP.max_send_wr, true),
@@ -107,7 +128,13 @@ export class QueuePair extends NativeHandle {
 
   #modify(mask: number, what: string): void {
     const lib = this.#pd.context.lib;
-    checkRc(lib, lib.verbs.symbols.ibv_modify_qp(this.handle, this.#attr, mask), "ibv_modify_qp", what, { qpNum: this.qpNum });
+    checkRc(
+      lib,
+      lib.verbs.symbols.ibv_modify_qp(this.handle, this.#attr, mask),
+      "ibv_modify_qp",
+      what,
+      { qpNum: this.qpNum },
+    );
   }
 
   /** RESET → INIT on `port` with local write + remote read/write access. */
@@ -122,7 +149,12 @@ export class QueuePair extends NativeHandle {
   }
 
   /** INIT → RTR towards `remote` (RoCE: global route with `sgidIndex`). */
-  toRtr(remote: QpRemote, port: number, sgidIndex: number, tuning: QpTuning = DEFAULT_QP_TUNING): void {
+  toRtr(
+    remote: QpRemote,
+    port: number,
+    sgidIndex: number,
+    tuning: QpTuning = DEFAULT_QP_TUNING,
+  ): void {
     this.#attr.fill(0);
     const d = new DataView(this.#attr.buffer);
     d.setUint32(IBV_QP_ATTR.qp_state, IBV_QPS.RTR, true);
@@ -154,7 +186,10 @@ export class QueuePair extends NativeHandle {
     d.setUint8(IBV_QP_ATTR.retry_cnt, tuning.retryCnt);
     d.setUint8(IBV_QP_ATTR.rnr_retry, tuning.rnrRetry);
     d.setUint8(IBV_QP_ATTR.max_rd_atomic, tuning.maxRdAtomic);
-    this.#modify(M.STATE | M.SQ_PSN | M.TIMEOUT | M.RETRY_CNT | M.RNR_RETRY | M.MAX_QP_RD_ATOMIC, "RTR → RTS");
+    this.#modify(
+      M.STATE | M.SQ_PSN | M.TIMEOUT | M.RETRY_CNT | M.RNR_RETRY | M.MAX_QP_RD_ATOMIC,
+      "RTR → RTS",
+    );
   }
 
   /** Moves the QP to ERR (flushes outstanding WRs). */
@@ -170,12 +205,24 @@ export class QueuePair extends NativeHandle {
    * Data path: the caller owns all three buffers and keeps them alive until completion.
    */
   postSend(descs: Uint8Array, sges: Uint8Array, n: number, badIndex: Uint32Array): number {
-    return this.#pd.context.lib.helper.lib.symbols.vb_post_send(this.handle, descs, sges, n, badIndex);
+    return this.#pd.context.lib.helper.lib.symbols.vb_post_send(
+      this.handle,
+      descs,
+      sges,
+      n,
+      badIndex,
+    );
   }
 
   /** Posts `n` receive WRs (n × vb_recv_desc). Same contract as {@link postSend}. */
   postRecv(descs: Uint8Array, sges: Uint8Array, n: number, badIndex: Uint32Array): number {
-    return this.#pd.context.lib.helper.lib.symbols.vb_post_recv(this.handle, descs, sges, n, badIndex);
+    return this.#pd.context.lib.helper.lib.symbols.vb_post_recv(
+      this.handle,
+      descs,
+      sges,
+      n,
+      badIndex,
+    );
   }
 
   /** Throws a NativeError for a failed post (for callers that treat it as fatal). */

@@ -15,9 +15,16 @@ import type { QueuePair } from "./qp.ts";
 export const FULL = -1;
 const TWO32 = 0x1_0000_0000;
 // u32 indices of the fields (x86_64 is little-endian: the low half of a u64 comes first).
-const A_LO = VB_SGE.addr >> 2, A_HI = A_LO + 1, S_LEN = VB_SGE.length >> 2, S_LKEY = VB_SGE.lkey >> 2;
-const W_ID = VB_SEND_DESC.wr_id >> 2, W_RADDR = VB_SEND_DESC.remote_addr >> 2, W_RKEY = VB_SEND_DESC.rkey >> 2;
-const W_IMM = VB_SEND_DESC.imm >> 2, W_OP = VB_SEND_DESC.opcode >> 2, W_FLAGS = VB_SEND_DESC.send_flags >> 2;
+const A_LO = VB_SGE.addr >> 2,
+  A_HI = A_LO + 1,
+  S_LEN = VB_SGE.length >> 2,
+  S_LKEY = VB_SGE.lkey >> 2;
+const W_ID = VB_SEND_DESC.wr_id >> 2,
+  W_RADDR = VB_SEND_DESC.remote_addr >> 2,
+  W_RKEY = VB_SEND_DESC.rkey >> 2;
+const W_IMM = VB_SEND_DESC.imm >> 2,
+  W_OP = VB_SEND_DESC.opcode >> 2,
+  W_FLAGS = VB_SEND_DESC.send_flags >> 2;
 const W_SGE = VB_SEND_DESC.sge_index >> 2, W_NSGE = VB_SEND_DESC.num_sge >> 2;
 
 /** A reusable batch of send WRs. Owned by one thread; buffers stay alive as long as the batch. */
@@ -71,7 +78,14 @@ export class SendBatch {
    * Closes a WR over the SGEs added since the previous one. `opcode` is IBV_WR_*, `flags`
    * IBV_SEND_*; `remoteAddr`/`rkey` for RDMA ops; `imm` in host order. Returns its index or FULL.
    */
-  wr(opcode: number, flags: number, wrId: number, remoteAddr: number, rkey: number, imm: number): number {
+  wr(
+    opcode: number,
+    flags: number,
+    wrId: number,
+    remoteAddr: number,
+    rkey: number,
+    imm: number,
+  ): number {
     if (this.#n >= this.maxWr) return FULL;
     const o = (this.#n * VB_SEND_DESC.$size) >> 2, d = this.#d;
     const idHi = (wrId / TWO32) >>> 0, raHi = (remoteAddr / TWO32) >>> 0;

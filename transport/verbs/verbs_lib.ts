@@ -37,13 +37,25 @@ export function loadVerbs(): Promise<VerbsLib> {
 }
 
 /** Throws a {@link NativeError} for `fn` when `p` is NULL (errno read immediately). */
-export function checkPtr(v: VerbsLib, p: Ptr, fn: string, what: string, ctx: Record<string, unknown> = {}): NonNullable<Ptr> {
+export function checkPtr(
+  v: VerbsLib,
+  p: Ptr,
+  fn: string,
+  what: string,
+  ctx: Record<string, unknown> = {},
+): NonNullable<Ptr> {
   if (p !== null) return p;
   throw new NativeError(fn, errno(v.libc), what, ctx);
 }
 
 /** Throws a {@link NativeError} when a verbs call returned non-zero (its errno, or errno). */
-export function checkRc(v: VerbsLib, rc: number, fn: string, what: string, ctx: Record<string, unknown> = {}): void {
+export function checkRc(
+  v: VerbsLib,
+  rc: number,
+  fn: string,
+  what: string,
+  ctx: Record<string, unknown> = {},
+): void {
   if (rc === 0) return;
   // verbs calls return either -1 + errno or a positive errno value.
   const e = rc > 0 ? rc : errno(v.libc);
