@@ -22,7 +22,7 @@ interface PooledWorker {
 }
 
 /** Most workers one library keeps; further calls queue. */
-const MAX_WORKERS = 32;
+const MAX_WORKERS = 128;
 
 /** A pool of Workers running the blocking symbols of one library. */
 export class WorkerPool {
