@@ -32,7 +32,7 @@ import {
 } from "./selector.ts";
 import type { ClientSession, FabricResult } from "./session/client_session.ts";
 import { establishFabric, type FabricOutcome } from "./session/client_handshake.ts";
-import { ProgressLoop, progressOptionsSchema } from "./session/progress.ts";
+import { cpuYielder, ProgressLoop, progressOptionsSchema } from "./session/progress.ts";
 
 /** Fault injection (tests and demos): what `verbus call --simulate-*` sets. */
 export const faultsSchema = z.object({
@@ -116,7 +116,7 @@ export class Client {
   #nextHandle = 1;
 
   /** @internal use {@link connect}. */
-  constructor(channel: Channel, o: z.output<typeof clientOptionsSchema>, outcome: FabricOutcome) {
+  constructor(channel: Channel, o: z.output<typeof clientOptionsSchema>, outcome: FabricOutcome, yieldCpu: () => void = () => {}) {
     this.#channel = channel;
     this.#o = o;
     this.#sel = selectorConfigSchema.parse(o.selector);
@@ -130,6 +130,7 @@ export class Client {
         (ms) => this.#idleWait(s, ms),
         () => s.inflight > 0 && !s.failed,
         o.progress,
+        yieldCpu,
       )
       : null;
   }
@@ -404,7 +405,7 @@ export async function connect(
     await channel.close();
     throw e;
   }
-  return new Client(channel, o, outcome);
+  return new Client(channel, o, outcome, outcome.session ? await cpuYielder() : undefined);
 }
 
 export { ENOSERVICE, RpcError };

@@ -28,6 +28,8 @@ export const LIBC_SYMBOLS = {
   getpid: { args: [], result: "i32" },
   /** int kill(pid_t pid, int sig);  — sig 0 probes whether a pid is alive */
   kill: { args: ["i32", "i32"], result: "i32" },
+  /** int sched_yield(void);  — lets a runnable peer (e.g. the other side of a shm ring) have the core */
+  sched_yield: { args: [], result: "i32" },
   /** char *strerror(int errnum); */
   strerror: { args: ["i32"], result: "pointer" },
 } as const;

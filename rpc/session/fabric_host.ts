@@ -24,7 +24,7 @@ import {
   HELLO_VERSION,
   type ServerHello,
 } from "./hello.ts";
-import { ProgressLoop, type ProgressOptions, progressOptionsSchema } from "./progress.ts";
+import { cpuYielder, ProgressLoop, type ProgressOptions, progressOptionsSchema } from "./progress.ts";
 import { ServerSession } from "./server_session.ts";
 import type { ServerFabricProvider, ServerOffer } from "./fabric_provider.ts";
 import { serverProviders } from "./providers.ts";
@@ -95,6 +95,7 @@ export class FabricHost {
     logger: Logger,
     providers: ServerFabricProvider[],
     refused: Record<string, string>,
+    yieldCpu: () => void,
   ) {
     this.#o = o;
     this.#logger = logger;
@@ -108,6 +109,7 @@ export class FabricHost {
       (ms) => this.#idle(ms),
       () => !this.#closed,
       o.progress as ProgressOptions,
+      yieldCpu,
     );
   }
 
@@ -123,7 +125,7 @@ export class FabricHost {
     for (const [k, why] of Object.entries(refused)) {
       logger.warn(`fabric ${k} unavailable on this server: ${why}`);
     }
-    return new FabricHost(o, services, logger, providers, refused);
+    return new FabricHost(o, services, logger, providers, refused, await cpuYielder());
   }
 
   /** Fabrics this server can offer (after the providers were built). */

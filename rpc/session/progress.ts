@@ -13,6 +13,17 @@
  */
 import { setImmediate } from "node:timers";
 import { z } from "zod";
+import { loadLibc } from "../../ffi/libc.ts";
+
+/** `sched_yield` through libc, or a no-op where libc cannot be loaded. */
+export async function cpuYielder(): Promise<() => void> {
+  try {
+    const libc = await loadLibc();
+    return () => void libc.symbols.sched_yield();
+  } catch {
+    return () => {};
+  }
+}
 
 /** The progress-loop options as a zod schema (client and server options embed it). */
 export const progressOptionsSchema = z.object({
@@ -47,12 +58,15 @@ export class ProgressLoop {
    * @param step does one round of work; returns how much it did (0 = nothing)
    * @param idleWait sleeps until inbound work may exist (resolves true) or `ms` passed (false)
    * @param keepRunning when false after a step with no work, the loop stops (client: no calls)
+   * @param yieldCpu called after a spin that found nothing (sched_yield): on an oversubscribed
+   *   machine the peer we are waiting for may need this very core
    */
   constructor(
     private readonly step: () => number,
     private readonly idleWait: (ms: number) => Promise<boolean>,
     private readonly keepRunning: () => boolean,
     options: ProgressOptions = {},
+    private readonly yieldCpu: () => void = () => {},
   ) {
     this.#spinMs = (options.spinUs ?? 20) / 1000;
     this.#idleAfterMs = options.idleAfterMs ?? 5;
@@ -113,6 +127,7 @@ export class ProgressLoop {
         continue;
       }
       micro = 0;
+      if (did === 0) this.yieldCpu();
       await new Promise<void>((r) => setImmediate(r));
     }
     this.#running = false;
