@@ -15,6 +15,13 @@ if [ "$mode" != vm ]; then
   echo "=== host suite on bun ==="
   node_modules/.bin/bun tests/run.ts --report "$RESULTS/host-bun.json"
   suites+=(host-deno host-bun)
+  # The region suite again, over the URMA fabric (verbus's simulated liburma).
+  for rt in deno bun; do
+    echo "=== region suite over urma (simulated) on $rt ==="
+    if [ "$rt" = deno ]; then cmd=(node_modules/.bin/deno run -A tests/run.ts); else cmd=(node_modules/.bin/bun tests/run.ts); fi
+    VERBUS_TEST_FABRIC=urma "${cmd[@]}" --report "$RESULTS/urma-$rt.json" tests/fabric/*_test.ts
+    suites+=("urma-$rt")
+  done
 fi
 if [ "$mode" != quick ]; then
   if [ -x "$SOFTROCE/run-in-vm.sh" ]; then

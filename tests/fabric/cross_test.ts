@@ -9,7 +9,7 @@ import { connect } from "../../rpc/client.ts";
 import { decodeGetResponse, encodeKeyRequest, encodePutRequest } from "../../rpc/demo/codec.ts";
 import { verifyLargeObject } from "../../rpc/demo/large_object.ts";
 import { otherRuntime, withChild } from "../util/proc.ts";
-import { pattern, SMALL_REGION } from "./util.ts";
+import { FABRIC_LABEL, pattern, SHM_ONLY, SMALL_REGION } from "./util.ts";
 
 const other = otherRuntime();
 
@@ -53,7 +53,7 @@ test(`every path against a ${other} server in another process`, async () => {
       await c.close();
     }
   });
-}, { timeoutMs: 60_000 });
+}, { timeoutMs: 60_000, skip: SHM_ONLY });
 
 function cpuTicks(pid: number): number {
   const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
@@ -64,7 +64,7 @@ test(`an idle ${other} server with a live session sleeps: < 1 % CPU over 6 s`, a
   await withChild(other, "tests/fixtures/fabric_server.ts", {}, async (child) => {
     const c = await connect({ host: "127.0.0.1", port: child.port }, { region: SMALL_REGION });
     try {
-      assertEquals(c.fabric, "shm");
+      assertEquals(c.fabric, FABRIC_LABEL);
       for (let i = 0; i < 200; i++) await c.call("verbus.Demo", "Echo", pattern(16, i)); // busy, then idle
       await new Promise((r) => setTimeout(r, 1000));
       const t0 = cpuTicks(child.pid), w0 = Date.now();
@@ -78,4 +78,4 @@ test(`an idle ${other} server with a live session sleeps: < 1 % CPU over 6 s`, a
       await c.close();
     }
   });
-}, { timeoutMs: 60_000 });
+}, { timeoutMs: 60_000, skip: SHM_ONLY });

@@ -6,7 +6,7 @@
 import { assert, assertEquals, test } from "../harness.ts";
 import { encodeKeyRequest } from "../../rpc/demo/codec.ts";
 import type { Client } from "../../rpc/client.ts";
-import { client, pattern, startServer } from "./util.ts";
+import { client, FABRIC_LABEL, pattern, startServer } from "./util.ts";
 
 async function paths(c: Client, n: number): Promise<string[]> {
   const out: string[] = [];
@@ -18,7 +18,7 @@ test("fault: fabric down → every call TCP_FALLBACK (and still answered)", asyn
   const { server } = await startServer();
   const c = await client(server, { faults: { fabricDown: true } });
   try {
-    assertEquals(c.fabric, "shm", "the session exists…");
+    assertEquals(c.fabric, FABRIC_LABEL, "the session exists…");
     assertEquals(
       await paths(c, 3),
       ["TCP_FALLBACK", "TCP_FALLBACK", "TCP_FALLBACK"],

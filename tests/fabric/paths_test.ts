@@ -7,13 +7,13 @@
 import { assert, assertEquals, assertRejects, test } from "../harness.ts";
 import { RpcError } from "../../rpc/errors.ts";
 import { decodeGetResponse, encodeKeyRequest, encodePutRequest } from "../../rpc/demo/codec.ts";
-import { client, expectedSized, pattern, sized, startServer } from "./util.ts";
+import { client, expectedSized, FABRIC_LABEL, pattern, sized, startServer } from "./util.ts";
 
 test("handshake: ESTABLISHED over shm, with the client and server state machines' history", async () => {
   const { server } = await startServer();
   const c = await client(server);
   try {
-    assertEquals(c.fabric, "shm");
+    assertEquals(c.fabric, FABRIC_LABEL);
     assertEquals(c.handshake.state, "ESTABLISHED");
     assertEquals(c.handshake.history.map((h) => h.to), [
       "C_HELLO_WAIT",
@@ -35,7 +35,7 @@ test("EAGER, LAZY, BULK and TCP_FALLBACK each carry exact bytes and report their
   try {
     const small = pattern(100, 1);
     const e = await c.call("test.Fabric", "Echo", small, { attachment: pattern(50, 2) });
-    assertEquals([e.path, e.fabric], ["EAGER", "shm"]);
+    assertEquals([e.path, e.fabric], ["EAGER", FABRIC_LABEL]);
     assertEquals(e.response, small);
     assertEquals(e.attachment, pattern(50, 2), "attachment echoed inline");
 

@@ -9,6 +9,33 @@ import { type Client, type ClientOptions, connect } from "../../rpc/client.ts";
 import { demoService } from "../../rpc/demo/service.ts";
 import { serve, type Server } from "../../rpc/server.ts";
 import type { FabricHostOptions } from "../../rpc/session/fabric_host.ts";
+import { getEnv } from "../../ffi/runtime.ts";
+import { REPO_ROOT } from "../util/proc.ts";
+
+/**
+ * Which fabric this run of the suite exercises: `VERBUS_TEST_FABRIC` = shm (default), urma (the
+ * simulated liburma of this build) or verbs (inside the Soft-RoCE VM: server on rxe1 10.77.0.2,
+ * client bound to rxe0 10.77.0.1). The same tests run over each.
+ */
+export const FABRIC = (getEnv("VERBUS_TEST_FABRIC") ?? "shm") as "shm" | "urma" | "verbs";
+/** What `client.fabric` says for {@link FABRIC}. */
+export const FABRIC_LABEL = FABRIC === "urma" ? "urma (simulated)" : FABRIC;
+/** A reason to skip a test that only makes sense on shm (undefined on shm). */
+export const SHM_ONLY: string | false = FABRIC === "shm" ? false : `shm-specific (this run exercises ${FABRIC})`;
+const SIM = join(REPO_ROOT, "build", "urma_sim", "liburma.so.0");
+const HOST = FABRIC === "verbs" ? "10.77.0.2" : "127.0.0.1";
+
+function serverFabric(): Partial<FabricHostOptions> {
+  if (FABRIC === "urma") return { fabrics: ["urma"], providerOptions: { urma: { library: SIM } } };
+  if (FABRIC === "verbs") return { fabrics: ["verbs"], providerOptions: { verbs: { addr: HOST } } };
+  return {};
+}
+
+function clientFabric(): ClientOptions {
+  if (FABRIC === "urma") return { fabric: "urma", providerOptions: { urma: { library: SIM } } };
+  if (FABRIC === "verbs") return { fabric: "verbs", providerOptions: { verbs: { sourceAddr: "10.77.0.1" } } };
+  return {};
+}
 
 /** A small region: 64 slots of 4 KiB, 1 MiB BULK, 16 × 64 KiB object slabs, 1 MiB staging. */
 export const SMALL_REGION = {
@@ -32,6 +59,7 @@ export async function startServer(
   const log: Logged = { warnings: [] };
   const server = await serve({
     port: 0,
+    host: HOST,
     services: {
       ...demoService({ imageDir: mkdtempSync(join(tmpdir(), "verbus-test-")) }),
       "test.Fabric": {
@@ -51,7 +79,7 @@ export async function startServer(
         },
       },
     },
-    fabric: fabric === false ? false : { region: SMALL_REGION, ...fabric },
+    fabric: fabric === false ? false : { region: SMALL_REGION, ...serverFabric(), ...fabric },
     logger: { warn: (m) => log.warnings.push(m), info: () => {} },
   });
   return { server, log };
@@ -59,9 +87,10 @@ export async function startServer(
 
 /** A client of `server` with the small region. */
 export function client(server: Server, options: ClientOptions = {}): Promise<Client> {
-  return connect({ host: "127.0.0.1", port: server.port }, {
+  return connect({ host: HOST, port: server.port }, {
     region: SMALL_REGION,
     logger: { warn: () => {} },
+    ...clientFabric(),
     ...options,
   });
 }
