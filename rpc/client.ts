@@ -116,7 +116,12 @@ export class Client {
   #nextHandle = 1;
 
   /** @internal use {@link connect}. */
-  constructor(channel: Channel, o: z.output<typeof clientOptionsSchema>, outcome: FabricOutcome, yieldCpu: () => void = () => {}) {
+  constructor(
+    channel: Channel,
+    o: z.output<typeof clientOptionsSchema>,
+    outcome: FabricOutcome,
+    yieldCpu: () => void = () => {},
+  ) {
     this.#channel = channel;
     this.#o = o;
     this.#sel = selectorConfigSchema.parse(o.selector);
@@ -178,11 +183,12 @@ export class Client {
         return await this.#tcp(service, method, request, options, t0, true);
       }
       const timeoutMs = options.timeoutMs ?? this.#o.timeoutMs;
-      let p = s.submit(m, request, attachment, path, timeoutMs);
+      const logId = options.logId ?? 0;
+      let p = s.submit(m, request, attachment, path, timeoutMs, logId);
       // No free slot (or BULK space) right now: wait for calls in flight to finish (backpressure).
       while (p === FULL && s.inflight > 0 && !s.failed) {
         await this.#slotFreed();
-        p = s.submit(m, request, attachment, path, timeoutMs);
+        p = s.submit(m, request, attachment, path, timeoutMs, logId);
       }
       if (p === FULL || p === FAILED) {
         if (p === FAILED) this.#errors++;

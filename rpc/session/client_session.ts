@@ -228,6 +228,7 @@ export class ClientSession {
     attachment: Uint8Array,
     path: "EAGER" | "LAZY" | "BULK",
     timeoutMs: number,
+    logId: number | bigint = 0,
   ): PendingCall | typeof FULL | typeof FAILED {
     if (this.#failed !== null) return FAILED;
     if (this.#ep.failed) {
@@ -276,7 +277,17 @@ export class ClientSession {
       what: method,
     };
     slot.call = call;
-    const st = this.#post(i, slot, method, request, attachment, bulk, path === "LAZY", timeoutMs);
+    const st = this.#post(
+      i,
+      slot,
+      method,
+      request,
+      attachment,
+      bulk,
+      path === "LAZY",
+      timeoutMs,
+      logId,
+    );
     if (st !== OK) {
       this.#release(i);
       slot.call = null;
@@ -299,6 +310,7 @@ export class ClientSession {
     bulk: boolean,
     lazy: boolean,
     timeoutMs: number,
+    logId: number | bigint = 0,
   ): number {
     const ep = this.#ep, d = this.#desc;
     let offset: number, sg = 0, st: number;
@@ -325,6 +337,13 @@ export class ClientSession {
     d[REQ.attach] = attachment.length;
     d[REQ.timeout] = timeoutMs > 0 ? Math.min(timeoutMs, 0xffffffff) : 0;
     d[REQ.sg] = sg;
+    if (typeof logId === "bigint") {
+      d[REQ.logLo] = Number(logId & 0xffff_ffffn);
+      d[REQ.logHi] = Number((logId >> 32n) & 0xffff_ffffn);
+    } else {
+      d[REQ.logLo] = logId >>> 0;
+      d[REQ.logHi] = Math.floor(logId / 0x1_0000_0000) >>> 0;
+    }
     if (i >= this.#scanLimit) { // first use of a slot this high: widen the server's scan first
       this.#scanLimit = i + 1;
       st = ep.writeU32(0, this.#s.control.offset + CONTROL.scanLimit, this.#scanLimit, 0);

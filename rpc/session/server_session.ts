@@ -80,6 +80,8 @@ export class ServerSession implements ResponseSink {
   /** Response descriptor scratch (words 1..15 are written, then the state word). */
   readonly #desc = new Uint32Array(DESC_WORDS);
   readonly #descBytes = new Uint8Array(this.#desc.buffer, 4);
+  /** Per method index: the last frozen request meta (see #take). */
+  readonly #requestMeta: (RpcMeta["request"] | undefined)[] = [];
   #cursor = 0;
   #taken = 0;
   #kickPending = false;
@@ -225,15 +227,21 @@ export class ServerSession implements ResponseSink {
     }
     const [service, name] = this.#methods[method];
     const timeout = r[b + REQ.timeout] >>> 0;
-    const meta: RpcMeta = {
-      request: {
+    const logLo = r[b + REQ.logLo] >>> 0, logHi = r[b + REQ.logHi] >>> 0;
+    // The request meta is read-only for the dispatcher: without a log id, reuse one per
+    // (method, timeout) — a client sends the same timeout call after call.
+    let request = logLo | logHi ? undefined : this.#requestMeta[method];
+    if (request === undefined || request.timeoutMs !== (timeout || undefined)) {
+      request = Object.freeze({
         serviceName: service,
         methodName: name,
-        ...(timeout ? { timeoutMs: timeout } : {}),
-        ...(r[b + REQ.logLo] || r[b + REQ.logHi]
-          ? { logId: (r[b + REQ.logHi] >>> 0) * 0x1_0000_0000 + (r[b + REQ.logLo] >>> 0) }
-          : {}),
-      },
+        timeoutMs: timeout || undefined,
+        logId: logLo | logHi ? logHi * 0x1_0000_0000 + logLo : undefined,
+      });
+      if (!(logLo | logHi)) this.#requestMeta[method] = request;
+    }
+    const meta: RpcMeta = {
+      request,
       // slot, seq, PREFER_LAZY and BULK ride in the correlation id (i + 2^16·flags + 2^18·seq)
       correlationId: i + ((flags & FLAG_PREFER_LAZY) ? 0x10000 : 0) +
         ((flags & FLAG_BULK) ? 0x20000 : 0) + seq * 0x40000,

@@ -167,3 +167,39 @@ test("a fabric call past its deadline rejects with TIMEOUT; the session keeps wo
     await server.close();
   }
 });
+
+test("log_id and the timeout travel the fabric descriptor to the handler's context", async () => {
+  const seen: unknown[] = [];
+  const { serve } = await import("../../rpc/server.ts");
+  const s2 = await serve({
+    port: 0,
+    services: {
+      "t.Ctx": {
+        Get: (_r, ctx) => {
+          seen.push([ctx.logId, ctx.timeoutMs]);
+          return new Uint8Array(1);
+        },
+      },
+    },
+    fabric: {
+      region: { slots: 8, slotSize: 4096, bulkSize: 65536, objectSlabs: 2, stagingSize: 1 << 17 },
+    },
+    logger: { warn: () => {} },
+  });
+  const { connect } = await import("../../rpc/client.ts");
+  const c = await connect({ host: "127.0.0.1", port: s2.port }, {
+    region: { slots: 8, slotSize: 4096, bulkSize: 65536, objectSlabs: 2, stagingSize: 1 << 17 },
+  });
+  try {
+    const r = await c.call("t.Ctx", "Get", new Uint8Array(1), {
+      logId: 0x1_2345_6789,
+      timeoutMs: 777,
+    });
+    const r2 = await c.call("t.Ctx", "Get", new Uint8Array(1), { timeoutMs: 778 });
+    assertEquals([r.path, r2.path], ["EAGER", "EAGER"]);
+    assertEquals(seen, [[0x1_2345_6789, 777], [undefined, 778]]);
+  } finally {
+    await c.close();
+    await s2.close();
+  }
+}, { skip: FABRIC_LABEL === "shm" ? false : "uses the default fabric" });
