@@ -9,7 +9,7 @@ APT_PKGS := rdma-core ibverbs-providers libibverbs-dev librdmacm-dev ibverbs-uti
 RESULTS := build/test-results
 export NO_COLOR := 1
 
-.PHONY: all setup deps helper demo test test-quick test-vm check bench bench-ffi bench-e2e clean
+.PHONY: all setup deps helper demo test test-quick test-vm check bench bench-ffi bench-e2e bench-vm clean
 
 all: setup
 
@@ -56,6 +56,10 @@ bench: bench-ffi bench-e2e
 
 bench-e2e: setup
 	$(DENO) run -A bench/e2e/run.ts
+
+# Inside the Soft-RoCE VM: verbus over verbs against perftest (results in build/bench/).
+bench-vm: setup
+	SR_SHARE=$(CURDIR) $(SOFTROCE)/run-in-vm.sh 'bash bench/vm/verbs_bench.sh both'
 
 bench-ffi: setup
 	$(DENO) run -A bench/ffi_bench.ts

@@ -74,7 +74,7 @@ export function formatDoctor(c: HostCapabilities): string {
   }
   const q = c.rdma.qpSettings;
   out.push(
-    `  qp settings: timeout ${q.timeout}, retry ${q.retryCnt}, rnr_retry ${q.rnrRetry}, min_rnr_timer ${q.minRnrTimer}, path_mtu enum ${q.pathMtu}, max_rd_atomic ${q.maxRdAtomic}`,
+    `  qp settings: timeout ${q.timeout}, retry ${q.retryCnt}, rnr_retry ${q.rnrRetry}, min_rnr_timer ${q.minRnrTimer}, path_mtu enum ${q.pathMtu}, max_rd_atomic ${q.maxRdAtomic}, sq ${q.sqDepth}, rq ${q.rqDepth}, max_sge ${q.maxSge}, max_inline ${q.maxInline}`,
   );
   out.push("urma");
   out.push(

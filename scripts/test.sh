@@ -28,7 +28,7 @@ if [ "$mode" != quick ]; then
     echo "=== VM suites (Soft-RoCE rxe0 <-> rxe1) ==="
     SR_SHARE=$PWD SR_TIMEOUT=${SR_TIMEOUT:-1500} "$SOFTROCE/run-in-vm.sh" 'bash tests/vm/run.sh' 2>&1 \
       | grep -vE '^\s*$|^\[ *[0-9.]+\] '
-    suites+=(vm-deno vm-bun)
+    suites+=(vm-deno vm-bun vm-verbs-deno vm-verbs-bun)
   else
     echo "SKIPPED: the RDMA suites need $SOFTROCE/run-in-vm.sh (the Soft-RoCE VM), which is absent here"
   fi

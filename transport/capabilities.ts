@@ -18,7 +18,7 @@ import { LIBRDMACM_SPEC } from "../ffi/symbols/librdmacm.ts";
 import { errnoName } from "../errors.ts";
 import { formatGid } from "./verbs/context.ts";
 import { listDevices, openDevice } from "./verbs/device.ts";
-import { DEFAULT_QP_TUNING, type QpTuning } from "./verbs/qp.ts";
+import { DEFAULT_QP_TUNING, type QpTuning, VERBS_QP_CAPS } from "./verbs/qp.ts";
 import { loadVerbs } from "./verbs/verbs_lib.ts";
 
 /** A native library's status. */
@@ -71,7 +71,7 @@ export interface HostCapabilities {
   runtime: { name: string; version: string };
   helper: LibraryStatus & { version?: string; layoutOk: boolean; layoutEntries?: number };
   libraries: { libibverbs: LibraryStatus; librdmacm: LibraryStatus; liburma: LibraryStatus };
-  rdma: { devices: RdmaDeviceInfo[]; reason?: string; qpSettings: QpTuning };
+  rdma: { devices: RdmaDeviceInfo[]; reason?: string; qpSettings: QpTuning & typeof VERBS_QP_CAPS };
   urma: { devices: string[]; simulated: boolean; reason?: string };
   shm: { usable: boolean; reason?: string };
   /** Fabrics this host can use, best first; TCP is always there. */
@@ -87,7 +87,7 @@ function readSysfs(path: string): string | undefined {
 }
 
 async function probeRdma(): Promise<{ lib: LibraryStatus; rdma: HostCapabilities["rdma"] }> {
-  const qpSettings = { ...DEFAULT_QP_TUNING };
+  const qpSettings = { ...DEFAULT_QP_TUNING, ...VERBS_QP_CAPS };
   let v;
   try {
     v = await loadVerbs();
@@ -279,7 +279,7 @@ export async function probeHost(urmaPath?: string): Promise<HostCapabilities> {
       rdma: {
         devices: [],
         reason: "the helper did not load",
-        qpSettings: { ...DEFAULT_QP_TUNING },
+        qpSettings: { ...DEFAULT_QP_TUNING, ...VERBS_QP_CAPS },
       },
     }),
     probeStatus(LIBRDMACM_SPEC),

@@ -49,6 +49,10 @@ export const LIBRDMACM_SYMBOLS = {
   rdma_set_option: { args: ["pointer", "i32", "i32", "buffer", "usize"], result: "i32" },
   /** int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel); */
   rdma_migrate_id: { args: ["pointer", "pointer"], result: "i32" },
+  /** int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr, int *qp_attr_mask);  attrs for a user-created QP */
+  rdma_init_qp_attr: { args: ["pointer", "buffer", "buffer"], result: "i32" },
+  /** int rdma_establish(struct rdma_cm_id *id);  active side with a user-created QP, after CONNECT_RESPONSE */
+  rdma_establish: { args: ["pointer"], result: "i32" },
 } as const;
 
 /** Where to find librdmacm. */
@@ -63,7 +67,20 @@ export const LIBRDMACM_SPEC: LibrarySpec<typeof LIBRDMACM_SYMBOLS> = {
 export const RDMA_PS_TCP = 0x0106;
 /** enum rdma_cm_event_type, by value. */
 export const RDMA_CM_EVENT = [
-  "ADDR_RESOLVED", "ADDR_ERROR", "ROUTE_RESOLVED", "ROUTE_ERROR", "CONNECT_REQUEST",
-  "CONNECT_RESPONSE", "CONNECT_ERROR", "UNREACHABLE", "REJECTED", "ESTABLISHED", "DISCONNECTED",
-  "DEVICE_REMOVAL", "MULTICAST_JOIN", "MULTICAST_ERROR", "ADDR_CHANGE", "TIMEWAIT_EXIT",
+  "ADDR_RESOLVED",
+  "ADDR_ERROR",
+  "ROUTE_RESOLVED",
+  "ROUTE_ERROR",
+  "CONNECT_REQUEST",
+  "CONNECT_RESPONSE",
+  "CONNECT_ERROR",
+  "UNREACHABLE",
+  "REJECTED",
+  "ESTABLISHED",
+  "DISCONNECTED",
+  "DEVICE_REMOVAL",
+  "MULTICAST_JOIN",
+  "MULTICAST_ERROR",
+  "ADDR_CHANGE",
+  "TIMEWAIT_EXIT",
 ] as const;

@@ -24,7 +24,12 @@ import {
   HELLO_VERSION,
   type ServerHello,
 } from "./hello.ts";
-import { cpuYielder, ProgressLoop, type ProgressOptions, progressOptionsSchema } from "./progress.ts";
+import {
+  cpuYielder,
+  ProgressLoop,
+  type ProgressOptions,
+  progressOptionsSchema,
+} from "./progress.ts";
 import { ServerSession } from "./server_session.ts";
 import type { ServerFabricProvider, ServerOffer } from "./fabric_provider.ts";
 import { serverProviders } from "./providers.ts";

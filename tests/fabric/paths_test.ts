@@ -9,7 +9,7 @@ import { RpcError } from "../../rpc/errors.ts";
 import { decodeGetResponse, encodeKeyRequest, encodePutRequest } from "../../rpc/demo/codec.ts";
 import { client, expectedSized, FABRIC_LABEL, pattern, sized, startServer } from "./util.ts";
 
-test("handshake: ESTABLISHED over shm, with the client and server state machines' history", async () => {
+test("handshake: ESTABLISHED over the fabric, with the client and server state machines' history", async () => {
   const { server } = await startServer();
   const c = await client(server);
   try {

@@ -10,7 +10,16 @@ import { assert, assertEquals, test } from "../harness.ts";
 import { FLAG_BULK, METHOD_RECLAIM, READY, REQ } from "../../rpc/region/descriptors.ts";
 import type { Client } from "../../rpc/client.ts";
 import { otherRuntime, spawnScript } from "../util/proc.ts";
-import { client, expectedSized, FABRIC, pattern, SHM_ONLY, sized, startServer, until } from "./util.ts";
+import {
+  client,
+  expectedSized,
+  FABRIC,
+  pattern,
+  SHM_ONLY,
+  sized,
+  startServer,
+  until,
+} from "./util.ts";
 
 const myShm = () => readdirSync("/dev/shm").filter((n) => n.startsWith(`verbus-${pid}-`));
 
@@ -31,7 +40,9 @@ test("8 sessions at once: each gets exactly its own answers over its own region"
       });
       assertEquals([l.path, l.response], ["LAZY", expectedSized(30_000 + k)], `client ${k} LAZY`);
     }));
-    if (FABRIC === "shm") assertEquals(myShm(), [], "every session's shm name was unlinked once both sides mapped it");
+    if (FABRIC === "shm") {
+      assertEquals(myShm(), [], "every session's shm name was unlinked once both sides mapped it");
+    }
     await clients[3].close();
     await until(() => server.fabric!.sessions.size === 7, 2000, "session 3 to end");
     const r = await clients[4].call("test.Fabric", "Echo", pattern(10, 1));

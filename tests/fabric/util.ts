@@ -21,7 +21,9 @@ export const FABRIC = (getEnv("VERBUS_TEST_FABRIC") ?? "shm") as "shm" | "urma" 
 /** What `client.fabric` says for {@link FABRIC}. */
 export const FABRIC_LABEL = FABRIC === "urma" ? "urma (simulated)" : FABRIC;
 /** A reason to skip a test that only makes sense on shm (undefined on shm). */
-export const SHM_ONLY: string | false = FABRIC === "shm" ? false : `shm-specific (this run exercises ${FABRIC})`;
+export const SHM_ONLY: string | false = FABRIC === "shm"
+  ? false
+  : `shm-specific (this run exercises ${FABRIC})`;
 const SIM = join(REPO_ROOT, "build", "urma_sim", "liburma.so.0");
 const HOST = FABRIC === "verbs" ? "10.77.0.2" : "127.0.0.1";
 
@@ -33,7 +35,9 @@ function serverFabric(): Partial<FabricHostOptions> {
 
 function clientFabric(): ClientOptions {
   if (FABRIC === "urma") return { fabric: "urma", providerOptions: { urma: { library: SIM } } };
-  if (FABRIC === "verbs") return { fabric: "verbs", providerOptions: { verbs: { sourceAddr: "10.77.0.1" } } };
+  if (FABRIC === "verbs") {
+    return { fabric: "verbs", providerOptions: { verbs: { sourceAddr: "10.77.0.1" } } };
+  }
   return {};
 }
 

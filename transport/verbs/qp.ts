@@ -56,6 +56,14 @@ export interface QpTuning {
   maxRdAtomic: number;
 }
 
+/** Queue sizes verbus asks for per session QP (doctor reports them). */
+export const VERBS_QP_CAPS = Object.freeze({
+  sqDepth: 512,
+  rqDepth: 256,
+  maxSge: 4,
+  maxInline: 128,
+});
+
 /** The defaults verbus uses. */
 export const DEFAULT_QP_TUNING: Readonly<QpTuning> = Object.freeze({
   pathMtu: 3,

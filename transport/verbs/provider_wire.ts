@@ -1,0 +1,211 @@
+/**
+ * What the verbs fabric exchanges during the handshake, and its validation: provider options
+ * (zod), the server's offer (JSON over the TCP hello), the connect request's private data
+ * (client → server: its region and the session nonce) and the accept's (server → client: the
+ * nonce echoed), and the control-page stamp each side checks with an RDMA READ. Every field from
+ * a peer is validated and bounds-checked here; a lie fails the handshake, never the process.
+ * ```
+ * connect private data, 48 B (≤ 56 on RoCE):
+ *   0 magic 'VBCQ' | 4 version u16 | 6 flags u8 (bit0: client waits in event mode) | 7 0
+ *   8 session u32  | 12 rkey u32   | 16 region addr u64 | 24 region size u64 | 32 nonce[16]
+ * accept private data, 20 B:  0 magic 'VBCP' | 4 nonce[16]
+ * ```
+ * @module
+ */
+import { z } from "zod";
+import { VerbusError } from "../../errors.ts";
+import { CONTROL, REGION_MAGIC, REGION_VERSION } from "../../rpc/region/layout.ts";
+import { isIPv4 } from "./cm_lib.ts";
+
+/** Wire version of the verbs handshake. */
+export const VERBS_WIRE_VERSION = 1;
+const REQ_MAGIC = 0x51434256; // 'VBCQ'
+const REP_MAGIC = 0x50434256; // 'VBCP'
+/** Bytes of the connect private data. */
+export const REQUEST_BYTES = 48;
+const ACCEPT_BYTES = 20;
+/** Bytes of a region's control page the peer checks (magic … proof). */
+export const STAMP_BYTES = CONTROL.proof + 16;
+
+const ipv4 = z.string().refine(
+  isIPv4,
+  "expected an IPv4 address of an RDMA interface (e.g. 10.77.0.2)",
+);
+const mode = z.enum(["poll", "event"]);
+
+/** `providerOptions.verbs` of a server. */
+export const serverOptionsSchema = z.object({
+  /** CM port; default: the verbus TCP port + 1 when known, else 0 (ephemeral). */
+  port: z.number().int().min(0).max(65535).optional(),
+  /** Local RDMA address to listen on; default: the first RDMA device's IPv4 address. */
+  addr: ipv4.optional(),
+  /** How the server waits for work: busy-poll, or sleep on the completion channel when idle. */
+  mode: mode.default("event"),
+  /** A connection must be ESTABLISHED this long after the offer. */
+  acceptTimeoutMs: z.number().int().min(100).max(120_000).default(10_000),
+  /** Listen backlog. */
+  backlog: z.number().int().min(1).max(4096).default(128),
+  /** Signal one send WR in this many. */
+  signalEvery: z.number().int().min(1).max(256).default(32),
+}).strict();
+/** Validated server options. */
+export type VerbsServerOptions = z.output<typeof serverOptionsSchema>;
+
+/** `providerOptions.verbs` of a client. */
+export const clientOptionsSchema = z.object({
+  /** Bind the CM id to this local RDMA address (picks the device the traffic leaves from). */
+  sourceAddr: ipv4.optional(),
+  /** How the client waits for responses. */
+  mode: mode.default("event"),
+  /** Deadline of address/route resolution and of the connect. */
+  connectTimeoutMs: z.number().int().min(100).max(120_000).default(10_000),
+  /** Signal one send WR in this many. */
+  signalEvery: z.number().int().min(1).max(256).default(32),
+}).strict();
+/** Validated client options. */
+export type VerbsClientOptions = z.output<typeof clientOptionsSchema>;
+
+/** What the client says in its hello under `params.verbs`. */
+export const clientParamsSchema = z.object({
+  mode,
+  sourceAddr: ipv4.optional(),
+}).strict();
+
+/** The server's offer. */
+export const offerSchema = z.object({
+  version: z.literal(VERBS_WIRE_VERSION),
+  addr: ipv4,
+  port: z.number().int().min(1).max(65535),
+  device: z.string().max(64),
+  session: z.number().int().min(0).max(0xffffffff),
+  region: z.object({
+    addr: z.string().regex(/^0x[0-9a-f]{1,13}$/, "expected a hex address below 2^52"),
+    rkey: z.number().int().min(0).max(0xffffffff),
+    size: z.number().int().positive(),
+  }).strict(),
+  layoutVersion: z.number().int(),
+  sizes: z.object({ server: z.number().int().positive(), client: z.number().int().positive() })
+    .strict(),
+  nonce: z.string().regex(/^[0-9a-f]{32}$/),
+  mode,
+}).strict();
+/** A validated offer. */
+export type VerbsOffer = z.output<typeof offerSchema>;
+
+/** Parses `schema` or throws HANDSHAKE naming the field. */
+export function parseOrHandshake<T extends z.ZodType>(
+  schema: T,
+  v: unknown,
+  what: string,
+): z.output<T> {
+  const r = schema.safeParse(v);
+  if (r.success) return r.data;
+  const i = r.error.issues[0];
+  throw new VerbusError(
+    "HANDSHAKE",
+    `${what}: field ${i.path.join(".") || "(root)"}: ${i.message}`,
+  );
+}
+
+/** Hex of bytes. */
+export const hex = (b: Uint8Array): string =>
+  Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+/** Bytes of a validated hex string. */
+export const unhex = (s: string): Uint8Array =>
+  Uint8Array.from(s.match(/../g) ?? [], (x) => parseInt(x, 16));
+
+/** The client's connect request. */
+export interface ConnectRequest {
+  session: number;
+  events: boolean;
+  rkey: number;
+  addr: number;
+  size: number;
+  nonce: Uint8Array;
+}
+
+/** Encodes the connect private data. */
+export function encodeRequest(r: ConnectRequest): Uint8Array {
+  const b = new Uint8Array(REQUEST_BYTES), d = new DataView(b.buffer);
+  d.setUint32(0, REQ_MAGIC, true);
+  d.setUint16(4, VERBS_WIRE_VERSION, true);
+  d.setUint8(6, r.events ? 1 : 0);
+  d.setUint32(8, r.session, true);
+  d.setUint32(12, r.rkey, true);
+  d.setBigUint64(16, BigInt(r.addr), true);
+  d.setBigUint64(24, BigInt(r.size), true);
+  b.set(r.nonce.subarray(0, 16), 32);
+  return b;
+}
+
+/** Decodes and checks the connect private data; a string says what is wrong. */
+export function decodeRequest(b: Uint8Array): ConnectRequest | string {
+  if (b.length < REQUEST_BYTES) {
+    return `private data of ${b.length} bytes (expected ${REQUEST_BYTES})`;
+  }
+  const d = new DataView(b.buffer, b.byteOffset, b.length);
+  if (d.getUint32(0, true) !== REQ_MAGIC) return "not a verbus connect request (magic)";
+  if (d.getUint16(4, true) !== VERBS_WIRE_VERSION) {
+    return `verbs wire version ${d.getUint16(4, true)} (expected ${VERBS_WIRE_VERSION})`;
+  }
+  const flags = d.getUint8(6);
+  if (flags > 1) return `unknown flags 0x${flags.toString(16)}`;
+  const addr = d.getBigUint64(16, true), size = d.getBigUint64(24, true);
+  if (addr === 0n || addr + size > BigInt(Number.MAX_SAFE_INTEGER)) {
+    return `region address 0x${addr.toString(16)} + ${size} is out of range`;
+  }
+  return {
+    session: d.getUint32(8, true),
+    events: flags === 1,
+    rkey: d.getUint32(12, true),
+    addr: Number(addr),
+    size: Number(size),
+    nonce: b.slice(32, 48),
+  };
+}
+
+/** Encodes the accept private data. */
+export function encodeAccept(nonce: Uint8Array): Uint8Array {
+  const b = new Uint8Array(ACCEPT_BYTES);
+  new DataView(b.buffer).setUint32(0, REP_MAGIC, true);
+  b.set(nonce.subarray(0, 16), 4);
+  return b;
+}
+
+/** Checks the accept private data against the nonce of the offer; a string says what is wrong. */
+export function checkAccept(b: Uint8Array, nonce: Uint8Array): string | undefined {
+  if (b.length < ACCEPT_BYTES) return `accept private data of ${b.length} bytes`;
+  if (new DataView(b.buffer, b.byteOffset, 4).getUint32(0, true) !== REP_MAGIC) {
+    return "not a verbus accept (magic)";
+  }
+  return hex(b.subarray(4, 20)) === hex(nonce)
+    ? undefined
+    : "the accept carries another session's nonce";
+}
+
+/** Writes magic, version, role and the session nonce into a region's control page. */
+export function stampRegion(local: Uint8Array, role: 1 | 2, nonce: Uint8Array): void {
+  const d = new DataView(local.buffer, local.byteOffset, STAMP_BYTES);
+  d.setUint32(CONTROL.magic, REGION_MAGIC, true);
+  d.setUint32(CONTROL.version, REGION_VERSION, true);
+  d.setUint32(CONTROL.role, role, true);
+  local.set(nonce.subarray(0, 16), CONTROL.proof);
+}
+
+/** Checks a peer's control page read by RDMA READ; a string says what is wrong. */
+export function checkStamp(b: Uint8Array, role: 1 | 2, nonce: Uint8Array): string | undefined {
+  const d = new DataView(b.buffer, b.byteOffset, b.length);
+  if (d.getUint32(CONTROL.magic, true) !== REGION_MAGIC) {
+    return "the peer region holds no verbus region (magic): wrong address or rkey";
+  }
+  if (d.getUint32(CONTROL.version, true) !== REGION_VERSION) {
+    return `region version ${d.getUint32(CONTROL.version, true)} (expected ${REGION_VERSION})`;
+  }
+  if (d.getUint32(CONTROL.role, true) !== role) {
+    return `the peer region has role ${d.getUint32(CONTROL.role, true)} (expected ${role})`;
+  }
+  if (hex(b.subarray(CONTROL.proof, CONTROL.proof + 16)) !== hex(nonce)) {
+    return "the peer region holds another session's nonce";
+  }
+  return undefined;
+}
