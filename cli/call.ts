@@ -32,6 +32,7 @@ options:
   --fabric auto|shm|verbs|urma|tcp   data plane (default auto: the best both hosts share)
   --urma sim|PATH            liburma to use ("sim" = verbus's simulator; never used otherwise)
   --source-addr A            bind the RDMA connection to local address A
+  --rdma-mode poll|event     how this client waits for RDMA completions (default event)
   --force-path eager|lazy|bulk|tcp
   --simulate-fabric-down     --simulate-op-fail N      --simulate-errors N
   --simulate-server-pressure ring|objpool
@@ -230,7 +231,14 @@ export async function main(args: string[]): Promise<number> {
     refreshEvery: o["simulate-server-pressure"] ? 1 : 64,
     providerOptions: {
       ...(o.urma ? { urma: { library: o.urma === "sim" ? simulatorPath() : o.urma } } : {}),
-      ...(o["source-addr"] ? { verbs: { sourceAddr: o["source-addr"] } } : {}),
+      ...(o["source-addr"] || o["rdma-mode"]
+        ? {
+          verbs: {
+            ...(o["source-addr"] ? { sourceAddr: o["source-addr"] } : {}),
+            ...(o["rdma-mode"] ? { mode: o["rdma-mode"] } : {}),
+          },
+        }
+        : {}),
     },
     logger: { warn: (m) => console.error(`verbus: ${m}`) },
   };

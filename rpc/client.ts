@@ -58,6 +58,8 @@ export const clientOptionsSchema = ChannelOptionsSchema.extend({
   providerOptions: z.record(z.string(), z.unknown()).default({}),
   /** Force every call onto one path. */
   forcePath: callPathSchema.optional(),
+  /** After a session fails, negotiate a new one this long after (doubling while it fails; 0 = never). */
+  reestablishMs: z.number().int().min(0).max(3_600_000).default(2000),
   /** Refresh the server's control-page snapshot every N fabric calls (0 = never). */
   refreshEvery: z.number().int().min(0).default(64),
   faults: faultsSchema.default({ fabricDown: false, opFail: 0, errors: 0 }),
@@ -101,9 +103,14 @@ export class Client {
   readonly #channel: Channel;
   readonly #o: z.output<typeof clientOptionsSchema>;
   readonly #sel: SelectorConfig;
-  readonly #outcome: FabricOutcome;
-  readonly #session: ClientSession | null;
-  readonly #loop: ProgressLoop | null;
+  #outcome: FabricOutcome;
+  #session: ClientSession | null;
+  #loop: ProgressLoop | null;
+  readonly #yieldCpu: () => void;
+  /** Re-establishing a failed session: the attempt in flight, and when the next may start. */
+  #redo: Promise<void> | null = null;
+  #redoAt = 0;
+  #redoBackoff: number;
   #errors: number;
   #fabricOps = 0;
   #fallbacks = 0;
@@ -128,16 +135,51 @@ export class Client {
     this.#outcome = outcome;
     this.#session = outcome.session;
     this.#errors = o.faults.errors;
+    this.#yieldCpu = yieldCpu;
+    this.#redoBackoff = o.reestablishMs;
+    this.#loop = this.#session ? this.#makeLoop(this.#session) : null;
+  }
+
+  #makeLoop(s: ClientSession): ProgressLoop {
+    return new ProgressLoop(
+      () => this.#step(s),
+      (ms) => this.#idleWait(s, ms),
+      () => s.inflight > 0 && !s.failed,
+      this.#o.progress,
+      this.#yieldCpu,
+    );
+  }
+
+  /**
+   * A session that was ESTABLISHED and then failed (the server closed it, a QP error…) is
+   * negotiated again on the same TCP channel after `reestablishMs` (doubling up to 30 s while
+   * attempts fail). Calls meanwhile go over TCP. Never blocks a call.
+   */
+  #maybeReestablish(): void {
     const s = this.#session;
-    this.#loop = s
-      ? new ProgressLoop(
-        () => this.#step(s),
-        (ms) => this.#idleWait(s, ms),
-        () => s.inflight > 0 && !s.failed,
-        o.progress,
-        yieldCpu,
-      )
-      : null;
+    if (!s || !s.failed || this.#redo || this.#o.reestablishMs === 0) return;
+    const now = performance.now();
+    if (now < this.#redoAt) return;
+    if (this.#redoAt === 0) { // first notice: wait the back-off once before trying
+      this.#redoAt = now + this.#redoBackoff;
+      return;
+    }
+    this.#redo = (async () => {
+      this.#loop?.stop();
+      s.close();
+      const outcome = await establishFabric(this.#channel, this.#o).catch(() => null);
+      if (outcome?.session) {
+        this.#outcome = outcome;
+        this.#session = outcome.session;
+        this.#loop = this.#makeLoop(outcome.session);
+        this.#errors = this.#o.faults.errors; // a fresh session starts with a clean record
+        this.#redoAt = 0;
+        this.#redoBackoff = this.#o.reestablishMs;
+      } else {
+        this.#redoBackoff = Math.min(30_000, this.#redoBackoff * 2);
+        this.#redoAt = performance.now() + this.#redoBackoff;
+      }
+    })().finally(() => (this.#redo = null));
   }
 
   /** The TCP channel (control plane / fallback). */
@@ -163,6 +205,7 @@ export class Client {
     options: ClientCallOptions = {},
   ): Promise<ClientCallResult> {
     const attachment = options.attachment ?? new Uint8Array(0);
+    if (this.#session?.failed) this.#maybeReestablish();
     const s = this.#session;
     const forcePath = options.forcePath ?? this.#o.forcePath;
     const fabricUp = s !== null && !s.failed && !this.#o.faults.fabricDown;
@@ -372,6 +415,7 @@ export class Client {
 
   /** Closes the fabric session and the channel. Safe twice. */
   async close(): Promise<void> {
+    await this.#redo;
     this.#loop?.stop();
     this.#session?.close();
     await this.#channel.close();
@@ -401,6 +445,7 @@ export async function connect(
     faults: _x,
     progress: _g,
     providerOptions: _v,
+    reestablishMs: _q,
     ...chOpts
   } = o;
   const channel = await connectChannel(address, chOpts);

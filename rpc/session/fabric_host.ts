@@ -85,6 +85,8 @@ export class FabricHost {
   readonly #methods: (readonly [string, string])[];
   readonly #pending = new Map<string, Pending>();
   readonly #sessions = new Set<ServerSession>();
+  /** The established session of each connection (a new hello on it replaces the old session). */
+  readonly #byPeer = new Map<string, ServerSession>();
   readonly #waits = new Map<ServerSession, Promise<boolean>>();
   readonly #loop: ProgressLoop;
   readonly #max: RegionConfig;
@@ -168,6 +170,11 @@ export class FabricHost {
 
   async #hello(req: Uint8Array, ctx: CallContext): Promise<Uint8Array> {
     const key = peerKey(ctx);
+    const old = this.#byPeer.get(key);
+    if (old) { // the client negotiates again (its session failed): the old one goes first
+      this.#byPeer.delete(key);
+      old.close("replaced by a new hello on the same connection");
+    }
     const m = serverMachine(
       `fabric handshake with ${key}`,
       (l) => this.#logger.info?.(l) ?? this.#logger.warn(l),
@@ -307,8 +314,10 @@ export class FabricHost {
     p.session.signal.addEventListener("abort", () => {
       this.#sessions.delete(p.session);
       this.#waits.delete(p.session);
+      if (this.#byPeer.get(key) === p.session) this.#byPeer.delete(key);
     }, { once: true });
     this.#sessions.add(p.session);
+    this.#byPeer.set(key, p.session);
     this.#loop.start();
     return new Uint8Array(0);
   }

@@ -185,3 +185,32 @@ test("start-up removes shm objects left by a dead process, and only those", asyn
     for (const f of [dead, alive]) if (existsSync(f)) (await import("node:fs")).unlinkSync(f);
   }
 }, { skip: SHM_ONLY });
+
+test("a session the server failed is negotiated again later; calls return to the fabric", async () => {
+  const { server } = await startServer();
+  const c = await client(server, { reestablishMs: 50 });
+  try {
+    await c.call("test.Fabric", "Echo", pattern(8, 1));
+    forge(c, 60, {
+      seq: 1,
+      method: 5000,
+      offset: c.session!.layouts.server.slotLocal.offset + 60 * 4096,
+      length: 4,
+    });
+    await until(() => server.fabric!.sessions.size === 0, 2000, "the forged session to be failed");
+    const fallback = await c.call("test.Fabric", "Echo", pattern(100, 2));
+    assertEquals(fallback.path, "TCP_FALLBACK", "right after the failure: TCP");
+    let back = fallback;
+    const end = Date.now() + 5000;
+    while (back.path === "TCP_FALLBACK" && Date.now() < end) {
+      await new Promise((r) => setTimeout(r, 20));
+      back = await c.call("test.Fabric", "Echo", pattern(100, 3));
+    }
+    assertEquals([back.path, back.response], ["EAGER", pattern(100, 3)], "back on the fabric");
+    assertEquals(c.handshake.state, "ESTABLISHED");
+    assertEquals(server.fabric!.sessions.size, 1, "one session for this client, not two");
+  } finally {
+    await c.close();
+    await server.close();
+  }
+});
