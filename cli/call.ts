@@ -65,6 +65,7 @@ const schema = z.object({
   fabric: z.enum(["auto", "shm", "verbs", "urma", "tcp"]).default("auto"),
   urma: z.string().min(1).optional(),
   "source-addr": z.string().min(1).optional(),
+  "rdma-mode": z.enum(["poll", "event"]).optional(),
   "force-path": z.enum(["eager", "lazy", "bulk", "tcp"]).optional(),
   "simulate-fabric-down": z.boolean().optional(),
   "simulate-op-fail": num.min(1).optional(),
