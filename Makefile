@@ -9,7 +9,7 @@ APT_PKGS := rdma-core ibverbs-providers libibverbs-dev librdmacm-dev ibverbs-uti
 RESULTS := build/test-results
 export NO_COLOR := 1
 
-.PHONY: all setup deps helper demo test test-quick test-vm check bench bench-ffi bench-e2e bench-vm clean
+.PHONY: all setup deps helper demo test test-quick test-vm check binary bench bench-ffi bench-e2e bench-vm clean
 
 all: setup
 
@@ -51,6 +51,10 @@ test-vm: setup
 
 check: setup
 	$(DENO) check mod.ts cli/main.ts tests/run.ts tests/*/*_test.ts tests/urma/fixtures/peer.ts
+
+# The single-file binary (Bun): build/verbus, next to the helper it loads.
+binary: setup
+	$(BUN) build --compile cli/verbus_bun.ts ffi/bun_worker.ts --outfile build/verbus
 
 bench: bench-ffi bench-e2e
 

@@ -39,7 +39,8 @@ const COMMANDS: Record<string, () => Promise<{ main(args: string[]): Promise<num
   call: () => import("./call.ts"),
 };
 
-async function main(): Promise<number> {
+/** Runs the command line and returns the exit code (the compiled binary calls this too). */
+export async function main(): Promise<number> {
   const [command, ...rest] = cliArgs();
   if (!command || command === "--help" || command === "-h" || command === "help") {
     console.log(USAGE);

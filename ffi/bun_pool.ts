@@ -21,6 +21,16 @@ interface PooledWorker {
   busy: boolean;
 }
 
+/**
+ * Where the worker script is: next to this file, or — inside a single-file build, where every
+ * module's `import.meta.url` is the binary's and extra entry points keep their path from the
+ * repository root (`bun build --compile cli/verbus_bun.ts ffi/bun_worker.ts`) — at ffi/.
+ */
+function workerUrl(): URL {
+  const compiled = import.meta.url.includes("/$bunfs/");
+  return new URL(compiled ? "./ffi/bun_worker.ts" : "./bun_worker.ts", import.meta.url);
+}
+
 /** Most workers one library keeps; further calls queue. */
 const MAX_WORKERS = 128;
 
@@ -66,9 +76,7 @@ export class WorkerPool {
   #idle(): PooledWorker {
     const free = this.#workers.find((w) => !w.busy);
     if (free) return free;
-    const worker = new Worker(
-      new URL("./bun_worker.ts", import.meta.url).href,
-    ) as PooledWorker["worker"];
+    const worker = new Worker(workerUrl()) as PooledWorker["worker"];
     const pw: PooledWorker = { worker, busy: false };
     worker.postMessage({ open: this.path, defs: this.defs });
     worker.onmessage = (e: MessageEvent) => {

@@ -284,8 +284,14 @@ export class Client {
     return new Promise((r) => this.#slotWaiters.push(r));
   }
 
+  /** The idle wait in flight (a loop woken by a new call leaves it running; the next idle
+   * period waits on it again instead of parking another thread). */
+  #wait: Promise<boolean> | null = null;
+
   async #idleWait(s: ClientSession, ms: number): Promise<boolean> {
-    const woke = await s.endpoint.waitInbound(s.seenDoorbell, s.msToDeadline(ms));
+    this.#wait ??= s.endpoint.waitInbound(s.seenDoorbell, s.msToDeadline(ms))
+      .finally(() => (this.#wait = null));
+    const woke = await this.#wait;
     s.checkDeadlines();
     return woke;
   }

@@ -118,7 +118,10 @@ export class ProgressLoop {
       } else if (now - lastWork > this.#idleAfterMs) {
         this.counters.sleeps++;
         const woke = await Promise.race([
-          this.idleWait(this.#idleWaitMs),
+          // A failing wait (e.g. its worker died) must not end the loop: sleep on a timer instead.
+          this.idleWait(this.#idleWaitMs).catch(() =>
+            new Promise<boolean>((r) => setTimeout(() => r(false), 10))
+          ),
           new Promise<boolean>((r) => (this.#wakeup = () => r(true))),
         ]);
         this.#wakeup = null;

@@ -95,7 +95,7 @@ export function spawnScript(
     }
     const onChunk = (b: Uint8Array) => {
       out += new TextDecoder().decode(b);
-      const m = /listening on (\d+)/.exec(out);
+      const m = /listening on (?:[\w.:[\]-]*:)?(\d+)/.exec(out);
       if (m && !done) {
         done = true;
         clearTimeout(timer);

@@ -47,6 +47,7 @@ export class ShmEndpoint implements FabricEndpoint {
   #cqCount = 0;
   #failed: string | null = null;
   #closed = false;
+  #waiters = 0;
 
   /**
    * @param mapping the session's mapping; owned by the session (closed after this endpoint)
@@ -177,6 +178,10 @@ export class ShmEndpoint implements FabricEndpoint {
   async waitInbound(seen: number, timeoutMs: number): Promise<boolean> {
     if (this.#closed) return false;
     const words = this.#localI32;
+    // Several waits may be in flight (a loop woken by a new call leaves its wait running and
+    // may start another): the flag stays set until the last of them returns, or a kick could
+    // skip the wake that the remaining sleeper needs.
+    this.#waiters++;
     Atomics.store(words, REGION_SLEEPING_OFFSET >> 2, 1);
     try {
       if (Atomics.load(words, REGION_DOORBELL_OFFSET >> 2) !== seen) return true;
@@ -187,7 +192,9 @@ export class ShmEndpoint implements FabricEndpoint {
       );
       return rc === 0 || rc === 1;
     } finally {
-      if (!this.#closed) Atomics.store(words, REGION_SLEEPING_OFFSET >> 2, 0);
+      if (--this.#waiters === 0 && !this.#closed) {
+        Atomics.store(words, REGION_SLEEPING_OFFSET >> 2, 0);
+      }
     }
   }
 

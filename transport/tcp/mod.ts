@@ -12,6 +12,7 @@
  */
 import { VerbusError } from "../../errors.ts";
 import { RUNTIME } from "../../ffi/runtime.ts";
+import { presetBackends } from "../../ffi/ffi.ts";
 import type { TcpTransport } from "./tcp.ts";
 
 export type {
@@ -32,4 +33,5 @@ if (RUNTIME === "unsupported") {
 const file: string = RUNTIME === "deno" ? "./deno.ts" : "./bun.ts";
 
 /** The TCP transport of this runtime. Usable from the main JS thread only. */
-export const tcp: TcpTransport = ((await import(file)) as { transport: TcpTransport }).transport;
+export const tcp: TcpTransport = (presetBackends()?.tcp as TcpTransport | undefined) ??
+  ((await import(file)) as { transport: TcpTransport }).transport;

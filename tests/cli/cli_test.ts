@@ -1,0 +1,216 @@
+/**
+ * The `verbus` command line, as a user runs it: `verbus serve` on the other runtime, `verbus call`
+ * on this one (`--json`: one object per op with ok, op, path, fabric, latency_us, result), every
+ * demo op, the fault flags, the lifecycle demos, bad options named in the error, and the
+ * single-file binary built with `bun build --compile`.
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { assert, assertEquals, test } from "../harness.ts";
+import { RUNTIME } from "../../ffi/runtime.ts";
+import { otherRuntime, REPO_ROOT, runtimeBinary, withChild } from "../util/proc.ts";
+
+function verbus(args: string[], runtime = RUNTIME as "deno" | "bun") {
+  const bin = runtimeBinary(runtime);
+  const argv = runtime === "deno"
+    ? ["run", "-A", join(REPO_ROOT, "cli/main.ts"), ...args]
+    : [join(REPO_ROOT, "cli/main.ts"), ...args];
+  const r = spawnSync(bin, argv, { cwd: REPO_ROOT, encoding: "utf8", timeout: 120_000 });
+  return { code: r.status, out: r.stdout ?? "", err: r.stderr ?? "" };
+}
+
+function lines(out: string): Record<string, unknown>[] {
+  return out.trim().split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
+}
+
+const SERVE = ["--object-ttl-ms", "200"];
+
+test(`verbus call (${RUNTIME}) → verbus serve (${otherRuntime()}): every op, --json`, async () => {
+  await withChild(
+    otherRuntime(),
+    "cli/main.ts",
+    { args: ["serve", "--port", "0", ...SERVE] },
+    async (srv) => {
+      const file = join(REPO_ROOT, "build", `cli-test-${RUNTIME}.bin`);
+      writeFileSync(file, new Uint8Array(60_000).map((_, i) => i * 7));
+      const r = verbus([
+        "call",
+        "--port",
+        String(srv.port),
+        "--json",
+        "--ping",
+        "--echo",
+        "hi",
+        "--put",
+        "k",
+        "v",
+        "--get",
+        "k",
+        "--mget",
+        "k,nope",
+        "--profile",
+        "7",
+        "--large-get",
+        "big:64k",
+        "--bigput",
+        "bk",
+        "20000",
+        "--image-put",
+        "cli.png",
+        file,
+        "--brpc-echo",
+        "hello",
+      ]);
+      assertEquals(r.code, 0, r.err);
+      const got = lines(r.out);
+      assertEquals(got.map((l) => l.op), [
+        "ping",
+        "echo",
+        "put",
+        "get",
+        "mget",
+        "profile",
+        "large-get",
+        "bigput",
+        "image-put",
+        "brpc-echo",
+      ]);
+      for (const l of got) {
+        assert(
+          l.ok === true && typeof l.latency_us === "number" && l.fabric === "shm",
+          JSON.stringify(l),
+        );
+      }
+      const by = Object.fromEntries(got.map((l) => [l.op, l]));
+      assertEquals([by.echo.result, by.get.result, by.mget.result, by["brpc-echo"].result], [
+        "hi",
+        "v",
+        ["v", null],
+        "hello",
+      ]);
+      assertEquals([by["large-get"].path, (by["large-get"].result as { bytes: number }).bytes], [
+        "LAZY",
+        65536,
+      ]);
+      assertEquals(by.bigput.path, "BULK");
+      assertEquals((by["image-put"].result as { bytes: number; chunks: number }).chunks, 3);
+    },
+  );
+}, { timeoutMs: 120_000 });
+
+test("fault flags and forced paths from the command line", async () => {
+  await withChild(
+    otherRuntime(),
+    "cli/main.ts",
+    { args: ["serve", "--port", "0", ...SERVE] },
+    async (srv) => {
+      const p = String(srv.port);
+      const path = (extra: string[]) =>
+        lines(verbus(["call", "--port", p, "--json", "--echo", "x", ...extra]).out)[0]?.path;
+      assertEquals(path([]), "EAGER");
+      assertEquals(path(["--force-path", "tcp"]), "TCP_FALLBACK");
+      assertEquals(path(["--force-path", "bulk"]), "BULK");
+      assertEquals(path(["--simulate-fabric-down"]), "TCP_FALLBACK");
+      assertEquals(path(["--simulate-op-fail", "1"]), "TCP_FALLBACK");
+      assertEquals(path(["--simulate-errors", "9"]), "TCP_FALLBACK");
+      assertEquals(path(["--simulate-server-pressure", "ring"]), "TCP_FALLBACK");
+      assertEquals(path(["--simulate-server-pressure", "objpool"]), "TCP_FALLBACK");
+      assertEquals(path(["--fabric", "tcp"]), "TCP_FALLBACK");
+    },
+  );
+}, { timeoutMs: 180_000 });
+
+test("lifecycle demos and --stats from the command line", async () => {
+  await withChild(
+    otherRuntime(),
+    "cli/main.ts",
+    { args: ["serve", "--port", "0", ...SERVE] },
+    async (srv) => {
+      const r = verbus([
+        "call",
+        "--port",
+        String(srv.port),
+        "--json",
+        "--lifecycle",
+        "5",
+        "--lifecycle-stale",
+        "--lifecycle-repeat-reclaim",
+        "--lifecycle-timeout",
+        "--stats",
+      ]);
+      assertEquals(r.code, 0, r.err);
+      const by = Object.fromEntries(
+        lines(r.out).map((l) => [l.op, l.result as Record<string, number>]),
+      );
+      assertEquals([by.lifecycle.allocated, by.lifecycle.reclaimed], [5, 5]);
+      assertEquals(by["lifecycle-stale"].stale_refs, 1);
+      assertEquals(by["lifecycle-repeat-reclaim"].stale_refs, 1);
+      assertEquals(by["lifecycle-timeout"].ttl_reclaimed, 1);
+      const stats = by.stats as unknown as { fabric: string; server: { completed: number } };
+      assertEquals(stats.fabric, "shm");
+      assert(stats.server.completed > 0, "server snapshot in --stats");
+    },
+  );
+}, { timeoutMs: 120_000 });
+
+test("a bad option is refused naming it (exit 2), a bad value too", () => {
+  const a = verbus(["call", "--port", "1", "--frobnicate", "3"]);
+  assertEquals(a.code, 2);
+  assert(a.err.includes("--frobnicate"), a.err);
+  const b = verbus(["call", "--port", "1", "--force-path", "sideways"]);
+  assertEquals(b.code, 2);
+  assert(b.err.includes("--force-path"), b.err);
+  const c = verbus(["serve", "--port", "99999"]);
+  assertEquals(c.code, 2);
+  assert(c.err.includes("--port"), c.err);
+});
+
+test("the single-file binary (bun build --compile) serves and calls over shm", async () => {
+  const out = join(REPO_ROOT, "build", "verbus");
+  const b = spawnSync(runtimeBinary("bun"), [
+    "build",
+    "--compile",
+    "cli/verbus_bun.ts",
+    "ffi/bun_worker.ts",
+    "--outfile",
+    out,
+  ], {
+    cwd: REPO_ROOT,
+    encoding: "utf8",
+    timeout: 120_000,
+  });
+  assertEquals(b.status, 0, b.stderr);
+  assert(existsSync(out), "binary written");
+  const { spawn } = await import("node:child_process");
+  const srv = spawn(out, ["serve", "--port", "0", "--json"], { stdio: ["ignore", "pipe", "pipe"] });
+  try {
+    const port = await new Promise<number>((res, rej) => {
+      let s = "";
+      srv.stdout!.on("data", (d) => {
+        s += d;
+        const m = /"port":(\d+)/.exec(s);
+        if (m) res(Number(m[1]));
+      });
+      srv.on("exit", (c) => rej(new Error(`binary server exited ${c}`)));
+    });
+    const r = spawnSync(out, [
+      "call",
+      "--port",
+      String(port),
+      "--json",
+      "--ping",
+      "--large-get",
+      "big:64k",
+    ], { encoding: "utf8", timeout: 60_000 });
+    assertEquals(r.status, 0, r.stderr);
+    const got = lines(r.stdout);
+    assertEquals(got.map((l) => [l.op, l.ok, l.fabric]), [["ping", true, "shm"], [
+      "large-get",
+      true,
+      "shm",
+    ]]);
+  } finally {
+    srv.kill("SIGTERM");
+  }
+}, { timeoutMs: 180_000 });
