@@ -19,6 +19,8 @@ interface Pending {
 interface PooledWorker {
   worker: Worker & { ref(): void; unref(): void };
   busy: boolean;
+  /** The call it runs (valid while busy). */
+  current: number;
 }
 
 /**
@@ -65,6 +67,7 @@ export class WorkerPool {
       const run = () => {
         const w = this.#idle();
         w.busy = true;
+        w.current = id;
         w.worker.ref();
         w.worker.postMessage({ id, name, args: wire });
       };
@@ -77,7 +80,7 @@ export class WorkerPool {
     const free = this.#workers.find((w) => !w.busy);
     if (free) return free;
     const worker = new Worker(workerUrl()) as PooledWorker["worker"];
-    const pw: PooledWorker = { worker, busy: false };
+    const pw: PooledWorker = { worker, busy: false, current: 0 };
     worker.postMessage({ open: this.path, defs: this.defs });
     worker.onmessage = (e: MessageEvent) => {
       const { id, result, error } = e.data as { id: number; result?: unknown; error?: string };
@@ -93,10 +96,16 @@ export class WorkerPool {
       if (next) next();
     };
     worker.onerror = (e: ErrorEvent) => {
-      for (const [id, p] of this.#inflight) {
+      // Only this worker's call fails; the worker leaves the pool and queued calls go on.
+      const p = pw.busy ? this.#inflight.get(pw.current) : undefined;
+      if (p) {
+        this.#inflight.delete(pw.current);
         p.reject(new Error(`ffi worker failed: ${e.message}`));
-        this.#inflight.delete(id);
       }
+      this.#workers = this.#workers.filter((w) => w !== pw);
+      worker.terminate();
+      const next = this.#queue.shift();
+      if (next) next();
     };
     this.#workers.push(pw);
     return pw;

@@ -5,7 +5,6 @@
  * batched data path (WRITE, READ, SEND_WITH_IMM; polling and event mode) moves real bytes
  * between rxe0 and rxe1.
  */
-import { execFileSync } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { assert, assertEquals, test } from "../harness.ts";
 import { probeHost } from "../../transport/capabilities.ts";
@@ -20,23 +19,9 @@ import {
   IBV_WR,
 } from "../../ffi/symbols/libibverbs.ts";
 import { connectPair, pollUntil, TestBatch, WcReader } from "./verbs_pair.ts";
+import { kernelResourceCounts } from "./fabric_verbs_util.ts";
 
 const GID_INDEX = Number(getEnv("SR_GID_INDEX") ?? 1);
-
-function kernelResourceCounts(): Record<string, number> {
-  // `rdma resource show`: "0: rxe0: pd 1 cq 2 qp 1 cm_id 0 mr 0 ctx 0 srq 0"
-  const out = execFileSync("rdma", ["resource", "show"], { encoding: "utf8" });
-  const counts: Record<string, number> = {};
-  for (const line of out.trim().split("\n")) {
-    const dev = line.split(":")[1]?.trim();
-    const re = /(\w+) (\d+)/g;
-    let m;
-    while ((m = re.exec(line.split(":").slice(2).join(":")))) {
-      counts[`${dev}.${m[1]}`] = Number(m[2]);
-    }
-  }
-  return counts;
-}
 
 function openFds(): number {
   return readdirSync("/proc/self/fd").length;

@@ -16,6 +16,7 @@ import { type Completions, type FabricEndpoint, FAILED, FULL, OK, SIGNALED } fro
 import type { Helper } from "../../ffi/helper.ts";
 import type { NonNullPtr } from "../../ffi/types.ts";
 import type { ShmMapping } from "./shm_object.ts";
+import { CompletionRing } from "../completion_ring.ts";
 
 /** Completion records the endpoint can hold before a poll (signaled posts beyond it get FULL). */
 const CQ_DEPTH = 4096;
@@ -41,10 +42,7 @@ export class ShmEndpoint implements FabricEndpoint {
   readonly #localI32: Int32Array;
   readonly #localDoorbell: NonNullPtr;
   readonly #remoteDoorbell: NonNullPtr;
-  readonly #cqId = new Float64Array(CQ_DEPTH);
-  readonly #cqStatus = new Int32Array(CQ_DEPTH);
-  #cqHead = 0;
-  #cqCount = 0;
+  readonly #cq = new CompletionRing(CQ_DEPTH);
   #failed: string | null = null;
   #closed = false;
   #waiters = 0;
@@ -86,17 +84,13 @@ export class ShmEndpoint implements FabricEndpoint {
   }
 
   #complete(wrId: number, flags: number): number {
-    if ((flags & SIGNALED) === 0) return OK;
-    const i = (this.#cqHead + this.#cqCount) % CQ_DEPTH;
-    this.#cqId[i] = wrId;
-    this.#cqStatus[i] = WC_SUCCESS;
-    this.#cqCount++;
+    if ((flags & SIGNALED) !== 0) this.#cq.push(wrId, WC_SUCCESS);
     return OK;
   }
 
   #usable(signaled: boolean): number {
     if (this.#failed !== null || this.#closed) return FAILED;
-    if (signaled && this.#cqCount >= CQ_DEPTH) return FULL;
+    if (signaled && this.#cq.length >= CQ_DEPTH) return FULL;
     return OK;
   }
 
@@ -148,15 +142,7 @@ export class ShmEndpoint implements FabricEndpoint {
   flush(): void {}
 
   poll(out: Completions): number {
-    let n = 0;
-    while (n < out.capacity && this.#cqCount > 0) {
-      out.wrId[n] = this.#cqId[this.#cqHead];
-      out.status[n] = this.#cqStatus[this.#cqHead];
-      this.#cqHead = (this.#cqHead + 1) % CQ_DEPTH;
-      this.#cqCount--;
-      n++;
-    }
-    return n;
+    return this.#cq.drainInto(out);
   }
 
   statusText(status: number): string {

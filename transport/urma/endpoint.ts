@@ -25,6 +25,7 @@
  * Threading: one JS thread; `waitInbound` blocks off-thread (helper `vb_wait_fd`).
  * @module
  */
+import { CompletionRing } from "../completion_ring.ts";
 import {
   type Completions,
   type FabricEndpoint,
@@ -112,10 +113,7 @@ export class UrmaEndpoint implements FabricEndpoint {
   #sinceSig = 0;
   #bytesSinceSig = 0;
   // completions for the caller
-  readonly #ucId = new Float64Array(USER_CQ);
-  readonly #ucSt = new Int32Array(USER_CQ);
-  #ucHead = 0;
-  #ucCount = 0;
+  readonly #uc = new CompletionRing(USER_CQ);
   // notifications and receives
   #kicks = 0;
   #notified = 0;
@@ -206,7 +204,7 @@ export class UrmaEndpoint implements FabricEndpoint {
     if (this.#posted - this.#done >= SQ_DEPTH - 2 || this.#fCount >= SIGNALED_BUDGET) {
       return this.#usable() || FULL;
     }
-    if (userSig && this.#ucCount + this.#fUserCount >= USER_CQ) return this.#usable() || FULL;
+    if (userSig && this.#uc.length + this.#fUserCount >= USER_CQ) return this.#usable() || FULL;
     return this.#usable();
   }
 
@@ -263,11 +261,7 @@ export class UrmaEndpoint implements FabricEndpoint {
   }
 
   #pushUser(wrId: number, status: number): void {
-    if (this.#ucCount >= USER_CQ) return;
-    const i = (this.#ucHead + this.#ucCount) % USER_CQ;
-    this.#ucId[i] = wrId;
-    this.#ucSt[i] = status;
-    this.#ucCount++;
+    this.#uc.push(wrId, status);
   }
 
   /** One WRITE of aux[at, +n) to the peer at `remoteOff` (bounds already checked). */
@@ -497,15 +491,7 @@ export class UrmaEndpoint implements FabricEndpoint {
       this.#reap();
       this.#publishCredits();
     }
-    let n = 0;
-    while (n < out.capacity && this.#ucCount > 0) {
-      out.wrId[n] = this.#ucId[this.#ucHead];
-      out.status[n] = this.#ucSt[this.#ucHead];
-      this.#ucHead = (this.#ucHead + 1) % USER_CQ;
-      this.#ucCount--;
-      n++;
-    }
-    return n;
+    return this.#uc.drainInto(out);
   }
 
   statusText(status: number): string {
@@ -558,10 +544,9 @@ export class UrmaEndpoint implements FabricEndpoint {
     this.#post();
     for (let spin = 0; spin < 1_000_000; spin++) {
       this.#reap();
-      if (this.#ucCount > 0 && this.#ucId[this.#ucHead] === PROOF_WR) { // the first signaled request
-        const st = this.#ucSt[this.#ucHead];
-        this.#ucHead = (this.#ucHead + 1) % USER_CQ;
-        this.#ucCount--;
+      if (this.#uc.length > 0 && this.#uc.peekWrId() === PROOF_WR) { // the first signaled request
+        const st = this.#uc.peekStatus();
+        this.#uc.shift();
         return st;
       }
       if (this.#failed !== null && this.#fUserCount === 0) return -1;
