@@ -7,6 +7,9 @@ export NO_COLOR=1
 DENO=node_modules/.bin/deno BUN=node_modules/.bin/bun
 echo "== verbus doctor (bun) =="
 $BUN cli/main.ts doctor
+BEST=$($BUN cli/main.ts doctor --json | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).fabrics[0]))')
+echo
+echo ">> the best path this host has: $BEST (a server and a client on one host share memory; RDMA/URMA need devices)"
 PORT=${VERBUS_DEMO_PORT:-$((20000 + RANDOM % 20000))}
 echo
 echo "== verbus serve (deno) on 127.0.0.1:$PORT =="
