@@ -10,6 +10,7 @@
  * Threading: a client belongs to the JS thread that created it.
  * @module
  */
+import { setImmediate } from "node:timers";
 import { z } from "zod";
 import { VerbusError } from "../errors.ts";
 import { FAILED, FULL } from "../transport/fabric.ts";
@@ -298,10 +299,11 @@ export class Client {
 
   #step(s: ClientSession): number {
     const n = s.progress();
+    const busy = n + s.takeActivity();
     if (n > 0 && this.#slotWaiters.length > 0) {
       for (const w of this.#slotWaiters.splice(0, Math.max(1, s.freeSlots))) w();
     }
-    return n;
+    return busy;
   }
 
   #ewma(path: CallPath, t0: number): void {
@@ -365,7 +367,7 @@ export class Client {
     s.refreshSnapshot();
     for (let i = 0; i < 1000 && s.snapshotPending; i++) {
       s.progress();
-      await new Promise((r) => setTimeout(r, 0));
+      await new Promise((r) => setImmediate(r));
     }
     return s.snapshot;
   }
@@ -384,7 +386,7 @@ export class Client {
     while ((s.inflight > 0 || s.pendingReclaims > 0) && !s.failed && performance.now() < end) {
       s.flushReclaims();
       s.progress();
-      await new Promise((r) => setTimeout(r, 0));
+      await new Promise((r) => setImmediate(r));
     }
   }
 

@@ -125,6 +125,7 @@ export class ClientSession {
   readonly #refreshEvery: number;
   #failed: string | null = null;
   #seen = 0;
+  #activity = 0;
   #polls = 0;
   #scanLimit = 0;
   #nextDeadline = Infinity;
@@ -359,6 +360,17 @@ export class ClientSession {
     return st;
   }
 
+  /**
+   * Work progress() did that completed no call (a LAZY read posted, whose completion a later
+   * progress() reaps), since the last call; resets it. The progress loop counts it as work so it
+   * does not go to sleep with such a completion pending.
+   */
+  takeActivity(): number {
+    const n = this.#activity;
+    this.#activity = 0;
+    return n;
+  }
+
   /** The doorbell value the last progress() started from (idle waits sleep until it moves). */
   get seenDoorbell(): number {
     return this.#seen;
@@ -494,6 +506,7 @@ export class ClientSession {
     }
     this.#ep.flush();
     this.stats.lazyReads++;
+    this.#activity++; // not a completed call, but progress: the read's completion follows
     return 0;
   }
 

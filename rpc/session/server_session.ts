@@ -85,6 +85,8 @@ export class ServerSession implements ResponseSink {
   #cursor = 0;
   #taken = 0;
   #kickPending = false;
+  /** True while poll() runs: answers written then share one kick at its end. */
+  #inPoll = false;
   #closed: string | null = null;
   #seenDoorbell = 0;
 
@@ -157,9 +159,9 @@ export class ServerSession implements ResponseSink {
    */
   poll(): number {
     if (this.#closed !== null) return 0;
-    this.flushKick(); // answers of async handlers finished since the last round
     const db = this.#ep.doorbell();
     if (db === this.#seenDoorbell) return 0;
+    this.#inPoll = true;
     this.#seenDoorbell = db;
     // The client tells us how far up the ring it has used slots (its free list is a stack, so
     // that is about its peak concurrency); a lying value only bounds our scan by the ring size.
@@ -176,7 +178,8 @@ export class ServerSession implements ResponseSink {
     }
     this.#cursor = (this.#cursor + handled) % limit;
     if (handled === this.#budget) this.#seenDoorbell = -1; // more may be READY: look again next round
-    this.flushKick();
+    this.#inPoll = false;
+    this.flushKick(); // one kick for every answer written during this round
     return handled;
   }
 
@@ -372,6 +375,9 @@ export class ServerSession implements ResponseSink {
     this.#telemetry.set(TELEMETRY.RING_USED, this.#taken);
     this.#kickPending = true;
     if (st < 0) this.fail(`fabric write to the client failed (status ${st})`);
+    // An answer of an async handler arrives between rounds, maybe while this server sleeps:
+    // kick at once, or a sleeping client would not hear of it until its wait times out.
+    else if (!this.#inPoll) this.flushKick();
   }
 
   /** Frees objects older than the TTL; returns how many. */

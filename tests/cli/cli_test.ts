@@ -24,7 +24,8 @@ function lines(out: string): Record<string, unknown>[] {
   return out.trim().split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
 }
 
-const SERVE = ["--object-ttl-ms", "200"];
+// Long enough that a reclaim in flight never races the sweep; short enough for --lifecycle-timeout.
+const SERVE = ["--object-ttl-ms", "1500"];
 
 test(`verbus call (${RUNTIME}) → verbus serve (${otherRuntime()}): every op, --json`, async () => {
   await withChild(
@@ -143,7 +144,11 @@ test("lifecycle demos and --stats from the command line", async () => {
       const by = Object.fromEntries(
         lines(r.out).map((l) => [l.op, l.result as Record<string, number>]),
       );
-      assertEquals([by.lifecycle.allocated, by.lifecycle.reclaimed], [5, 5]);
+      assertEquals(
+        [by.lifecycle.allocated, by.lifecycle.reclaimed],
+        [5, 5],
+        JSON.stringify(by.lifecycle),
+      );
       assertEquals(by["lifecycle-stale"].stale_refs, 1);
       assertEquals(by["lifecycle-repeat-reclaim"].stale_refs, 1);
       assertEquals(by["lifecycle-timeout"].ttl_reclaimed, 1);

@@ -203,3 +203,22 @@ test("log_id and the timeout travel the fabric descriptor to the handler's conte
     await s2.close();
   }
 }, { skip: FABRIC_LABEL === "shm" ? false : "uses the default fabric" });
+
+test("an async handler slower than the idle threshold: its answer wakes a sleeping client at once", async () => {
+  const { server } = await startServer();
+  const c = await client(server);
+  try {
+    for (const ms of [40, 120]) {
+      const t0 = performance.now();
+      const r = await c.call("test.Fabric", "Slow", new TextEncoder().encode(String(ms)));
+      const took = performance.now() - t0;
+      assertEquals(r.path, "EAGER");
+      // Both progress loops went to sleep long before the answer; the answer's kick (not the
+      // 2 s idle timeout) must end the wait.
+      assert(took < ms + 500, `answered after ${took.toFixed(0)} ms for a ${ms} ms handler`);
+    }
+  } finally {
+    await c.close();
+    await server.close();
+  }
+});
