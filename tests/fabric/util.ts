@@ -11,6 +11,7 @@ import { serve, type Server } from "../../rpc/server.ts";
 import type { FabricHostOptions } from "../../rpc/session/fabric_host.ts";
 import { getEnv } from "../../ffi/runtime.ts";
 import { REPO_ROOT } from "../util/proc.ts";
+import { testFabricService } from "../fixtures/test_service.ts";
 
 /**
  * Which fabric this run of the suite exercises: `VERBUS_TEST_FABRIC` = shm (default), urma (the
@@ -66,22 +67,7 @@ export async function startServer(
     host: HOST,
     services: {
       ...demoService({ imageDir: mkdtempSync(join(tmpdir(), "verbus-test-")) }),
-      "test.Fabric": {
-        Echo: (r, ctx) => {
-          ctx.responseAttachment = ctx.requestAttachment;
-          return r;
-        },
-        Sized: (r) => {
-          const n = new DataView(r.buffer, r.byteOffset, 4).getUint32(0, true);
-          const out = new Uint8Array(n);
-          for (let i = 0; i < n; i++) out[i] = (i * 31 + 7) & 0xff;
-          return out;
-        },
-        Slow: async (r) => {
-          await new Promise((res) => setTimeout(res, Number(new TextDecoder().decode(r))));
-          return r;
-        },
-      },
+      "test.Fabric": testFabricService(),
     },
     fabric: fabric === false ? false : { region: SMALL_REGION, ...serverFabric(), ...fabric },
     logger: { warn: (m) => log.warnings.push(m), info: () => {} },
@@ -99,19 +85,7 @@ export function client(server: Server, options: ClientOptions = {}): Promise<Cli
   });
 }
 
-/** A u32 size request for test.Fabric/Sized. */
-export function sized(n: number): Uint8Array {
-  const b = new Uint8Array(4);
-  new DataView(b.buffer).setUint32(0, n, true);
-  return b;
-}
-
-/** The bytes test.Fabric/Sized answers for `n`. */
-export function expectedSized(n: number): Uint8Array {
-  const out = new Uint8Array(n);
-  for (let i = 0; i < n; i++) out[i] = (i * 31 + 7) & 0xff;
-  return out;
-}
+export { expectedSized, sized } from "../fixtures/test_service.ts";
 
 /** Bytes with a pattern depending on `seed`. */
 export function pattern(n: number, seed: number): Uint8Array {
