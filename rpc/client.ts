@@ -287,12 +287,18 @@ export class Client {
 
   /** The idle wait in flight (a loop woken by a new call leaves it running; the next idle
    * period waits on it again instead of parking another thread). */
-  #wait: Promise<boolean> | null = null;
+  #wait: { p: Promise<boolean>; started: number } | null = null;
 
   async #idleWait(s: ClientSession, ms: number): Promise<boolean> {
-    this.#wait ??= s.endpoint.waitInbound(s.seenDoorbell, s.msToDeadline(ms))
-      .finally(() => (this.#wait = null));
-    const woke = await this.#wait;
+    // An overdue wait (it should have timed out) is replaced, so a lost one never parks us.
+    if (!this.#wait || performance.now() - this.#wait.started > 2 * ms + 500) {
+      const p: Promise<boolean> = s.endpoint.waitInbound(s.seenDoorbell, s.msToDeadline(ms))
+        .finally(() => {
+          if (this.#wait?.p === p) this.#wait = null;
+        });
+      this.#wait = { p, started: performance.now() };
+    }
+    const woke = await this.#wait.p;
     s.checkDeadlines();
     return woke;
   }

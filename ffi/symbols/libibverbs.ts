@@ -130,6 +130,8 @@ export const IBV_WC_OPCODE = {
   RECV: 128,
   RECV_RDMA_WITH_IMM: 129,
 } as const;
+/** enum ibv_wc_status: IBV_WC_WR_FLUSH_ERR — a WR flushed because the QP is in error (a consequence). */
+export const IBV_WC_WR_FLUSH_ERR = 5;
 /** enum ibv_wc_flags */
 export const IBV_WC_WITH_IMM = 2;
 /** enum ibv_port_state */

@@ -87,7 +87,7 @@ export class FabricHost {
   readonly #sessions = new Set<ServerSession>();
   /** The established session of each connection (a new hello on it replaces the old session). */
   readonly #byPeer = new Map<string, ServerSession>();
-  readonly #waits = new Map<ServerSession, Promise<boolean>>();
+  readonly #waits = new Map<ServerSession, { p: Promise<boolean>; started: number }>();
   readonly #loop: ProgressLoop;
   readonly #max: RegionConfig;
   #nextSession = 1;
@@ -338,11 +338,17 @@ export class FabricHost {
     const all: Promise<boolean>[] = [];
     for (const s of this.#sessions) {
       let w = this.#waits.get(s);
-      if (!w) {
-        w = s.endpoint.waitInbound(s.seenDoorbell, ms).finally(() => this.#waits.delete(s));
+      // Reuse the session's parked wait — unless it is overdue (it should have timed out):
+      // then a fresh one takes over, so a lost wait never parks this session.
+      if (!w || performance.now() - w.started > 2 * ms + 500) {
+        const started = performance.now();
+        const p: Promise<boolean> = s.endpoint.waitInbound(s.seenDoorbell, ms).finally(() => {
+          if (this.#waits.get(s)?.p === p) this.#waits.delete(s);
+        });
+        w = { p, started };
         this.#waits.set(s, w);
       }
-      all.push(w);
+      all.push(w.p);
     }
     return Promise.race(all);
   }

@@ -117,13 +117,17 @@ export class ProgressLoop {
         break;
       } else if (now - lastWork > this.#idleAfterMs) {
         this.counters.sleeps++;
+        let guard: ReturnType<typeof setTimeout> | undefined;
         const woke = await Promise.race([
           // A failing wait (e.g. its worker died) must not end the loop: sleep on a timer instead.
           this.idleWait(this.#idleWaitMs).catch(() =>
             new Promise<boolean>((r) => setTimeout(() => r(false), 10))
           ),
           new Promise<boolean>((r) => (this.#wakeup = () => r(true))),
+          // …and a wait that never returns must not park the loop for good.
+          new Promise<boolean>((r) => (guard = setTimeout(() => r(false), this.#idleWaitMs + 250))),
         ]);
+        clearTimeout(guard);
         this.#wakeup = null;
         // Kicked: busy-poll again for a while. Timed out: look once, then sleep again at once.
         lastWork = woke ? performance.now() : -Infinity;

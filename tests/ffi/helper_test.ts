@@ -5,6 +5,8 @@
 import { assert, assertEquals, test } from "../harness.ts";
 import { ffi } from "../../ffi/ffi.ts";
 import { loadHelper } from "../../ffi/helper.ts";
+import { loadLibrary } from "../../ffi/loader.ts";
+import { HELPER_SPEC } from "../../ffi/symbols/helper.ts";
 import { IBV_WR } from "../../ffi/symbols/libibverbs.ts";
 import { FULL, SendBatch } from "../../transport/verbs/send_batch.ts";
 
@@ -47,7 +49,10 @@ test("helper: data-path calls validate their arguments (NULL qp/cq → EINVAL, n
 
 test("futex: timeout, value mismatch, and a wake from the JS thread end a nonblocking wait", async () => {
   const f = await ffi();
-  const h = await loadHelper();
+  // A library instance of its own (on Bun: its own Worker pool), so waits other suites left
+  // parked in the shared instance cannot delay this one.
+  await loadHelper();
+  const h = { lib: await loadLibrary(HELPER_SPEC) };
   const word = new Uint32Array(new SharedArrayBuffer(64));
   const p = f.ptrOf(word);
   const t0 = performance.now();
@@ -71,4 +76,5 @@ test("futex: timeout, value mismatch, and a wake from the JS thread end a nonblo
   assertEquals(woken, 1, "one waiter woken");
   assertEquals(await waiting, 0, "wait returned 0 (woken, not timed out)");
   assert(performance.now() - t1 < 15_000, "woken long before its 20 s timeout");
+  h.lib.close();
 });

@@ -14,6 +14,7 @@
  *   with `ibv_wc_status_str`, the opcode and the peer.
  * @module
  */
+import { IBV_WC_WR_FLUSH_ERR } from "../../ffi/symbols/libibverbs.ts";
 import { errnoName } from "../../errors.ts";
 import { VB_WC } from "../../ffi/layouts/helper.ts";
 import { IBV_SEND } from "../../ffi/symbols/libibverbs.ts";
@@ -80,14 +81,15 @@ export class SendQueue {
   #tick = 0;
 
   /**
-   * @param onError called with a reason when a post or a completion fails (the endpoint fails)
+   * @param onError called with a reason when a post or a completion fails (the endpoint fails);
+   *   `flushed` when the completion is a flushed WR (a consequence, not the cause)
    */
   constructor(
     lib: VerbsLib,
     res: EndpointResources,
     readonly peer: string,
     signalEvery: number,
-    private readonly onError: (reason: string) => void,
+    private readonly onError: (reason: string, flushed?: boolean) => void,
   ) {
     this.#lib = lib;
     this.#qp = res.qp.handle;
@@ -265,6 +267,7 @@ export class SendQueue {
           `${OP_NAME[this.#sqOp[i]] ?? `opcode ${this.#sqOp[i]}`} to ${this.peer} completed with "${
             wcStatusStr(this.#lib, st)
           }" (status ${st}, vendor error 0x${vendor.toString(16)})`,
+          st === IBV_WC_WR_FLUSH_ERR,
         );
       }
       const u = this.#sqUser[i];

@@ -16,6 +16,7 @@
  *   opcode and the peer.
  * @module
  */
+import { IBV_WC_WR_FLUSH_ERR } from "../../ffi/symbols/libibverbs.ts";
 import { setImmediate } from "node:timers";
 import { errnoName, VerbusError } from "../../errors.ts";
 import { VB_RECV_DESC } from "../../ffi/layouts/helper.ts";
@@ -84,6 +85,7 @@ export class VerbsEndpoint implements FabricEndpoint {
   #rqPosted = 0;
   #closed = false;
   #failed: string | null = null;
+  #failedByFlush = false;
   #conn: CmConnection | null = null;
   #waitP: Promise<boolean> | null = null;
   #teardown: Promise<void> | null = null;
@@ -105,7 +107,7 @@ export class VerbsEndpoint implements FabricEndpoint {
     this.#res = res;
     this.local = res.local;
     this.remoteSize = remoteSize;
-    this.sq = new SendQueue(lib, res, peer, signalEvery, (why) => this.fail(why));
+    this.sq = new SendQueue(lib, res, peer, signalEvery, (why, flush) => this.fail(why, flush));
     this.#words = new Int32Array(this.local.buffer, this.local.byteOffset, 8);
     this.#regionAddr = res.region.address;
     this.#regionLkey = res.region.lkey;
@@ -339,6 +341,7 @@ export class VerbsEndpoint implements FabricEndpoint {
       if (st !== 0 && !this.#closed) {
         this.fail(
           `receive from ${this.peer} completed with "${wcStatusStr(this.#lib, st)}" (status ${st})`,
+          st === IBV_WC_WR_FLUSH_ERR,
         );
       }
     }
@@ -451,9 +454,15 @@ export class VerbsEndpoint implements FabricEndpoint {
     this.sq.rkey = (this.sq.rkey ^ 0x00ff00ff) >>> 0;
   }
 
-  fail(reason: string): void {
-    if (this.#failed !== null) return;
+  /**
+   * Fails the endpoint. `flushed`: the reason is a flushed work request — a consequence of a QP
+   * that already went to error — so a later completion with the real cause replaces it.
+   */
+  fail(reason: string, flushed = false): void {
+    if (this.#failed !== null && !this.#failedByFlush) return;
+    if (this.#failed !== null && flushed) return;
     this.#failed = reason;
+    this.#failedByFlush = flushed;
     this.sq.usable = false;
   }
 
