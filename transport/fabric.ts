@@ -16,8 +16,10 @@
  * @module
  */
 
-/** The fast fabrics verbus knows (TCP is not a fabric: it is the control plane and fallback). */
-export type FabricKind = "shm" | "verbs" | "urma";
+import type { FabricFaults } from "./faults.ts";
+import type { FabricKind } from "./registry.ts";
+
+export type { FabricKind };
 
 /** Posted. */
 export const OK = 0;
@@ -43,16 +45,17 @@ export class Completions {
 export const SIGNALED = 1;
 
 /**
- * Where every region keeps its wake-up words (the first bytes of its control page). The rpc
- * layer lays the rest of the control page out around them.
- * ```
- *  16 doorbell u32   peer increments it after publishing work (a futex word on shm)
- *  20 sleeping u32   owner sets 1 while it sleeps in waitInbound, 0 otherwise
- * ```
+ * The wr_ids callers may use: [0, {@link MAX_CALLER_WR_ID}]. Everything above is reserved for
+ * the fabrics' own work requests, listed here and nowhere else.
  */
-export const REGION_DOORBELL_OFFSET = 16;
-/** See {@link REGION_DOORBELL_OFFSET}. */
-export const REGION_SLEEPING_OFFSET = 20;
+export const MAX_CALLER_WR_ID = 2 ** 53 - 17;
+/** Reserved wr_ids (never reported to a caller's `poll()`). */
+export const RESERVED_WR_ID = {
+  /** Internal signaled work (credit returns, bounce-ring releases). */
+  internal: 2 ** 53 - 3,
+  /** A handshake proof. */
+  proof: 2 ** 53 - 2,
+} as const;
 
 /** A connected fabric endpoint of one session. */
 export interface FabricEndpoint {
@@ -103,8 +106,10 @@ export interface FabricEndpoint {
    */
   waitInbound(seen: number, timeoutMs: number): Promise<boolean>;
 
-  /** Fails the endpoint on purpose (fault injection, or a detected peer violation). */
+  /** Fails the endpoint (a detected peer violation, or the session closing it). */
   fail(reason: string): void;
+  /** The faults port (tests and demos only; see transport/faults.ts). */
+  readonly faults: FabricFaults;
   /** Releases the region and every native resource. Safe twice. */
   close(): void;
 }

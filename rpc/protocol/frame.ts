@@ -12,7 +12,7 @@
  * @module
  */
 import { ProtocolError } from "../../errors.ts";
-import { RUNTIME } from "../../ffi/runtime.ts";
+import { RUNTIME } from "../../util/runtime.ts";
 import {
   copyEncodedMeta,
   decodeRpcMeta,

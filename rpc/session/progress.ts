@@ -13,17 +13,8 @@
  */
 import { setImmediate } from "node:timers";
 import { z } from "zod";
-import { loadLibc } from "../../ffi/libc.ts";
 
-/** `sched_yield` through libc, or a no-op where libc cannot be loaded. */
-export async function cpuYielder(): Promise<() => void> {
-  try {
-    const libc = await loadLibc();
-    return () => void libc.symbols.sched_yield();
-  } catch {
-    return () => {};
-  }
-}
+export { cpuYielder } from "../../transport/cpu.ts";
 
 /** The progress-loop options as a zod schema (client and server options embed it). */
 export const progressOptionsSchema = z.object({
