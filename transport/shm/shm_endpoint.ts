@@ -11,7 +11,7 @@
  * ```
  * @module
  */
-import { REGION_DOORBELL_OFFSET, REGION_SLEEPING_OFFSET } from "../fabric.ts";
+import { FABRIC_HEADER } from "../control_page.ts";
 import { type Completions, type FabricEndpoint, FAILED, FULL, OK, SIGNALED } from "../fabric.ts";
 import type { Helper } from "../../ffi/helper.ts";
 import type { NonNullPtr } from "../../ffi/types.ts";
@@ -70,8 +70,8 @@ export class ShmEndpoint implements FabricEndpoint {
       b.byteOffset + halves.remoteOffset,
       halves.remoteSize >> 2,
     );
-    this.#localDoorbell = mapping.pointerAt(halves.localOffset + REGION_DOORBELL_OFFSET);
-    this.#remoteDoorbell = mapping.pointerAt(halves.remoteOffset + REGION_DOORBELL_OFFSET);
+    this.#localDoorbell = mapping.pointerAt(halves.localOffset + FABRIC_HEADER.doorbell);
+    this.#remoteDoorbell = mapping.pointerAt(halves.remoteOffset + FABRIC_HEADER.doorbell);
   }
 
   get failed(): boolean {
@@ -150,13 +150,13 @@ export class ShmEndpoint implements FabricEndpoint {
   }
 
   doorbell(): number {
-    return this.#closed ? 0 : Atomics.load(this.#localI32, REGION_DOORBELL_OFFSET >> 2);
+    return this.#closed ? 0 : Atomics.load(this.#localI32, FABRIC_HEADER.doorbell >> 2);
   }
 
   kick(): void {
     if (this.#closed || this.#failed !== null) return;
-    Atomics.add(this.#remoteI32, REGION_DOORBELL_OFFSET >> 2, 1);
-    if (Atomics.load(this.#remoteI32, REGION_SLEEPING_OFFSET >> 2) !== 0) {
+    Atomics.add(this.#remoteI32, FABRIC_HEADER.doorbell >> 2, 1);
+    if (Atomics.load(this.#remoteI32, FABRIC_HEADER.sleeping >> 2) !== 0) {
       this.helper.lib.symbols.vb_futex_wake(this.#remoteDoorbell, 1);
     }
   }
@@ -168,9 +168,9 @@ export class ShmEndpoint implements FabricEndpoint {
     // may start another): the flag stays set until the last of them returns, or a kick could
     // skip the wake that the remaining sleeper needs.
     this.#waiters++;
-    Atomics.store(words, REGION_SLEEPING_OFFSET >> 2, 1);
+    Atomics.store(words, FABRIC_HEADER.sleeping >> 2, 1);
     try {
-      if (Atomics.load(words, REGION_DOORBELL_OFFSET >> 2) !== seen) return true;
+      if (Atomics.load(words, FABRIC_HEADER.doorbell >> 2) !== seen) return true;
       const rc = await this.helper.lib.nonblocking.vb_futex_wait(
         this.#localDoorbell,
         seen >>> 0,
@@ -179,7 +179,7 @@ export class ShmEndpoint implements FabricEndpoint {
       return rc === 0 || rc === 1;
     } finally {
       if (--this.#waiters === 0 && !this.#closed) {
-        Atomics.store(words, REGION_SLEEPING_OFFSET >> 2, 0);
+        Atomics.store(words, FABRIC_HEADER.sleeping >> 2, 0);
       }
     }
   }

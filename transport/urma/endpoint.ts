@@ -25,6 +25,7 @@
  * Threading: one JS thread; `waitInbound` blocks off-thread (helper `vb_wait_fd`).
  * @module
  */
+import { FABRIC_HEADER } from "../control_page.ts";
 import { CompletionRing } from "../completion_ring.ts";
 import {
   type Completions,
@@ -32,8 +33,6 @@ import {
   FAILED,
   FULL,
   OK,
-  REGION_DOORBELL_OFFSET,
-  REGION_SLEEPING_OFFSET,
   SIGNALED,
 } from "../fabric.ts";
 import { URMA_CR_OPC } from "../../ffi/symbols/liburma.ts";
@@ -502,7 +501,7 @@ export class UrmaEndpoint implements FabricEndpoint {
 
   doorbell(): number {
     if (this.#closed) return 0;
-    const v = Atomics.load(this.#localI32, REGION_DOORBELL_OFFSET >> 2);
+    const v = Atomics.load(this.#localI32, FABRIC_HEADER.doorbell >> 2);
     if (((v - this.#recvMark) >>> 0) >= REAP_AFTER_KICKS) {
       this.#recvMark = v;
       this.#reap();
@@ -522,7 +521,7 @@ export class UrmaEndpoint implements FabricEndpoint {
     if (credit) this.#notified = (this.#notified + 1) >>> 0;
     this.#writeBounced(
       INTERNAL_WR,
-      REGION_DOORBELL_OFFSET,
+      FABRIC_HEADER.doorbell,
       at,
       4,
       false,
@@ -568,7 +567,7 @@ export class UrmaEndpoint implements FabricEndpoint {
   }
 
   async #wait(seen: number, timeoutMs: number): Promise<boolean> {
-    const words = this.#localI32, S = REGION_SLEEPING_OFFSET >> 2, D = REGION_DOORBELL_OFFSET >> 2;
+    const words = this.#localI32, S = FABRIC_HEADER.sleeping >> 2, D = FABRIC_HEADER.doorbell >> 2;
     Atomics.store(words, S, 1);
     try {
       if (Atomics.load(words, D) !== seen) return true;

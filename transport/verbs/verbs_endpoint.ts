@@ -16,6 +16,7 @@
  *   opcode and the peer.
  * @module
  */
+import { FABRIC_HEADER } from "../control_page.ts";
 import { IBV_WC_WR_FLUSH_ERR } from "../../ffi/symbols/libibverbs.ts";
 import { setImmediate } from "node:timers";
 import { errnoName, VerbusError } from "../../errors.ts";
@@ -27,8 +28,6 @@ import {
   FAILED,
   FULL,
   OK,
-  REGION_DOORBELL_OFFSET,
-  REGION_SLEEPING_OFFSET,
   SIGNALED,
 } from "../fabric.ts";
 import type { CmConnection } from "./cm.ts";
@@ -40,7 +39,7 @@ import { WcReader } from "./wc_reader.ts";
 
 /** `user` of the handshake probe read (not reported to the caller). */
 const PROBE = -2;
-const DB = REGION_DOORBELL_OFFSET >> 2, SLEEPING = REGION_SLEEPING_OFFSET >> 2;
+const DB = FABRIC_HEADER.doorbell >> 2, SLEEPING = FABRIC_HEADER.sleeping >> 2;
 
 /** Where the peer's region is, learned at connection time. */
 export interface RemoteRegion {
@@ -298,7 +297,7 @@ export class VerbsEndpoint implements FabricEndpoint {
           q.bAddr + at,
           4,
           q.bLkey,
-          REGION_DOORBELL_OFFSET,
+          FABRIC_HEADER.doorbell,
           this.#kicks,
           INTERNAL,
           false,
