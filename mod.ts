@@ -73,7 +73,6 @@ export type { FabricHostOptions } from "./rpc/session/fabric_host.ts";
 export {
   callPathSchema,
   DEFAULT_SELECTOR_CONFIG,
-  selectionTable,
   selectorConfigSchema,
   selectPath,
 } from "./rpc/selector.ts";

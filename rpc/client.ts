@@ -33,7 +33,8 @@ import {
 } from "./selector.ts";
 import type { ClientSession, FabricResult } from "./session/client_session.ts";
 import { establishFabric, type FabricOutcome } from "./session/client_handshake.ts";
-import { cpuYielder, ProgressLoop, progressOptionsSchema } from "./session/progress.ts";
+import { ProgressLoop, progressOptionsSchema } from "./session/progress.ts";
+import { cpuYielder } from "../transport/cpu.ts";
 
 /** Fault injection (tests and demos): what `verbus call --simulate-*` sets. */
 export const faultsSchema = z.object({

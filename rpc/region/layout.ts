@@ -6,7 +6,7 @@
  * Server region (the client writes requests into it and reads results out of it):
  * ```
  *  0        ┌──────────────────────────────┐
- *           │ control page (4 KiB)         │ magic, state, doorbell, sleeping, proof, telemetry
+ *           │ control page (4 KiB)         │ fabric header, state, scan limit, telemetry
  *  4 KiB    ├──────────────────────────────┤
  *           │ request ring                 │ slots × 64 B request descriptors
  *           ├──────────────────────────────┤ ┐
@@ -33,7 +33,8 @@
  * @module
  */
 import { z } from "zod";
-import { VerbusError } from "../../errors.ts";
+import { FABRIC_HEADER_BYTES, RPC_STATE_OFFSET } from "../../transport/control_page.ts";
+import { parseOptions } from "../../util/options.ts";
 
 const KIB = 1024, MIB = 1024 * 1024;
 const PAGE = 4096;
@@ -91,19 +92,16 @@ export interface RegionLayout {
 /** Bytes of one ring descriptor. */
 export const DESCRIPTOR_BYTES = 64;
 /** Bytes of the control page. */
-export const CONTROL_BYTES = PAGE;
+const CONTROL_BYTES = PAGE;
 
 const up = (n: number) => Math.ceil(n / PAGE) * PAGE;
 
-/** Parses a user config, naming the bad field on error. */
+/**
+ * Parses a user config; throws INVALID_OPTIONS naming the bad field (`region: field slots: …`).
+ * Setup only; any thread.
+ */
 export function parseRegionConfig(input: unknown): RegionConfig {
-  const r = regionConfigSchema.safeParse(input ?? {});
-  if (r.success) return r.data;
-  const issue = r.error.issues[0];
-  throw new VerbusError(
-    "INVALID_OPTIONS",
-    `region.${issue.path.join(".") || "(root)"}: ${issue.message}`,
-  );
+  return parseOptions(regionConfigSchema, input ?? {}, "region");
 }
 
 /** Computes the layout of `role`'s region for `config`. Pure. */
@@ -138,32 +136,33 @@ export function computeLayout(role: RegionRole, config: RegionConfig): RegionLay
 }
 
 /**
- * Control page of every region (the doorbell and sleeping words are fixed by the fabric
- * interface; see transport/fabric.ts):
+ * The control page at the start of every region, split by owner. The transport owns the fabric
+ * header (`transport/control_page.ts`: magic, version, role, doorbell, sleeping, proof); the rpc
+ * layer owns the words below and never writes the header's:
  * ```
- *   0 magic u32 'VBRG'   4 version u32   8 role u32 (1 server, 2 client)   12 state u32
- *  16 doorbell u32      20 sleeping u32
- *  24 proof[16]          same-host proof: the client copies the server's nonce here (shm)
- *  40 scanLimit u32      server region: 1 + the highest request slot the client has used; the
- *                        server scans only [0, scanLimit) (a hint: clamped to the ring size)
- *  44 reserved … 63
- *  64 telemetry          float64 counters (rpc/region/telemetry.ts), up to the end of the page
+ *   0 ┌──────────────────────────────────────────┐ ┐
+ *     │ magic · version · role                   │ │
+ *  12 │ state u32                      (rpc)     │ │ fabric header (transport),
+ *  16 │ doorbell · sleeping                      │ │ FABRIC_HEADER_BYTES long; word 12
+ *  24 │ proof[16]                                │ │ lies inside it but is rpc's
+ *  40 ├──────────────────────────────────────────┤ ┘
+ *     │ scanLimit u32                  (rpc)     │ server region: 1 + the highest request slot
+ *  44 │ reserved                                 │ the client has used; the server scans only
+ *  64 ├──────────────────────────────────────────┤ [0, scanLimit) (a hint: clamped to the ring)
+ *     │ telemetry                      (rpc)     │ float64 counters (rpc/region/telemetry.ts),
+ *     │ …                                        │ up to the end of the page
+ *4096 └──────────────────────────────────────────┘
  * ```
+ * Byte offsets from the start of the region. Read and written by the session that owns the
+ * region (and its peer through the fabric); no allocation.
  */
 export const CONTROL = {
-  magic: 0,
-  version: 4,
-  role: 8,
-  state: 12,
-  doorbell: 16,
-  sleeping: 20,
-  proof: 24,
-  scanLimit: 40,
+  /** Session state: {@link SESSION_CLOSED} once the peer closed the session. */
+  state: RPC_STATE_OFFSET,
+  /** The client's request-ring scan hint (server region). */
+  scanLimit: FABRIC_HEADER_BYTES,
+  /** Telemetry counters (server region; the client reads a snapshot). */
   telemetry: 64,
 } as const;
 /** Control-page `state` word: the peer closed the session (written by the closing side). */
 export const SESSION_CLOSED = 2;
-/** 'VBRG' little-endian. */
-export const REGION_MAGIC = 0x47524256;
-/** Layout version; both sides must agree. */
-export const REGION_VERSION = 1;

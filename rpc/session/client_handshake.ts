@@ -3,10 +3,17 @@
  * `C_HELLO_SEND → C_HELLO_WAIT → C_SETUP → C_ACK_SEND → ESTABLISHED`, or `FALLBACK_TCP` with its
  * reason (logged once, never silently), or `FAILED`. It runs over the channel's TCP connection as
  * calls to `verbus.Fabric`: a stock brpc server answers ENOSERVICE and the client stays on TCP.
+ * The chosen fabric's provider (`transport/provider.ts`) connects to the server's offer and
+ * yields a connected endpoint before the client ACKs.
+ *
+ * Threading: one JS thread (the client's); control path.
  * @module
  */
 import { pid } from "node:process";
-import type { FabricKind } from "../../transport/fabric.ts";
+import { z } from "zod";
+import type { FabricEndpoint } from "../../transport/fabric.ts";
+import type { ClientFabricProvider, SessionSizes } from "../../transport/provider.ts";
+import { clientProviders, FABRICS, type FabricKind } from "../../transport/registry.ts";
 import type { Channel } from "../channel.ts";
 import { ENOSERVICE, RpcError } from "../errors.ts";
 import type { Logger } from "../protocol/dispatch.ts";
@@ -25,8 +32,6 @@ import {
   type ServerHello,
   serverHelloSchema,
 } from "./hello.ts";
-import type { ClientFabricProvider } from "./fabric_provider.ts";
-import { clientProviders } from "./providers.ts";
 import { clientMachine, type ClientState } from "./state_machine.ts";
 
 /** What the handshake produced. */
@@ -42,15 +47,23 @@ export interface FabricOutcome {
   };
 }
 
+/**
+ * Which data plane a client asks for: the best fabric both hosts share (`auto`), one fabric of
+ * {@link FABRICS}, or TCP only.
+ */
+export const fabricChoiceSchema = z.enum(["auto", ...FABRICS, "tcp"]);
+/** One of {@link fabricChoiceSchema}'s values. */
+export type FabricChoice = z.output<typeof fabricChoiceSchema>;
+
 /** The options the handshake reads. */
 export interface HandshakeOptions {
-  fabric: "auto" | "shm" | "verbs" | "urma" | "tcp";
+  fabric: FabricChoice;
   region: RegionConfigInput;
   refreshEvery: number;
   faults: { serverPressure?: "ring" | "objpool" };
   logger?: Logger;
   timeoutMs: number;
-  /** Per-fabric provider options (e.g. `verbs: { sourceAddr }`). */
+  /** Per-fabric provider options keyed by fabric (e.g. `verbs: { sourceAddr }`); each provider gets its own part. */
   providerOptions?: Record<string, unknown>;
 }
 
@@ -86,7 +99,7 @@ export async function establishFabric(
       summary: { state: "FALLBACK_TCP", reason: "fabric: tcp (chosen)", history: [] },
     };
   }
-  const kinds: FabricKind[] = o.fabric === "auto" ? ["shm", "verbs", "urma"] : [o.fabric];
+  const kinds: readonly FabricKind[] = o.fabric === "auto" ? FABRICS : [o.fabric];
   const { providers, refused } = await clientProviders(kinds, o.providerOptions ?? {});
   if (providers.length === 0) {
     const why = Object.entries(refused).map(([k, r]) => `${k}: ${r}`).join("; ");
@@ -131,15 +144,21 @@ export async function establishFabric(
   const provider = providers.find((p) => p.kind === reply.fabric);
   closeAll(provider);
   let session: ClientSession;
+  let endpoint: FabricEndpoint | undefined;
   try {
     if (!provider) throw new Error(`server chose ${reply.fabric}, which this client did not offer`);
-    const server = computeLayout("server", reply.region),
-      client = computeLayout("client", reply.region);
-    const endpoint = await provider.open(reply.offer, server, client);
+    const serverLayout = computeLayout("server", reply.region);
+    const clientLayout = computeLayout("client", reply.region);
+    const sizes: SessionSizes = {
+      server: serverLayout.size,
+      client: clientLayout.size,
+      maxMessage: reply.region.slotSize,
+    };
+    endpoint = await provider.open(reply.offer, sizes);
     session = new ClientSession({
       endpoint,
-      server,
-      client,
+      server: serverLayout,
+      client: clientLayout,
       methods: reply.methods,
       refreshEvery: o.refreshEvery,
       onFail: (reason) =>
@@ -148,6 +167,7 @@ export async function establishFabric(
         ),
     });
   } catch (e) {
+    endpoint?.close();
     provider?.close();
     const reason = (e as Error).message;
     await channel.call(FABRIC_SERVICE, "Ack", encodeAck(ACK_OFF), { timeoutMs: o.timeoutMs }).catch(

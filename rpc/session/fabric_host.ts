@@ -4,15 +4,38 @@
  * and the progress engine that serves them all — busy-polling with a budget while there is work,
  * then sleeping in each session's doorbell wait (off the JS thread) so an idle server uses no CPU.
  *
+ * On a hello the chosen provider prepares an offer (`transport/provider.ts`: the server's region
+ * exists, nothing is connected); on the client's ACK 1 the offer connects (checking the client's
+ * proof) and only then does a {@link ServerSession} start over the connected endpoint. Every other
+ * end of a pending handshake (no ACK in time, ACK 0, the connection closed, a new hello, the
+ * server closing) aborts the offer, which releases what it took.
+ *
  * A session lives as long as the TCP connection it was negotiated on: when that connection
  * closes (the client died, or went away), its session is closed and its region released.
+ *
+ * Threading: one JS thread (the server's); every method is control path except the progress
+ * loop's poll rounds.
  * @module
  */
 import { z } from "zod";
-import type { FabricKind } from "../../transport/fabric.ts";
+import { cpuYielder } from "../../transport/cpu.ts";
+import type { FabricEndpoint } from "../../transport/fabric.ts";
+import type {
+  PeerInfo,
+  ServerFabricProvider,
+  ServerOffer,
+  SessionSizes,
+} from "../../transport/provider.ts";
+import { type FabricKind, fabricKindSchema, serverProviders } from "../../transport/registry.ts";
+import type { NetAddress } from "../../transport/tcp/tcp.ts";
 import { EREQUEST, RpcError } from "../errors.ts";
 import type { CallContext, Dispatcher, Handler, Logger } from "../protocol/dispatch.ts";
-import { computeLayout, type RegionConfig, regionConfigSchema } from "../region/layout.ts";
+import {
+  computeLayout,
+  type RegionConfig,
+  regionConfigSchema,
+  type RegionLayout,
+} from "../region/layout.ts";
 import {
   ACK_ON,
   type ClientHello,
@@ -24,22 +47,18 @@ import {
   HELLO_VERSION,
   type ServerHello,
 } from "./hello.ts";
-import {
-  cpuYielder,
-  ProgressLoop,
-  type ProgressOptions,
-  progressOptionsSchema,
-} from "./progress.ts";
+import { ProgressLoop, type ProgressOptions, progressOptionsSchema } from "./progress.ts";
 import { ServerSession } from "./server_session.ts";
-import type { ServerFabricProvider, ServerOffer } from "./fabric_provider.ts";
-import { serverProviders } from "./providers.ts";
 import { serverMachine, type ServerState, type StateMachine } from "./state_machine.ts";
 
 /** Server-side fabric options (zod: one source for types, defaults and messages). */
 export const fabricHostOptionsSchema = z.object({
   /** Fabrics this server offers, best first. */
-  fabrics: z.array(z.enum(["shm", "verbs", "urma"])).default(["shm"]),
-  /** Per-fabric provider options (e.g. `verbs: { port, addr }`), validated by each provider. */
+  fabrics: z.array(fabricKindSchema).default(["shm"]),
+  /**
+   * Per-fabric provider options keyed by fabric (e.g. `verbs: { port, addr }`); each provider
+   * gets and validates its own part.
+   */
   providerOptions: z.record(z.string(), z.unknown()).default({}),
   /** The largest region a client may get (its proposal is clamped to this). */
   region: regionConfigSchema.partial().default({}),
@@ -54,14 +73,30 @@ export const fabricHostOptionsSchema = z.object({
   /** Progress-loop tunables. */
   progress: progressOptionsSchema,
 }).strict();
+/** Server-side fabric options as a caller writes them (every field optional). */
 export type FabricHostOptions = z.input<typeof fabricHostOptionsSchema>;
+type HostOptions = z.output<typeof fabricHostOptionsSchema>;
 
-interface Pending {
-  machine: StateMachine<ServerState>;
-  session: ServerSession;
-  offer: ServerOffer;
-  timer: ReturnType<typeof setTimeout>;
+/** A handshake between its hello and its ACK: the offer is prepared, nothing is connected. */
+interface PendingHandshake {
+  readonly machine: StateMachine<ServerState>;
+  readonly sessionId: number;
+  readonly kind: FabricKind;
+  readonly offer: ServerOffer;
+  readonly serverLayout: RegionLayout;
+  readonly clientLayout: RegionLayout;
+  readonly peer: NetAddress;
+  readonly pressure?: "ring" | "objpool";
+  readonly ackTimer: ReturnType<typeof setTimeout>;
 }
+
+/** A session's parked doorbell wait (reused across idle rounds). */
+interface ParkedWait {
+  readonly woke: Promise<boolean>;
+  readonly startedAt: number;
+}
+
+const NO_BYTES = new Uint8Array(0);
 
 const peerKey = (ctx: CallContext) => `${ctx.peer.host}:${ctx.peer.port}`;
 
@@ -75,21 +110,21 @@ function negotiate(max: RegionConfig, proposal: ClientHello["region"]): RegionCo
   return out;
 }
 
-/** The fabric half of a server. Create with {@link FabricHost.create}. */
+/** The fabric half of a server. Create with {@link FabricHost.create}; one JS thread. */
 export class FabricHost {
-  readonly #o: z.output<typeof fabricHostOptionsSchema>;
+  readonly #options: HostOptions;
   #dispatcher: Dispatcher | null = null;
   readonly #logger: Logger;
   readonly #providers: ServerFabricProvider[];
-  readonly #refused: Record<string, string>;
+  readonly #unavailable: Partial<Record<FabricKind, string>>;
   readonly #methods: (readonly [string, string])[];
-  readonly #pending = new Map<string, Pending>();
+  readonly #pending = new Map<string, PendingHandshake>();
   readonly #sessions = new Set<ServerSession>();
   /** The established session of each connection (a new hello on it replaces the old session). */
   readonly #byPeer = new Map<string, ServerSession>();
-  readonly #waits = new Map<ServerSession, { p: Promise<boolean>; started: number }>();
+  readonly #waits = new Map<ServerSession, ParkedWait>();
   readonly #loop: ProgressLoop;
-  readonly #max: RegionConfig;
+  readonly #maxRegion: RegionConfig;
   #nextSession = 1;
   #lastSweep = 0;
   #closed = false;
@@ -97,25 +132,25 @@ export class FabricHost {
   readonly history: { peer: string; state: ServerState; reason?: string }[] = [];
 
   private constructor(
-    o: z.output<typeof fabricHostOptionsSchema>,
+    options: HostOptions,
     services: Record<string, Record<string, unknown>>,
     logger: Logger,
     providers: ServerFabricProvider[],
-    refused: Record<string, string>,
+    unavailable: Partial<Record<FabricKind, string>>,
     yieldCpu: () => void,
   ) {
-    this.#o = o;
+    this.#options = options;
     this.#logger = logger;
     this.#providers = providers;
-    this.#refused = refused;
+    this.#unavailable = unavailable;
     this.#methods = Object.entries(services).filter(([s]) => s !== FABRIC_SERVICE)
       .flatMap(([s, ms]) => Object.keys(ms).map((m) => [s, m] as const));
-    this.#max = regionConfigSchema.parse(o.region);
+    this.#maxRegion = regionConfigSchema.parse(options.region);
     this.#loop = new ProgressLoop(
       () => this.#step(),
       (ms) => this.#idle(ms),
       () => !this.#closed,
-      o.progress as ProgressOptions,
+      options.progress as ProgressOptions,
       yieldCpu,
     );
   }
@@ -168,6 +203,12 @@ export class FabricHost {
     this.history.push({ peer, state: m.state, ...(last?.reason ? { reason: last.reason } : {}) });
   }
 
+  /** Ends a handshake on TCP with `reason` (logged once by the machine) and records it. */
+  #fallBack(key: string, m: StateMachine<ServerState>, reason: string): void {
+    m.to("FALLBACK_TCP", reason);
+    this.#record(key, m);
+  }
+
   async #hello(req: Uint8Array, ctx: CallContext): Promise<Uint8Array> {
     const key = peerKey(ctx);
     const old = this.#byPeer.get(key);
@@ -188,11 +229,12 @@ export class FabricHost {
       throw new RpcError(EREQUEST, (e as Error).message);
     }
     m.to("S_SETUP");
-    const region = negotiate(this.#max, hello.region);
+    const region = negotiate(this.#maxRegion, hello.region);
+    const peer: PeerInfo = { bootId: hello.bootId, pid: hello.pid, host: ctx.peer.host };
     const decisions: ServerHello["decisions"] = {};
     let chosen: FabricKind | null = null;
     for (const f of hello.fabrics) {
-      const why = this.#refuse(f, hello);
+      const why = this.#refuse(f, peer, hello.params[f]);
       decisions[f] = why ? { state: "OFF", reason: why } : { state: "ON" };
       if (!why && chosen === null) chosen = f;
     }
@@ -203,123 +245,170 @@ export class FabricHost {
       decisions,
       region,
       methods: this.#methods.map(([s, m]) => `${s}/${m}`),
-      batchBudget: this.#o.batchBudget,
-      largeThreshold: this.#o.largeThreshold,
+      batchBudget: this.#options.batchBudget,
+      largeThreshold: this.#options.largeThreshold,
     };
     const provider = this.#providers.find((p) => p.kind === chosen);
-    if (provider && this.#dispatcher) {
-      const id = this.#nextSession++;
-      const server = computeLayout("server", region), client = computeLayout("client", region);
-      try {
-        const offer = await provider.offer({
-          sessionId: id,
-          server,
-          client,
-          hello,
-          params: hello.params[provider.kind],
-          peerHost: ctx.peer.host,
-        });
-        const session = new ServerSession({
-          id,
-          endpoint: offer.endpoint,
-          server,
-          client,
-          dispatcher: this.#dispatcher,
-          methods: this.#methods,
-          peer: ctx.peer,
-          batchBudget: this.#o.batchBudget,
-          largeThreshold: this.#o.largeThreshold,
-          ttlMs: this.#o.objectTtlMs,
-          logger: this.#logger,
-          pressure: hello.simulate?.serverPressure,
-        });
-        reply.sessionId = id;
-        reply.fabric = provider.kind;
-        reply.offer = offer.offer;
-        this.#pending.get(key)?.session.close("replaced by a new hello");
-        const timer = setTimeout(() => this.#drop(key, "no ACK in time"), this.#o.ackTimeoutMs);
-        this.#pending.set(key, { machine: m, session, offer, timer });
-        // The session lives as long as the TCP connection (not the Hello call's deadline).
-        ctx.connectionSignal.addEventListener("abort", () => this.#drop(key, "connection closed"), {
-          once: true,
-        });
-        ctx.connectionSignal.addEventListener("abort", () => session.close("connection closed"), {
-          once: true,
-        });
-        m.to("S_HELLO_SEND");
-        m.to("S_ACK_WAIT");
-      } catch (e) {
-        decisions[provider.kind] = {
-          state: "OFF",
-          reason: `server could not set up ${provider.kind}: ${(e as Error).message}`,
-        };
-        m.to("FALLBACK_TCP", decisions[provider.kind].reason);
-        this.#record(key, m);
-      }
-    } else {
-      m.to(
-        "FALLBACK_TCP",
+    if (!provider || !this.#dispatcher) {
+      this.#fallBack(
+        key,
+        m,
         Object.entries(decisions).map(([f, d]) => `${f}: ${d.reason}`).join("; ") ||
           "client offered no fabric",
       );
-      this.#record(key, m);
+      return encodeHello(reply);
     }
+    const sessionId = this.#nextSession++;
+    const serverLayout = computeLayout("server", region);
+    const clientLayout = computeLayout("client", region);
+    const sizes: SessionSizes = {
+      server: serverLayout.size,
+      client: clientLayout.size,
+      maxMessage: region.slotSize,
+    };
+    let offer: ServerOffer;
+    try {
+      offer = await provider.offer({ sessionId, sizes, peer, params: hello.params[provider.kind] });
+    } catch (e) {
+      const reason = `server could not set up ${provider.kind}: ${(e as Error).message}`;
+      decisions[provider.kind] = { state: "OFF", reason };
+      this.#fallBack(key, m, reason);
+      return encodeHello(reply);
+    }
+    if (this.#closed || ctx.connectionSignal.aborted) { // went away while the offer was made
+      const reason = this.#closed ? "server closing" : "connection closed";
+      offer.abort(reason);
+      this.#fallBack(key, m, reason);
+      return encodeHello(reply);
+    }
+    reply.sessionId = sessionId;
+    reply.fabric = provider.kind;
+    reply.offer = offer.offer;
+    this.#drop(key, "replaced by a new hello");
+    const pending: PendingHandshake = {
+      machine: m,
+      sessionId,
+      kind: provider.kind,
+      offer,
+      serverLayout,
+      clientLayout,
+      peer: ctx.peer,
+      pressure: hello.simulate?.serverPressure,
+      ackTimer: setTimeout(() => this.#drop(key, "no ACK in time", pending), this.#options.ackTimeoutMs),
+    };
+    this.#pending.set(key, pending);
+    // The offer lives as long as the TCP connection (not the Hello call's deadline).
+    ctx.connectionSignal.addEventListener(
+      "abort",
+      () => this.#drop(key, "connection closed", pending),
+      { once: true },
+    );
+    m.to("S_HELLO_SEND");
+    m.to("S_ACK_WAIT");
     return encodeHello(reply);
   }
 
-  #refuse(f: FabricKind, hello: ClientHello): string | undefined {
-    if (!this.#o.fabrics.includes(f)) return `server does not offer ${f}`;
-    if (this.#refused[f]) return this.#refused[f];
+  #refuse(f: FabricKind, peer: PeerInfo, params: unknown): string | undefined {
+    if (!this.#options.fabrics.includes(f)) return `server does not offer ${f}`;
+    const unavailable = this.#unavailable[f];
+    if (unavailable) return unavailable;
     const p = this.#providers.find((x) => x.kind === f);
-    return p ? p.refuse(hello) : `server does not offer ${f}`;
+    return p ? p.refuse(peer, params) : `server does not offer ${f}`;
   }
 
-  #drop(key: string, reason: string): void {
-    const p = this.#pending.get(key);
-    if (!p) return;
+  /**
+   * Ends the pending handshake of `key` (only if it is still `only`, when given): the offer is
+   * aborted and the handshake recorded as FALLBACK_TCP with `reason`.
+   */
+  #drop(key: string, reason: string, only?: PendingHandshake): void {
+    const pending = this.#pending.get(key);
+    if (!pending || (only && pending !== only)) return;
     this.#pending.delete(key);
-    clearTimeout(p.timer);
-    p.machine.to("FALLBACK_TCP", reason);
-    this.#record(key, p.machine);
-    p.session.close(reason);
+    clearTimeout(pending.ackTimer);
+    pending.offer.abort(reason);
+    this.#fallBack(key, pending.machine, reason);
   }
 
   async #ack(req: Uint8Array, ctx: CallContext): Promise<Uint8Array> {
     const key = peerKey(ctx);
-    const p = this.#pending.get(key);
-    if (!p) throw new RpcError(EREQUEST, "ACK without a pending fabric hello on this connection");
-    let v: number;
+    const pending = this.#pending.get(key);
+    if (!pending) {
+      throw new RpcError(EREQUEST, "ACK without a pending fabric hello on this connection");
+    }
+    let value: number;
     try {
-      v = decodeAck(req);
+      value = decodeAck(req);
     } catch (e) {
       this.#drop(key, (e as Error).message);
       throw new RpcError(EREQUEST, (e as Error).message);
     }
-    if (v !== ACK_ON) {
+    if (value !== ACK_ON) {
       this.#drop(key, "client declined the fabric (ACK 0)");
-      return new Uint8Array(0);
+      return NO_BYTES;
     }
-    if (!(await p.offer.confirm())) {
-      this.#drop(key, "client did not prove it connected to the offered fabric");
-      throw new RpcError(
-        EREQUEST,
-        "fabric proof missing: the client did not connect to what was offered",
-      );
-    }
-    if (this.#pending.get(key) !== p) return new Uint8Array(0); // dropped meanwhile (connection closed)
+    // This ACK now owns the offer: no other end of the handshake can reach it.
     this.#pending.delete(key);
-    clearTimeout(p.timer);
-    p.machine.to("ESTABLISHED");
-    this.#record(key, p.machine);
-    p.session.signal.addEventListener("abort", () => {
-      this.#sessions.delete(p.session);
-      this.#waits.delete(p.session);
-      if (this.#byPeer.get(key) === p.session) this.#byPeer.delete(key);
+    clearTimeout(pending.ackTimer);
+    let endpoint: FabricEndpoint;
+    try {
+      endpoint = await pending.offer.connect();
+    } catch (e) {
+      const reason = (e as Error).message;
+      pending.offer.abort(reason);
+      this.#fallBack(key, pending.machine, reason);
+      throw new RpcError(EREQUEST, `fabric connection not confirmed: ${reason}`);
+    }
+    if (this.#closed || ctx.connectionSignal.aborted) { // went away while it connected
+      endpoint.close();
+      this.#fallBack(key, pending.machine, this.#closed ? "server closing" : "connection closed");
+      return NO_BYTES;
+    }
+    const session = this.#startSession(pending, endpoint, key);
+    ctx.connectionSignal.addEventListener("abort", () => session.close("connection closed"), {
+      once: true,
+    });
+    return NO_BYTES;
+  }
+
+  /** Starts the session over the connected endpoint; throws (to the client) when it cannot. */
+  #startSession(
+    pending: PendingHandshake,
+    endpoint: FabricEndpoint,
+    key: string,
+  ): ServerSession {
+    let session: ServerSession;
+    try {
+      session = new ServerSession({
+        id: pending.sessionId,
+        endpoint,
+        server: pending.serverLayout,
+        client: pending.clientLayout,
+        dispatcher: this.#dispatcher!,
+        methods: this.#methods,
+        peer: pending.peer,
+        batchBudget: this.#options.batchBudget,
+        largeThreshold: this.#options.largeThreshold,
+        ttlMs: this.#options.objectTtlMs,
+        logger: this.#logger,
+        pressure: pending.pressure,
+      });
+    } catch (e) {
+      endpoint.close();
+      const reason = `server could not set up ${pending.kind}: ${(e as Error).message}`;
+      this.#fallBack(key, pending.machine, reason);
+      throw new RpcError(EREQUEST, reason);
+    }
+    pending.machine.to("ESTABLISHED");
+    this.#record(key, pending.machine);
+    session.signal.addEventListener("abort", () => {
+      this.#sessions.delete(session);
+      this.#waits.delete(session);
+      if (this.#byPeer.get(key) === session) this.#byPeer.delete(key);
     }, { once: true });
-    this.#sessions.add(p.session);
-    this.#byPeer.set(key, p.session);
+    this.#sessions.add(session);
+    this.#byPeer.set(key, session);
     this.#loop.start();
-    return new Uint8Array(0);
+    return session;
   }
 
   #step(): number {
@@ -337,23 +426,23 @@ export class FabricHost {
     if (this.#sessions.size === 0) return new Promise((r) => setTimeout(() => r(false), ms));
     const all: Promise<boolean>[] = [];
     for (const s of this.#sessions) {
-      let w = this.#waits.get(s);
+      let wait = this.#waits.get(s);
       // Reuse the session's parked wait — unless it is overdue (it should have timed out):
       // then a fresh one takes over, so a lost wait never parks this session.
-      if (!w || performance.now() - w.started > 2 * ms + 500) {
-        const started = performance.now();
-        const p: Promise<boolean> = s.endpoint.waitInbound(s.seenDoorbell, ms).finally(() => {
-          if (this.#waits.get(s)?.p === p) this.#waits.delete(s);
+      if (!wait || performance.now() - wait.startedAt > 2 * ms + 500) {
+        const startedAt = performance.now();
+        const woke: Promise<boolean> = s.endpoint.waitInbound(s.seenDoorbell, ms).finally(() => {
+          if (this.#waits.get(s)?.woke === woke) this.#waits.delete(s);
         });
-        w = { p, started };
-        this.#waits.set(s, w);
+        wait = { woke, startedAt };
+        this.#waits.set(s, wait);
       }
-      all.push(w.p);
+      all.push(wait.woke);
     }
     return Promise.race(all);
   }
 
-  /** Closes every session and stops the engine. Safe twice. */
+  /** Closes every session, aborts every pending offer and stops the engine. Safe twice. */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;

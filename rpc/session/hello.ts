@@ -2,13 +2,18 @@
  * The handshake messages. They travel as baidu_std calls on the built-in service
  * `verbus.Fabric` (methods `Hello` and `Ack`) over the session's TCP connection, so a stock brpc
  * server simply answers ENOSERVICE and the client stays on TCP. Hellos are JSON validated by
- * zod (a lying or confused peer gets an error naming the field); the ACK is 4 bytes big-endian
- * like brpc's: 1 = the fast fabric is ON, 0 = fall back to TCP.
+ * zod (a lying or confused peer gets a HANDSHAKE error naming the field); the ACK is 4 bytes
+ * big-endian like brpc's: 1 = the fast fabric is ON, 0 = fall back to TCP. A fabric's own
+ * parameters and offer are opaque here: its provider validates them.
+ *
+ * Every function here is pure (it allocates its result) and may run on any thread.
  * @module
  */
 import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { VerbusError } from "../../errors.ts";
+import { FABRICS, fabricKindSchema } from "../../transport/registry.ts";
+import { parseOptions } from "../../util/options.ts";
 import { regionConfigSchema } from "../region/layout.ts";
 
 /** The built-in handshake service. */
@@ -16,21 +21,18 @@ export const FABRIC_SERVICE = "verbus.Fabric";
 /** Handshake protocol version. */
 export const HELLO_VERSION = 1;
 
-/** Per-fabric tri-state. */
-export type Tristate = "UNKNOWN" | "ON" | "OFF";
-
 /** Fault injection a client may ask of the server for its session (tests and demos). */
-export const simulateSchema = z.object({
+const simulateSchema = z.object({
   serverPressure: z.enum(["ring", "objpool"]).optional(),
 }).strict();
 
-/** Client → server. */
+/** Client → server: who the client is, what it can use, the region it proposes. */
 export const clientHelloSchema = z.object({
   version: z.literal(HELLO_VERSION),
   bootId: z.string().max(64),
   pid: z.number().int().nonnegative(),
   /** Fabrics the client can use, best first. */
-  fabrics: z.array(z.enum(["shm", "verbs", "urma"])).max(3),
+  fabrics: z.array(fabricKindSchema).max(FABRICS.length),
   /** The region the client proposes (the server may shrink it). */
   region: regionConfigSchema.partial(),
   /** Per-fabric parameters (each provider validates its own). */
@@ -39,24 +41,12 @@ export const clientHelloSchema = z.object({
 }).strict();
 export type ClientHello = z.output<typeof clientHelloSchema>;
 
-/** The shm object of a session, as the server created it. */
-export const shmOfferSchema = z.object({
-  name: z.string().regex(/^\/verbus-\d+-\d+$/),
-  size: z.number().int().positive(),
-  serverOffset: z.number().int().nonnegative(),
-  serverSize: z.number().int().positive(),
-  clientOffset: z.number().int().nonnegative(),
-  clientSize: z.number().int().positive(),
-  /** 16 random bytes (hex) the server wrote at its control page's proof offset. */
-  nonce: z.string().regex(/^[0-9a-f]{32}$/),
-}).strict();
-
-/** Server → client. */
+/** Server → client: the decision per fabric, the final region, the chosen fabric's offer. */
 export const serverHelloSchema = z.object({
   version: z.literal(HELLO_VERSION),
   sessionId: z.number().int().nonnegative(),
   /** The fabric chosen for the data plane, or null: TCP only. */
-  fabric: z.enum(["shm", "verbs", "urma"]).nullable(),
+  fabric: fabricKindSchema.nullable(),
   /** Per-fabric decision and, when OFF, why. */
   decisions: z.record(
     z.string(),
@@ -91,15 +81,7 @@ export function decodeHello<T extends z.ZodType>(
   } catch (e) {
     throw new VerbusError("HANDSHAKE", `${what}: not JSON (${(e as Error).message})`);
   }
-  const r = schema.safeParse(json);
-  if (!r.success) {
-    const i = r.error.issues[0];
-    throw new VerbusError(
-      "HANDSHAKE",
-      `${what}: field ${i.path.join(".") || "(root)"}: ${i.message}`,
-    );
-  }
-  return r.data;
+  return parseOptions(schema, json, what, "HANDSHAKE");
 }
 
 /** ACK values (4 bytes, big-endian). */

@@ -14,8 +14,6 @@
 import { setImmediate } from "node:timers";
 import { z } from "zod";
 
-export { cpuYielder } from "../../transport/cpu.ts";
-
 /** The progress-loop options as a zod schema (client and server options embed it). */
 export const progressOptionsSchema = z.object({
   spinUs: z.number().min(0).max(1_000_000).optional(),

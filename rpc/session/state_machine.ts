@@ -1,7 +1,9 @@
 /**
- * Explicit handshake state machines (rule 7): named states, the transitions each side may take,
+ * Explicit handshake state machines: named states (brpc's), the transitions each side may take,
  * and a history that says why each transition happened. Fallback to TCP is a state, entered
- * with its reason, logged once.
+ * with its reason, logged once — never silently.
+ *
+ * Threading: a machine belongs to the one handshake (one JS thread) that drives it.
  * @module
  */
 import { VerbusError } from "../../errors.ts";
@@ -86,11 +88,6 @@ export class StateMachine<S extends string> {
     if ((to === ("FALLBACK_TCP" as S) || to === ("FAILED" as S)) && this.log) {
       this.log(`${this.name}: ${from} → ${to}: ${reason ?? "no reason given"}`);
     }
-  }
-
-  /** True in ESTABLISHED, FALLBACK_TCP or FAILED. */
-  get finished(): boolean {
-    return this.allowed[this.#state].length === 0 || this.#state === ("ESTABLISHED" as S);
   }
 }
 

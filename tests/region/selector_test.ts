@@ -12,11 +12,11 @@ import {
   DEFAULT_SELECTOR_CONFIG,
   parseSelectorConfig,
   type SelectInput,
-  selectionTable,
   type SelectorConfig,
   selectPath,
   selectPathOnly,
 } from "../../rpc/selector.ts";
+import { selectionTable } from "./selection_table.ts";
 
 const cfg = DEFAULT_SELECTOR_CONFIG;
 const base: SelectInput = {
