@@ -15,7 +15,8 @@ import { z } from "zod";
 import { ClosedError, ConnectionClosedError, TimeoutError, VerbusError } from "../errors.ts";
 import { tcp } from "../transport/tcp/mod.ts";
 import type { TcpConn } from "../transport/tcp/tcp.ts";
-import { parseOptions, RpcError } from "./errors.ts";
+import { RpcError } from "./errors.ts";
+import { parseOptions } from "../util/options.ts";
 import type { Logger } from "./protocol/dispatch.ts";
 import { DEFAULT_MAX_BODY_SIZE, encodeFrameTo, FrameParser } from "./protocol/frame.ts";
 import type { Int64, RpcMeta, RpcRequestMeta } from "./protocol/rpc_meta.ts";
@@ -66,7 +67,7 @@ export interface CallResult {
 }
 
 /** One call waiting for its answer. */
-class Pending {
+class PendingCall {
   resolve!: (r: CallResult) => void;
   reject!: (e: VerbusError) => void;
   /** Own timer, only for calls whose timeout differs from the channel default. */
@@ -82,7 +83,7 @@ class Pending {
   ) {}
 }
 
-function onTimeout(p: Pending): void {
+function onTimeout(p: PendingCall): void {
   p.channel._expire(p);
 }
 
@@ -110,8 +111,8 @@ export class Channel {
   readonly host: string;
   /** The server's port. */
   readonly port: number;
-  readonly #o: z.output<typeof ChannelOptionsSchema>;
-  readonly #pending = new Map<number, Pending>();
+  readonly #options: z.output<typeof ChannelOptionsSchema>;
+  readonly #pending = new Map<number, PendingCall>();
   // Reused for every request: encoded at once, never kept.
   readonly #req: RpcRequestMeta = { serviceName: "", methodName: "" };
   readonly #meta: RpcMeta = { request: this.#req, correlationId: 0 };
@@ -132,7 +133,7 @@ export class Channel {
   constructor(host: string, port: number, options: z.output<typeof ChannelOptionsSchema>) {
     this.host = host;
     this.port = port;
-    this.#o = options;
+    this.#options = options;
     this.#defaultTimeout = options.timeoutMs;
   }
 
@@ -193,7 +194,7 @@ export class Channel {
       const conn = await tcp.connect({
         host: this.host,
         port: this.port,
-        timeoutMs: this.#o.connectTimeoutMs,
+        timeoutMs: this.#options.connectTimeoutMs,
       });
       if (this.#closed) {
         conn.close();
@@ -211,16 +212,14 @@ export class Channel {
     let broken: VerbusError | undefined;
     const parser = new FrameParser(
       (meta, payload, attachment) => this.#answer(meta, payload, attachment),
-      {
-        maxBodySize: this.#o.maxBodySize,
-      },
+      { maxBodySize: this.#options.maxBodySize },
     );
     conn.onData((chunk) => {
       try {
         parser.push(chunk);
       } catch (e) {
         broken = e as VerbusError;
-        this.#o.logger?.warn(`channel to ${this.host}:${this.port}: ${String(e)}; reconnecting`);
+        this.#options.logger?.warn(`channel to ${this.host}:${this.port}: ${e}; reconnecting`);
         conn.close();
       }
     });
@@ -277,7 +276,7 @@ export class Channel {
     } catch (e) {
       return Promise.reject(e);
     }
-    const p = new Pending(this, id, service, method, timeoutMs, this.#now() + timeoutMs);
+    const p = new PendingCall(this, id, service, method, timeoutMs, this.#now() + timeoutMs);
     const promise = new Promise<CallResult>((resolve, reject) => {
       p.resolve = resolve;
       p.reject = reject;
@@ -310,7 +309,7 @@ export class Channel {
   }
 
   /** @internal Timer callback: the call's deadline passed. */
-  _expire(p: Pending): void {
+  _expire(p: PendingCall): void {
     if (this.#pending.get(p.id) !== p) return;
     this.#pending.delete(p.id);
     p.reject(
@@ -333,7 +332,7 @@ export class Channel {
     this.#sweepTimer = undefined;
     const now = performance.now();
     const def = this.#defaultTimeout;
-    let next: Pending | undefined;
+    let next: PendingCall | undefined;
     for (const p of this.#pending.values()) {
       if (p.timeoutMs !== def) continue;
       if (p.deadline > now) {
@@ -393,7 +392,7 @@ export async function connect(
   options: ChannelOptions = {},
 ): Promise<Channel> {
   const a = parseAddress(address);
-  const o = parseOptions(ChannelOptionsSchema, options, "connect() options");
+  const o = parseOptions(ChannelOptionsSchema, options, "invalid connect() options");
   const ch = new Channel(a.host, a.port, o);
   await ch._open();
   return ch;

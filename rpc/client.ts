@@ -21,7 +21,8 @@ import {
   ChannelOptionsSchema,
   connect as connectChannel,
 } from "./channel.ts";
-import { ENOSERVICE, parseOptions, RpcError } from "./errors.ts";
+import { ENOSERVICE, RpcError } from "./errors.ts";
+import { parseOptions } from "../util/options.ts";
 import { regionConfigSchema } from "./region/layout.ts";
 import { formatTelemetry, type TelemetrySnapshot } from "./region/telemetry.ts";
 import {
@@ -32,7 +33,11 @@ import {
   selectPathOnly,
 } from "./selector.ts";
 import type { ClientSession, FabricResult } from "./session/client_session.ts";
-import { establishFabric, type FabricOutcome } from "./session/client_handshake.ts";
+import {
+  establishFabric,
+  fabricChoiceSchema,
+  type FabricOutcome,
+} from "./session/client_handshake.ts";
 import { ProgressLoop, progressOptionsSchema } from "./session/progress.ts";
 import { cpuYielder } from "../transport/cpu.ts";
 
@@ -51,7 +56,7 @@ export const faultsSchema = z.object({
 /** Options of {@link connect}; unknown keys are rejected and messages name the field. */
 export const clientOptionsSchema = ChannelOptionsSchema.extend({
   /** Which data plane to use: the best the two hosts share (auto), one fabric, or TCP only. */
-  fabric: z.enum(["auto", "shm", "verbs", "urma", "tcp"]).default("auto"),
+  fabric: fabricChoiceSchema.default("auto"),
   /** The region to propose (the server may shrink it). */
   region: regionConfigSchema.partial().default({}),
   /** Path-selection thresholds. */
@@ -450,7 +455,7 @@ export async function connect(
   address: string | { host: string; port: number },
   options: ClientOptions = {},
 ): Promise<Client> {
-  const o = parseOptions(clientOptionsSchema, options, "connect() options");
+  const o = parseOptions(clientOptionsSchema, options, "invalid connect() options");
   const {
     fabric: _f,
     region: _r,

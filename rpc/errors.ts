@@ -6,7 +6,6 @@
  * `RpcError.errorCode` carries whatever number came over the wire.
  * @module
  */
-import type { z } from "zod";
 import { VerbusError } from "../errors.ts";
 
 // Caused by the client / the call (1xxx).
@@ -129,22 +128,4 @@ export class RpcError extends VerbusError {
     this.errorCode = errorCode;
     this.errorText = errorText;
   }
-}
-
-/**
- * Validates `value` against a zod schema; on failure throws a `VerbusError` code `INVALID_OPTIONS`
- * whose message names every bad field by its path, e.g.
- * `invalid serve() options: port: Too big: expected number to be <=65535`.
- */
-export function parseOptions<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
-  const r = schema.safeParse(value);
-  if (r.success) return r.data;
-  const problems = r.error.issues.map((i) => {
-    const path = i.path.map((p) => (typeof p === "number" ? `[${p}]` : String(p))).join(".");
-    return `${path === "" ? "(options)" : path}: ${i.message}`;
-  });
-  throw new VerbusError("INVALID_OPTIONS", `invalid ${what}: ${problems.join("; ")}`, {
-    cause: r.error,
-    context: { fields: r.error.issues.map((i) => i.path.join(".")) },
-  });
 }

@@ -22,7 +22,7 @@
  * @module
  */
 import { z } from "zod";
-import { parseOptions } from "./errors.ts";
+import { parseOptions } from "../util/options.ts";
 
 /** The four ways a call can travel (names from the RDMemRPC design). */
 export type CallPath = "EAGER" | "LAZY" | "BULK" | "TCP_FALLBACK";
@@ -69,7 +69,7 @@ export const DEFAULT_SELECTOR_CONFIG: Readonly<SelectorConfig> = Object.freeze(
  * Setup only.
  */
 export function parseSelectorConfig(input: unknown = {}): SelectorConfig {
-  return parseOptions(selectorConfigSchema, input, "selector options");
+  return parseOptions(selectorConfigSchema, input, "invalid selector options");
 }
 
 /** What the selector looks at for one call. The caller owns it and may reuse it across calls. */

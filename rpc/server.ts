@@ -13,7 +13,8 @@ import { z } from "zod";
 import { ConnectionClosedError, ProtocolError } from "../errors.ts";
 import { tcp } from "../transport/tcp/mod.ts";
 import type { NetAddress, TcpConn, TcpListener } from "../transport/tcp/tcp.ts";
-import { ERESPONSE, parseOptions } from "./errors.ts";
+import { ERESPONSE } from "./errors.ts";
+import { parseOptions } from "../util/options.ts";
 import {
   Dispatcher,
   type Handler,
@@ -98,9 +99,9 @@ class ServerConnection implements ResponseSink {
   /** Arrival time of the chunk being parsed (one clock read per chunk, not per call). */
   #receivedAt = 0;
   // Reused for every answer: encoded at once, never kept.
-  readonly #ok: RpcMeta = { correlationId: 0 };
-  readonly #errRes: RpcResponseMeta = { errorCode: 0, errorText: "" };
-  readonly #err: RpcMeta = { correlationId: 0, response: this.#errRes };
+  readonly #okMeta: RpcMeta = { correlationId: 0 };
+  readonly #errorResponse: RpcResponseMeta = { errorCode: 0, errorText: "" };
+  readonly #errorMeta: RpcMeta = { correlationId: 0, response: this.#errorResponse };
 
   constructor(conn: TcpConn, server: Server, maxBodySize: number) {
     this.#conn = conn;
@@ -137,7 +138,7 @@ class ServerConnection implements ResponseSink {
     const conn = this.#conn;
     if (conn.closed) return;
     if (errorCode === 0) {
-      const meta = this.#ok;
+      const meta = this.#okMeta;
       meta.correlationId = call.correlationId;
       try {
         encodeFrameTo(conn, meta, response, call.responseAttachment);
@@ -145,10 +146,10 @@ class ServerConnection implements ResponseSink {
         this.send(call, response, ERESPONSE, `cannot frame the response: ${String(e)}`);
       }
     } else {
-      const meta = this.#err;
+      const meta = this.#errorMeta;
       meta.correlationId = call.correlationId;
-      this.#errRes.errorCode = errorCode;
-      this.#errRes.errorText = errorText;
+      this.#errorResponse.errorCode = errorCode;
+      this.#errorResponse.errorText = errorText;
       encodeFrameTo(conn, meta, response);
     }
   }
@@ -290,7 +291,7 @@ export class Server {
  * cannot be bound.
  */
 export async function serve(options: ServeOptions): Promise<Server> {
-  const o = parseOptions(ServeOptionsSchema, options, "serve() options");
+  const o = parseOptions(ServeOptionsSchema, options, "invalid serve() options");
   const fabric = o.fabric === false
     ? null
     : await FabricHost.create(o.fabric ?? {}, o.services, o.logger ?? defaultLogger);

@@ -25,7 +25,7 @@ export const FRAME_HEADER_SIZE = 12;
 /** Default largest accepted body (meta + payload + attachment): 64 MiB, as brpc. */
 export const DEFAULT_MAX_BODY_SIZE = 64 * 1024 * 1024;
 /** The magic bytes `"PRPC"`. */
-export const FRAME_MAGIC: Readonly<Uint8Array> = new Uint8Array([0x50, 0x52, 0x50, 0x43]);
+const FRAME_MAGIC: Readonly<Uint8Array> = new Uint8Array([0x50, 0x52, 0x50, 0x43]);
 
 const EMPTY = new Uint8Array(0);
 

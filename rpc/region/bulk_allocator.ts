@@ -17,7 +17,7 @@
  * @module
  */
 import { z } from "zod";
-import { parseOptions } from "../errors.ts";
+import { parseOptions } from "../../util/options.ts";
 import { FULL } from "./object_pool.ts";
 
 export { FULL };

@@ -151,7 +151,7 @@ export function computeLayout(role: RegionRole, config: RegionConfig): RegionLay
  *  64 ├──────────────────────────────────────────┤ [0, scanLimit) (a hint: clamped to the ring)
  *     │ telemetry                      (rpc)     │ float64 counters (rpc/region/telemetry.ts),
  *     │ …                                        │ up to the end of the page
- *4096 └──────────────────────────────────────────┘
+ * 4096 └──────────────────────────────────────────┘
  * ```
  * Byte offsets from the start of the region. Read and written by the session that owns the
  * region (and its peer through the fabric); no allocation.

@@ -31,7 +31,7 @@
  */
 import { z } from "zod";
 import { VerbusError } from "../../errors.ts";
-import { parseOptions } from "../errors.ts";
+import { parseOptions } from "../../util/options.ts";
 
 /** Returned by `alloc` when no run of free slabs is big enough (negative: never a valid id). */
 export const FULL = -1;

@@ -13,7 +13,7 @@ import { pid } from "node:process";
 import { z } from "zod";
 import type { FabricEndpoint } from "../../transport/fabric.ts";
 import type { ClientFabricProvider, SessionSizes } from "../../transport/provider.ts";
-import { clientProviders, FABRICS, type FabricKind } from "../../transport/registry.ts";
+import { clientProviders, type FabricKind, FABRICS } from "../../transport/registry.ts";
 import type { Channel } from "../channel.ts";
 import { ENOSERVICE, RpcError } from "../errors.ts";
 import type { Logger } from "../protocol/dispatch.ts";

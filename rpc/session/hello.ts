@@ -12,7 +12,7 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { VerbusError } from "../../errors.ts";
-import { FABRICS, fabricKindSchema } from "../../transport/registry.ts";
+import { fabricKindSchema, FABRICS } from "../../transport/registry.ts";
 import { parseOptions } from "../../util/options.ts";
 import { regionConfigSchema } from "../region/layout.ts";
 

@@ -1,0 +1,324 @@
+/**
+ * The server half of the fabric handshake: the `verbus.Fabric` Hello and Ack handlers, an
+ * explicit state machine per connection (`S_HELLO_WAIT → S_SETUP → S_HELLO_SEND → S_ACK_WAIT →
+ * ESTABLISHED`, or `FALLBACK_TCP` / `FAILED` with the reason logged once).
+ *
+ * On a hello the chosen provider prepares an offer (`transport/provider.ts`: the server's region
+ * exists and is stamped, nothing is connected); on the client's ACK 1 the offer connects (checking
+ * the client's proof) and only then does a {@link ServerSession} start over the connected
+ * endpoint. Every other end of a pending handshake — no ACK in time, ACK 0, the connection
+ * closed, a new hello on it, the server closing — aborts the offer, which releases what it took.
+ *
+ * Threading: one JS thread (the server's); control path.
+ * @module
+ */
+import type { FabricEndpoint } from "../../transport/fabric.ts";
+import type {
+  PeerInfo,
+  ServerFabricProvider,
+  ServerOffer,
+  SessionSizes,
+} from "../../transport/provider.ts";
+import type { FabricKind } from "../../transport/registry.ts";
+import type { NetAddress } from "../../transport/tcp/tcp.ts";
+import { EREQUEST, RpcError } from "../errors.ts";
+import type { CallContext, Dispatcher, Logger } from "../protocol/dispatch.ts";
+import { computeLayout, type RegionConfig, type RegionLayout } from "../region/layout.ts";
+import {
+  ACK_ON,
+  type ClientHello,
+  clientHelloSchema,
+  decodeAck,
+  decodeHello,
+  encodeHello,
+  HELLO_VERSION,
+  type ServerHello,
+} from "./hello.ts";
+import { ServerSession } from "./server_session.ts";
+import { serverMachine, type ServerState, type StateMachine } from "./state_machine.ts";
+
+/** What the handshake needs from the host it establishes sessions for. */
+export interface HandshakeHost {
+  /** The dispatcher sessions serve calls with (null before the server attached it). */
+  dispatcher(): Dispatcher | null;
+  /** True once the host is closing: nothing new is established. */
+  closed(): boolean;
+  /** Closes the established session of connection `key`, if any (a new hello replaces it). */
+  retire(key: string): void;
+  /** Takes over a session that just became ESTABLISHED on connection `key`. */
+  adopt(session: ServerSession, key: string): void;
+}
+
+/** The settings the handshake applies (the host's validated options). */
+export interface HandshakeSettings {
+  /** Fabrics the server offers. */
+  readonly fabrics: readonly FabricKind[];
+  /** The largest region a client may get. */
+  readonly maxRegion: RegionConfig;
+  readonly batchBudget: number;
+  readonly largeThreshold: number;
+  readonly objectTtlMs: number;
+  readonly ackTimeoutMs: number;
+}
+
+/** A handshake between its hello and its ACK: the offer is prepared, nothing is connected. */
+interface PendingHandshake {
+  readonly machine: StateMachine<ServerState>;
+  readonly sessionId: number;
+  readonly kind: FabricKind;
+  readonly offer: ServerOffer;
+  readonly serverLayout: RegionLayout;
+  readonly clientLayout: RegionLayout;
+  readonly peer: NetAddress;
+  readonly pressure?: "ring" | "objpool";
+  readonly ackTimer: ReturnType<typeof setTimeout>;
+}
+
+const NO_BYTES = new Uint8Array(0);
+
+/** The key of a TCP connection (its peer address). */
+const connectionKey = (ctx: CallContext): string => `${ctx.peer.host}:${ctx.peer.port}`;
+
+/** Clamps every field of the client's proposal to the server's maximum. */
+function negotiate(max: RegionConfig, proposal: ClientHello["region"]): RegionConfig {
+  const out = { ...max };
+  for (const k of Object.keys(max) as (keyof RegionConfig)[]) {
+    const v = proposal[k];
+    if (typeof v === "number") out[k] = Math.min(v, max[k]);
+  }
+  return out;
+}
+
+/** The server's handshakes, one per connection at a time. */
+export class ServerHandshakes {
+  readonly #pending = new Map<string, PendingHandshake>();
+  #nextSession = 1;
+  /** Handshake outcomes (tests, stats). */
+  readonly history: { peer: string; state: ServerState; reason?: string }[] = [];
+
+  /**
+   * @param unavailable why a fabric of `settings.fabrics` has no provider here
+   * @param methods the method table sent to clients (`service/method`, index = wire number)
+   */
+  constructor(
+    private readonly host: HandshakeHost,
+    private readonly settings: HandshakeSettings,
+    private readonly providers: readonly ServerFabricProvider[],
+    private readonly unavailable: Partial<Record<FabricKind, string>>,
+    private readonly methods: readonly (readonly [string, string])[],
+    private readonly logger: Logger,
+  ) {}
+
+  #record(peer: string, m: StateMachine<ServerState>): void {
+    const last = m.history[m.history.length - 1];
+    this.history.push({ peer, state: m.state, ...(last?.reason ? { reason: last.reason } : {}) });
+  }
+
+  /** Ends a handshake on TCP with `reason` (logged once by the machine) and records it. */
+  #fallBack(key: string, m: StateMachine<ServerState>, reason: string): void {
+    m.to("FALLBACK_TCP", reason);
+    this.#record(key, m);
+  }
+
+  /** The `Hello` handler: decides each fabric, prepares the chosen one's offer, answers. */
+  async hello(req: Uint8Array, ctx: CallContext): Promise<Uint8Array> {
+    const key = connectionKey(ctx);
+    this.host.retire(key); // the client negotiates again (its session failed): the old one goes
+    const m = serverMachine(
+      `fabric handshake with ${key}`,
+      (l) => this.logger.info?.(l) ?? this.logger.warn(l),
+    );
+    let hello: ClientHello;
+    try {
+      hello = decodeHello(clientHelloSchema, req, "client hello");
+    } catch (e) {
+      m.to("FAILED", (e as Error).message);
+      this.#record(key, m);
+      throw new RpcError(EREQUEST, (e as Error).message);
+    }
+    m.to("S_SETUP");
+    const region = negotiate(this.settings.maxRegion, hello.region);
+    const peer: PeerInfo = { bootId: hello.bootId, pid: hello.pid, host: ctx.peer.host };
+    const decisions: ServerHello["decisions"] = {};
+    let chosen: FabricKind | null = null;
+    for (const f of hello.fabrics) {
+      const why = this.#refuse(f, peer, hello.params[f]);
+      decisions[f] = why ? { state: "OFF", reason: why } : { state: "ON" };
+      if (!why && chosen === null) chosen = f;
+    }
+    const reply: ServerHello = {
+      version: HELLO_VERSION,
+      sessionId: 0,
+      fabric: null,
+      decisions,
+      region,
+      methods: this.methods.map(([s, m]) => `${s}/${m}`),
+      batchBudget: this.settings.batchBudget,
+      largeThreshold: this.settings.largeThreshold,
+    };
+    const provider = this.providers.find((p) => p.kind === chosen);
+    if (!provider || !this.host.dispatcher()) {
+      this.#fallBack(
+        key,
+        m,
+        Object.entries(decisions).map(([f, d]) => `${f}: ${d.reason}`).join("; ") ||
+          "client offered no fabric",
+      );
+      return encodeHello(reply);
+    }
+    const sessionId = this.#nextSession++;
+    const serverLayout = computeLayout("server", region);
+    const clientLayout = computeLayout("client", region);
+    const sizes: SessionSizes = {
+      server: serverLayout.size,
+      client: clientLayout.size,
+      maxMessage: region.slotSize,
+    };
+    let offer: ServerOffer;
+    try {
+      offer = await provider.offer({ sessionId, sizes, peer, params: hello.params[provider.kind] });
+    } catch (e) {
+      const reason = `server could not set up ${provider.kind}: ${(e as Error).message}`;
+      decisions[provider.kind] = { state: "OFF", reason };
+      this.#fallBack(key, m, reason);
+      return encodeHello(reply);
+    }
+    if (this.host.closed() || ctx.connectionSignal.aborted) { // went away while the offer was made
+      const reason = this.host.closed() ? "server closing" : "connection closed";
+      offer.abort(reason);
+      this.#fallBack(key, m, reason);
+      return encodeHello(reply);
+    }
+    reply.sessionId = sessionId;
+    reply.fabric = provider.kind;
+    reply.offer = offer.offer;
+    this.#drop(key, "replaced by a new hello");
+    const pending: PendingHandshake = {
+      machine: m,
+      sessionId,
+      kind: provider.kind,
+      offer,
+      serverLayout,
+      clientLayout,
+      peer: ctx.peer,
+      pressure: hello.simulate?.serverPressure,
+      ackTimer: setTimeout(
+        () => this.#drop(key, "no ACK in time", pending),
+        this.settings.ackTimeoutMs,
+      ),
+    };
+    this.#pending.set(key, pending);
+    // The offer lives as long as the TCP connection (not the Hello call's deadline).
+    ctx.connectionSignal.addEventListener(
+      "abort",
+      () => this.#drop(key, "connection closed", pending),
+      { once: true },
+    );
+    m.to("S_HELLO_SEND");
+    m.to("S_ACK_WAIT");
+    return encodeHello(reply);
+  }
+
+  #refuse(f: FabricKind, peer: PeerInfo, params: unknown): string | undefined {
+    if (!this.settings.fabrics.includes(f)) return `server does not offer ${f}`;
+    const unavailable = this.unavailable[f];
+    if (unavailable) return unavailable;
+    const p = this.providers.find((x) => x.kind === f);
+    return p ? p.refuse(peer, params) : `server does not offer ${f}`;
+  }
+
+  /**
+   * Ends the pending handshake of `key` (only if it is still `only`, when given): the offer is
+   * aborted and the handshake recorded as FALLBACK_TCP with `reason`.
+   */
+  #drop(key: string, reason: string, only?: PendingHandshake): void {
+    const pending = this.#pending.get(key);
+    if (!pending || (only && pending !== only)) return;
+    this.#pending.delete(key);
+    clearTimeout(pending.ackTimer);
+    pending.offer.abort(reason);
+    this.#fallBack(key, pending.machine, reason);
+  }
+
+  /** The `Ack` handler: ACK 1 connects the offer and establishes the session; ACK 0 drops it. */
+  async ack(req: Uint8Array, ctx: CallContext): Promise<Uint8Array> {
+    const key = connectionKey(ctx);
+    const pending = this.#pending.get(key);
+    if (!pending) {
+      throw new RpcError(EREQUEST, "ACK without a pending fabric hello on this connection");
+    }
+    let value: number;
+    try {
+      value = decodeAck(req);
+    } catch (e) {
+      this.#drop(key, (e as Error).message);
+      throw new RpcError(EREQUEST, (e as Error).message);
+    }
+    if (value !== ACK_ON) {
+      this.#drop(key, "client declined the fabric (ACK 0)");
+      return NO_BYTES;
+    }
+    // This ACK now owns the offer: no other end of the handshake can reach it.
+    this.#pending.delete(key);
+    clearTimeout(pending.ackTimer);
+    let endpoint: FabricEndpoint;
+    try {
+      endpoint = await pending.offer.connect();
+    } catch (e) {
+      const reason = (e as Error).message;
+      pending.offer.abort(reason);
+      this.#fallBack(key, pending.machine, reason);
+      throw new RpcError(EREQUEST, `fabric connection not confirmed: ${reason}`);
+    }
+    if (this.host.closed() || ctx.connectionSignal.aborted) { // went away while it connected
+      endpoint.close();
+      const reason = this.host.closed() ? "server closing" : "connection closed";
+      this.#fallBack(key, pending.machine, reason);
+      return NO_BYTES;
+    }
+    const session = this.#startSession(pending, endpoint, key);
+    ctx.connectionSignal.addEventListener("abort", () => session.close("connection closed"), {
+      once: true,
+    });
+    return NO_BYTES;
+  }
+
+  /** Starts the session over the connected endpoint; throws (to the client) when it cannot. */
+  #startSession(
+    pending: PendingHandshake,
+    endpoint: FabricEndpoint,
+    key: string,
+  ): ServerSession {
+    let session: ServerSession;
+    try {
+      session = new ServerSession({
+        id: pending.sessionId,
+        endpoint,
+        server: pending.serverLayout,
+        client: pending.clientLayout,
+        dispatcher: this.host.dispatcher()!,
+        methods: this.methods,
+        peer: pending.peer,
+        batchBudget: this.settings.batchBudget,
+        largeThreshold: this.settings.largeThreshold,
+        ttlMs: this.settings.objectTtlMs,
+        logger: this.logger,
+        pressure: pending.pressure,
+      });
+    } catch (e) {
+      endpoint.close();
+      const reason = `server could not set up ${pending.kind}: ${(e as Error).message}`;
+      this.#fallBack(key, pending.machine, reason);
+      throw new RpcError(EREQUEST, reason);
+    }
+    pending.machine.to("ESTABLISHED");
+    this.#record(key, pending.machine);
+    this.host.adopt(session, key);
+    return session;
+  }
+
+  /** Aborts every pending offer ("server closing"). Safe twice. */
+  close(): void {
+    for (const k of [...this.#pending.keys()]) this.#drop(k, "server closing");
+  }
+}
