@@ -140,17 +140,17 @@ export function computeLayout(role: RegionRole, config: RegionConfig): RegionLay
  * header (`transport/control_page.ts`: magic, version, role, doorbell, sleeping, proof); the rpc
  * layer owns the words below and never writes the header's:
  * ```
- *   0 ┌──────────────────────────────────────────┐ ┐
- *     │ magic · version · role                   │ │
- *  12 │ state u32                      (rpc)     │ │ fabric header (transport),
- *  16 │ doorbell · sleeping                      │ │ FABRIC_HEADER_BYTES long; word 12
- *  24 │ proof[16]                                │ │ lies inside it but is rpc's
- *  40 ├──────────────────────────────────────────┤ ┘
- *     │ scanLimit u32                  (rpc)     │ server region: 1 + the highest request slot
- *  44 │ reserved                                 │ the client has used; the server scans only
- *  64 ├──────────────────────────────────────────┤ [0, scanLimit) (a hint: clamped to the ring)
- *     │ telemetry                      (rpc)     │ float64 counters (rpc/region/telemetry.ts),
- *     │ …                                        │ up to the end of the page
+ *    0 ┌──────────────────────────────────────────┐ ┐
+ *      │ magic · version · role                   │ │
+ *   12 │ state u32                      (rpc)     │ │ fabric header (transport),
+ *   16 │ doorbell · sleeping                      │ │ FABRIC_HEADER_BYTES long; word 12
+ *   24 │ proof[16]                                │ │ lies inside it but is rpc's
+ *   40 ├──────────────────────────────────────────┤ ┘
+ *      │ scanLimit u32                  (rpc)     │ server region: 1 + the highest request
+ *   44 │ reserved                                 │ slot the client has used; the server scans
+ *   64 ├──────────────────────────────────────────┤ only [0, scanLimit) (a hint: clamped)
+ *      │ telemetry                      (rpc)     │ float64 counters (rpc/region/telemetry.ts),
+ *      │ …                                        │ up to the end of the page
  * 4096 └──────────────────────────────────────────┘
  * ```
  * Byte offsets from the start of the region. Read and written by the session that owns the

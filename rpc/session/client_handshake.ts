@@ -63,7 +63,10 @@ export interface HandshakeOptions {
   faults: { serverPressure?: "ring" | "objpool" };
   logger?: Logger;
   timeoutMs: number;
-  /** Per-fabric provider options keyed by fabric (e.g. `verbs: { sourceAddr }`); each provider gets its own part. */
+  /**
+   * Per-fabric provider options keyed by fabric (e.g. `verbs: { sourceAddr }`); each provider
+   * gets its own part.
+   */
   providerOptions?: Record<string, unknown>;
 }
 

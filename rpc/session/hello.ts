@@ -6,7 +6,7 @@
  * big-endian like brpc's: 1 = the fast fabric is ON, 0 = fall back to TCP. A fabric's own
  * parameters and offer are opaque here: its provider validates them.
  *
- * Every function here is pure (it allocates its result) and may run on any thread.
+ * Control path: every function allocates its result; any thread.
  * @module
  */
 import { readFileSync } from "node:fs";

@@ -44,7 +44,7 @@ function expectPath(
   if (reason !== undefined) assertEquals(s.reason, reason);
 }
 
-test("defaults are those of BRIEF §1", () => {
+test("defaults: 8 errors, ring 90 %, object pool 85 %, BULK 8 KiB, LAZY 8 KiB", () => {
   assertEquals({ ...cfg }, {
     errorThreshold: 8,
     ringPressure: 0.9,
