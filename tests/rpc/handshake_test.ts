@@ -175,3 +175,20 @@ test("closing the server releases a pending offer", async () => {
     await ch.close();
   }
 }, { skip: SKIP });
+
+test("a hello that names an unknown fabric is refused naming the field", async () => {
+  const server = await start();
+  const ch = await connect({ host: "127.0.0.1", port: server.port });
+  try {
+    const bad = { version: HELLO_VERSION, bootId: "", pid, fabrics: ["tcp"], region: {} };
+    await assertRejects(
+      () => ch.call(FABRIC_SERVICE, "Hello", new TextEncoder().encode(JSON.stringify(bad))),
+      RpcError,
+      "client hello: field fabrics.0",
+    );
+    assertEquals(lastOutcome(server)?.state, "FAILED");
+  } finally {
+    await ch.close();
+    await server.close();
+  }
+});
