@@ -73,28 +73,30 @@ export interface HandshakeOptions {
 /** Runs the handshake on `channel`. Never throws for a refusal: the outcome says FALLBACK_TCP. */
 export async function establishFabric(
   channel: Channel,
-  o: HandshakeOptions,
+  options: HandshakeOptions,
 ): Promise<FabricOutcome> {
-  const log = (line: string) => (o.logger ? o.logger.warn(line) : console.error(`verbus: ${line}`));
-  const m = clientMachine(`fabric handshake with ${channel.host}:${channel.port}`, log);
+  const log = (
+    line: string,
+  ) => (options.logger ? options.logger.warn(line) : console.error(`verbus: ${line}`));
+  const machine = clientMachine(`fabric handshake with ${channel.host}:${channel.port}`, log);
   const done = (
     session: ClientSession | null,
     label: string,
     decisions?: ServerHello["decisions"],
   ): FabricOutcome => {
-    const last = m.history[m.history.length - 1];
+    const last = machine.history[machine.history.length - 1];
     return {
       session,
       fabricLabel: label,
       summary: {
-        state: m.state,
+        state: machine.state,
         ...(last?.reason ? { reason: last.reason } : {}),
         ...(decisions ? { decisions } : {}),
-        history: [...m.history],
+        history: [...machine.history],
       },
     };
   };
-  if (o.fabric === "tcp") {
+  if (options.fabric === "tcp") {
     // Chosen by the user: not a fallback worth a log line.
     return {
       session: null,
@@ -102,11 +104,11 @@ export async function establishFabric(
       summary: { state: "FALLBACK_TCP", reason: "fabric: tcp (chosen)", history: [] },
     };
   }
-  const kinds: readonly FabricKind[] = o.fabric === "auto" ? FABRICS : [o.fabric];
-  const { providers, refused } = await clientProviders(kinds, o.providerOptions ?? {});
+  const kinds: readonly FabricKind[] = options.fabric === "auto" ? FABRICS : [options.fabric];
+  const { providers, refused } = await clientProviders(kinds, options.providerOptions ?? {});
   if (providers.length === 0) {
     const why = Object.entries(refused).map(([k, r]) => `${k}: ${r}`).join("; ");
-    m.to("FALLBACK_TCP", why || "no fabric to offer");
+    machine.to("FALLBACK_TCP", why || "no fabric to offer");
     return done(null, "tcp");
   }
   const closeAll = (keep?: ClientFabricProvider) =>
@@ -116,15 +118,17 @@ export async function establishFabric(
     bootId: bootId(),
     pid,
     fabrics: providers.map((p) => p.kind),
-    region: o.region,
+    region: options.region,
     params: Object.fromEntries(providers.map((p) => [p.kind, p.params()])),
-    ...(o.faults.serverPressure ? { simulate: { serverPressure: o.faults.serverPressure } } : {}),
+    ...(options.faults.serverPressure
+      ? { simulate: { serverPressure: options.faults.serverPressure } }
+      : {}),
   };
-  m.to("C_HELLO_WAIT");
+  machine.to("C_HELLO_WAIT");
   let reply: ServerHello;
   try {
     const r = await channel.call(FABRIC_SERVICE, "Hello", encodeHello(hello), {
-      timeoutMs: o.timeoutMs,
+      timeoutMs: options.timeoutMs,
     });
     reply = decodeHello(serverHelloSchema, r.response, "server hello");
   } catch (e) {
@@ -132,7 +136,7 @@ export async function establishFabric(
     const reason = e instanceof RpcError && e.errorCode === ENOSERVICE
       ? "the server offers no verbus fabric (a stock brpc server?)"
       : `hello failed: ${(e as Error).message}`;
-    m.to("FALLBACK_TCP", reason);
+    machine.to("FALLBACK_TCP", reason);
     return done(null, "tcp");
   }
   if (reply.fabric === null) {
@@ -140,10 +144,13 @@ export async function establishFabric(
     const reasons = Object.entries(reply.decisions).map(([f, d]) =>
       `${f} ${d.state}${d.reason ? ` (${d.reason})` : ""}`
     );
-    m.to("FALLBACK_TCP", `server refused every fabric: ${reasons.join("; ") || "none offered"}`);
+    machine.to(
+      "FALLBACK_TCP",
+      `server refused every fabric: ${reasons.join("; ") || "none offered"}`,
+    );
     return done(null, "tcp", reply.decisions);
   }
-  m.to("C_SETUP");
+  machine.to("C_SETUP");
   const provider = providers.find((p) => p.kind === reply.fabric);
   closeAll(provider);
   let session: ClientSession;
@@ -163,7 +170,7 @@ export async function establishFabric(
       server: serverLayout,
       client: clientLayout,
       methods: reply.methods,
-      refreshEvery: o.refreshEvery,
+      refreshEvery: options.refreshEvery,
       onFail: (reason) =>
         log(
           `fabric session with ${channel.host}:${channel.port} failed, calls go over TCP: ${reason}`,
@@ -173,20 +180,21 @@ export async function establishFabric(
     endpoint?.close();
     provider?.close();
     const reason = (e as Error).message;
-    await channel.call(FABRIC_SERVICE, "Ack", encodeAck(ACK_OFF), { timeoutMs: o.timeoutMs }).catch(
-      () => {},
-    );
-    m.to("FALLBACK_TCP", reason);
+    await channel.call(FABRIC_SERVICE, "Ack", encodeAck(ACK_OFF), { timeoutMs: options.timeoutMs })
+      .catch(
+        () => {},
+      );
+    machine.to("FALLBACK_TCP", reason);
     return done(null, "tcp", reply.decisions);
   }
-  m.to("C_ACK_SEND");
+  machine.to("C_ACK_SEND");
   try {
-    await channel.call(FABRIC_SERVICE, "Ack", encodeAck(ACK_ON), { timeoutMs: o.timeoutMs });
+    await channel.call(FABRIC_SERVICE, "Ack", encodeAck(ACK_ON), { timeoutMs: options.timeoutMs });
   } catch (e) {
     session.close();
-    m.to("FALLBACK_TCP", `ACK refused: ${(e as Error).message}`);
+    machine.to("FALLBACK_TCP", `ACK refused: ${(e as Error).message}`);
     return done(null, "tcp", reply.decisions);
   }
-  m.to("ESTABLISHED");
+  machine.to("ESTABLISHED");
   return done(session, provider.label, reply.decisions);
 }

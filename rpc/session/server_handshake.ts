@@ -109,22 +109,26 @@ export class ServerHandshakes {
     private readonly logger: Logger,
   ) {}
 
-  #record(peer: string, m: StateMachine<ServerState>): void {
-    const last = m.history[m.history.length - 1];
-    this.history.push({ peer, state: m.state, ...(last?.reason ? { reason: last.reason } : {}) });
+  #record(peer: string, machine: StateMachine<ServerState>): void {
+    const last = machine.history[machine.history.length - 1];
+    this.history.push({
+      peer,
+      state: machine.state,
+      ...(last?.reason ? { reason: last.reason } : {}),
+    });
   }
 
   /** Ends a handshake on TCP with `reason` (logged once by the machine) and records it. */
-  #fallBack(key: string, m: StateMachine<ServerState>, reason: string): void {
-    m.to("FALLBACK_TCP", reason);
-    this.#record(key, m);
+  #fallBack(key: string, machine: StateMachine<ServerState>, reason: string): void {
+    machine.to("FALLBACK_TCP", reason);
+    this.#record(key, machine);
   }
 
   /** The `Hello` handler: decides each fabric, prepares the chosen one's offer, answers. */
   async hello(req: Uint8Array, ctx: CallContext): Promise<Uint8Array> {
     const key = connectionKey(ctx);
     this.host.retire(key); // the client negotiates again (its session failed): the old one goes
-    const m = serverMachine(
+    const machine = serverMachine(
       `fabric handshake with ${key}`,
       (l) => this.logger.info?.(l) ?? this.logger.warn(l),
     );
@@ -132,11 +136,11 @@ export class ServerHandshakes {
     try {
       hello = decodeHello(clientHelloSchema, req, "client hello");
     } catch (e) {
-      m.to("FAILED", (e as Error).message);
-      this.#record(key, m);
+      machine.to("FAILED", (e as Error).message);
+      this.#record(key, machine);
       throw new RpcError(EREQUEST, (e as Error).message);
     }
-    m.to("S_SETUP");
+    machine.to("S_SETUP");
     const region = negotiate(this.settings.maxRegion, hello.region);
     const peer: PeerInfo = { bootId: hello.bootId, pid: hello.pid, host: ctx.peer.host };
     const decisions: ServerHello["decisions"] = {};
@@ -152,7 +156,7 @@ export class ServerHandshakes {
       fabric: null,
       decisions,
       region,
-      methods: this.methods.map(([s, m]) => `${s}/${m}`),
+      methods: this.methods.map(([service, method]) => `${service}/${method}`),
       batchBudget: this.settings.batchBudget,
       largeThreshold: this.settings.largeThreshold,
     };
@@ -160,7 +164,7 @@ export class ServerHandshakes {
     if (!provider || !this.host.dispatcher()) {
       this.#fallBack(
         key,
-        m,
+        machine,
         Object.entries(decisions).map(([f, d]) => `${f}: ${d.reason}`).join("; ") ||
           "client offered no fabric",
       );
@@ -180,13 +184,13 @@ export class ServerHandshakes {
     } catch (e) {
       const reason = `server could not set up ${provider.kind}: ${(e as Error).message}`;
       decisions[provider.kind] = { state: "OFF", reason };
-      this.#fallBack(key, m, reason);
+      this.#fallBack(key, machine, reason);
       return encodeHello(reply);
     }
     if (this.host.closed() || ctx.connectionSignal.aborted) { // went away while the offer was made
       const reason = this.host.closed() ? "server closing" : "connection closed";
       offer.abort(reason);
-      this.#fallBack(key, m, reason);
+      this.#fallBack(key, machine, reason);
       return encodeHello(reply);
     }
     reply.sessionId = sessionId;
@@ -194,7 +198,7 @@ export class ServerHandshakes {
     reply.offer = offer.offer;
     this.#drop(key, "replaced by a new hello");
     const pending: PendingHandshake = {
-      machine: m,
+      machine,
       sessionId,
       kind: provider.kind,
       offer,
@@ -214,8 +218,8 @@ export class ServerHandshakes {
       () => this.#drop(key, "connection closed", pending),
       { once: true },
     );
-    m.to("S_HELLO_SEND");
-    m.to("S_ACK_WAIT");
+    machine.to("S_HELLO_SEND");
+    machine.to("S_ACK_WAIT");
     return encodeHello(reply);
   }
 
