@@ -1,12 +1,12 @@
 /**
  * `verbus` — the command line. Runs as `deno run -A cli/main.ts <command>` or
- * `bun cli/main.ts <command>`; each command lives in its own file and is loaded on demand, so
- * `verbus doctor` never loads the RPC stack and `verbus call` never loads doctor's probes.
+ * `bun cli/main.ts <command>`; each command lives in its own file and is loaded on demand. The
+ * CLI uses only the public API (`mod.ts`) and the example services (`examples/demo/mod.ts`).
  *
  * Commands: `doctor`, `serve`, `call` (see `verbus <command> --help`).
  * @module
  */
-import { RUNTIME } from "../ffi/runtime.ts";
+import { RUNTIME } from "../util/runtime.ts";
 
 const USAGE = `usage: verbus <command> [options]
 

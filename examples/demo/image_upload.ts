@@ -35,7 +35,7 @@ import {
   UPLOAD_STATE_ABORTED,
   UPLOAD_STATE_COMMITTED,
   UPLOAD_STATE_OPEN,
-} from "./codec.ts";
+} from "./image_codec.ts";
 
 /** Default chunk size of an image upload: 24 KiB. */
 export const IMAGE_CHUNK_DEFAULT_BYTES = 24 * 1024;
