@@ -35,7 +35,7 @@ function lib(name: string, s: LibraryStatus): string[] {
 }
 
 /** Renders the capabilities for a person. */
-export function formatDoctor(c: HostCapabilities): string {
+function formatDoctor(c: HostCapabilities): string {
   const out: string[] = [];
   out.push(`runtime      ${c.runtime.name} ${c.runtime.version}`);
   if (c.helper.found && c.helper.layoutOk) {

@@ -18,7 +18,7 @@ commands:
 run 'verbus <command> --help' for the options of one command.`;
 
 /** The process arguments after the script, on either runtime. */
-export function cliArgs(): string[] {
+function cliArgs(): string[] {
   // deno-lint-ignore no-explicit-any
   const g = globalThis as any;
   return RUNTIME === "deno" ? [...g.Deno.args] : g.process.argv.slice(2);

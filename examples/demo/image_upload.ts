@@ -44,9 +44,6 @@ export const IMAGE_CHUNK_MAX_BYTES = 24 * 1024;
 /** Default largest image: 64 MiB. */
 export const IMAGE_DEFAULT_MAX_BYTES = 64 * 1024 * 1024;
 
-/** FNV-1a 64 offset basis. */
-export const FNV1A64_OFFSET_BASIS = 0xcbf29ce484222325n;
-
 /**
  * Rolling 64-bit FNV-1a. The state is kept as two unsigned 32-bit halves so the hot loop stays in
  * small-integer arithmetic (no bigint per byte): multiplying by the prime 2^40 + 0x1b3 is
