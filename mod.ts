@@ -87,7 +87,7 @@ export { formatTelemetry } from "./rpc/region/telemetry.ts";
 export type { TelemetrySnapshot } from "./rpc/region/telemetry.ts";
 
 // Fabrics: the one list of names, and what this host can do (`verbus doctor`).
-export { FABRICS, fabricKindSchema } from "./transport/registry.ts";
+export { fabricKindSchema, FABRICS } from "./transport/registry.ts";
 export type { FabricKind } from "./transport/registry.ts";
 export type { FabricEndpoint } from "./transport/fabric.ts";
 export { probeHost } from "./transport/capabilities.ts";

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
 import { demoService } from "../examples/demo/mod.ts";
-import { FABRICS, type FabricKind, RUNTIME, serve } from "../mod.ts";
+import { type FabricKind, FABRICS, RUNTIME, serve } from "../mod.ts";
 import { parseCommandLine, usageError } from "./options.ts";
 import { simulatorPath } from "./doctor.ts";
 

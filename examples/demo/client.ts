@@ -100,7 +100,11 @@ export class DemoClient {
     this.#timeout_ms = options.timeoutMs;
   }
 
-  async #demo(method: DemoMethod, request: Uint8Array, options?: DemoCallOptions): Promise<DemoCallResult> {
+  async #demo(
+    method: DemoMethod,
+    request: Uint8Array,
+    options?: DemoCallOptions,
+  ): Promise<DemoCallResult> {
     return await this.#call(DEMO_SERVICE, method, request, {
       timeoutMs: this.#timeout_ms,
       ...options,
