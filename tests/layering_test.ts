@@ -53,6 +53,14 @@ const RULES = {
         ? "rpc/ must not import ffi/ or transport/shm|verbs|urma/"
         : undefined,
   },
+  "rpc-not-above": {
+    title: "rpc/ imports nothing above it (examples/, cli/, mod.ts)",
+    why: (file: string, target: string) =>
+      under(file, "rpc") &&
+        (under(target, "examples") || under(target, "cli") || target === "mod.ts")
+        ? "rpc/ must not import examples/, cli/ or mod.ts"
+        : undefined,
+  },
   "transport-below": {
     title: "transport/ imports nothing above it (rpc/, examples/, cli/, mod.ts)",
     why: (file: string, target: string) =>
@@ -321,6 +329,10 @@ const BROKEN: Record<RuleId, [string, SourceFacts, string?]> = {
     { imports: ["transport/verbs/qp.ts"], lines: 1 },
     "transport/verbs/qp.ts",
   ],
+  "rpc-not-above": ["rpc/session/client_session.ts", {
+    imports: ["examples/demo/service.ts"],
+    lines: 1,
+  }, "examples/demo/service.ts"],
   "transport-below": ["transport/verbs/provider.ts", {
     imports: ["rpc/session/hello.ts"],
     lines: 1,
