@@ -50,7 +50,7 @@ test-vm: setup
 	@bash scripts/test.sh vm
 
 check: setup
-	$(DENO) check mod.ts cli/main.ts tests/run.ts tests/*/*_test.ts tests/urma/fixtures/peer.ts
+	$(DENO) check mod.ts examples/demo/mod.ts cli/main.ts cli/verbus_bun.ts tests/run.ts tests/*_test.ts tests/*/*_test.ts tests/urma/fixtures/peer.ts
 
 # The single-file binary (Bun): build/verbus, next to the helper it loads.
 binary: setup

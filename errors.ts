@@ -1,5 +1,5 @@
 /**
- * One error hierarchy for all of verbus (rule 5). Every error thrown by library code is a
+ * One error hierarchy for all of verbus. Every error thrown by library code is a
  * {@link VerbusError} with a machine-readable {@link VerbusErrorCode}; native failures are
  * {@link NativeError}s that name the C function, the errno and the context of the call.
  * Library code never exits the process.

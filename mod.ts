@@ -1,7 +1,9 @@
 /**
  * verbus — RPC for Deno and Bun over RDMA verbs, URMA, shared memory and TCP (brpc baidu_std).
  *
- * The public API, exported by name. Everything not exported here is internal.
+ * The public API, exported by name. Everything not exported here is internal. The example
+ * services (`verbus.Demo`, brpc's echo) are not part of it: they have their own entry point,
+ * `examples/demo/mod.ts`.
  *
  * ```ts
  * import { connect, serve } from "./mod.ts";
@@ -40,9 +42,10 @@ export {
   RpcError,
 } from "./rpc/errors.ts";
 
-// Runtime.
-export { RUNTIME, runtimeVersion } from "./ffi/runtime.ts";
-export type { RuntimeName } from "./ffi/runtime.ts";
+// Runtime and the bundled build.
+export { RUNTIME, runtimeVersion } from "./util/runtime.ts";
+export type { RuntimeName } from "./util/runtime.ts";
+export { buildDirs } from "./ffi/loader.ts";
 
 // Client: TCP channel + fabric session + path selection.
 export { Client, clientOptionsSchema, connect, faultsSchema } from "./rpc/client.ts";
@@ -82,12 +85,9 @@ export type { RegionConfig, RegionConfigInput, RegionLayout } from "./rpc/region
 export { formatTelemetry } from "./rpc/region/telemetry.ts";
 export type { TelemetrySnapshot } from "./rpc/region/telemetry.ts";
 
-// Fabrics.
-export type { FabricEndpoint, FabricKind } from "./transport/fabric.ts";
+// Fabrics: the one list of names, and what this host can do (`verbus doctor`).
+export { fabricKindSchema, FABRICS } from "./transport/registry.ts";
+export type { FabricKind } from "./transport/registry.ts";
+export type { FabricEndpoint } from "./transport/fabric.ts";
 export { probeHost } from "./transport/capabilities.ts";
 export type { FabricName, HostCapabilities } from "./transport/capabilities.ts";
-
-// The demo services and their client.
-export { demoService } from "./rpc/demo/service.ts";
-export type { DemoServiceOptions, DemoServices } from "./rpc/demo/service.ts";
-export { DemoClient } from "./rpc/demo/client.ts";

@@ -5,118 +5,18 @@
  * @module
  */
 import { readFileSync } from "node:fs";
-import { parseArgs } from "node:util";
-import { z } from "zod";
-import { type Client, type ClientCallResult, type ClientOptions, connect } from "../rpc/client.ts";
-import { DemoClient } from "../rpc/demo/client.ts";
-import { parseBigKey } from "../rpc/demo/large_object.ts";
-import { decodeKeyRequest } from "../rpc/demo/codec.ts";
-import type { CallPath } from "../rpc/selector.ts";
+import { decodeKeyRequest, DemoClient, parseBigKey } from "../examples/demo/mod.ts";
+import {
+  type CallPath,
+  type Client,
+  type ClientCallResult,
+  type ClientOptions,
+  connect,
+} from "../mod.ts";
 import { usageError } from "./options.ts";
+import { CALL_HELP, type CallArgs, parseCallArgs } from "./call_options.ts";
 import { simulatorPath } from "./doctor.ts";
 import { runBench, runLifecycle } from "./call_ops.ts";
-
-const HELP = `usage: verbus call --host H --port P [ops] [options]
-
-ops (any number; run in this order):
-  --ping                     --echo MSG                 --put K V          --get K
-  --mget K1,K2,...           --profile ID               --large-get KEY    --bigput KEY BYTES
-  --image-put KEY FILE [--image-chunk-size N]           --brpc-echo MSG
-  --lifecycle N              N LAZY objects allocated, read and reclaimed
-  --lifecycle-stale          a RECLAIM with a stale generation (harmless, counted)
-  --lifecycle-repeat-reclaim the same RECLAIM twice (harmless, counted)
-  --lifecycle-timeout        an object left unreclaimed until the server's TTL sweep frees it
-  --async-bench N --bench-op ping|echo|get|put|large-get [--async-window W] [--bench-bytes B]
-  --stats                    local telemetry and the server's control-page snapshot
-options:
-  --fabric auto|shm|verbs|urma|tcp   data plane (default auto: the best both hosts share)
-  --urma sim|PATH            liburma to use ("sim" = verbus's simulator; never used otherwise)
-  --source-addr A            bind the RDMA connection to local address A
-  --rdma-mode poll|event     how this client waits for RDMA completions (default event)
-  --force-path eager|lazy|bulk|tcp
-  --simulate-fabric-down     --simulate-op-fail N      --simulate-errors N
-  --simulate-server-pressure ring|objpool
-  --timeout-ms N             --json`;
-
-const num = z.coerce.number().int();
-const schema = z.object({
-  host: z.string().min(1).default("127.0.0.1"),
-  port: num.min(1).max(65535),
-  ping: z.boolean().optional(),
-  echo: z.string().optional(),
-  put: z.array(z.string()).optional(),
-  get: z.string().optional(),
-  mget: z.string().optional(),
-  profile: z.string().regex(/^\d+$/, "expected a number").optional(),
-  "large-get": z.string().optional(),
-  bigput: z.array(z.string()).optional(),
-  "image-put": z.array(z.string()).optional(),
-  "image-chunk-size": num.min(1).max(24 * 1024).optional(),
-  "brpc-echo": z.string().optional(),
-  lifecycle: num.min(1).max(100_000).optional(),
-  "lifecycle-stale": z.boolean().optional(),
-  "lifecycle-repeat-reclaim": z.boolean().optional(),
-  "lifecycle-timeout": z.boolean().optional(),
-  "async-bench": num.min(1).optional(),
-  "bench-op": z.enum(["ping", "echo", "get", "put", "large-get"]).default("echo"),
-  "async-window": num.min(1).max(65536).default(32),
-  "bench-bytes": num.min(0).max(64 << 20).default(64),
-  stats: z.boolean().optional(),
-  fabric: z.enum(["auto", "shm", "verbs", "urma", "tcp"]).default("auto"),
-  urma: z.string().min(1).optional(),
-  "source-addr": z.string().min(1).optional(),
-  "rdma-mode": z.enum(["poll", "event"]).optional(),
-  "force-path": z.enum(["eager", "lazy", "bulk", "tcp"]).optional(),
-  "simulate-fabric-down": z.boolean().optional(),
-  "simulate-op-fail": num.min(1).optional(),
-  "simulate-errors": num.min(0).optional(),
-  "simulate-server-pressure": z.enum(["ring", "objpool"]).optional(),
-  "timeout-ms": num.min(1).default(5000),
-  json: z.boolean().default(false),
-}).strict().refine((o) => !o.put || o.put.length === 2, {
-  message: "--put takes K V",
-  path: ["put"],
-})
-  .refine((o) => !o.bigput || o.bigput.length === 2, {
-    message: "--bigput takes KEY BYTES",
-    path: ["bigput"],
-  })
-  .refine((o) => !o["image-put"] || o["image-put"].length === 2, {
-    message: "--image-put takes KEY FILE",
-    path: ["image-put"],
-  });
-type Opts = z.output<typeof schema>;
-
-const FLAGS = [
-  "ping",
-  "stats",
-  "json",
-  "simulate-fabric-down",
-  "lifecycle-stale",
-  "lifecycle-repeat-reclaim",
-  "lifecycle-timeout",
-];
-const PAIRS = ["put", "bigput", "image-put"];
-
-/** Splits argv: `--put K V` style options take two values. */
-function parse(args: string[]): Opts {
-  const values: Record<string, unknown> = {};
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i];
-    if (!a.startsWith("--")) throw new Error(`unexpected argument ${JSON.stringify(a)}`);
-    const k = a.slice(2);
-    if (FLAGS.includes(k)) values[k] = true;
-    else if (PAIRS.includes(k)) {
-      if (args[i + 2] === undefined) throw new Error(`--${k} takes two values`);
-      values[k] = [args[++i], args[++i]];
-    } else {
-      if (args[i + 1] === undefined) throw new Error(`--${k} needs a value`);
-      values[k] = args[++i];
-    }
-  }
-  void parseArgs; // (node:util's parser does not take two-value options)
-  return schema.parse(values);
-}
 
 /** One line of output. */
 export interface OpReport {
@@ -210,14 +110,14 @@ function show(v: unknown): string {
 /** Entry point of `verbus call`. */
 export async function main(args: string[]): Promise<number> {
   if (args.includes("--help") || args.includes("-h")) {
-    console.log(HELP);
+    console.log(CALL_HELP);
     return 0;
   }
-  let o: Opts;
+  let o: CallArgs;
   try {
-    o = parse(args);
+    o = parseCallArgs(args);
   } catch (e) {
-    return usageError("call", e, HELP);
+    return usageError("call", e, CALL_HELP);
   }
   const force = o["force-path"] ? PATH[o["force-path"]] : undefined;
   const options: ClientOptions = {

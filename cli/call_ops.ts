@@ -2,12 +2,14 @@
  * The longer `verbus call` operations: the async bench and the object-lifecycle demos.
  * @module
  */
-import type { Client, ClientCallResult } from "../rpc/client.ts";
-import { encodeKeyRequest, encodePingRequest, encodePutRequest } from "../rpc/demo/codec.ts";
-import { parseBigKey } from "../rpc/demo/large_object.ts";
-import { DEMO_SERVICE } from "../rpc/demo/service.ts";
-import type { TelemetrySnapshot } from "../rpc/region/telemetry.ts";
-import type { CallPath } from "../rpc/selector.ts";
+import {
+  DEMO_SERVICE,
+  encodeKeyRequest,
+  encodePingRequest,
+  encodePutRequest,
+  parseBigKey,
+} from "../examples/demo/mod.ts";
+import type { CallPath, Client, ClientCallResult, TelemetrySnapshot } from "../mod.ts";
 import type { OpReport } from "./call.ts";
 
 const round = (x: number) => Math.round(x * 10) / 10;

@@ -2,10 +2,12 @@
  * `verbus doctor [--json]`: what this host can do, said plainly (or as one JSON object).
  * @module
  */
-import { join } from "node:path";
-import { buildDirs } from "../ffi/loader.ts";
 import { existsSync } from "node:fs";
-import { type HostCapabilities, type LibraryStatus, probeHost } from "../transport/capabilities.ts";
+import { join } from "node:path";
+import { buildDirs, type HostCapabilities, probeHost } from "../mod.ts";
+
+/** What doctor says about one native library. */
+type LibraryStatus = HostCapabilities["libraries"]["libibverbs"];
 
 /** The simulated liburma of this build (`--urma=sim`). */
 export function simulatorPath(): string {
@@ -33,7 +35,7 @@ function lib(name: string, s: LibraryStatus): string[] {
 }
 
 /** Renders the capabilities for a person. */
-export function formatDoctor(c: HostCapabilities): string {
+function formatDoctor(c: HostCapabilities): string {
   const out: string[] = [];
   out.push(`runtime      ${c.runtime.name} ${c.runtime.version}`);
   if (c.helper.found && c.helper.layoutOk) {

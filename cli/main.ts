@@ -1,12 +1,12 @@
 /**
  * `verbus` — the command line. Runs as `deno run -A cli/main.ts <command>` or
- * `bun cli/main.ts <command>`; each command lives in its own file and is loaded on demand, so
- * `verbus doctor` never loads the RPC stack and `verbus call` never loads doctor's probes.
+ * `bun cli/main.ts <command>`; each command lives in its own file and is loaded on demand. The
+ * CLI uses only the public API (`mod.ts`) and the example services (`examples/demo/mod.ts`).
  *
  * Commands: `doctor`, `serve`, `call` (see `verbus <command> --help`).
  * @module
  */
-import { RUNTIME } from "../ffi/runtime.ts";
+import { RUNTIME } from "../util/runtime.ts";
 
 const USAGE = `usage: verbus <command> [options]
 
@@ -18,7 +18,7 @@ commands:
 run 'verbus <command> --help' for the options of one command.`;
 
 /** The process arguments after the script, on either runtime. */
-export function cliArgs(): string[] {
+function cliArgs(): string[] {
   // deno-lint-ignore no-explicit-any
   const g = globalThis as any;
   return RUNTIME === "deno" ? [...g.Deno.args] : g.process.argv.slice(2);

@@ -8,17 +8,16 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
-import { demoService } from "../rpc/demo/service.ts";
-import { serve } from "../rpc/server.ts";
-import { RUNTIME } from "../ffi/runtime.ts";
-import { usageError } from "./options.ts";
+import { demoService } from "../examples/demo/mod.ts";
+import { type FabricKind, FABRICS, RUNTIME, serve } from "../mod.ts";
+import { parseCommandLine, usageError } from "./options.ts";
 import { simulatorPath } from "./doctor.ts";
 
 const HELP = `usage: verbus serve --port P [--host H] [--image-dir D] [--fabric LIST|none]
                     [--urma sim|PATH] [--rdma-addr A] [--rdma-port N] [--rdma-mode poll|event]
                     [--object-ttl-ms N] [--batch-budget N] [--json]
 
-  --fabric LIST   fabrics to offer, best first, from shm, verbs, urma (default: shm,verbs; urma
+  --fabric LIST   fabrics to offer, best first, from ${FABRICS.join(", ")} (default: shm,verbs; urma
                   is offered only with --urma, which names liburma: "sim" = verbus's simulator)
 
 Serves verbus.Demo (PING, ECHO, KV_PUT, KV_GET, MGET, PROFILE, LARGE_GET, BIGPUT, IMAGE_PUT)
@@ -29,9 +28,9 @@ const schema = z.object({
   port: z.coerce.number().int().min(0).max(65535),
   host: z.string().min(1).default("127.0.0.1"),
   "image-dir": z.string().min(1).optional(),
-  fabric: z.string().regex(
-    /^(none|(shm|verbs|urma)(,(shm|verbs|urma))*)$/,
-    "expected none or a list of shm, verbs, urma",
+  fabric: z.string().refine(
+    (v) => v === "none" || v.split(",").every((f) => (FABRICS as readonly string[]).includes(f)),
+    `expected none or a list of ${FABRICS.join(", ")}`,
   ).optional(),
   urma: z.string().min(1).optional(),
   "rdma-addr": z.string().min(1).optional(),
@@ -67,14 +66,12 @@ export async function main(args: string[]): Promise<number> {
       },
       strict: true,
     });
-    o = schema.parse(values);
+    o = parseCommandLine(schema, values);
   } catch (e) {
     return usageError("serve", e, HELP);
   }
   const imageDir = o["image-dir"] ?? mkdtempSync(join(tmpdir(), "verbus-images-"));
-  const list = (o.fabric ?? (o.urma ? "shm,verbs,urma" : "shm,verbs")).split(
-    ",",
-  ) as ("shm" | "verbs" | "urma")[];
+  const list = (o.fabric ?? (o.urma ? "shm,verbs,urma" : "shm,verbs")).split(",") as FabricKind[];
   const urmaLib = o.urma === "sim" ? simulatorPath() : o.urma;
   const server = await serve({
     port: o.port,

@@ -9,7 +9,8 @@
 import { ptr } from "bun:ffi";
 import type { SymbolDef } from "./types.ts";
 
-interface Pending {
+/** A blocking FFI call running on a worker: how to settle it, and the buffers it borrows. */
+interface WorkerCallInFlight {
   resolve(v: unknown): void;
   reject(e: unknown): void;
   /** Keeps buffers alive while native code may touch them. */
@@ -40,7 +41,7 @@ const MAX_WORKERS = 128;
 export class WorkerPool {
   #workers: PooledWorker[] = [];
   #queue: Array<() => void> = [];
-  #inflight = new Map<number, Pending>();
+  #inflight = new Map<number, WorkerCallInFlight>();
   #nextId = 1;
   #closed = false;
 

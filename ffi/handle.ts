@@ -1,5 +1,5 @@
 /**
- * The base of every native handle (rule 4, pyverbs' model): a private pointer, `close()` safe
+ * The base of every native handle, after pyverbs' model: a private pointer, `close()` safe
  * twice, `[Symbol.dispose]`, parents that close their children first, and a FinalizationRegistry
  * that frees a forgotten handle only as a safety net (its errors are swallowed: an explicit
  * `close()` is the only path that reports failures).

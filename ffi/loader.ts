@@ -1,5 +1,6 @@
 /**
- * Explicit, never-fatal library loading (rule 3). Each library is looked for in order:
+ * Explicit library loading that never crashes the process: a missing library is a capability,
+ * reported with every path tried. Each library is looked for in order:
  *   1. the env override (`VERBUS_LIBIBVERBS`, `VERBUS_LIBRDMACM`, `VERBUS_LIBURMA`, `VERBUS_HELPER`);
  *   2. the bundled build (`<repo>/build/<file>`, or next to a compiled `verbus` executable);
  *   3. the versioned soname(s), resolved by the system loader.

@@ -14,8 +14,8 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { RUNTIME } from "../../ffi/runtime.ts";
 import { type Client, connect } from "../../rpc/client.ts";
-import { encodeKeyRequest } from "../../rpc/demo/codec.ts";
-import { demoService } from "../../rpc/demo/service.ts";
+import { encodeKeyRequest } from "../../examples/demo/codec.ts";
+import { demoService } from "../../examples/demo/service.ts";
 import { serve } from "../../rpc/server.ts";
 import { endpointPingPong } from "./endpoint_pingpong.ts";
 

@@ -169,6 +169,11 @@ test("a bad option is refused naming it (exit 2), a bad value too", () => {
   const c = verbus(["serve", "--port", "99999"]);
   assertEquals(c.code, 2);
   assert(c.err.includes("--port"), c.err);
+  // the first line (before the usage) names the option and what is wrong with it
+  const first = (r: { err: string }) => r.err.split("\n")[0];
+  assert(first(a).includes("unknown option --frobnicate"), a.err);
+  assert(/force-path.*expected one of/.test(first(b)), b.err);
+  assert(/port.*65535/.test(first(c)), c.err);
 });
 
 test("the single-file binary (bun build --compile) serves and calls over shm", async () => {

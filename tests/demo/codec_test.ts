@@ -35,8 +35,8 @@ import {
   encodePutRequest,
   encodePutResponse,
   type Profile,
-} from "../../rpc/demo/codec.ts";
-import { syntheticProfile } from "../../rpc/demo/service.ts";
+} from "../../examples/demo/codec.ts";
+import { syntheticProfile } from "../../examples/demo/service.ts";
 
 const te = new TextEncoder();
 const dv = (b: Uint8Array) => new DataView(b.buffer, b.byteOffset, b.byteLength);

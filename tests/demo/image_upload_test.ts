@@ -19,15 +19,15 @@ import {
   UPLOAD_STATE_ABORTED,
   UPLOAD_STATE_COMMITTED,
   UPLOAD_STATE_OPEN,
-} from "../../rpc/demo/codec.ts";
+} from "../../examples/demo/codec.ts";
 import {
   Fnv1a64,
   fnv1a64,
   IMAGE_CHUNK_MAX_BYTES,
   ImageUploadStore,
-} from "../../rpc/demo/image_upload.ts";
-import { demoService } from "../../rpc/demo/service.ts";
-import { DemoClient } from "../../rpc/demo/client.ts";
+} from "../../examples/demo/image_upload.ts";
+import { demoService } from "../../examples/demo/service.ts";
+import { DemoClient } from "../../examples/demo/client.ts";
 import { directCaller, tempDir } from "./util.ts";
 
 const te = new TextEncoder();

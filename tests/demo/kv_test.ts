@@ -5,7 +5,7 @@
  */
 import { assert, assertEquals, assertThrows, test } from "../harness.ts";
 import { VerbusError } from "../../errors.ts";
-import { fnv1a32, KvStore } from "../../rpc/demo/kv_store.ts";
+import { fnv1a32, KvStore } from "../../examples/demo/kv_store.ts";
 import {
   decodeDynamicArray,
   decodeGetResponse,
@@ -13,8 +13,8 @@ import {
   encodeKeyRequest,
   encodeMGetRequest,
   encodePutRequest,
-} from "../../rpc/demo/codec.ts";
-import { type DemoCallContext, demoService } from "../../rpc/demo/service.ts";
+} from "../../examples/demo/codec.ts";
+import { type DemoCallContext, demoService } from "../../examples/demo/service.ts";
 import { tempDir } from "./util.ts";
 
 const te = new TextEncoder();

@@ -6,7 +6,7 @@
 import { assert, assertEquals, assertThrows, test } from "../harness.ts";
 import { VerbusError } from "../../errors.ts";
 import { EREQUEST, RpcError } from "../../rpc/errors.ts";
-import { KvStore } from "../../rpc/demo/kv_store.ts";
+import { KvStore } from "../../examples/demo/kv_store.ts";
 import {
   fillLargeObject,
   generateLargeObject,
@@ -14,9 +14,9 @@ import {
   LargeObjectSource,
   parseBigKey,
   verifyLargeObject,
-} from "../../rpc/demo/large_object.ts";
-import { encodeKeyRequest, encodePutRequest } from "../../rpc/demo/codec.ts";
-import { demoService } from "../../rpc/demo/service.ts";
+} from "../../examples/demo/large_object.ts";
+import { encodeKeyRequest, encodePutRequest } from "../../examples/demo/codec.ts";
+import { demoService } from "../../examples/demo/service.ts";
 import { tempDir } from "./util.ts";
 
 test("parseBigKey reads sizes with k / m suffixes and ignores other keys", () => {

@@ -20,9 +20,9 @@ import {
   encodePingRequest,
   encodeProfileRequest,
   encodePutRequest,
-} from "../../rpc/demo/codec.ts";
-import { KvStore } from "../../rpc/demo/kv_store.ts";
-import { verifyLargeObject } from "../../rpc/demo/large_object.ts";
+} from "../../examples/demo/codec.ts";
+import { KvStore } from "../../examples/demo/kv_store.ts";
+import { verifyLargeObject } from "../../examples/demo/large_object.ts";
 import {
   BRPC_ECHO_SERVICE,
   DEMO_METHODS,
@@ -32,8 +32,8 @@ import {
   type DemoServices,
   syntheticProfile,
   toRequestError,
-} from "../../rpc/demo/service.ts";
-import { DemoClient } from "../../rpc/demo/client.ts";
+} from "../../examples/demo/service.ts";
+import { DemoClient } from "../../examples/demo/client.ts";
 import { directCaller, tempDir } from "./util.ts";
 
 const te = new TextEncoder();

@@ -9,9 +9,12 @@ import { assert, assertEquals, assertRejects, test } from "../harness.ts";
 import { serve } from "../../rpc/server.ts";
 import { connect } from "../../rpc/channel.ts";
 import { EREQUEST, RpcError } from "../../rpc/errors.ts";
-import { demoService, syntheticProfile } from "../../rpc/demo/service.ts";
-import { DemoClient } from "../../rpc/demo/client.ts";
-import { verifyLargeObject } from "../../rpc/demo/large_object.ts";
+import {
+  DemoClient,
+  demoService,
+  syntheticProfile,
+  verifyLargeObject,
+} from "../../examples/demo/mod.ts";
 import { tempDir } from "./util.ts";
 
 const te = new TextEncoder();

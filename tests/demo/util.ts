@@ -5,8 +5,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Caller } from "../../rpc/demo/client.ts";
-import type { DemoCallContext, DemoHandler } from "../../rpc/demo/service.ts";
+import type { Caller, DemoCallContext, DemoHandler } from "../../examples/demo/mod.ts";
 
 /** A fresh temp directory; `remove()` deletes it with its contents. */
 export function tempDir(): { path: string; remove: () => void } {

@@ -6,8 +6,8 @@
 import { readFileSync } from "node:fs";
 import { assert, assertEquals, test } from "../harness.ts";
 import { connect } from "../../rpc/client.ts";
-import { decodeGetResponse, encodeKeyRequest, encodePutRequest } from "../../rpc/demo/codec.ts";
-import { verifyLargeObject } from "../../rpc/demo/large_object.ts";
+import { decodeGetResponse, encodeKeyRequest, encodePutRequest } from "../../examples/demo/codec.ts";
+import { verifyLargeObject } from "../../examples/demo/large_object.ts";
 import { otherRuntime, withChild } from "../util/proc.ts";
 import { FABRIC_LABEL, pattern, SHM_ONLY, SMALL_REGION } from "./util.ts";
 

@@ -4,7 +4,7 @@
  * RECLAIM; a TTL expiry — read back from the server's control-page telemetry.
  */
 import { assert, assertEquals, test } from "../harness.ts";
-import { encodeKeyRequest } from "../../rpc/demo/codec.ts";
+import { encodeKeyRequest } from "../../examples/demo/codec.ts";
 import type { Client } from "../../rpc/client.ts";
 import { client, FABRIC_LABEL, pattern, startServer } from "./util.ts";
 

@@ -6,7 +6,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Client, type ClientOptions, connect } from "../../rpc/client.ts";
-import { demoService } from "../../rpc/demo/service.ts";
+import { demoService } from "../../examples/demo/service.ts";
 import { serve, type Server } from "../../rpc/server.ts";
 import type { FabricHostOptions } from "../../rpc/session/fabric_host.ts";
 import { getEnv } from "../../ffi/runtime.ts";

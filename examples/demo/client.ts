@@ -43,7 +43,7 @@ import {
 import { BRPC_ECHO_SERVICE, DEMO_SERVICE, type DemoMethod } from "./service.ts";
 
 /** Per-call options passed through to the {@link Caller}. */
-export interface CallOptions {
+export interface DemoCallOptions {
   /** Deadline of the call in ms. */
   timeoutMs?: number;
   /** Request attachment (read during the call only). */
@@ -51,7 +51,7 @@ export interface CallOptions {
 }
 
 /** What a {@link Caller} resolves to; both buffers become the client's. */
-export interface CallResult {
+export interface DemoCallResult {
   /** Response payload. */
   response: Uint8Array;
   /** Response attachment, if any. */
@@ -63,8 +63,8 @@ export type Caller = (
   service: string,
   method: string,
   request: Uint8Array,
-  options?: CallOptions,
-) => Promise<CallResult>;
+  options?: DemoCallOptions,
+) => Promise<DemoCallResult>;
 
 /** Result of {@link DemoClient.ping}. */
 export interface PingReply extends PingResult {
@@ -100,7 +100,11 @@ export class DemoClient {
     this.#timeout_ms = options.timeoutMs;
   }
 
-  async #demo(method: DemoMethod, request: Uint8Array, options?: CallOptions): Promise<CallResult> {
+  async #demo(
+    method: DemoMethod,
+    request: Uint8Array,
+    options?: DemoCallOptions,
+  ): Promise<DemoCallResult> {
     return await this.#call(DEMO_SERVICE, method, request, {
       timeoutMs: this.#timeout_ms,
       ...options,
@@ -121,7 +125,7 @@ export class DemoClient {
   }
 
   /** ECHO: returns the payload the server sent back. `options.attachment` is echoed too. */
-  async echo(bytes: Uint8Array, options?: CallOptions): Promise<Uint8Array> {
+  async echo(bytes: Uint8Array, options?: DemoCallOptions): Promise<Uint8Array> {
     return (await this.#demo("Echo", bytes, options)).response;
   }
 
@@ -239,7 +243,7 @@ export class DemoClient {
   }
 
   /** brpc's `example.EchoService.Echo`: sends `EchoRequest{message}`, returns the response's message. */
-  async brpcEcho(message: string, options?: CallOptions): Promise<string> {
+  async brpcEcho(message: string, options?: DemoCallOptions): Promise<string> {
     const { response } = await this.#call(BRPC_ECHO_SERVICE, "Echo", encodeEchoMessage(message), {
       timeoutMs: this.#timeout_ms,
       ...options,

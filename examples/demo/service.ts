@@ -20,7 +20,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
 import { VerbusError } from "../../errors.ts";
-import { ELIMIT, EREQUEST, RpcError } from "../errors.ts";
+import { parseOptions } from "../../util/options.ts";
+import { ELIMIT, EREQUEST, RpcError } from "../../mod.ts";
 import {
   decodeEchoMessage,
   decodeImageChunk,
@@ -216,13 +217,7 @@ function guarded(fn: DemoHandler): DemoHandler {
  * options.
  */
 export function demoService(options: DemoServiceOptions = {}): DemoServices {
-  const parsed = options_schema.safeParse(options);
-  if (!parsed.success) {
-    throw new VerbusError(
-      "INVALID_OPTIONS",
-      `demoService options: ${z.prettifyError(parsed.error)}`,
-    );
-  }
+  parseOptions(options_schema, options, "demoService options");
   const kv = options.kv ?? new KvStore();
   const uploads = options.uploads ??
     new ImageUploadStore({

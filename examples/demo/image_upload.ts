@@ -35,7 +35,7 @@ import {
   UPLOAD_STATE_ABORTED,
   UPLOAD_STATE_COMMITTED,
   UPLOAD_STATE_OPEN,
-} from "./codec.ts";
+} from "./image_codec.ts";
 
 /** Default chunk size of an image upload: 24 KiB. */
 export const IMAGE_CHUNK_DEFAULT_BYTES = 24 * 1024;
@@ -43,9 +43,6 @@ export const IMAGE_CHUNK_DEFAULT_BYTES = 24 * 1024;
 export const IMAGE_CHUNK_MAX_BYTES = 24 * 1024;
 /** Default largest image: 64 MiB. */
 export const IMAGE_DEFAULT_MAX_BYTES = 64 * 1024 * 1024;
-
-/** FNV-1a 64 offset basis. */
-export const FNV1A64_OFFSET_BASIS = 0xcbf29ce484222325n;
 
 /**
  * Rolling 64-bit FNV-1a. The state is kept as two unsigned 32-bit halves so the hot loop stays in

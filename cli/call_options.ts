@@ -1,0 +1,115 @@
+/**
+ * The command line of `verbus call`: its usage text, its zod schema (fabric choices derive from
+ * {@link FABRICS}) and the argv parser. CLI only; the main JS thread.
+ * @module
+ */
+import { z } from "zod";
+import { FABRICS } from "../mod.ts";
+import { parseCommandLine } from "./options.ts";
+
+/** Usage of `verbus call` (printed with --help and after a usage error). */
+export const CALL_HELP = `usage: verbus call --host H --port P [ops] [options]
+
+ops (any number; run in this order):
+  --ping                     --echo MSG                 --put K V          --get K
+  --mget K1,K2,...           --profile ID               --large-get KEY    --bigput KEY BYTES
+  --image-put KEY FILE [--image-chunk-size N]           --brpc-echo MSG
+  --lifecycle N              N LAZY objects allocated, read and reclaimed
+  --lifecycle-stale          a RECLAIM with a stale generation (harmless, counted)
+  --lifecycle-repeat-reclaim the same RECLAIM twice (harmless, counted)
+  --lifecycle-timeout        an object left unreclaimed until the server's TTL sweep frees it
+  --async-bench N --bench-op ping|echo|get|put|large-get [--async-window W] [--bench-bytes B]
+  --stats                    local telemetry and the server's control-page snapshot
+options:
+  --fabric auto|${FABRICS.join("|")}|tcp   data plane (default auto: the best both hosts share)
+  --urma sim|PATH            liburma to use ("sim" = verbus's simulator; never used otherwise)
+  --source-addr A            bind the RDMA connection to local address A
+  --rdma-mode poll|event     how this client waits for RDMA completions (default event)
+  --force-path eager|lazy|bulk|tcp
+  --simulate-fabric-down     --simulate-op-fail N      --simulate-errors N
+  --simulate-server-pressure ring|objpool
+  --timeout-ms N             --json`;
+
+const num = z.coerce.number().int();
+const schema = z.object({
+  host: z.string().min(1).default("127.0.0.1"),
+  port: num.min(1).max(65535),
+  ping: z.boolean().optional(),
+  echo: z.string().optional(),
+  put: z.array(z.string()).optional(),
+  get: z.string().optional(),
+  mget: z.string().optional(),
+  profile: z.string().regex(/^\d+$/, "expected a number").optional(),
+  "large-get": z.string().optional(),
+  bigput: z.array(z.string()).optional(),
+  "image-put": z.array(z.string()).optional(),
+  "image-chunk-size": num.min(1).max(24 * 1024).optional(),
+  "brpc-echo": z.string().optional(),
+  lifecycle: num.min(1).max(100_000).optional(),
+  "lifecycle-stale": z.boolean().optional(),
+  "lifecycle-repeat-reclaim": z.boolean().optional(),
+  "lifecycle-timeout": z.boolean().optional(),
+  "async-bench": num.min(1).optional(),
+  "bench-op": z.enum(["ping", "echo", "get", "put", "large-get"]).default("echo"),
+  "async-window": num.min(1).max(65536).default(32),
+  "bench-bytes": num.min(0).max(64 << 20).default(64),
+  stats: z.boolean().optional(),
+  fabric: z.enum(["auto", ...FABRICS, "tcp"]).default("auto"),
+  urma: z.string().min(1).optional(),
+  "source-addr": z.string().min(1).optional(),
+  "rdma-mode": z.enum(["poll", "event"]).optional(),
+  "force-path": z.enum(["eager", "lazy", "bulk", "tcp"]).optional(),
+  "simulate-fabric-down": z.boolean().optional(),
+  "simulate-op-fail": num.min(1).optional(),
+  "simulate-errors": num.min(0).optional(),
+  "simulate-server-pressure": z.enum(["ring", "objpool"]).optional(),
+  "timeout-ms": num.min(1).default(5000),
+  json: z.boolean().default(false),
+}).strict().refine((o) => !o.put || o.put.length === 2, {
+  message: "--put takes K V",
+  path: ["put"],
+})
+  .refine((o) => !o.bigput || o.bigput.length === 2, {
+    message: "--bigput takes KEY BYTES",
+    path: ["bigput"],
+  })
+  .refine((o) => !o["image-put"] || o["image-put"].length === 2, {
+    message: "--image-put takes KEY FILE",
+    path: ["image-put"],
+  });
+/** The validated options of `verbus call`. */
+export type CallArgs = z.output<typeof schema>;
+
+const FLAGS = [
+  "ping",
+  "stats",
+  "json",
+  "simulate-fabric-down",
+  "lifecycle-stale",
+  "lifecycle-repeat-reclaim",
+  "lifecycle-timeout",
+];
+const PAIRS = ["put", "bigput", "image-put"];
+
+/**
+ * Parses and validates the arguments of `verbus call`; throws naming the bad option. Splits argv
+ * itself (node:util's parser does not take two-value options like `--put K V`).
+ */
+export function parseCallArgs(args: string[]): CallArgs {
+  const values: Record<string, unknown> = {};
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    if (!a.startsWith("--")) throw new Error(`unexpected argument ${JSON.stringify(a)}`);
+    const k = a.slice(2);
+    if (!(k in schema.shape)) throw new Error(`unknown option --${k}`);
+    if (FLAGS.includes(k)) values[k] = true;
+    else if (PAIRS.includes(k)) {
+      if (args[i + 2] === undefined) throw new Error(`--${k} takes two values`);
+      values[k] = [args[++i], args[++i]];
+    } else {
+      if (args[i + 1] === undefined) throw new Error(`--${k} needs a value`);
+      values[k] = args[++i];
+    }
+  }
+  return parseCommandLine(schema, values);
+}
