@@ -29,7 +29,9 @@ const SAME_HOST: PeerInfo = { bootId: hostBootId(), pid, host: "127.0.0.1" };
 let nextSession = 900_000 + Math.floor(Math.random() * 50_000);
 const objectPath = (o: ServerOffer) => `/dev/shm${(o.offer as ShmOffer).name}`;
 
-async function providers(): Promise<{ server: ServerFabricProvider; client: ClientFabricProvider }> {
+async function providers(): Promise<
+  { server: ServerFabricProvider; client: ClientFabricProvider }
+> {
   const logs: string[] = [];
   const server = await createServerProvider(undefined, (l) => logs.push(l));
   const client = await createClientProvider({});
@@ -47,7 +49,10 @@ test("refuse: a client on this host is served, one with another boot id or bad p
   assertEquals(server.kind, "shm");
   assertEquals(server.refuse(SAME_HOST, {}), undefined);
   assertEquals(server.refuse(SAME_HOST, undefined), undefined);
-  const elsewhere = server.refuse({ ...SAME_HOST, bootId: "00000000-0000-0000-0000-000000000000" }, {});
+  const elsewhere = server.refuse(
+    { ...SAME_HOST, bootId: "00000000-0000-0000-0000-000000000000" },
+    {},
+  );
   assert(elsewhere?.includes("another host"), `refusal names the host: ${elsewhere}`);
   assert(server.refuse({ ...SAME_HOST, bootId: "" }, {})?.includes("another host"));
   const badParams = server.refuse(SAME_HOST, { ring: 3 });
@@ -87,7 +92,10 @@ test("offer → open → connect yields a connected pair: writes, reads, complet
     assertEquals(c.write(7, at, new Uint8Array([1, 2, 3, 4, 5]), SIGNALED), OK);
     assertEquals(c.writeU32(8, at + 8, 0xdeadbeef, 0), OK);
     assertEquals(Array.from(s.local.subarray(at, at + 5)), [1, 2, 3, 4, 5]);
-    assertEquals(new DataView(s.local.buffer, s.local.byteOffset).getUint32(at + 8, true), 0xdeadbeef);
+    assertEquals(
+      new DataView(s.local.buffer, s.local.byteOffset).getUint32(at + 8, true),
+      0xdeadbeef,
+    );
     assertEquals(c.poll(done), 1);
     assertEquals([done.wrId[0], done.status[0]], [7, 0]);
 
@@ -108,7 +116,11 @@ test("offer → open → connect yields a connected pair: writes, reads, complet
     assert(await c.waitInbound(back, 10_000), "the client sees the server's kick");
 
     assertEquals(s.faults.supported, ["fail"]);
-    const notShm = assertThrows(() => s!.faults.inject("bad-remote-key"), VerbusError, "bad-remote-key");
+    const notShm = assertThrows(
+      () => s!.faults.inject("bad-remote-key"),
+      VerbusError,
+      "bad-remote-key",
+    );
     assertEquals(notShm.code, "INVALID_ARGUMENT");
     assertEquals(c.failed, false);
     c.faults.inject("fail", "test fault");

@@ -37,9 +37,13 @@ export interface ShmOffer {
   name: string;
   /** Bytes of the whole object (server region + client region). */
   size: number;
+  /** Where the server's region starts in the object (0). */
   serverOffset: number;
+  /** Bytes of the server's region (`SessionSizes.server`). */
   serverSize: number;
+  /** Where the client's region starts in the object (right after the server's). */
   clientOffset: number;
+  /** Bytes of the client's region (`SessionSizes.client`). */
   clientSize: number;
   /** The session nonce (32 hex digits) the server stamped into its region's header. */
   nonce: string;
@@ -117,7 +121,9 @@ export class PreparedShmSession {
     if (endpoint === null) {
       throw new VerbusError(
         "HANDSHAKE",
-        `shm ${this.offer.name}: ${this.#connected ? "already connected" : "the offer was aborted"}`,
+        `shm ${this.offer.name}: ${
+          this.#connected ? "already connected" : "the offer was aborted"
+        }`,
       );
     }
     const clientHeader = endpoint.mapping.bytes.subarray(this.offer.clientOffset);

@@ -27,11 +27,15 @@ const CQ_DEPTH = 4096;
 /** Status of a synthesized completion: success. */
 const WC_SUCCESS = 0;
 
-/** Where this side's region and the peer's region lie in the mapping. */
+/** Where this side's region and the peer's region lie in the mapping (byte offsets and sizes, page aligned). */
 export interface ShmHalves {
+  /** Start of my region (its fabric header) in the mapping. */
   localOffset: number;
+  /** Bytes of my region. */
   localSize: number;
+  /** Start of the peer's region in the mapping. */
   remoteOffset: number;
+  /** Bytes of the peer's region. */
   remoteSize: number;
 }
 
