@@ -77,16 +77,15 @@ export class ShmEndpoint implements FabricEndpoint {
   };
 
   /**
-   * @param mapping the session's mapping
+   * @param mapping the session's mapping; the endpoint owns it (close() unlinks the name if
+   *   still linked, then unmaps)
    * @param halves where each side's region lies
    * @param helper for futex wait/wake
-   * @param ownsMapping true (default): close() unlinks the name (if still linked) and unmaps
    */
   constructor(
     readonly mapping: ShmMapping,
     halves: ShmHalves,
     private readonly helper: Helper,
-    private readonly ownsMapping = true,
   ) {
     const b = mapping.bytes;
     this.local = b.subarray(halves.localOffset, halves.localOffset + halves.localSize);
@@ -223,9 +222,7 @@ export class ShmEndpoint implements FabricEndpoint {
     this.helper.lib.symbols.vb_futex_wake(this.#localDoorbell, 0x7fffffff);
     this.#closed = true;
     this.#failed ??= "closed";
-    if (this.ownsMapping) {
-      this.mapping.unlink();
-      this.mapping.close();
-    }
+    this.mapping.unlink();
+    this.mapping.close();
   }
 }
