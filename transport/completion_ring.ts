@@ -13,6 +13,7 @@ export class CompletionRing {
   #head = 0;
   #count = 0;
 
+  /** @param capacity records it holds at most (allocated once, here). */
   constructor(readonly capacity: number) {
     this.#id = new Float64Array(capacity);
     this.#status = new Int32Array(capacity);

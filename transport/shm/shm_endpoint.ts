@@ -3,16 +3,20 @@
  * half of the session's shared mapping; publication words use Atomics; completions are
  * synthesized in posting order into a preallocated ring; the doorbell is a shared futex word.
  *
- * Mapping of one session (created by the server, mapped by the client):
+ * Mapping of one session (created by the server, mapped by the client; see handshake.ts):
  * ```
  *  0                      serverSize                 serverSize + clientSize
  *  ├──── server region ────┼──────── client region ────────┤
- *  each region begins with its control page (doorbell u32 @16, sleeping u32 @20)
+ *  each region begins with its fabric header (transport/control_page.ts: doorbell, sleeping)
  * ```
+ * Endpoints are made connected by `handshake.ts`; faults: only `fail` can be injected (copies
+ * through a mapping have no remote key and no bounds to break beyond the checks made here).
  * @module
  */
+import { VerbusError } from "../../errors.ts";
 import { FABRIC_HEADER } from "../control_page.ts";
 import { type Completions, type FabricEndpoint, FAILED, FULL, OK, SIGNALED } from "../fabric.ts";
+import type { FabricFaults, FaultKind } from "../faults.ts";
 import type { Helper } from "../../ffi/helper.ts";
 import type { NonNullPtr } from "../../ffi/types.ts";
 import type { ShmMapping } from "./shm_object.ts";
@@ -23,15 +27,26 @@ const CQ_DEPTH = 4096;
 /** Status of a synthesized completion: success. */
 const WC_SUCCESS = 0;
 
-/** Where this side's region and the peer's region lie in the mapping. */
+/** Where this side's region and the peer's region lie in the mapping (byte offsets and sizes, page aligned). */
 export interface ShmHalves {
+  /** Start of my region (its fabric header) in the mapping. */
   localOffset: number;
+  /** Bytes of my region. */
   localSize: number;
+  /** Start of the peer's region in the mapping. */
   remoteOffset: number;
+  /** Bytes of the peer's region. */
   remoteSize: number;
 }
 
-/** The shm fabric endpoint of one session side. Single JS thread. */
+/** Fault kinds the shm fabric can inject. */
+const SHM_FAULTS: readonly FaultKind[] = ["fail"];
+
+/**
+ * The shm fabric endpoint of one session side: `local` and the peer's region are views of the
+ * session's shared mapping, owned by this endpoint (released by close()). Single JS thread (the
+ * one that created it); `waitInbound` blocks off-thread.
+ */
 export class ShmEndpoint implements FabricEndpoint {
   readonly kind = "shm" as const;
   readonly simulated = false;
@@ -47,17 +62,30 @@ export class ShmEndpoint implements FabricEndpoint {
   #closed = false;
   #waiters = 0;
 
+  /** The faults port: `fail` only (other kinds throw INVALID_ARGUMENT). */
+  readonly faults: FabricFaults = {
+    supported: SHM_FAULTS,
+    inject: (kind: FaultKind, reason?: string): void => {
+      if (kind !== "fail") {
+        throw new VerbusError(
+          "INVALID_ARGUMENT",
+          `the shm fabric cannot inject "${kind}" (supported: ${SHM_FAULTS.join(", ")})`,
+        );
+      }
+      this.fail(reason ?? "injected fault");
+    },
+  };
+
   /**
-   * @param mapping the session's mapping; owned by the session (closed after this endpoint)
+   * @param mapping the session's mapping; the endpoint owns it (close() unlinks the name if
+   *   still linked, then unmaps)
    * @param halves where each side's region lies
    * @param helper for futex wait/wake
-   * @param ownsName true on the creating side: close() unlinks the name if still linked
    */
   constructor(
     readonly mapping: ShmMapping,
     halves: ShmHalves,
     private readonly helper: Helper,
-    private readonly ownsMapping = true,
   ) {
     const b = mapping.bytes;
     this.local = b.subarray(halves.localOffset, halves.localOffset + halves.localSize);
@@ -194,9 +222,7 @@ export class ShmEndpoint implements FabricEndpoint {
     this.helper.lib.symbols.vb_futex_wake(this.#localDoorbell, 0x7fffffff);
     this.#closed = true;
     this.#failed ??= "closed";
-    if (this.ownsMapping) {
-      this.mapping.unlink();
-      this.mapping.close();
-    }
+    this.mapping.unlink();
+    this.mapping.close();
   }
 }

@@ -132,9 +132,4 @@ export class ShmMapping extends NativeHandle {
     this.#unlinked = true;
     this.libc.symbols.shm_unlink(cstringArg(this.name));
   }
-
-  /** True once unlink() ran. */
-  get unlinked(): boolean {
-    return this.#unlinked;
-  }
 }
