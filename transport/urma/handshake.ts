@@ -243,6 +243,10 @@ export class PreparedUrmaSide {
     }
     try {
       const endpoint = await step();
+      if (this.#state !== "prepared") { // aborted while the last step completed
+        endpoint.close();
+        throw new VerbusError("HANDSHAKE", "urma: the side was aborted while connecting");
+      }
       this.#state = "connected";
       return endpoint;
     } catch (e) {

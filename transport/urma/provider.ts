@@ -146,7 +146,8 @@ class UrmaServerProvider implements ServerFabricProvider {
     return undefined;
   }
 
-  offer(ctx: OfferContext): Promise<ServerOffer> {
+  // deno-lint-ignore require-await
+  async offer(ctx: OfferContext): Promise<ServerOffer> {
     const p = parseOptions(urmaParamsSchema, ctx.params, "client urma parameters", "HANDSHAKE");
     if (p.mode !== this.options.mode) {
       throw new VerbusError("HANDSHAKE", `urma: the client asks for mode ${p.mode}`);
@@ -172,12 +173,12 @@ class UrmaServerProvider implements ServerFabricProvider {
       fabricPage: FABRIC_PAGE,
       nonce: toHex(nonce),
     };
-    return Promise.resolve({
+    return {
       offer,
       connect: (): Promise<FabricEndpoint> =>
         side.acceptClient({ jetty: p.jetty, token: p.token }, HANDSHAKE_WAIT_MS),
       abort: () => side.abort(),
-    });
+    };
   }
 
   close(): void {}
