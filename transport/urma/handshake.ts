@@ -124,8 +124,6 @@ interface SegmentMessage {
   id: number;
 }
 
-const PROOF_WR = RESERVED_WR_ID.proof;
-
 /** One side with its region registered and stamped, not yet connected. */
 export class PreparedUrmaSide {
   readonly #port: UrmaPortParts;
@@ -190,7 +188,7 @@ export class PreparedUrmaSide {
       this.#aux.set(this.#regionSeg.descriptor, AUX_HANDSHAKE);
       const status = await this.#request(deadline, (batch) => {
         batch.sge(this.#auxSeg, this.#auxSeg.address + AUX_HANDSHAKE, URMA_SEG.$size);
-        batch.send(peer.jetty, SEGMENT_IMM, PROOF_WR, URMA_WR_FLAG.COMPLETE);
+        batch.send(peer.jetty, SEGMENT_IMM, RESERVED_WR_ID.proof, URMA_WR_FLAG.COMPLETE);
       });
       if (status !== 0) {
         throw new VerbusError(
@@ -285,7 +283,13 @@ export class PreparedUrmaSide {
   ): Promise<void> {
     const status = await this.#request(deadline, (batch) => {
       batch.sge(this.#auxSeg, this.#auxSeg.address + AUX_HANDSHAKE, STAMP_BYTES);
-      batch.read(peer.jetty, peer.segment, peer.segment.address, PROOF_WR, URMA_WR_FLAG.COMPLETE);
+      batch.read(
+        peer.jetty,
+        peer.segment,
+        peer.segment.address,
+        RESERVED_WR_ID.proof,
+        URMA_WR_FLAG.COMPLETE,
+      );
     });
     if (status !== 0) {
       const why = status < 0
@@ -328,7 +332,7 @@ export class PreparedUrmaSide {
       for (let i = 0; i < count; i++) {
         const status = records.status(i);
         if (!records.isRecv(i)) {
-          if (records.userCtx(i) === PROOF_WR) this.#requestStatus = status;
+          if (records.userCtx(i) === RESERVED_WR_ID.proof) this.#requestStatus = status;
           continue;
         }
         this.#receives.onReceive();

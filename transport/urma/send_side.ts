@@ -39,8 +39,6 @@ const BATCH_WR = 64;
 const CALLER_COMPLETIONS = 4096;
 /** Signaled requests in flight at most (the JFC also holds receives and a batch's errors). */
 const SIGNALED_BUDGET = JFC_DEPTH - RECV_DEPTH - 2 * BATCH_WR;
-/** user_ctx of internal requests (credit words, kicks, bounce-ring releases). */
-const INTERNAL = RESERVED_WR_ID.internal;
 const COMPLETE = URMA_WR_FLAG.COMPLETE;
 
 /** Posting, bounce ring and signaled-request FIFO of one endpoint. */
@@ -190,7 +188,7 @@ export class UrmaSendSide {
     const batch = this.#batch, seg = this.#peerSegment;
     batch.sge(this.#auxSeg, this.#auxAddress + at, bytes);
     const dst = seg.address + remoteOff + this.#faultAddressShift;
-    const userCtx = callerSignaled ? wrId : INTERNAL;
+    const userCtx = callerSignaled ? wrId : RESERVED_WR_ID.internal;
     if (imm < 0) batch.write(this.#peerJetty, seg, dst, userCtx, requestFlags);
     else batch.writeImm(this.#peerJetty, seg, dst, imm, userCtx, requestFlags);
   }
@@ -239,7 +237,13 @@ export class UrmaSendSide {
       }
       const seg = this.#peerSegment;
       const dst = seg.address + at + this.#faultAddressShift;
-      batch.write(this.#peerJetty, seg, dst, signaled && last ? wrId : INTERNAL, flags);
+      batch.write(
+        this.#peerJetty,
+        seg,
+        dst,
+        signaled && last ? wrId : RESERVED_WR_ID.internal,
+        flags,
+      );
       at += bytes;
     }
     return OK;
@@ -265,7 +269,7 @@ export class UrmaSendSide {
 
   /** An internal word write (credit total, kick; WRITE_IMM with `imm` ≥ 0). */
   postInternalWord(remoteOff: number, value: number, flags: number, imm: number): number {
-    return this.postWord(INTERNAL, remoteOff, value, false, flags, imm);
+    return this.postWord(RESERVED_WR_ID.internal, remoteOff, value, false, flags, imm);
   }
 
   /** READ of `bytes` from the peer at `remoteOff` into the region at `localOffset`. */
@@ -282,7 +286,7 @@ export class UrmaSendSide {
     const batch = this.#batch, seg = this.#peerSegment;
     batch.sge(this.#regionSeg, this.#regionAddress + localOffset, bytes);
     const src = seg.address + remoteOff + this.#faultAddressShift;
-    batch.read(this.#peerJetty, seg, src, signaled ? wrId : INTERNAL, flags);
+    batch.read(this.#peerJetty, seg, src, signaled ? wrId : RESERVED_WR_ID.internal, flags);
     return OK;
   }
 
@@ -318,7 +322,9 @@ export class UrmaSendSide {
       }
       if (!this.#health.closed) {
         this.#health.fail(
-          `${crStatusName(status)}${userCtx === INTERNAL ? "" : ` (request ${userCtx})`}`,
+          `${crStatusName(status)}${
+            userCtx === RESERVED_WR_ID.internal ? "" : ` (request ${userCtx})`
+          }`,
         );
       }
       return;
