@@ -131,26 +131,31 @@ class UrmaServerProvider implements ServerFabricProvider {
   refuse(peer: PeerInfo, params: unknown): string | undefined {
     const checked = checkOptions(urmaParamsSchema, params, "client urma parameters");
     if (!checked.ok) return checked.why;
-    const p = checked.value, simulated = this.lib.simulated;
-    if (p.simulated !== simulated) {
+    const client = checked.value, simulated = this.lib.simulated;
+    if (client.simulated !== simulated) {
       return `the server runs ${simulated ? "the simulated" : "a real"} liburma, the client ${
-        p.simulated ? "the simulated" : "a real"
+        client.simulated ? "the simulated" : "a real"
       } one`;
     }
     if (simulated && peer.bootId !== hostBootId()) {
       return "the simulated liburma connects processes of one host only (boot ids differ)";
     }
-    if (p.mode !== this.options.mode) {
-      return `jetty mode ${p.mode} requested, the server runs ${this.options.mode}`;
+    if (client.mode !== this.options.mode) {
+      return `jetty mode ${client.mode} requested, the server runs ${this.options.mode}`;
     }
     return undefined;
   }
 
   // deno-lint-ignore require-await
   async offer(ctx: OfferContext): Promise<ServerOffer> {
-    const p = parseOptions(urmaParamsSchema, ctx.params, "client urma parameters", "HANDSHAKE");
-    if (p.mode !== this.options.mode) {
-      throw new VerbusError("HANDSHAKE", `urma: the client asks for mode ${p.mode}`);
+    const client = parseOptions(
+      urmaParamsSchema,
+      ctx.params,
+      "client urma parameters",
+      "HANDSHAKE",
+    );
+    if (client.mode !== this.options.mode) {
+      throw new VerbusError("HANDSHAKE", `urma: the client asks for mode ${client.mode}`);
     }
     const { device, eidIndex, mode } = this.options;
     const port = UrmaPort.open(this.lib, { device, eidIndex, mode });
@@ -176,7 +181,7 @@ class UrmaServerProvider implements ServerFabricProvider {
     return {
       offer,
       connect: (): Promise<FabricEndpoint> =>
-        side.acceptClient({ jetty: p.jetty, token: p.token }, HANDSHAKE_WAIT_MS),
+        side.acceptClient({ jetty: client.jetty, token: client.token }, HANDSHAKE_WAIT_MS),
       abort: () => side.abort(),
     };
   }
@@ -211,17 +216,17 @@ class UrmaClientProvider implements ClientFabricProvider {
   async open(offer: unknown, sizes: SessionSizes): Promise<FabricEndpoint> {
     const port = this.#port;
     if (!port) throw new VerbusError("HANDSHAKE", "urma provider already used or closed");
-    const o = parseOptions(urmaOfferSchema, offer, "urma offer", "HANDSHAKE");
-    if (o.serverSize !== sizes.server || o.clientSize !== sizes.client) {
+    const offered = parseOptions(urmaOfferSchema, offer, "urma offer", "HANDSHAKE");
+    if (offered.serverSize !== sizes.server || offered.clientSize !== sizes.client) {
       throw new VerbusError(
         "HANDSHAKE",
-        `urma offer sizes (${o.serverSize}/${o.clientSize}) disagree with the negotiated sizes (${sizes.server}/${sizes.client})`,
+        `urma offer sizes (${offered.serverSize}/${offered.clientSize}) disagree with the negotiated sizes (${sizes.server}/${sizes.client})`,
       );
     }
-    if (o.mode !== port.mode) {
+    if (offered.mode !== port.mode) {
       throw new VerbusError(
         "HANDSHAKE",
-        `urma offer mode ${o.mode}, this client runs ${port.mode}`,
+        `urma offer mode ${offered.mode}, this client runs ${port.mode}`,
       );
     }
     this.#port = null;
@@ -232,12 +237,12 @@ class UrmaClientProvider implements ClientFabricProvider {
         remoteSize: sizes.server,
         bounceBytes: bounceBytesFor(sizes.maxMessage),
         role: ROLE_CLIENT,
-        nonce: nonceFromHex(o.nonce),
+        nonce: nonceFromHex(offered.nonce),
       });
     } catch (e) {
       throw new VerbusError("HANDSHAKE", `urma: cannot prepare this side: ${firstLine(e)}`);
     }
-    const server = { segment: fromHex(o.seg), jetty: o.jetty, token: o.token };
+    const server = { segment: fromHex(offered.seg), jetty: offered.jetty, token: offered.token };
     return await side.connectToServer(server, HANDSHAKE_WAIT_MS);
   }
 

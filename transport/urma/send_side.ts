@@ -209,8 +209,9 @@ export class UrmaSendSide {
   }
 
   /**
-   * Gathers `count` views of the region (`localOffsets[i]` from its start, `sg[i].length`
-   * bytes) into the peer at `remoteOff`, {@link SGE_PER_WR} views a request.
+   * Gathers the first `count` views in `sg` (views of the region, whose first byte is at
+   * `localStart` in their buffer) into the peer at `remoteOff`, {@link SGE_PER_WR} views a
+   * request.
    */
   writeGather(
     wrId: number,
