@@ -30,7 +30,7 @@ test("every URMA struct size, field offset and flag bit matches abi_check", () =
     }
   }
   assertEquals(bad, []);
-  assert(URMA_LAYOUTS.length >= 20, "all structs of BRIEF §5 are covered");
+  assert(URMA_LAYOUTS.length >= 20, "every URMA struct verbus uses is covered");
 }, { skip: SKIP });
 
 test("a wrong URMA offset is reported, naming the field (the check can fail)", () => {

@@ -10,21 +10,22 @@ import { client, pattern, startServer } from "../fabric/util.ts";
 import { VerbusError } from "../../errors.ts";
 import { computeLayout, regionConfigSchema } from "../../rpc/region/layout.ts";
 import { FAILED } from "../../transport/fabric.ts";
+import type { FaultKind } from "../../transport/faults.ts";
 import type { UrmaEndpoint } from "../../transport/urma/endpoint.ts";
-import { UrmaClientProvider } from "../../transport/urma/provider.ts";
+import { createClientProvider } from "../../transport/urma/provider.ts";
 import { SIM_PATH, SKIP_NO_SIM } from "./util.ts";
 
 const sim = { urma: { library: SIM_PATH } };
 const MISSING = "/nonexistent/verbus/liburma.so.0";
 
-async function violate(kind: "token" | "bounds") {
+async function violate(kind: FaultKind) {
   const { server } = await startServer({ fabrics: ["urma"], providerOptions: sim });
   const c = await client(server, { fabric: "urma", providerOptions: sim });
   try {
     assertEquals(c.fabric, "urma (simulated)");
     assertEquals((await c.call("test.Fabric", "Echo", pattern(64, 1))).path, "EAGER");
     const ep = c.session!.endpoint as UrmaEndpoint;
-    ep.injectFault(kind);
+    ep.faults.inject(kind);
     // The request's writes complete with an error: the call cannot be answered over URMA.
     await assertRejects(
       () => c.call("test.Fabric", "Echo", pattern(64, 2), { timeoutMs: 300 }),
@@ -53,13 +54,13 @@ async function violate(kind: "token" | "bounds") {
 
 test(
   "token violation: writes with a wrong token → URMA_CR_REM_ACCESS_ABORT_ERR, session fails, calls go over TCP",
-  () => violate("token"),
+  () => violate("bad-remote-key"),
   { skip: SKIP_NO_SIM },
 );
 
 test(
   "bounds violation: an access past the peer's segment → URMA_CR_REM_ACCESS_ABORT_ERR, calls go over TCP",
-  () => violate("bounds"),
+  () => violate("out-of-bounds"),
   { skip: SKIP_NO_SIM },
 );
 
@@ -157,8 +158,11 @@ test(
       await c2.close();
       await rc.server.close();
     }
-    const bad = await UrmaClientProvider.create({ urma: { library: SIM_PATH, mode: "UD" } });
-    assert(typeof bad === "string" && bad.includes("providerOptions.urma.mode"), String(bad));
+    const bad = await createClientProvider({ library: SIM_PATH, mode: "UD" });
+    assert(
+      typeof bad === "string" && bad.includes("providerOptions.urma: field mode"),
+      String(bad),
+    );
   },
   { skip: SKIP_NO_SIM },
 );
@@ -175,8 +179,9 @@ test(
       stagingSize: 1 << 17,
     });
     const server = computeLayout("server", layout), cl = computeLayout("client", layout);
+    const sizes = { server: server.size, client: cl.size, maxMessage: layout.slotSize };
     const good = {
-      v: 1,
+      v: 2,
       jetty: { eid: "00".repeat(16), uasid: 1, id: 2 },
       token: 5,
       mode: "RM",
@@ -194,10 +199,10 @@ test(
       [good, "segment covers 0 bytes"],
     ];
     for (const [offer, want] of cases) {
-      const p = await UrmaClientProvider.create(sim);
+      const p = await createClientProvider(sim.urma);
       if (typeof p === "string") throw new Error(p);
       try {
-        await assertRejects(() => p.open(offer, server, cl), VerbusError, want);
+        await assertRejects(() => p.open(offer, sizes), VerbusError, want);
       } finally {
         p.close();
       }

@@ -29,7 +29,7 @@ test(
       assertEquals(c.handshake.decisions?.urma?.state, "ON");
       assertEquals(server.fabric!.history.at(-1)?.state, "ESTABLISHED");
       const ep = c.session!.endpoint as UrmaEndpoint;
-      assertEquals([ep.kind, ep.simulated, ep.connected], ["urma", true, true]);
+      assertEquals([ep.kind, ep.simulated, ep.failed], ["urma", true, false]);
       const r = await c.call("test.Fabric", "Echo", pattern(64, 9));
       assertEquals([r.path, r.fabric], ["EAGER", "urma (simulated)"]);
     } finally {

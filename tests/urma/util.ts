@@ -72,17 +72,8 @@ export async function pollSome(side: Side, into: CrReader = side.cr, ms = 3000):
   return 0;
 }
 
-/** Hex of bytes. */
-export function toHex(b: Uint8Array): string {
-  return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
-}
-
-/** Bytes of hex. */
-export function fromHex(h: string): Uint8Array {
-  const b = new Uint8Array(h.length >> 1);
-  for (let i = 0; i < b.length; i++) b[i] = parseInt(h.slice(2 * i, 2 * i + 2), 16);
-  return b;
-}
+/** Hex codecs (the one in util/hex.ts). */
+export { fromHex, toHex } from "../../util/hex.ts";
 
 /** 32-bit FNV-1a of bytes. */
 export function fnv(b: Uint8Array): number {

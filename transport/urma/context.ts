@@ -1,6 +1,8 @@
 /**
  * A URMA context (`urma_context_t`) on one device and EID: the parent of JFCEs, JFCs, JFRs,
  * JFSs, jetties, imported jetties and segments. Closing it closes every child first.
+ * Control path (allocates, throws); a context and its children belong to the JS thread that
+ * opened it.
  * @module
  */
 import { NativeHandle } from "../../ffi/handle.ts";

@@ -1,12 +1,15 @@
 /**
- * URMA data path: preallocated work requests in liburma's own layout, posted with one call, and
- * a completion reader. Nothing here allocates per request: the `urma_jfs_wr_t` / `urma_jfr_wr_t`
- * chains and their `urma_sge_t` arrays live in typed arrays created once, pointers are written
- * as numbers (user-space addresses fit in 53 bits) split into two u32 halves.
+ * URMA work-request encoding: preallocated work requests in liburma's own layout, posted with
+ * one call, and a completion reader. Nothing here allocates per request: the `urma_jfs_wr_t` /
+ * `urma_jfr_wr_t` chains and their `urma_sge_t` arrays live in typed arrays created once;
+ * pointers are written as numbers (user-space addresses fit in 53 bits) split into two u32
+ * halves.
  *
  * Send use: `sge()` one or more times (local buffers), then one of `write` / `writeImm` /
- * `read` / `send` / `sendImm` closes the request over those SGEs; repeat; `post(jetty)`;
- * `reset()`. Builders return {@link FULL} (-1) instead of throwing when out of room.
+ * `read` / `send` closes the request over those SGEs; repeat; `post(jetty)`; `reset()`.
+ * Builders return {@link BATCH_FULL} instead of throwing when out of room.
+ * Buffers: each batch owns its typed arrays; the caller owns the segments they point into.
+ * Threading: a batch or reader belongs to one JS thread.
  * @module
  */
 import {
@@ -22,8 +25,8 @@ import type { UrmaLib } from "./urma_lib.ts";
 import type { Jetty, TargetJetty } from "./jetty.ts";
 import type { ImportedSegment, Segment } from "./segment.ts";
 
-/** Returned by builders when the batch has no room. */
-export const FULL = -1;
+/** Returned by the builders when the batch has no room for another SGE or request. */
+export const BATCH_FULL = -1;
 
 /** urma_jfs_wr_flag_t bits verbus sets. */
 export const URMA_WR_FLAG = {
@@ -38,15 +41,29 @@ export const URMA_WR_FLAG = {
 } as const;
 
 const TWO32 = 0x1_0000_0000;
-const W = URMA_JFS_WR.$size >> 2, SG = URMA_SGE.$size >> 2;
+/** u32 words of one `urma_jfs_wr_t`. */
+const SEND_WR_WORDS = URMA_JFS_WR.$size >> 2;
+/** u32 words of one `urma_jfr_wr_t`. */
+const RECV_WR_WORDS = URMA_JFR_WR.$size >> 2;
+/** u32 words of one `urma_sge_t`. */
+const SGE_WORDS = URMA_SGE.$size >> 2;
 
-function put64(a: Uint32Array, i: number, v: number): void {
-  const hi = (v / TWO32) >>> 0; // `%` on doubles is slow in V8: split by subtraction
-  a[i] = v - hi * TWO32;
-  a[i + 1] = hi;
+/** Writes `value` (< 2^53) as two u32 halves at `words[index]`, low half first. */
+function put64(words: Uint32Array, index: number, value: number): void {
+  const high = (value / TWO32) >>> 0; // `%` on doubles is slow in V8: split by subtraction
+  words[index] = value - high * TWO32;
+  words[index + 1] = high;
 }
 
-/** A reusable batch of send WRs for one jetty. Owned by one thread. */
+/** Fills the `urma_sge_t` at word `at` of `words`. */
+function putSge(words: Uint32Array, at: number, addr: number, len: number, seg: number): void {
+  put64(words, at + (URMA_SGE.addr >> 2), addr);
+  words[at + (URMA_SGE.len >> 2)] = len;
+  put64(words, at + (URMA_SGE.tseg >> 2), seg);
+  put64(words, at + (URMA_SGE.user_tseg >> 2), 0);
+}
+
+/** A reusable batch of send WRs for one jetty. Owns its arrays; one JS thread. */
 export class UrmaSendBatch {
   /** maxWr × urma_jfs_wr_t. */
   readonly wrs: Uint8Array;
@@ -56,160 +73,163 @@ export class UrmaSendBatch {
   readonly remote: Uint8Array;
   /** After a failed post: the address of the first WR not posted (two u32 halves). */
   readonly badWr = new Uint32Array(2);
-  #w: Uint32Array;
-  #s: Uint32Array;
-  #r: Uint32Array;
-  #wBase: number;
-  #sBase: number;
-  #rBase: number;
-  #n = 0;
-  #nSge = 0;
-  #first = 0;
-  #len = 0;
+  readonly #wrWords: Uint32Array;
+  readonly #sgeWords: Uint32Array;
+  readonly #remoteSgeWords: Uint32Array;
+  readonly #wrsAddress: number;
+  readonly #sgesAddress: number;
+  readonly #remoteSgesAddress: number;
+  #wrCount = 0;
+  #sgeCount = 0;
+  /** Index of the first SGE of the request being built. */
+  #firstSgeOfRequest = 0;
+  /** Bytes of the SGEs of the request being built. */
+  #bytesOfRequest = 0;
 
-  constructor(private readonly u: UrmaLib, readonly maxWr: number, readonly maxSge: number) {
+  constructor(private readonly lib: UrmaLib, readonly maxWr: number, readonly maxSge: number) {
     if (maxWr < 1 || maxWr > 1024) throw new RangeError("maxWr must be 1..1024");
     this.wrs = new Uint8Array(maxWr * URMA_JFS_WR.$size);
     this.sges = new Uint8Array(Math.max(1, maxSge) * URMA_SGE.$size);
     this.remote = new Uint8Array(maxWr * URMA_SGE.$size);
-    this.#w = new Uint32Array(this.wrs.buffer);
-    this.#s = new Uint32Array(this.sges.buffer);
-    this.#r = new Uint32Array(this.remote.buffer);
-    const addr = (b: Uint8Array) => Number(u.ffi.address(u.ffi.ptrOf(b)));
-    this.#wBase = addr(this.wrs);
-    this.#sBase = addr(this.sges);
-    this.#rBase = addr(this.remote);
+    this.#wrWords = new Uint32Array(this.wrs.buffer);
+    this.#sgeWords = new Uint32Array(this.sges.buffer);
+    this.#remoteSgeWords = new Uint32Array(this.remote.buffer);
+    const addressOf = (b: Uint8Array) => Number(lib.ffi.address(lib.ffi.ptrOf(b)));
+    this.#wrsAddress = addressOf(this.wrs);
+    this.#sgesAddress = addressOf(this.sges);
+    this.#remoteSgesAddress = addressOf(this.remote);
   }
 
   /** Work requests in the batch. */
   get length(): number {
-    return this.#n;
+    return this.#wrCount;
   }
 
   /** Empties the batch. */
   reset(): void {
-    this.#n =
-      this.#nSge =
-      this.#first =
-      this.#len =
-        0;
+    this.#wrCount = 0;
+    this.#sgeCount = 0;
+    this.#firstSgeOfRequest = 0;
+    this.#bytesOfRequest = 0;
   }
 
-  /** Adds a local SGE (inside `seg`) to the request being built. Returns its index or FULL. */
+  /** Adds a local SGE (inside `seg`) to the request being built. Returns its index or BATCH_FULL. */
   sge(seg: Segment, addr: number, len: number): number {
-    if (this.#nSge >= this.maxSge) return FULL;
-    const o = this.#nSge * SG, s = this.#s;
-    put64(s, o + (URMA_SGE.addr >> 2), addr);
-    s[o + (URMA_SGE.len >> 2)] = len;
-    put64(s, o + (URMA_SGE.tseg >> 2), seg.ptrValue);
-    put64(s, o + (URMA_SGE.user_tseg >> 2), 0);
-    this.#len += len;
-    return this.#nSge++;
+    if (this.#sgeCount >= this.maxSge) return BATCH_FULL;
+    putSge(this.#sgeWords, this.#sgeCount * SGE_WORDS, addr, len, seg.ptrValue);
+    this.#bytesOfRequest += len;
+    return this.#sgeCount++;
   }
 
-  #close(opcode: number, flags: number, t: TargetJetty, userCtx: number): number {
-    if (this.#n >= this.maxWr) return FULL;
-    const i = this.#n, o = i * W, w = this.#w;
-    w.fill(0, o, o + W);
-    w[o + (URMA_JFS_WR.opcode >> 2)] = opcode;
-    w[o + (URMA_JFS_WR.flag >> 2)] = flags;
-    put64(w, o + (URMA_JFS_WR.tjetty >> 2), t.ptrValue);
-    put64(w, o + (URMA_JFS_WR.user_ctx >> 2), userCtx);
-    if (i > 0) put64(w, (i - 1) * W + (URMA_JFS_WR.next >> 2), this.#wBase + i * URMA_JFS_WR.$size);
-    return o;
+  /** Starts WR `#wrCount` (chained after the previous one); its first word, or BATCH_FULL. */
+  #open(opcode: number, flags: number, target: TargetJetty, userCtx: number): number {
+    if (this.#wrCount >= this.maxWr) return BATCH_FULL;
+    const index = this.#wrCount, at = index * SEND_WR_WORDS, words = this.#wrWords;
+    words.fill(0, at, at + SEND_WR_WORDS);
+    words[at + (URMA_JFS_WR.opcode >> 2)] = opcode;
+    words[at + (URMA_JFS_WR.flag >> 2)] = flags;
+    put64(words, at + (URMA_JFS_WR.tjetty >> 2), target.ptrValue);
+    put64(words, at + (URMA_JFS_WR.user_ctx >> 2), userCtx);
+    if (index > 0) {
+      const previousNext = (index - 1) * SEND_WR_WORDS + (URMA_JFS_WR.next >> 2);
+      put64(words, previousNext, this.#wrsAddress + index * URMA_JFS_WR.$size);
+    }
+    return at;
   }
 
-  #localSg(o: number, field: number): void {
-    put64(this.#w, o + (field >> 2), this.#sBase + this.#first * URMA_SGE.$size);
-    this.#w[o + ((field + URMA_SG.num_sge) >> 2)] = this.#nSge - this.#first;
+  /** Points the `urma_sg_t` at `field` of the WR at word `at` to this request's local SGEs. */
+  #localSg(at: number, field: number): void {
+    const first = this.#firstSgeOfRequest;
+    put64(this.#wrWords, at + (field >> 2), this.#sgesAddress + first * URMA_SGE.$size);
+    this.#wrWords[at + ((field + URMA_SG.num_sge) >> 2)] = this.#sgeCount - first;
   }
 
-  #remoteSg(o: number, field: number, seg: ImportedSegment, addr: number): void {
-    const i = this.#n, r = this.#r, ro = i * SG;
-    put64(r, ro + (URMA_SGE.addr >> 2), addr);
-    r[ro + (URMA_SGE.len >> 2)] = this.#len;
-    put64(r, ro + (URMA_SGE.tseg >> 2), seg.ptrValue);
-    put64(r, ro + (URMA_SGE.user_tseg >> 2), 0);
-    put64(this.#w, o + (field >> 2), this.#rBase + i * URMA_SGE.$size);
-    this.#w[o + ((field + URMA_SG.num_sge) >> 2)] = 1;
+  /** Points the `urma_sg_t` at `field` to one remote SGE of this request's length. */
+  #remoteSg(at: number, field: number, seg: ImportedSegment, addr: number): void {
+    const index = this.#wrCount;
+    putSge(this.#remoteSgeWords, index * SGE_WORDS, addr, this.#bytesOfRequest, seg.ptrValue);
+    put64(this.#wrWords, at + (field >> 2), this.#remoteSgesAddress + index * URMA_SGE.$size);
+    this.#wrWords[at + ((field + URMA_SG.num_sge) >> 2)] = 1;
   }
 
-  #done(): number {
-    this.#first = this.#nSge;
-    this.#len = 0;
-    return this.#n++;
+  /** Closes the request being built; returns its index. */
+  #close(): number {
+    this.#firstSgeOfRequest = this.#sgeCount;
+    this.#bytesOfRequest = 0;
+    return this.#wrCount++;
   }
 
   /** One-sided WRITE of the SGEs since the last request to `dst` at `remoteAddr`. */
   write(
-    t: TargetJetty,
+    target: TargetJetty,
     dst: ImportedSegment,
     remoteAddr: number,
     userCtx: number,
     flags: number,
   ): number {
-    const o = this.#close(URMA_OPC.WRITE, flags, t, userCtx);
-    if (o < 0) return FULL;
-    this.#localSg(o, URMA_JFS_WR["rw.src"]);
-    this.#remoteSg(o, URMA_JFS_WR["rw.dst"], dst, remoteAddr);
-    return this.#done();
+    const at = this.#open(URMA_OPC.WRITE, flags, target, userCtx);
+    if (at < 0) return BATCH_FULL;
+    this.#localSg(at, URMA_JFS_WR["rw.src"]);
+    this.#remoteSg(at, URMA_JFS_WR["rw.dst"], dst, remoteAddr);
+    return this.#close();
   }
 
   /** WRITE_IMM: a WRITE that also consumes a receive at the target, completing with `imm` (< 2^53). */
   writeImm(
-    t: TargetJetty,
+    target: TargetJetty,
     dst: ImportedSegment,
     remoteAddr: number,
     imm: number,
     userCtx: number,
     flags: number,
   ): number {
-    const o = this.#close(URMA_OPC.WRITE_IMM, flags, t, userCtx);
-    if (o < 0) return FULL;
-    this.#localSg(o, URMA_JFS_WR["rw.src"]);
-    this.#remoteSg(o, URMA_JFS_WR["rw.dst"], dst, remoteAddr);
-    put64(this.#w, o + (URMA_JFS_WR["rw.notify_data"] >> 2), imm);
-    return this.#done();
+    const at = this.#open(URMA_OPC.WRITE_IMM, flags, target, userCtx);
+    if (at < 0) return BATCH_FULL;
+    this.#localSg(at, URMA_JFS_WR["rw.src"]);
+    this.#remoteSg(at, URMA_JFS_WR["rw.dst"], dst, remoteAddr);
+    put64(this.#wrWords, at + (URMA_JFS_WR["rw.notify_data"] >> 2), imm);
+    return this.#close();
   }
 
   /** One-sided READ from `src` at `remoteAddr` into the SGEs since the last request. */
   read(
-    t: TargetJetty,
+    target: TargetJetty,
     src: ImportedSegment,
     remoteAddr: number,
     userCtx: number,
     flags: number,
   ): number {
-    const o = this.#close(URMA_OPC.READ, flags, t, userCtx);
-    if (o < 0) return FULL;
-    this.#remoteSg(o, URMA_JFS_WR["rw.src"], src, remoteAddr);
-    this.#localSg(o, URMA_JFS_WR["rw.dst"]);
-    return this.#done();
+    const at = this.#open(URMA_OPC.READ, flags, target, userCtx);
+    if (at < 0) return BATCH_FULL;
+    this.#remoteSg(at, URMA_JFS_WR["rw.src"], src, remoteAddr);
+    this.#localSg(at, URMA_JFS_WR["rw.dst"]);
+    return this.#close();
   }
 
   /** SEND (imm === null) or SEND_IMM of the SGEs since the last request. */
-  send(t: TargetJetty, imm: number | null, userCtx: number, flags: number): number {
-    const o = this.#close(imm === null ? URMA_OPC.SEND : URMA_OPC.SEND_IMM, flags, t, userCtx);
-    if (o < 0) return FULL;
-    this.#localSg(o, URMA_JFS_WR["send.src"]);
-    if (imm !== null) put64(this.#w, o + (URMA_JFS_WR["send.imm_data"] >> 2), imm);
-    return this.#done();
+  send(target: TargetJetty, imm: number | null, userCtx: number, flags: number): number {
+    const opcode = imm === null ? URMA_OPC.SEND : URMA_OPC.SEND_IMM;
+    const at = this.#open(opcode, flags, target, userCtx);
+    if (at < 0) return BATCH_FULL;
+    this.#localSg(at, URMA_JFS_WR["send.src"]);
+    if (imm !== null) put64(this.#wrWords, at + (URMA_JFS_WR["send.imm_data"] >> 2), imm);
+    return this.#close();
   }
 
   /** Posts every WR with one `urma_post_jetty_send_wr`. Returns the urma_status_t (0 = posted). */
   post(jetty: Jetty): number {
-    if (this.#n === 0) return 0;
-    return this.u.lib.symbols.urma_post_jetty_send_wr(jetty.handle, this.wrs, this.badWr);
+    if (this.#wrCount === 0) return 0;
+    return this.lib.lib.symbols.urma_post_jetty_send_wr(jetty.handle, this.wrs, this.badWr);
   }
 
   /** After a failed post: index of the first WR not posted. */
   get badIndex(): number {
-    const a = this.badWr[0] + this.badWr[1] * TWO32;
-    return a === 0 ? 0 : (a - this.#wBase) / URMA_JFS_WR.$size;
+    const addr = this.badWr[0] + this.badWr[1] * TWO32;
+    return addr === 0 ? 0 : (addr - this.#wrsAddress) / URMA_JFS_WR.$size;
   }
 }
 
-/** A reusable batch of receive WRs (one SGE each). Owned by one thread. */
+/** A reusable batch of receive WRs (one SGE each). Owns its arrays; one JS thread. */
 export class UrmaRecvBatch {
   /** maxWr × urma_jfr_wr_t. */
   readonly wrs: Uint8Array;
@@ -217,116 +237,111 @@ export class UrmaRecvBatch {
   readonly sges: Uint8Array;
   /** After a failed post: the address of the first WR not posted. */
   readonly badWr = new Uint32Array(2);
-  #w: Uint32Array;
-  #s: Uint32Array;
-  #wBase: number;
-  #sBase: number;
-  #n = 0;
+  readonly #wrWords: Uint32Array;
+  readonly #sgeWords: Uint32Array;
+  readonly #wrsAddress: number;
+  readonly #sgesAddress: number;
+  #wrCount = 0;
 
-  constructor(private readonly u: UrmaLib, readonly maxWr: number) {
+  constructor(private readonly lib: UrmaLib, readonly maxWr: number) {
     if (maxWr < 1 || maxWr > 1024) throw new RangeError("maxWr must be 1..1024");
     this.wrs = new Uint8Array(maxWr * URMA_JFR_WR.$size);
     this.sges = new Uint8Array(maxWr * URMA_SGE.$size);
-    this.#w = new Uint32Array(this.wrs.buffer);
-    this.#s = new Uint32Array(this.sges.buffer);
-    this.#wBase = Number(u.ffi.address(u.ffi.ptrOf(this.wrs)));
-    this.#sBase = Number(u.ffi.address(u.ffi.ptrOf(this.sges)));
+    this.#wrWords = new Uint32Array(this.wrs.buffer);
+    this.#sgeWords = new Uint32Array(this.sges.buffer);
+    this.#wrsAddress = Number(lib.ffi.address(lib.ffi.ptrOf(this.wrs)));
+    this.#sgesAddress = Number(lib.ffi.address(lib.ffi.ptrOf(this.sges)));
   }
 
   /** Receive WRs in the batch. */
   get length(): number {
-    return this.#n;
+    return this.#wrCount;
   }
 
   /** Empties the batch. */
   reset(): void {
-    this.#n = 0;
+    this.#wrCount = 0;
   }
 
-  /** Adds a receive into `seg` at `addr`, `len` bytes. Returns its index or FULL. */
+  /** Adds a receive into `seg` at `addr`, `len` bytes. Returns its index or BATCH_FULL. */
   recv(seg: Segment, addr: number, len: number, userCtx: number): number {
-    if (this.#n >= this.maxWr) return FULL;
-    const i = this.#n, s = this.#s, so = i * SG, w = this.#w, o = i * (URMA_JFR_WR.$size >> 2);
-    put64(s, so + (URMA_SGE.addr >> 2), addr);
-    s[so + (URMA_SGE.len >> 2)] = len;
-    put64(s, so + (URMA_SGE.tseg >> 2), seg.ptrValue);
-    put64(s, so + (URMA_SGE.user_tseg >> 2), 0);
-    put64(w, o + ((URMA_JFR_WR.src + URMA_SG.sge) >> 2), this.#sBase + i * URMA_SGE.$size);
-    w[o + ((URMA_JFR_WR.src + URMA_SG.num_sge) >> 2)] = 1;
-    put64(w, o + (URMA_JFR_WR.user_ctx >> 2), userCtx);
-    put64(w, o + (URMA_JFR_WR.next >> 2), 0);
-    if (i > 0) {
-      put64(
-        w,
-        (i - 1) * (URMA_JFR_WR.$size >> 2) + (URMA_JFR_WR.next >> 2),
-        this.#wBase + i * URMA_JFR_WR.$size,
-      );
+    if (this.#wrCount >= this.maxWr) return BATCH_FULL;
+    const index = this.#wrCount, words = this.#wrWords, at = index * RECV_WR_WORDS;
+    putSge(this.#sgeWords, index * SGE_WORDS, addr, len, seg.ptrValue);
+    const sgeAddress = this.#sgesAddress + index * URMA_SGE.$size;
+    put64(words, at + ((URMA_JFR_WR.src + URMA_SG.sge) >> 2), sgeAddress);
+    words[at + ((URMA_JFR_WR.src + URMA_SG.num_sge) >> 2)] = 1;
+    put64(words, at + (URMA_JFR_WR.user_ctx >> 2), userCtx);
+    put64(words, at + (URMA_JFR_WR.next >> 2), 0);
+    if (index > 0) {
+      const previousNext = (index - 1) * RECV_WR_WORDS + (URMA_JFR_WR.next >> 2);
+      put64(words, previousNext, this.#wrsAddress + index * URMA_JFR_WR.$size);
     }
-    return this.#n++;
+    return this.#wrCount++;
   }
 
   /** Posts every receive with one `urma_post_jetty_recv_wr`. Returns the urma_status_t. */
   post(jetty: Jetty): number {
-    if (this.#n === 0) return 0;
-    return this.u.lib.symbols.urma_post_jetty_recv_wr(jetty.handle, this.wrs, this.badWr);
+    if (this.#wrCount === 0) return 0;
+    return this.lib.lib.symbols.urma_post_jetty_recv_wr(jetty.handle, this.wrs, this.badWr);
   }
 }
 
-/** Reusable completion records (`urma_cr_t`) and allocation-free accessors. Owned by one thread. */
+/** Reusable completion records (`urma_cr_t`) and allocation-free accessors. One JS thread. */
 export class CrReader {
   /** max × urma_cr_t, written by urma_poll_jfc. */
   readonly buffer: Uint8Array;
-  #u: Uint32Array;
+  readonly #words: Uint32Array;
 
   constructor(readonly max: number) {
     if (max < 1 || max > 1024) throw new RangeError("max must be 1..1024");
     this.buffer = new Uint8Array(max * URMA_CR.$size);
-    this.#u = new Uint32Array(this.buffer.buffer);
+    this.#words = new Uint32Array(this.buffer.buffer);
   }
 
-  #at(i: number, field: number): number {
-    return this.#u[(i * URMA_CR.$size + field) >> 2];
+  #word(index: number, field: number): number {
+    return this.#words[(index * URMA_CR.$size + field) >> 2];
   }
 
   /** urma_cr_status_t (0 = success; see errors.ts URMA_CR). */
-  status(i: number): number {
-    return this.#at(i, URMA_CR.status);
+  status(index: number): number {
+    return this.#word(index, URMA_CR.status);
   }
   /** The request's user_ctx (wr id, < 2^53). */
-  userCtx(i: number): number {
-    return this.#at(i, URMA_CR.user_ctx) + this.#at(i, URMA_CR.user_ctx + 4) * TWO32;
+  userCtx(index: number): number {
+    return this.#word(index, URMA_CR.user_ctx) + this.#word(index, URMA_CR.user_ctx + 4) * TWO32;
   }
   /** urma_cr_opcode_t of a receive completion (URMA_CR_OPC). */
-  opcode(i: number): number {
-    return this.#at(i, URMA_CR.opcode);
+  opcode(index: number): number {
+    return this.#word(index, URMA_CR.opcode);
   }
   /** True for a receive completion (flag.s_r). */
-  isRecv(i: number): boolean {
-    return (this.buffer[i * URMA_CR.$size + URMA_CR.flag] & 1) === 1;
+  isRecv(index: number): boolean {
+    return (this.buffer[index * URMA_CR.$size + URMA_CR.flag] & 1) === 1;
   }
   /** Bytes transferred. */
-  completionLen(i: number): number {
-    return this.#at(i, URMA_CR.completion_len);
+  completionLen(index: number): number {
+    return this.#word(index, URMA_CR.completion_len);
   }
   /** Local jetty / JFS / JFR id. */
-  localId(i: number): number {
-    return this.#at(i, URMA_CR.local_id);
+  localId(index: number): number {
+    return this.#word(index, URMA_CR.local_id);
   }
   /** The sender's uasid (receive completions). */
-  remoteUasid(i: number): number {
-    return this.#at(i, URMA_CR.remote_id + 16);
+  remoteUasid(index: number): number {
+    return this.#word(index, URMA_CR.remote_id + 16);
   }
   /** The sender's jetty id (receive completions). */
-  remoteId(i: number): number {
-    return this.#at(i, URMA_CR.remote_id + 20);
+  remoteId(index: number): number {
+    return this.#word(index, URMA_CR.remote_id + 20);
   }
   /** Immediate data (host order), exact below 2^53. */
-  imm(i: number): number {
-    return this.#at(i, URMA_CR.imm_data) + this.#at(i, URMA_CR.imm_data + 4) * TWO32;
+  imm(index: number): number {
+    return this.#word(index, URMA_CR.imm_data) + this.#word(index, URMA_CR.imm_data + 4) * TWO32;
   }
   /** Immediate data as a full 64-bit value (allocates a bigint). */
-  immBig(i: number): bigint {
-    return BigInt(this.#at(i, URMA_CR.imm_data)) |
-      (BigInt(this.#at(i, URMA_CR.imm_data + 4)) << 32n);
+  immBig(index: number): bigint {
+    return BigInt(this.#word(index, URMA_CR.imm_data)) |
+      (BigInt(this.#word(index, URMA_CR.imm_data + 4)) << 32n);
   }
 }

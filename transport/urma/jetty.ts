@@ -2,6 +2,8 @@
  * Queues: JFR (receive queue, guarded by a token), JFS (send queue for the one-call
  * `urma_write` / `urma_read` / `urma_send`), Jetty (a JFS + a shared JFR; RM by default, RC once
  * bound) and TargetJetty (a peer's jetty, imported — after its segments — to address requests).
+ * Control path, except `Jfs.write` / `Jfs.read` (one call each, no allocation); every object
+ * belongs to the JS thread of its context and is closed with it.
  * @module
  */
 import { NativeHandle } from "../../ffi/handle.ts";

@@ -3,7 +3,7 @@
  * Event mode never blocks the event loop: the fd is waited on by the helper's `vb_wait_fd`
  * through a nonblocking call (Deno) / Worker (Bun), then `urma_wait_jfc` collects the events
  * without blocking and `urma_ack_jfc` acknowledges them. Polling goes into a preallocated
- * {@link CrReader} (data_path.ts).
+ * {@link CrReader} (data_path.ts). Polling allocates nothing; the JS thread of the context.
  * @module
  */
 import { NativeError } from "../../errors.ts";

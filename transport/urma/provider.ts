@@ -1,47 +1,46 @@
 /**
- * The URMA fabric as a provider (rpc/session/fabric_provider.ts). Importing this module
- * registers it (rpc/session/providers.ts imports it on demand).
+ * The URMA fabric as a provider (transport/provider.ts): `createServerProvider(options, log)`
+ * and `createClientProvider(options)`, where `options` is the URMA part of the provider options
+ * ({@link urmaProviderOptionsSchema}).
  *
- * liburma comes only from {@link loadUrma}: `providerOptions.urma.library`, else
- * `VERBUS_LIBURMA`, else the system sonames — the simulator is never picked up by accident, and
- * reports say "urma (simulated)" when it is in use. Without liburma the factories return the
- * loader's reason ("no liburma found: tried ..."), which the handshake logs as the OFF reason.
+ * liburma comes only from {@link loadUrma}: `options.library`, else `VERBUS_LIBURMA`, else the
+ * system sonames — the simulator is never picked up by accident, and reports say
+ * "urma (simulated)" when it is in use. Without liburma the factories return the loader's
+ * reason ("no liburma found: tried ..."), which the handshake logs as the OFF reason.
  *
- * Handshake: the client's hello carries its jetty (EID, uasid, id), token and mode; the server
- * opens its side, registers its region and answers with its jetty, its region segment
- * (`urma_seg_t` as hex), token, sizes and a nonce. The client imports the server's segment then
- * jetty, registers its region and SENDs the proof (nonce + its segment); on the ACK the server
- * checks the proof and imports the client's segment then jetty. Every peer field is validated
- * (zod, then sizes / EIDs against the negotiated layouts).
+ * Handshake (handshake.ts does the work): the client's hello carries its jetty (EID, uasid,
+ * id), token and mode. The server prepares its side (region registered and stamped) and offers
+ * its jetty, its region segment (`urma_seg_t` as hex), token, sizes and the session nonce. The
+ * client imports the server, checks the server's stamp through a READ, sends its own segment
+ * and yields its endpoint; on the ACK the server imports the client and checks its stamp the
+ * same way. Every peer field is validated (zod, then sizes / EIDs against the negotiated sizes).
+ * Control path; one JS thread.
  * @module
  */
+import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { VerbusError } from "../../errors.ts";
-import type { RegionLayout } from "../../rpc/region/layout.ts";
+import { fromHex, toHex } from "../../util/hex.ts";
+import { checkOptions, parseOptions } from "../../util/options.ts";
+import { ROLE_CLIENT, ROLE_SERVER } from "../control_page.ts";
+import type { FabricEndpoint } from "../fabric.ts";
+import { newNonce, NONCE_HEX, nonceFromHex } from "../proof.ts";
 import type {
   ClientFabricProvider,
   OfferContext,
+  PeerInfo,
+  ProviderOptions,
   ServerFabricProvider,
   ServerOffer,
-} from "../../rpc/session/fabric_provider.ts";
-import { bootId, type ClientHello } from "../../rpc/session/hello.ts";
-import { type ProviderOptions, registerFabric } from "../../rpc/session/providers.ts";
-import type { FabricEndpoint } from "../fabric.ts";
+  SessionSizes,
+} from "../provider.ts";
 import { listUrmaDevices } from "./context.ts";
-import { FABRIC_PAGE } from "./endpoint.ts";
-import {
-  acceptProof,
-  bounceBytesFor,
-  checkSegment,
-  connectPeer,
-  fromHex,
-  sendProof,
-  toHex,
-  UrmaPort,
-} from "./setup.ts";
+import { FABRIC_PAGE } from "./endpoint_config.ts";
+import { bounceBytesFor, PreparedUrmaSide } from "./handshake.ts";
+import { UrmaPort } from "./port.ts";
 import { loadUrma, type UrmaLib } from "./urma_lib.ts";
 
-/** `providerOptions.urma`. */
+/** The URMA part of the provider options. */
 export const urmaProviderOptionsSchema = z.object({
   /** Path of liburma (e.g. the simulator build/urma_sim/liburma.so.0). */
   library: z.string().min(1).optional(),
@@ -56,12 +55,12 @@ export const urmaProviderOptionsSchema = z.object({
 export type UrmaProviderOptions = z.output<typeof urmaProviderOptionsSchema>;
 
 const u32 = z.number().int().min(0).max(0xffff_ffff);
-const hex = (n: number) => z.string().regex(new RegExp(`^[0-9a-f]{${n}}$`));
+const hex = (digits: number) => z.string().regex(new RegExp(`^[0-9a-f]{${digits}}$`));
 const jettySchema = z.object({ eid: hex(32), uasid: u32, id: u32 }).strict();
 
-/** What the client sends in its hello under `params.urma`. */
+/** What the client sends in its hello for URMA. */
 export const urmaParamsSchema = z.object({
-  v: z.literal(1),
+  v: z.literal(2),
   jetty: jettySchema,
   token: u32,
   mode: z.enum(["RM", "RC"]),
@@ -70,7 +69,7 @@ export const urmaParamsSchema = z.object({
 
 /** What the server answers as the offer. */
 export const urmaOfferSchema = z.object({
-  v: z.literal(1),
+  v: z.literal(2),
   jetty: jettySchema,
   token: u32,
   mode: z.enum(["RM", "RC"]),
@@ -79,130 +78,111 @@ export const urmaOfferSchema = z.object({
   serverSize: z.number().int().positive(),
   clientSize: z.number().int().positive(),
   fabricPage: z.literal(FABRIC_PAGE),
-  nonce: hex(32),
+  /** The session nonce (transport/proof.ts). */
+  nonce: z.string().regex(NONCE_HEX),
 }).strict();
 
-/** How long the server waits for the proof after the ACK. */
-const PROOF_WAIT_MS = 3000;
+/** How long either side waits for a handshake step (the peer's SEND, a READ's completion). */
+const HANDSHAKE_WAIT_MS = 3000;
 
 const firstLine = (e: unknown) =>
   String((e as Error)?.message ?? e).replace(/\s*\n\s*/g, " ").trim();
 
-function parseOpts(opts: ProviderOptions): UrmaProviderOptions | string {
-  const r = urmaProviderOptionsSchema.safeParse(opts.urma ?? {});
-  if (r.success) return r.data;
-  const i = r.error.issues[0];
-  return `invalid providerOptions.urma.${i.path.join(".") || "(root)"}: ${i.message}`;
-}
-
-function issue(what: string, r: { error: z.ZodError }): VerbusError {
-  const i = r.error.issues[0];
-  return new VerbusError(
-    "HANDSHAKE",
-    `${what}: field ${i.path.join(".") || "(root)"}: ${i.message}`,
-  );
-}
-
-/** Loads liburma as chosen; a usable library with a device, or why not. */
-async function open(o: UrmaProviderOptions): Promise<UrmaLib | string> {
-  let u: UrmaLib;
+/** This host's boot id ("" when unknown): the simulated liburma connects processes of one host. */
+function hostBootId(): string {
   try {
-    u = await loadUrma(o.library);
+    return readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+  } catch {
+    return "";
+  }
+}
+
+/** Validates the options and loads liburma with a device: the library, or why not. */
+async function openLibrary(options: ProviderOptions): Promise<
+  { lib: UrmaLib; options: UrmaProviderOptions } | string
+> {
+  const checked = checkOptions(urmaProviderOptionsSchema, options ?? {}, "providerOptions.urma");
+  if (!checked.ok) return checked.why;
+  const o = checked.value;
+  let lib: UrmaLib;
+  try {
+    lib = await loadUrma(o.library);
   } catch (e) {
     return firstLine(e);
   }
   try {
-    const devs = listUrmaDevices(u);
-    if (devs.length === 0) return `liburma at ${u.path} sees no URMA device`;
-    if (o.device && !devs.includes(o.device)) {
-      return `no URMA device ${o.device} (have ${devs.join(", ")})`;
+    const devices = listUrmaDevices(lib);
+    if (devices.length === 0) return `liburma at ${lib.path} sees no URMA device`;
+    if (o.device && !devices.includes(o.device)) {
+      return `no URMA device ${o.device} (have ${devices.join(", ")})`;
     }
   } catch (e) {
     return firstLine(e);
   }
-  return u;
+  return { lib, options: o };
 }
 
 /** Server side of the URMA fabric. */
-export class UrmaServerProvider implements ServerFabricProvider {
+class UrmaServerProvider implements ServerFabricProvider {
   readonly kind = "urma" as const;
-  private constructor(private readonly u: UrmaLib, private readonly o: UrmaProviderOptions) {}
 
-  /** The provider, or why URMA cannot be offered (never throws). */
-  static async create(
-    opts: ProviderOptions,
-    log: (line: string) => void,
-  ): Promise<UrmaServerProvider | string> {
-    const o = parseOpts(opts);
-    if (typeof o === "string") return o;
-    const u = await open(o);
-    if (typeof u === "string") return u;
-    log(
-      `urma: ${
-        u.simulated ? "SIMULATED liburma" : "liburma"
-      } ${u.path} (${u.version}), mode ${o.mode}`,
-    );
-    return new UrmaServerProvider(u, o);
-  }
+  constructor(private readonly lib: UrmaLib, private readonly options: UrmaProviderOptions) {}
 
-  refuse(hello: ClientHello): string | undefined {
-    const r = urmaParamsSchema.safeParse(hello.params.urma);
-    if (!r.success) return issue("client urma parameters", r).message;
-    const p = r.data;
-    if (p.simulated !== this.u.simulated) {
-      return `the server runs ${
-        this.u.simulated ? "the simulated" : "a real"
-      } liburma, the client ${p.simulated ? "the simulated" : "a real"} one`;
+  refuse(peer: PeerInfo, params: unknown): string | undefined {
+    const checked = checkOptions(urmaParamsSchema, params, "client urma parameters");
+    if (!checked.ok) return checked.why;
+    const client = checked.value, simulated = this.lib.simulated;
+    if (client.simulated !== simulated) {
+      return `the server runs ${simulated ? "the simulated" : "a real"} liburma, the client ${
+        client.simulated ? "the simulated" : "a real"
+      } one`;
     }
-    if (this.u.simulated && hello.bootId !== bootId()) {
+    if (simulated && peer.bootId !== hostBootId()) {
       return "the simulated liburma connects processes of one host only (boot ids differ)";
     }
-    if (p.mode !== this.o.mode) {
-      return `jetty mode ${p.mode} requested, the server runs ${this.o.mode}`;
+    if (client.mode !== this.options.mode) {
+      return `jetty mode ${client.mode} requested, the server runs ${this.options.mode}`;
     }
     return undefined;
   }
 
+  // deno-lint-ignore require-await
   async offer(ctx: OfferContext): Promise<ServerOffer> {
-    const r = urmaParamsSchema.safeParse(ctx.params);
-    if (!r.success) throw issue("client urma parameters", r);
-    const p = r.data;
-    const port = UrmaPort.open(this.u, {
-      device: this.o.device,
-      eidIndex: this.o.eidIndex,
-      mode: this.o.mode,
-    });
-    const ep = port.endpoint(
-      ctx.server.size,
-      ctx.client.size,
-      bounceBytesFor(ctx.server.config.slotSize),
+    const client = parseOptions(
+      urmaParamsSchema,
+      ctx.params,
+      "client urma parameters",
+      "HANDSHAKE",
     );
-    const nonce = crypto.getRandomValues(new Uint8Array(16));
+    if (client.mode !== this.options.mode) {
+      throw new VerbusError("HANDSHAKE", `urma: the client asks for mode ${client.mode}`);
+    }
+    const { device, eidIndex, mode } = this.options;
+    const port = UrmaPort.open(this.lib, { device, eidIndex, mode });
+    const nonce = newNonce(), jetty = port.address, token = port.token;
+    const side = PreparedUrmaSide.prepare(port, {
+      regionSize: ctx.sizes.server,
+      remoteSize: ctx.sizes.client,
+      bounceBytes: bounceBytesFor(ctx.sizes.maxMessage),
+      role: ROLE_SERVER,
+      nonce,
+    });
     const offer: z.input<typeof urmaOfferSchema> = {
-      v: 1,
-      jetty: port.address,
-      token: port.token,
-      mode: this.o.mode,
-      seg: toHex(ep.parts.regionSeg.descriptor),
-      serverSize: ctx.server.size,
-      clientSize: ctx.client.size,
+      v: 2,
+      jetty,
+      token,
+      mode,
+      seg: toHex(side.segmentDescriptor),
+      serverSize: ctx.sizes.server,
+      clientSize: ctx.sizes.client,
       fabricPage: FABRIC_PAGE,
       nonce: toHex(nonce),
     };
     return {
-      endpoint: ep,
       offer,
-      confirm: async () => {
-        const res = await acceptProof(ep, {
-          nonce,
-          jetty: p.jetty,
-          token: p.token,
-          mode: p.mode,
-          clientSize: ctx.client.size,
-        }, PROOF_WAIT_MS);
-        if (!res.ok) ep.fail(`urma proof: ${res.why}`);
-        return res.ok;
-      },
+      connect: (): Promise<FabricEndpoint> =>
+        side.acceptClient({ jetty: client.jetty, token: client.token }, HANDSHAKE_WAIT_MS),
+      abort: () => side.abort(),
     };
   }
 
@@ -210,74 +190,60 @@ export class UrmaServerProvider implements ServerFabricProvider {
 }
 
 /** Client side of the URMA fabric. Its port (context, jetty) exists from creation to open(). */
-export class UrmaClientProvider implements ClientFabricProvider {
+class UrmaClientProvider implements ClientFabricProvider {
   readonly kind = "urma" as const;
   readonly label: string;
   #port: UrmaPort | null;
 
-  private constructor(private readonly u: UrmaLib, port: UrmaPort) {
+  constructor(private readonly lib: UrmaLib, port: UrmaPort) {
     this.#port = port;
-    this.label = u.simulated ? "urma (simulated)" : "urma";
-  }
-
-  /** The provider (with its jetty open, for the hello), or why URMA cannot be used. */
-  static async create(opts: ProviderOptions): Promise<UrmaClientProvider | string> {
-    const o = parseOpts(opts);
-    if (typeof o === "string") return o;
-    const u = await open(o);
-    if (typeof u === "string") return u;
-    try {
-      return new UrmaClientProvider(
-        u,
-        UrmaPort.open(u, { device: o.device, eidIndex: o.eidIndex, mode: o.mode }),
-      );
-    } catch (e) {
-      return `cannot open URMA: ${firstLine(e)}`;
-    }
+    this.label = lib.simulated ? "urma (simulated)" : "urma";
   }
 
   params(): unknown {
     const port = this.#port;
     if (!port) return {};
-    return {
-      v: 1,
+    const params: z.input<typeof urmaParamsSchema> = {
+      v: 2,
       jetty: port.address,
       token: port.token,
       mode: port.mode,
-      simulated: this.u.simulated,
+      simulated: this.lib.simulated,
     };
+    return params;
   }
 
-  async open(offer: unknown, server: RegionLayout, client: RegionLayout): Promise<FabricEndpoint> {
+  async open(offer: unknown, sizes: SessionSizes): Promise<FabricEndpoint> {
     const port = this.#port;
     if (!port) throw new VerbusError("HANDSHAKE", "urma provider already used or closed");
-    const r = urmaOfferSchema.safeParse(offer);
-    if (!r.success) throw issue("urma offer", r);
-    const o = r.data;
-    if (o.serverSize !== server.size || o.clientSize !== client.size) {
+    const offered = parseOptions(urmaOfferSchema, offer, "urma offer", "HANDSHAKE");
+    if (offered.serverSize !== sizes.server || offered.clientSize !== sizes.client) {
       throw new VerbusError(
         "HANDSHAKE",
-        `urma offer sizes (${o.serverSize}/${o.clientSize}) disagree with the negotiated layout (${server.size}/${client.size})`,
+        `urma offer sizes (${offered.serverSize}/${offered.clientSize}) disagree with the negotiated sizes (${sizes.server}/${sizes.client})`,
       );
     }
-    if (o.mode !== port.mode) {
+    if (offered.mode !== port.mode) {
       throw new VerbusError(
         "HANDSHAKE",
-        `urma offer mode ${o.mode}, this client runs ${port.mode}`,
+        `urma offer mode ${offered.mode}, this client runs ${port.mode}`,
       );
     }
-    const desc = fromHex(o.seg);
-    checkSegment(desc, server.size + FABRIC_PAGE, fromHex(o.jetty.eid), "server");
     this.#port = null;
-    const ep = port.endpoint(client.size, server.size, bounceBytesFor(client.config.slotSize));
+    let side: PreparedUrmaSide;
     try {
-      connectPeer(ep, desc, o.jetty, o.token, o.mode);
-      sendProof(ep, fromHex(o.nonce));
+      side = PreparedUrmaSide.prepare(port, {
+        regionSize: sizes.client,
+        remoteSize: sizes.server,
+        bounceBytes: bounceBytesFor(sizes.maxMessage),
+        role: ROLE_CLIENT,
+        nonce: nonceFromHex(offered.nonce),
+      });
     } catch (e) {
-      ep.close();
-      throw e;
+      throw new VerbusError("HANDSHAKE", `urma: cannot prepare this side: ${firstLine(e)}`);
     }
-    return ep;
+    const server = { segment: fromHex(offered.seg), jetty: offered.jetty, token: offered.token };
+    return await side.connectToServer(server, HANDSHAKE_WAIT_MS);
   }
 
   close(): void {
@@ -286,8 +252,39 @@ export class UrmaClientProvider implements ClientFabricProvider {
   }
 }
 
-registerFabric(
-  "urma",
-  (opts, log) => UrmaServerProvider.create(opts, log),
-  (opts) => UrmaClientProvider.create(opts),
-);
+/**
+ * The URMA server provider, or why URMA cannot be offered here (never throws). `options` is the
+ * URMA part of the provider options; `log` gets one line naming the library in use.
+ */
+export async function createServerProvider(
+  options: ProviderOptions,
+  log: (line: string) => void,
+): Promise<ServerFabricProvider | string> {
+  const opened = await openLibrary(options);
+  if (typeof opened === "string") return opened;
+  const { lib, options: o } = opened;
+  log(
+    `urma: ${
+      lib.simulated ? "SIMULATED liburma" : "liburma"
+    } ${lib.path} (${lib.version}), mode ${o.mode}`,
+  );
+  return new UrmaServerProvider(lib, o);
+}
+
+/**
+ * The URMA client provider with its jetty open (for the hello), or why URMA cannot be used from
+ * here (never throws). One provider serves one `open()`.
+ */
+export async function createClientProvider(
+  options: ProviderOptions,
+): Promise<ClientFabricProvider | string> {
+  const opened = await openLibrary(options);
+  if (typeof opened === "string") return opened;
+  const { lib, options: o } = opened;
+  try {
+    const port = UrmaPort.open(lib, { device: o.device, eidIndex: o.eidIndex, mode: o.mode });
+    return new UrmaClientProvider(lib, port);
+  } catch (e) {
+    return `cannot open URMA: ${firstLine(e)}`;
+  }
+}

@@ -2,6 +2,8 @@
  * Segments: memory registered with a token (`urma_register_seg`) so a peer may access it, and a
  * peer's segment imported from its 48-byte `urma_seg_t` (`urma_import_seg`). The handshake
  * carries the descriptor and the token; every access is checked against the token and bounds.
+ * A registered segment keeps its buffer referenced until it is closed (the caller owns the
+ * buffer's contents). Control path; the JS thread of the context.
  * @module
  */
 import { NativeHandle } from "../../ffi/handle.ts";

@@ -1,0 +1,47 @@
+/**
+ * The faults port of a URMA endpoint (transport/faults.ts): `bad-remote-key` re-imports the
+ * peer's segment with a wrong token, so later one-sided requests complete with
+ * URMA_CR_REM_ACCESS_ABORT_ERR at the peer; `out-of-bounds` aims later requests past the end of
+ * the peer's segment (same status); `fail` fails the endpoint at once. Tests and demos only;
+ * one JS thread (the endpoint's).
+ * @module
+ */
+import { VerbusError } from "../../errors.ts";
+import type { FabricFaults, FaultKind } from "../faults.ts";
+import type { UrmaContext } from "./context.ts";
+import { FABRIC_PAGE } from "./endpoint_config.ts";
+import type { UrmaSendSide } from "./send_side.ts";
+
+/** XORed into the peer's token to make a wrong one. */
+const WRONG_TOKEN_MASK = 0x5a5a5a5a;
+
+/** Fault injection into one URMA endpoint. */
+export class UrmaFaults implements FabricFaults {
+  readonly supported: readonly FaultKind[] = ["bad-remote-key", "out-of-bounds", "fail"];
+
+  constructor(
+    private readonly ctx: UrmaContext,
+    private readonly sendSide: UrmaSendSide,
+    private readonly remoteSize: number,
+    private readonly failEndpoint: (reason: string) => void,
+  ) {}
+
+  inject(kind: FaultKind, reason?: string): void {
+    switch (kind) {
+      case "bad-remote-key": {
+        const seg = this.sendSide.peerSegment;
+        const token = (seg.token ^ WRONG_TOKEN_MASK) >>> 0;
+        this.sendSide.retargetPeerSegment(this.ctx.importSegment(seg.descriptorBytes, token));
+        return;
+      }
+      case "out-of-bounds":
+        this.sendSide.shiftRemoteAddresses(this.remoteSize + FABRIC_PAGE);
+        return;
+      case "fail":
+        this.failEndpoint(reason ?? "fault injected");
+        return;
+      default:
+        throw new VerbusError("INVALID_ARGUMENT", `urma cannot inject the fault "${kind}"`);
+    }
+  }
+}
