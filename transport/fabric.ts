@@ -17,6 +17,7 @@
  */
 
 import type { FabricFaults } from "./faults.ts";
+import type { ReadinessToken } from "./readiness.ts";
 import type { FabricKind } from "./registry.ts";
 
 export type { FabricKind };
@@ -71,6 +72,11 @@ export interface FabricEndpoint {
   readonly failed: boolean;
   /** Why it failed (a completion status name, a peer violation…), or null. */
   readonly failureReason?: string | null;
+  /**
+   * Where the peer announces work for this endpoint (transport/readiness.ts). Undefined for a
+   * fabric without a readiness source: the engine polls such an endpoint every turn.
+   */
+  readonly readiness?: ReadinessToken;
 
   /** One-sided write of `src` (any bytes; copied or inlined as the fabric needs) to the peer at `remoteOff`. */
   write(wrId: number, remoteOff: number, src: Uint8Array, flags: number): number;

@@ -137,7 +137,8 @@ export function computeLayout(role: RegionRole, config: RegionConfig): RegionLay
 
 /**
  * The control page at the start of every region, split by owner. The transport owns the fabric
- * header (`transport/control_page.ts`: magic, version, role, doorbell, sleeping, proof); the rpc
+ * header (`transport/control_page.ts`: magic, version, role, doorbell, sleeping, proof, notify
+ * token); the rpc
  * layer owns the words below and never writes the header's:
  * ```
  *    0 ┌──────────────────────────────────────────┐ ┐
@@ -145,9 +146,10 @@ export function computeLayout(role: RegionRole, config: RegionConfig): RegionLay
  *   12 │ state u32                      (rpc)     │ │ fabric header (transport),
  *   16 │ doorbell · sleeping                      │ │ FABRIC_HEADER_BYTES long; word 12
  *   24 │ proof[16]                                │ │ lies inside it but is rpc's
- *   40 ├──────────────────────────────────────────┤ ┘
+ *   40 │ notify token                             │ │
+ *   44 ├──────────────────────────────────────────┤ ┘
  *      │ scanLimit u32                  (rpc)     │ server region: 1 + the highest request
- *   44 │ reserved                                 │ slot the client has used; the server scans
+ *   48 │ reserved                                 │ slot the client has used; the server scans
  *   64 ├──────────────────────────────────────────┤ only [0, scanLimit) (a hint: clamped)
  *      │ telemetry                      (rpc)     │ float64 counters (rpc/region/telemetry.ts),
  *      │ …                                        │ up to the end of the page

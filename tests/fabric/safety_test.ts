@@ -9,6 +9,7 @@ import { pid } from "node:process";
 import { assert, assertEquals, test } from "../harness.ts";
 import { FLAG_BULK, METHOD_RECLAIM, READY, REQ } from "../../rpc/region/descriptors.ts";
 import type { Client } from "../../rpc/client.ts";
+import { CONTROL } from "../../rpc/region/layout.ts";
 import { otherRuntime, spawnScript } from "../util/proc.ts";
 import {
   client,
@@ -21,7 +22,11 @@ import {
   until,
 } from "./util.ts";
 
-const myShm = () => readdirSync("/dev/shm").filter((n) => n.startsWith(`verbus-${pid}-`));
+/** This process's session objects (`verbus-<pid>-<session>`; its one notify page is not one). */
+const myShm = () => readdirSync("/dev/shm").filter((n) => new RegExp(`^verbus-${pid}-\\d+$`).test(n));
+/** This process's notify pages (one at most: the shm readiness source of the whole process). */
+const myNotifyPages = () =>
+  readdirSync("/dev/shm").filter((n) => new RegExp(`^verbus-${pid}-n[0-9a-f]+$`).test(n));
 
 test("8 sessions at once: each gets exactly its own answers over its own region", async () => {
   const { server } = await startServer();
@@ -42,6 +47,7 @@ test("8 sessions at once: each gets exactly its own answers over its own region"
     }));
     if (FABRIC === "shm") {
       assertEquals(myShm(), [], "every session's shm name was unlinked once both sides mapped it");
+      assertEquals(myNotifyPages().length, 1, "one notify page serves every session of the process");
     }
     await clients[3].close();
     await until(() => server.fabric!.sessions.size === 7, 2000, "session 3 to end");
@@ -62,7 +68,7 @@ function forge(c: Client, slot: number, fields: Partial<Record<keyof typeof REQ,
   for (const [k, v] of Object.entries(fields)) words[REQ[k as keyof typeof REQ]] = v;
   const at = server.requestRing.offset + slot * 64;
   ep.write(0, at + 4, new Uint8Array(words.buffer, 4), 0);
-  ep.writeU32(0, server.control.offset + 40, 64, 0); // scan limit: the whole small ring
+  ep.writeU32(0, server.control.offset + CONTROL.scanLimit, 64, 0); // scan limit: the whole small ring
   ep.writeU32(0, at, READY, 0);
   ep.kick();
 }
@@ -164,6 +170,8 @@ test(
       assertEquals([r.path, r.response], ["EAGER", pattern(64, 7)]);
       await c.close();
       assertEquals(myShm(), [], "no shm object left behind");
+      const dead = readdirSync("/dev/shm").filter((n) => n.startsWith(`verbus-${child.pid}-`));
+      assertEquals(dead, [], "the dead client's notify page was removed with its last session");
     } finally {
       await child.kill();
       await server.close();

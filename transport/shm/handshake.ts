@@ -22,10 +22,11 @@
 import { pid } from "node:process";
 import { VerbusError } from "../../errors.ts";
 import type { Helper } from "../../ffi/helper.ts";
-import { ROLE_CLIENT, ROLE_SERVER } from "../control_page.ts";
+import { FABRIC_HEADER, ROLE_CLIENT, ROLE_SERVER } from "../control_page.ts";
 import { checkStamp, newNonce, nonceFromHex, nonceToHex, stampRegion } from "../proof.ts";
 import type { SessionSizes } from "../provider.ts";
-import { ShmEndpoint } from "./shm_endpoint.ts";
+import type { PeerNotifyPage, ProcessNotifyPage } from "./notify_page.ts";
+import { type ShmHalves, ShmEndpoint, type ShmNotify } from "./shm_endpoint.ts";
 import { ShmMapping, shmName } from "./shm_object.ts";
 
 /** Regions start on page boundaries (futex words and Atomics views need alignment). */
@@ -47,6 +48,42 @@ export interface ShmOffer {
   clientSize: number;
   /** The session nonce (32 hex digits) the server stamped into its region's header. */
   nonce: string;
+  /** The server process's notify page (absent: no readiness; the client polls the session). */
+  notify?: string;
+}
+
+/** The notify pages of one side: its own, and the peer's (mapped). Null: no readiness. */
+export interface NotifyPages {
+  readonly own: ProcessNotifyPage;
+  readonly peer: PeerNotifyPage;
+}
+
+/** Writes my notify token into my header (or 0xffffffff: none). */
+function writeToken(region: Uint8Array, token: number): void {
+  new DataView(region.buffer, region.byteOffset + FABRIC_HEADER.notifyToken, 4)
+    .setUint32(0, token < 0 ? 0xffffffff : token, true);
+}
+
+/** The peer's notify token from its header (-1: none). */
+function readToken(region: Uint8Array): number {
+  const t = new DataView(region.buffer, region.byteOffset + FABRIC_HEADER.notifyToken, 4)
+    .getUint32(0, true);
+  return t === 0xffffffff ? -1 : t;
+}
+
+/** Builds an endpoint's readiness, or null (and releases what was taken) when either side has none. */
+function sessionNotify(
+  pages: NotifyPages | null,
+  ownToken: number,
+  peerToken: number,
+): ShmNotify | null {
+  if (pages === null) return null;
+  if (ownToken < 0 || peerToken < 0) {
+    if (ownToken >= 0) pages.own.release(ownToken);
+    pages.peer.release();
+    return null;
+  }
+  return { own: pages.own, ownToken, peer: pages.peer, peerToken };
 }
 
 function checkSizes(sizes: SessionSizes): void {
@@ -67,16 +104,19 @@ function checkSizes(sizes: SessionSizes): void {
  * mapping until {@link connect} hands it to the endpoint or {@link abort} releases it.
  */
 export class PreparedShmSession {
-  #endpoint: ShmEndpoint | null;
+  #mapping: ShmMapping | null;
   #connected = false;
 
   private constructor(
-    endpoint: ShmEndpoint,
+    mapping: ShmMapping,
     /** The offer for the client (JSON). */
     readonly offer: ShmOffer,
     private readonly nonce: Uint8Array,
+    private readonly helper: Helper,
+    private readonly pages: NotifyPages | null,
+    private readonly ownToken: number,
   ) {
-    this.#endpoint = endpoint;
+    this.#mapping = mapping;
   }
 
   /**
@@ -87,20 +127,24 @@ export class PreparedShmSession {
     helper: Helper,
     sessionId: number,
     sizes: SessionSizes,
+    pages: NotifyPages | null = null,
   ): Promise<PreparedShmSession> {
     checkSizes(sizes);
     const name = shmName(pid, sessionId);
     const size = sizes.server + sizes.client;
-    const mapping = await ShmMapping.create(name, size);
-    const endpoint = new ShmEndpoint(mapping, {
-      localOffset: 0,
-      localSize: sizes.server,
-      remoteOffset: sizes.server,
-      remoteSize: sizes.client,
-    }, helper);
+    let mapping: ShmMapping;
+    try {
+      mapping = await ShmMapping.create(name, size);
+    } catch (e) {
+      pages?.peer.release();
+      throw e;
+    }
     const nonce = newNonce();
-    stampRegion(endpoint.local, ROLE_SERVER, nonce);
-    return new PreparedShmSession(endpoint, {
+    const serverRegion = mapping.bytes.subarray(0, sizes.server);
+    stampRegion(serverRegion, ROLE_SERVER, nonce);
+    const ownToken = pages ? pages.own.allocate() : -1;
+    writeToken(serverRegion, ownToken);
+    return new PreparedShmSession(mapping, {
       name,
       size,
       serverOffset: 0,
@@ -108,7 +152,8 @@ export class PreparedShmSession {
       clientOffset: sizes.server,
       clientSize: sizes.client,
       nonce: nonceToHex(nonce),
-    }, nonce);
+      ...(pages ? { notify: pages.own.name } : {}),
+    }, nonce, helper, pages, ownToken);
   }
 
   /**
@@ -117,8 +162,8 @@ export class PreparedShmSession {
    * is wrong, after releasing everything; throws once aborted or connected.
    */
   connect(): ShmEndpoint {
-    const endpoint = this.#endpoint;
-    if (endpoint === null) {
+    const mapping = this.#mapping;
+    if (mapping === null) {
       throw new VerbusError(
         "HANDSHAKE",
         `shm ${this.offer.name}: ${
@@ -126,7 +171,7 @@ export class PreparedShmSession {
         }`,
       );
     }
-    const clientHeader = endpoint.mapping.bytes.subarray(this.offer.clientOffset);
+    const clientHeader = mapping.bytes.subarray(this.offer.clientOffset);
     const why = checkStamp(clientHeader, ROLE_CLIENT, this.nonce);
     if (why !== undefined) {
       this.abort(why);
@@ -136,17 +181,33 @@ export class PreparedShmSession {
           "check that client and server run on the same host and share /dev/shm",
       );
     }
-    endpoint.mapping.unlink(); // both sides hold a mapping: the name is no longer needed
-    this.#endpoint = null;
+    mapping.unlink(); // both sides hold a mapping: the name is no longer needed
+    this.#mapping = null;
     this.#connected = true;
-    return endpoint;
+    const halves: ShmHalves = {
+      localOffset: 0,
+      localSize: this.offer.serverSize,
+      remoteOffset: this.offer.clientOffset,
+      remoteSize: this.offer.clientSize,
+    };
+    const notify = sessionNotify(this.pages, this.ownToken, readToken(clientHeader));
+    return new ShmEndpoint(mapping, halves, this.helper, notify);
   }
 
-  /** Closes the mapping and unlinks the name. Safe twice; a no-op after a successful connect. */
+  /**
+   * Unlinks the name, unmaps and returns the notify token and page. Safe twice; a no-op after a
+   * successful connect.
+   */
   abort(_reason: string): void {
-    const endpoint = this.#endpoint;
-    this.#endpoint = null;
-    endpoint?.close();
+    const mapping = this.#mapping;
+    this.#mapping = null;
+    if (mapping === null) return;
+    mapping.unlink();
+    mapping.close();
+    if (this.pages) {
+      if (this.ownToken >= 0) this.pages.own.release(this.ownToken);
+      this.pages.peer.release();
+    }
   }
 }
 
@@ -175,14 +236,19 @@ export async function connectShmSession(
   helper: Helper,
   offer: ShmOffer,
   sizes: SessionSizes,
+  pages: NotifyPages | null = null,
 ): Promise<ShmEndpoint> {
   const mismatch = offerMismatch(offer, sizes);
-  if (mismatch !== undefined) throw new VerbusError("HANDSHAKE", mismatch);
+  if (mismatch !== undefined) {
+    pages?.peer.release();
+    throw new VerbusError("HANDSHAKE", mismatch);
+  }
   const nonce = nonceFromHex(offer.nonce);
   let mapping: ShmMapping;
   try {
     mapping = await ShmMapping.open(offer.name, offer.size);
   } catch (e) {
+    pages?.peer.release();
     throw new VerbusError(
       "HANDSHAKE",
       `cannot map ${offer.name} (${
@@ -198,17 +264,22 @@ export async function connectShmSession(
   );
   if (why !== undefined) {
     mapping.close();
+    pages?.peer.release();
     throw new VerbusError(
       "HANDSHAKE",
       `shm ${offer.name}: ${why}: not the object the server meant`,
     );
   }
-  const endpoint = new ShmEndpoint(mapping, {
+  const serverRegion = mapping.bytes.subarray(offer.serverOffset);
+  const clientRegion = mapping.bytes.subarray(offer.clientOffset);
+  const ownToken = pages ? pages.own.allocate() : -1;
+  const notify = sessionNotify(pages, ownToken, readToken(serverRegion));
+  writeToken(clientRegion, notify ? ownToken : -1);
+  stampRegion(clientRegion, ROLE_CLIENT, nonce); // last: the server checks it on the ACK
+  return new ShmEndpoint(mapping, {
     localOffset: offer.clientOffset,
     localSize: offer.clientSize,
     remoteOffset: offer.serverOffset,
     remoteSize: offer.serverSize,
-  }, helper);
-  stampRegion(endpoint.local, ROLE_CLIENT, nonce);
-  return endpoint;
+  }, helper, notify);
 }

@@ -19,15 +19,23 @@ import type {
   ServerOffer,
   SessionSizes,
 } from "../provider.ts";
-import { connectShmSession, PreparedShmSession, type ShmOffer } from "./handshake.ts";
+import {
+  connectShmSession,
+  type NotifyPages,
+  PreparedShmSession,
+  type ShmOffer,
+} from "./handshake.ts";
+import { NOTIFY_NAME_RE, PeerNotifyPage, ProcessNotifyPage } from "./notify_page.ts";
 import { hostBootId } from "./probe.ts";
 import { removeStaleShmObjects } from "./shm_object.ts";
 
 /** shm's provider options (`providerOptions.shm`): none today; undefined or `{}`. */
 export const shmOptionsSchema = z.object({}).strict();
 
-/** shm's part of the client's hello: none today; undefined or `{}`. */
-export const shmParamsSchema = z.object({}).strict();
+/** shm's part of the client's hello: the client process's notify page, when it has one. */
+export const shmParamsSchema = z.object({
+  notify: z.string().regex(NOTIFY_NAME_RE, "expected /verbus-<pid>-n<16 hex digits>").optional(),
+}).strict();
 
 /** The shm offer as the client validates it (the server's hello carries it). */
 export const shmOfferSchema: z.ZodType<ShmOffer> = z.object({
@@ -38,7 +46,27 @@ export const shmOfferSchema: z.ZodType<ShmOffer> = z.object({
   clientOffset: z.number().int().nonnegative(),
   clientSize: z.number().int().positive(),
   nonce: z.string().regex(NONCE_HEX),
+  notify: z.string().regex(NOTIFY_NAME_RE, "expected /verbus-<pid>-n<16 hex digits>").optional(),
 }).strict();
+
+/** This process's notify page, or null (logged by the caller) when it cannot be created. */
+async function ownPage(helper: Helper): Promise<ProcessNotifyPage | null> {
+  try {
+    return await ProcessNotifyPage.forProcess(helper);
+  } catch {
+    return null;
+  }
+}
+
+/** Both pages of a session, or null when either side has none. Throws HANDSHAKE for a bad page. */
+async function sessionPages(
+  own: ProcessNotifyPage | null,
+  peerName: string | undefined,
+  helper: Helper,
+): Promise<NotifyPages | null> {
+  if (own === null || peerName === undefined) return null;
+  return { own, peer: await PeerNotifyPage.open(peerName, helper) };
+}
 
 function firstLine(e: unknown): string {
   return (e as Error).message.split("\n")[0];
@@ -47,7 +75,7 @@ function firstLine(e: unknown): string {
 /** Server side of the shm fabric: one shm object per session. */
 class ShmServerProvider implements ServerFabricProvider {
   readonly kind = "shm" as const;
-  constructor(private readonly helper: Helper) {}
+  constructor(private readonly helper: Helper, private readonly page: ProcessNotifyPage | null) {}
 
   refuse(peer: PeerInfo, params: unknown): string | undefined {
     const mine = hostBootId();
@@ -57,7 +85,14 @@ class ShmServerProvider implements ServerFabricProvider {
   }
 
   async offer(ctx: OfferContext): Promise<ServerOffer> {
-    const prepared = await PreparedShmSession.prepare(this.helper, ctx.sessionId, ctx.sizes);
+    const params = parseOptions(shmParamsSchema, ctx.params ?? {}, "shm hello params", "HANDSHAKE");
+    const pages = await sessionPages(this.page, params.notify, this.helper);
+    const prepared = await PreparedShmSession.prepare(
+      this.helper,
+      ctx.sessionId,
+      ctx.sizes,
+      pages,
+    );
     return {
       offer: prepared.offer,
       connect: async (): Promise<FabricEndpoint> => prepared.connect(),
@@ -72,15 +107,16 @@ class ShmServerProvider implements ServerFabricProvider {
 class ShmClientProvider implements ClientFabricProvider {
   readonly kind = "shm" as const;
   readonly label = "shm";
-  constructor(private readonly helper: Helper) {}
+  constructor(private readonly helper: Helper, private readonly page: ProcessNotifyPage | null) {}
 
   params(): unknown {
-    return {};
+    return this.page ? { notify: this.page.name } : {};
   }
 
   async open(offer: unknown, sizes: SessionSizes): Promise<FabricEndpoint> {
     const o = parseOptions(shmOfferSchema, offer, "shm offer", "HANDSHAKE");
-    return await connectShmSession(this.helper, o, sizes);
+    const pages = await sessionPages(this.page, o.notify, this.helper);
+    return await connectShmSession(this.helper, o, sizes, pages);
   }
 
   close(): void {}
@@ -101,7 +137,9 @@ export async function createServerProvider(
     if (stale.length) {
       log(`removed ${stale.length} shm object(s) left by dead processes: ${stale.join(", ")}`);
     }
-    return new ShmServerProvider(helper);
+    const page = await ownPage(helper);
+    if (!page) log("shm: no notify page for this process; shm sessions are polled every turn");
+    return new ShmServerProvider(helper, page);
   } catch (e) {
     return `server has no helper library (${firstLine(e)})`;
   }
@@ -116,7 +154,8 @@ export async function createClientProvider(
 ): Promise<ClientFabricProvider | string> {
   parseOptions(shmOptionsSchema, options ?? {}, "providerOptions.shm");
   try {
-    return new ShmClientProvider(await loadHelper());
+    const helper = await loadHelper();
+    return new ShmClientProvider(helper, await ownPage(helper));
   } catch (e) {
     return `shm unavailable here: ${firstLine(e)}`;
   }

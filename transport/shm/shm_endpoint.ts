@@ -19,6 +19,8 @@ import { type Completions, type FabricEndpoint, FAILED, FULL, OK, SIGNALED } fro
 import type { FabricFaults, FaultKind } from "../faults.ts";
 import type { Helper } from "../../ffi/helper.ts";
 import type { NonNullPtr } from "../../ffi/types.ts";
+import type { ReadinessToken } from "../readiness.ts";
+import type { PeerNotifyPage, ProcessNotifyPage } from "./notify_page.ts";
 import type { ShmMapping } from "./shm_object.ts";
 import { CompletionRing } from "../completion_ring.ts";
 
@@ -37,6 +39,18 @@ export interface ShmHalves {
   remoteOffset: number;
   /** Bytes of the peer's region. */
   remoteSize: number;
+}
+
+/**
+ * Readiness of one session (see notify_page.ts): the token peers announce for this side on this
+ * process's page, and the peer's page and token this side announces on. The endpoint owns one
+ * token and one reference to the peer page, released by close().
+ */
+export interface ShmNotify {
+  readonly own: ProcessNotifyPage;
+  readonly ownToken: number;
+  readonly peer: PeerNotifyPage;
+  readonly peerToken: number;
 }
 
 /** Fault kinds the shm fabric can inject. */
@@ -81,11 +95,14 @@ export class ShmEndpoint implements FabricEndpoint {
    *   still linked, then unmaps)
    * @param halves where each side's region lies
    * @param helper for futex wait/wake
+   * @param notify readiness of the session (null: the peer or this process has no notify page;
+   *   the engine then polls this endpoint every turn)
    */
   constructor(
     readonly mapping: ShmMapping,
     halves: ShmHalves,
     private readonly helper: Helper,
+    private readonly notify: ShmNotify | null = null,
   ) {
     const b = mapping.bytes;
     this.local = b.subarray(halves.localOffset, halves.localOffset + halves.localSize);
@@ -100,7 +117,11 @@ export class ShmEndpoint implements FabricEndpoint {
     );
     this.#localDoorbell = mapping.pointerAt(halves.localOffset + FABRIC_HEADER.doorbell);
     this.#remoteDoorbell = mapping.pointerAt(halves.remoteOffset + FABRIC_HEADER.doorbell);
+    this.readiness = notify ? { source: notify.own, token: notify.ownToken } : undefined;
   }
+
+  /** Where the peer announces work for this side (undefined without notify pages). */
+  readonly readiness: ReadinessToken | undefined;
 
   get failed(): boolean {
     return this.#failed !== null;
@@ -183,6 +204,7 @@ export class ShmEndpoint implements FabricEndpoint {
 
   kick(): void {
     if (this.#closed || this.#failed !== null) return;
+    this.notify?.peer.announce(this.notify.peerToken);
     Atomics.add(this.#remoteI32, FABRIC_HEADER.doorbell >> 2, 1);
     if (Atomics.load(this.#remoteI32, FABRIC_HEADER.sleeping >> 2) !== 0) {
       this.helper.lib.symbols.vb_futex_wake(this.#remoteDoorbell, 1);
@@ -222,6 +244,10 @@ export class ShmEndpoint implements FabricEndpoint {
     this.helper.lib.symbols.vb_futex_wake(this.#localDoorbell, 0x7fffffff);
     this.#closed = true;
     this.#failed ??= "closed";
+    if (this.notify) {
+      this.notify.own.release(this.notify.ownToken);
+      this.notify.peer.release();
+    }
     this.mapping.unlink();
     this.mapping.close();
   }

@@ -5,7 +5,7 @@
  * Control path only.
  * @module
  */
-import { readdirSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { NativeError } from "../../errors.ts";
 import { ffi } from "../../ffi/ffi.ts";
 import { NativeHandle } from "../../ffi/handle.ts";
@@ -29,15 +29,25 @@ export function shmName(pid: number, session: number): string {
   return `/verbus-${pid}-${session}`;
 }
 
-const NAME_RE = /^verbus-(\d+)-\d+$/;
+/** Session objects (`verbus-<pid>-<session>`) and notify pages (`verbus-<pid>-n<hex>`). */
+const NAME_RE = /^verbus-(\d+)-(?:\d+|n[0-9a-f]+)$/;
 
-function alive(pid: number): boolean {
+/**
+ * True when process `pid` runs: signal 0 reaches it (or it belongs to another user) and it is
+ * not a zombie (dead, waiting for its parent to reap it: its objects are orphans already).
+ */
+export function processAlive(pid: number): boolean {
   try {
     // deno-lint-ignore no-explicit-any
     (globalThis as any).process.kill(pid, 0);
-    return true;
   } catch (e) {
     return (e as { code?: string }).code === "EPERM";
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return false; // gone between the signal and the read
   }
 }
 
@@ -56,7 +66,7 @@ export async function removeStaleShmObjects(dir = "/dev/shm"): Promise<string[]>
   const removed: string[] = [];
   for (const n of names) {
     const m = NAME_RE.exec(n);
-    if (!m || alive(Number(m[1]))) continue;
+    if (!m || processAlive(Number(m[1]))) continue;
     if (libc.symbols.shm_unlink(cstringArg(`/${n}`)) === 0) removed.push(`/${n}`);
   }
   return removed;

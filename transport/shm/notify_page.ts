@@ -1,0 +1,273 @@
+/**
+ * The shm fabric's readiness source (`transport/readiness.ts`): one small shared-memory page per
+ * process, created on first use, on which peers announce which of this process's shm endpoints
+ * have work. Each endpoint owns a token; a peer announces token t by setting bit t of a bitmap and
+ * the bit of its bitmap word in a summary word, then bumping the page's doorbell (a futex word),
+ * and wakes the process only when it sleeps — so a busy receiver costs the sender three atomic
+ * operations and no syscall, and the receiver finds its work without looking at idle sessions.
+ *
+ * Layout (u32 words, little-endian; {@link NOTIFY_BYTES} bytes):
+ * ```
+ *     0 magic 'VBNP'   4 version   8 doorbell (futex)   12 sleeping   16 capacity (tokens)
+ *    64 summary[64]    bit s of word w: bitmap word 32·w + s may have bits set
+ *   512 bitmap[2048]   bit b of word i: token 32·i + b was announced
+ * ```
+ * Announcing sets the bitmap bit before the summary bit; collecting swaps the summary word to
+ * zero before swapping the bitmap words it names. An announcement that races with a collect is
+ * therefore seen by this collect or the next, never lost (an extra summary bit costs one look).
+ *
+ * Any same-user process may write this page: a peer that scribbles on it can only cause
+ * spurious polls of this process's sessions (tokens are checked, and a poll of a session with
+ * no work finds nothing) — never reach another session's memory.
+ * Threading: the owner's JS thread; `wait` blocks off-thread (helper futex through nonblocking FFI).
+ * @module
+ */
+import { statSync } from "node:fs";
+import { pid } from "node:process";
+import { VerbusError } from "../../errors.ts";
+import type { Helper } from "../../ffi/helper.ts";
+import type { NonNullPtr } from "../../ffi/types.ts";
+import { toHex } from "../../util/hex.ts";
+import type { ReadinessSource } from "../readiness.ts";
+import { processAlive, ShmMapping } from "./shm_object.ts";
+
+/** Bytes of a notify page. */
+export const NOTIFY_BYTES = 12 * 1024;
+/** Tokens one page can name. */
+export const NOTIFY_CAPACITY = 65536;
+const MAGIC = 0x504e4256; // 'VBNP'
+const VERSION = 1;
+const W_MAGIC = 0, W_VERSION = 1, W_DOORBELL = 2, W_SLEEPING = 3, W_CAPACITY = 4;
+const SUMMARY = 64 >> 2, BITMAP = 512 >> 2;
+/** Name pattern of notify pages (`/verbus-<pid>-n<16 hex>`): stale-object removal knows it too. */
+export const NOTIFY_NAME_RE = /^\/verbus-\d+-n[0-9a-f]{16}$/;
+
+/**
+ * A peer's notify page, mapped to announce on it. Shared by every endpoint of this process that
+ * talks to that peer process (reference-counted by name). Owner: the endpoints holding it.
+ */
+export class PeerNotifyPage {
+  static readonly #open = new Map<string, PeerNotifyPage>();
+  readonly #words: Int32Array;
+  readonly #doorbell: NonNullPtr;
+  readonly #capacity: number;
+  #refs = 1;
+
+  private constructor(
+    private readonly mapping: ShmMapping,
+    private readonly helper: Helper,
+  ) {
+    const b = mapping.bytes;
+    this.#words = new Int32Array(b.buffer, b.byteOffset, NOTIFY_BYTES >> 2);
+    this.#doorbell = mapping.pointerAt(W_DOORBELL << 2);
+    this.#capacity = Math.min(NOTIFY_CAPACITY, this.#words[W_CAPACITY] >>> 0);
+  }
+
+  /**
+   * Maps the page `name` (or shares the mapping this process already has). Throws HANDSHAKE when
+   * the name is malformed or the object is not a notify page of the expected size.
+   */
+  static async open(name: string, helper: Helper): Promise<PeerNotifyPage> {
+    const have = PeerNotifyPage.#open.get(name);
+    if (have) {
+      have.#refs++;
+      return have;
+    }
+    if (!NOTIFY_NAME_RE.test(name)) {
+      throw new VerbusError("HANDSHAKE", `shm notify page name "${name}" is malformed`);
+    }
+    let size = 0;
+    try {
+      size = statSync(`/dev/shm${name}`).size;
+    } catch (e) {
+      throw new VerbusError("HANDSHAKE", `shm notify page ${name}: ${(e as Error).message}`);
+    }
+    if (size !== NOTIFY_BYTES) {
+      throw new VerbusError(
+        "HANDSHAKE",
+        `shm notify page ${name} has ${size} bytes (expected ${NOTIFY_BYTES})`,
+      );
+    }
+    const mapping = await ShmMapping.open(name, NOTIFY_BYTES);
+    const w = new Uint32Array(mapping.bytes.buffer, mapping.bytes.byteOffset, 8);
+    if (w[W_MAGIC] !== MAGIC || w[W_VERSION] !== VERSION) {
+      mapping.close();
+      throw new VerbusError("HANDSHAKE", `shm object ${name} is not a verbus notify page`);
+    }
+    const raced = PeerNotifyPage.#open.get(name); // another open finished while we awaited
+    if (raced) {
+      mapping.close();
+      raced.#refs++;
+      return raced;
+    }
+    const page = new PeerNotifyPage(mapping, helper);
+    PeerNotifyPage.#open.set(name, page);
+    return page;
+  }
+
+  /**
+   * Announces `token`: the peer's engine will poll that endpoint. Wakes the peer process only
+   * when it sleeps. Data path: three atomics, a futex wake only for a sleeper. The owner's JS
+   * thread.
+   */
+  announce(token: number): void {
+    if (token >>> 0 >= this.#capacity) return;
+    const w = this.#words;
+    Atomics.or(w, BITMAP + (token >>> 5), 1 << (token & 31));
+    Atomics.or(w, SUMMARY + (token >>> 10), 1 << ((token >>> 5) & 31));
+    Atomics.add(w, W_DOORBELL, 1);
+    if (Atomics.load(w, W_SLEEPING) !== 0) {
+      this.helper.lib.symbols.vb_futex_wake(this.#doorbell, 1);
+    }
+  }
+
+  /**
+   * Drops one reference; the last one unmaps — and unlinks the page when its owner process is
+   * gone (a crashed peer cannot remove its own page). Safe to call once per `open`.
+   */
+  release(): void {
+    if (--this.#refs > 0) return;
+    PeerNotifyPage.#open.delete(this.mapping.name);
+    const owner = Number(/^\/verbus-(\d+)-/.exec(this.mapping.name)?.[1] ?? 0);
+    if (owner > 0 && !processAlive(owner)) this.mapping.unlink();
+    this.mapping.close();
+  }
+}
+
+/**
+ * This process's notify page: the shm readiness source. Created once per process (on the first
+ * shm session), linked for the life of the process so new peers can map it; removed on exit, or
+ * by the stale-object sweep of the next server when the process died.
+ */
+export class ProcessNotifyPage implements ReadinessSource {
+  static #instance: Promise<ProcessNotifyPage> | null = null;
+  static #ready: ProcessNotifyPage | null = null;
+  readonly kind = "shm" as const;
+  readonly capacity = NOTIFY_CAPACITY;
+  /** The page's shm name (peers map it; it travels in hellos and offers). */
+  readonly name: string;
+  readonly #words: Int32Array;
+  readonly #doorbell: NonNullPtr;
+  readonly #free: Uint32Array;
+  #freeCount = 0;
+  /** Tokens ever handed out (summary words above `ceil(#highWater / 1024)` are never looked at). */
+  #highWater = 0;
+  #waiters = 0;
+
+  private constructor(private readonly mapping: ShmMapping, private readonly helper: Helper) {
+    this.name = mapping.name;
+    const b = mapping.bytes;
+    this.#words = new Int32Array(b.buffer, b.byteOffset, NOTIFY_BYTES >> 2);
+    this.#doorbell = mapping.pointerAt(W_DOORBELL << 2);
+    this.#free = new Uint32Array(NOTIFY_CAPACITY);
+    const w = this.#words;
+    w[W_VERSION] = VERSION;
+    w[W_CAPACITY] = NOTIFY_CAPACITY;
+    Atomics.store(w, W_MAGIC, MAGIC); // published last
+  }
+
+  /** The process's page, created on first call. Throws NATIVE_CALL when shm is unusable. */
+  static forProcess(helper: Helper): Promise<ProcessNotifyPage> {
+    ProcessNotifyPage.#instance ??= (async () => {
+      const name = `/verbus-${pid}-n${toHex(crypto.getRandomValues(new Uint8Array(8)))}`;
+      const mapping = await ShmMapping.create(name, NOTIFY_BYTES);
+      const page = new ProcessNotifyPage(mapping, helper);
+      ProcessNotifyPage.#ready = page;
+      unlinkAtExit(mapping);
+      return page;
+    })().catch((e) => {
+      ProcessNotifyPage.#instance = null;
+      throw e;
+    });
+    return ProcessNotifyPage.#instance;
+  }
+
+  /** The process's page if it exists already (else null). */
+  static current(): ProcessNotifyPage | null {
+    return ProcessNotifyPage.#ready;
+  }
+
+  /** A token for a new endpoint, or -1 when all {@link NOTIFY_CAPACITY} are in use. */
+  allocate(): number {
+    if (this.#freeCount > 0) return this.#free[--this.#freeCount];
+    return this.#highWater < NOTIFY_CAPACITY ? this.#highWater++ : -1;
+  }
+
+  /** Returns a token (its endpoint closed). A stale announcement of it costs one empty poll. */
+  release(token: number): void {
+    if (token < 0 || token >= this.#highWater) return;
+    Atomics.and(this.#words, BITMAP + (token >>> 5), ~(1 << (token & 31)));
+    this.#free[this.#freeCount++] = token;
+  }
+
+  collect(out: Uint32Array): number {
+    const w = this.#words;
+    const summaries = (this.#highWater + 1023) >>> 10;
+    let n = 0;
+    for (let s = 0; s < summaries; s++) {
+      if (w[SUMMARY + s] === 0) continue;
+      let words = Atomics.exchange(w, SUMMARY + s, 0);
+      while (words !== 0) {
+        const bit = 31 - Math.clz32(words);
+        words &= ~(1 << bit);
+        const i = (s << 5) + bit;
+        let bits = Atomics.exchange(w, BITMAP + i, 0);
+        while (bits !== 0) {
+          const b = 31 - Math.clz32(bits);
+          bits &= ~(1 << b);
+          const token = (i << 5) + b;
+          if (token < this.#highWater) out[n++] = token;
+        }
+      }
+    }
+    return n;
+  }
+
+  doorbell(): number {
+    return Atomics.load(this.#words, W_DOORBELL);
+  }
+
+  async wait(seen: number, timeoutMs: number): Promise<boolean> {
+    const w = this.#words;
+    // Several waits may overlap (a loop woken locally leaves its wait parked and may start
+    // another): the flag stays set until the last returns, or a peer could skip a needed wake.
+    this.#waiters++;
+    Atomics.store(w, W_SLEEPING, 1);
+    try {
+      if (Atomics.load(w, W_DOORBELL) !== seen) return true;
+      const rc = await this.helper.lib.nonblocking.vb_futex_wait(
+        this.#doorbell,
+        seen >>> 0,
+        timeoutMs,
+      );
+      return rc === 0 || rc === 1;
+    } finally {
+      if (--this.#waiters === 0) Atomics.store(w, W_SLEEPING, 0);
+    }
+  }
+
+  wake(): void {
+    Atomics.add(this.#words, W_DOORBELL, 1);
+    if (Atomics.load(this.#words, W_SLEEPING) !== 0) {
+      this.helper.lib.symbols.vb_futex_wake(this.#doorbell, 0x7fffffff);
+    }
+  }
+
+  /** Parked waits right now (tests: one wait serves every session). */
+  get parkedWaits(): number {
+    return this.#waiters;
+  }
+}
+
+/** Best effort: unlink the page when the process exits normally (a crash leaves it to the sweep). */
+function unlinkAtExit(mapping: ShmMapping): void {
+  // deno-lint-ignore no-explicit-any
+  const g = globalThis as any;
+  const unlink = () => {
+    try {
+      mapping.unlink();
+    } catch { /* exiting */ }
+  };
+  if (typeof g.addEventListener === "function" && g.Deno) g.addEventListener("unload", unlink);
+  else g.process?.on?.("exit", unlink);
+}
