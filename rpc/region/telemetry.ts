@@ -1,5 +1,5 @@
 /**
- * The telemetry block of the control page (BRIEF §1): {@link TELEMETRY_SLOTS} float64 counters
+ * The telemetry block of the control page: {@link TELEMETRY_SLOTS} float64 counters
  * the server updates locally and the client reads with a one-sided read of the server's control
  * page, then wraps its copy in a second {@link Telemetry} to take a snapshot.
  *
