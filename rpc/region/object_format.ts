@@ -20,7 +20,7 @@
 /** Bytes before an object's data: generation u32 LE, length u32 LE. */
 export const OBJECT_HEADER_BYTES = 8;
 /** Bytes after an object's data: generation u32 LE again. */
-export const OBJECT_TRAILER_BYTES = 4;
+const OBJECT_TRAILER_BYTES = 4;
 /** Header + trailer: an object of `len` data bytes spans `len + OBJECT_OVERHEAD_BYTES` bytes. */
 export const OBJECT_OVERHEAD_BYTES = OBJECT_HEADER_BYTES + OBJECT_TRAILER_BYTES;
 

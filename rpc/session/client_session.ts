@@ -17,7 +17,7 @@ import { CONTROL, type RegionLayout, SESSION_CLOSED } from "../region/layout.ts"
 import type { TelemetrySnapshot } from "../region/telemetry.ts";
 import type { CallPath } from "../selector.ts";
 import { CallDeadlines } from "./call_deadlines.ts";
-import { SLOT_CALL, SlotTable } from "./client_slots.ts";
+import { NO_FREE_SLOT, SLOT_CALL, SlotTable } from "./client_slots.ts";
 import { type ClientSessionStats, newInflightCall, type PendingCall } from "./fabric_call.ts";
 import { ObjectLifecycleProbe } from "./object_lifecycle_probe.ts";
 import { ReclaimBatcher } from "./reclaim_batcher.ts";
@@ -207,7 +207,7 @@ export class ClientSession {
     const total = request.length + attachment.length;
     const bulk = path === "BULK" || total > this.#server.config.slotSize;
     const i = this.#slots.take(SLOT_CALL);
-    if (i < 0) return RETRY_LATER;
+    if (i === NO_FREE_SLOT) return RETRY_LATER;
     const slot = this.#slots.slot(i);
     if (bulk && !this.#writer.reserveBulk(slot, total)) {
       this.#slots.release(i);
