@@ -66,7 +66,10 @@ test("random alloc/free sequences match a model; all freed → one free block of
         const off = b.alloc(len);
         if (off === AREA_EXHAUSTED) {
           fulls++;
-          assert(firstFit === undefined || live.size === 256, "AREA_EXHAUSTED only when nothing fits");
+          assert(
+            firstFit === undefined || live.size === 256,
+            "AREA_EXHAUSTED only when nothing fits",
+          );
         } else {
           assertEquals(off, firstFit?.offset, "first fit");
           live.set(off, rounded);
@@ -111,7 +114,9 @@ test("AREA_EXHAUSTED (FULL): too big, exhausted, maxAllocs live, bad lengths", (
   assertEquals(b.alloc(1), AREA_EXHAUSTED, "maxAllocs allocations live");
   assert(b.free(64));
   assertEquals(b.alloc(1), 64);
-  for (const bad of [0, -5, NaN, Infinity]) assertEquals(b.alloc(bad), AREA_EXHAUSTED, `len ${bad}`);
+  for (const bad of [0, -5, NaN, Infinity]) {
+    assertEquals(b.alloc(bad), AREA_EXHAUSTED, `len ${bad}`);
+  }
 });
 
 test("sizes round up to align; capacity rounds down", () => {
