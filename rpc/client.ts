@@ -21,7 +21,8 @@ import {
   type ConnectSettings,
   faultsSchema,
 } from "./connect_options.ts";
-import { ENOSERVICE, parseOptions, RpcError } from "./errors.ts";
+import { parseOptions } from "../util/options.ts";
+import { ENOSERVICE, RpcError } from "./errors.ts";
 import { FabricLink } from "./fabric_link.ts";
 import { formatTelemetry, type TelemetrySnapshot } from "./region/telemetry.ts";
 import {

@@ -17,7 +17,7 @@
  * @module
  */
 import { z } from "zod";
-import { parseOptions } from "../errors.ts";
+import { parseOptions } from "../../util/options.ts";
 /**
  * Returned by `alloc` when the area has no room (negative: never a valid offset). Not the
  * fabric's `FULL` post status: it means no extent is free until an allocation is freed.

@@ -22,7 +22,7 @@
  */
 import { z } from "zod";
 import { VerbusError } from "../../errors.ts";
-import { parseOptions } from "../errors.ts";
+import { parseOptions } from "../../util/options.ts";
 import { OBJECT_HEADER_BYTES, OBJECT_OVERHEAD_BYTES } from "./object_format.ts";
 
 /**
