@@ -90,7 +90,7 @@ export class ClientSession {
     this.#control = new Int32Array(
       local.buffer,
       local.byteOffset + this.#client.control.offset,
-      16,
+      (CONTROL.state >> 2) + 1,
     );
     const staging = new StagingArea(local, this.#client.staging, slotCount);
     this.#writer = new RequestWriter(this.#endpoint, this.#server, staging);

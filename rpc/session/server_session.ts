@@ -109,7 +109,7 @@ export class ServerSession implements ResponseSink {
     this.#control = new Int32Array(
       local.buffer,
       local.byteOffset + this.#server.control.offset,
-      16,
+      (CONTROL.scanLimit >> 2) + 1,
     );
     const op = this.#server.objectPool;
     this.#pool = new ObjectPool(local.subarray(op.offset, op.offset + op.size), {
