@@ -12,7 +12,7 @@
 import { BulkAllocator } from "../region/bulk_allocator.ts";
 import type { Area } from "../region/layout.ts";
 
-/** Bytes at the start of staging that receive the server's control page. */
+/** Bytes at the start of staging that receive the server's control page (all 4 KiB of it). */
 export const SNAPSHOT_BYTES = 4096;
 
 /** See the module documentation. */
