@@ -334,28 +334,30 @@ export async function connect(
   address: string | { host: string; port: number },
   options: ClientOptions = {},
 ): Promise<Client> {
-  const o = parseOptions(connectOptionsSchema, options, "connect() options");
+  const settings = parseOptions(connectOptionsSchema, options, "connect() options");
+  // Everything that is not the fabric's is the TCP channel's.
   const {
-    fabric: _f,
-    region: _r,
-    selector: _s,
-    forcePath: _p,
-    refreshEvery: _e,
-    faults: _x,
-    progress: _g,
-    providerOptions: _v,
-    reestablishMs: _q,
-    ...chOpts
-  } = o;
-  const channel = await connectChannel(address, chOpts);
+    fabric: _fabric,
+    region: _region,
+    selector: _selector,
+    forcePath: _forcePath,
+    refreshEvery: _refreshEvery,
+    faults: _faults,
+    progress: _progress,
+    providerOptions: _providerOptions,
+    reestablishMs: _reestablishMs,
+    ...channelOptions
+  } = settings;
+  const channel = await connectChannel(address, channelOptions);
   let outcome: FabricOutcome;
   try {
-    outcome = await establishFabric(channel, o);
+    outcome = await establishFabric(channel, settings);
   } catch (e) {
     await channel.close();
     throw e;
   }
-  return new Client(channel, o, outcome, outcome.session ? await cpuYielder() : undefined);
+  const yieldCpu = outcome.session ? await cpuYielder() : undefined;
+  return new Client(channel, settings, outcome, yieldCpu);
 }
 
 export { ENOSERVICE, RpcError };
