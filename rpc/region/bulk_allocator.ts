@@ -1,5 +1,5 @@
 /**
- * The client-managed allocator of the server's BULK area (BRIEF §1): each session's bulk area in
+ * The client-managed allocator of the server's BULK area: each session's bulk area in
  * the server's region is written only by that session's client, so the client decides where each
  * BULK payload goes and sends the server only offsets. Requests complete out of order, so frees
  * come in any order.
@@ -18,18 +18,20 @@
  */
 import { z } from "zod";
 import { parseOptions } from "../../util/options.ts";
-import { FULL } from "./object_pool.ts";
-
-export { FULL };
+/**
+ * Returned by `alloc` when the area has no room (negative: never a valid offset). Not the
+ * fabric's `FULL` post status: it means no extent is free until an allocation is freed.
+ */
+export const AREA_EXHAUSTED = -1;
 
 /** The {@link BulkAllocator} parameters; messages name the field. */
-export const bulkAllocatorOptionsSchema = z.object({
+const bulkAllocatorOptionsSchema = z.object({
   /** Bytes in the bulk area (the usable capacity is this rounded down to `align`). */
   size: z.number({ message: "size must be a number" }).int().min(1).max(2 ** 52),
   /** Alignment of every offset and granularity of every size: a power of two. */
   align: z.number({ message: "align must be a number" }).int().min(1).max(2 ** 30)
     .refine((v) => (v & (v - 1)) === 0, { message: "align must be a power of two" }),
-  /** Most allocations live at once; one more is FULL. */
+  /** Most allocations live at once; one more gets AREA_EXHAUSTED. */
   maxAllocs: z.number({ message: "maxAllocs must be a number" }).int().min(1).max(2 ** 22),
 }).strict().refine((o) => o.size >= o.align, {
   message: "size must be at least align",
@@ -116,11 +118,13 @@ export class BulkAllocator {
 
   /**
    * Allocates `len` bytes (rounded up to `align`) and returns the offset within the bulk area, or
-   * {@link FULL} when no free extent is big enough, `maxAllocs` allocations are live, or `len`
+   * {@link AREA_EXHAUSTED} when no free extent is big enough, `maxAllocs` allocations are live, or `len`
    * is not a number ≥ 1. First fit.
    */
   alloc(len: number): number {
-    if (!(len >= 1 && len <= this.capacity) || this.#nAlloc === this.maxAllocs) return FULL;
+    if (!(len >= 1 && len <= this.capacity) || this.#nAlloc === this.maxAllocs) {
+      return AREA_EXHAUSTED;
+    }
     const a = this.align;
     const need = Math.ceil(len / a) * a;
     const fo = this.#freeOff, fl = this.#freeLen;
@@ -145,7 +149,7 @@ export class BulkAllocator {
       this.#used += need;
       return off;
     }
-    return FULL;
+    return AREA_EXHAUSTED;
   }
 
   /**

@@ -9,7 +9,7 @@
  *  0 state u32     FREE 0 | READY 1 (written last) | TAKEN 2 (server, locally)
  *  4 seq u32       the client's use count of the slot; the response echoes it
  *  8 method u32    index into the method table the server sent in its hello
- * 12 flags u32     BULK 1 | PREFER_LAZY 2 | RECLAIM 4
+ * 12 flags u32     BULK 1 | PREFER_LAZY 2 (a RECLAIM is method METHOD_RECLAIM, no flag)
  * 16 offset u32    payload offset in the server region (slot-local area or BULK area)
  * 20 length u32    payload bytes
  * 24 attach u32    attachment bytes (they follow the payload)
@@ -68,7 +68,7 @@ export const RESP = {
 /** Descriptor states. */
 export const FREE = 0, READY = 1, TAKEN = 2;
 /** Request flags. */
-export const FLAG_BULK = 1, FLAG_PREFER_LAZY = 2, FLAG_RECLAIM = 4;
+export const FLAG_BULK = 1, FLAG_PREFER_LAZY = 2;
 /** Response kinds. */
 export const KIND_INLINE = 1, KIND_OBJECT = 2;
 /** u32 words per descriptor. */

@@ -1,25 +1,16 @@
 /**
- * The server's object pool for LAZY results (BRIEF §1): a byte range of the server's registered
- * region cut into `slabs` slabs of `slabSize` bytes. An object occupies the smallest run of
- * contiguous slabs that holds header + data + trailer, starting at its first slab, whose index is
- * the object id:
- *
- * ```text
- *  id * slabSize
- *  │
- *  ▼ 0          4          8                       8+len      8+len+4
- *  ┌──────────┬──────────┬────────────────────────┬──────────┐
- *  │ gen u32LE│ len u32LE│ data (len bytes)        │ gen u32LE│   … rest of the last slab unused
- *  └──────────┴──────────┴────────────────────────┴──────────┘
- * ```
+ * The server's object pool for LAZY results: a byte range of the server's registered region cut
+ * into `slabs` slabs of `slabSize` bytes. An object (in the format of `object_format.ts`: header,
+ * data, trailer) occupies the smallest run of contiguous slabs that holds it, starting at its first
+ * slab, whose index is the object id; the rest of its last slab stays unused.
  *
  * Lifecycle: `alloc(len)` → fill the data (`write` / `dataView`) → `publish(id)` (writes header
  * and trailer with a fresh generation, starts the TTL clock) → send the reference
  * `{id, dataOffset(id), length(id), generation(id)}` → the client one-sided-reads
- * `OBJECT_OVERHEAD_BYTES + len` bytes at `objectOffset(id)`, checks them with
- * {@link verifyObject}, and sends RECLAIM → `reclaim(id, generation)`. Objects nobody reclaims are
- * freed by `sweep()` after `ttlMs`. Freeing an object zeroes the generation in its header and
- * trailer, so a late reader of a freed object fails {@link verifyObject}.
+ * `OBJECT_OVERHEAD_BYTES + len` bytes at `objectOffset(id)`, checks them with `verifyObject`
+ * (object_format.ts), and sends RECLAIM → `reclaim(id, generation)`. Objects nobody reclaims
+ * are freed by `sweep()` after `ttlMs`. Freeing an object zeroes the generation in its header and
+ * trailer, so a late reader of a freed object fails `verifyObject` (object_format.ts).
  *
  * Generations come from one u32 counter per pool starting at 1, wrapping to 1 (never 0).
  *
@@ -32,21 +23,19 @@
 import { z } from "zod";
 import { VerbusError } from "../../errors.ts";
 import { parseOptions } from "../../util/options.ts";
+import { OBJECT_HEADER_BYTES, OBJECT_OVERHEAD_BYTES } from "./object_format.ts";
 
-/** Returned by `alloc` when no run of free slabs is big enough (negative: never a valid id). */
-export const FULL = -1;
-/** Bytes before an object's data: generation u32 LE, length u32 LE. */
-export const OBJECT_HEADER_BYTES = 8;
-/** Bytes after an object's data: generation u32 LE again. */
-export const OBJECT_TRAILER_BYTES = 4;
-/** Header + trailer: an object of `len` data bytes spans `len + OBJECT_OVERHEAD_BYTES` bytes. */
-export const OBJECT_OVERHEAD_BYTES = OBJECT_HEADER_BYTES + OBJECT_TRAILER_BYTES;
+/**
+ * Returned by `alloc` when no run of free slabs is big enough (negative: never a valid id). Not
+ * the fabric's `FULL` post status: this pool is out of slabs, nothing to retry soon.
+ */
+export const POOL_EXHAUSTED = -1;
 
 /** The outcome of a RECLAIM from the peer. None of them is an error worth more than a counter. */
 export type ReclaimResult = "ok" | "stale" | "repeat" | "bad-id";
 
 /** Options of {@link ObjectPool}; unknown keys are rejected, messages name the field. */
-export const objectPoolOptionsSchema = z.object({
+const objectPoolOptionsSchema = z.object({
   /** Bytes per slab; a multiple of 8, at least 16. */
   slabSize: z.number({ message: "slabSize must be a number" }).int().min(16).max(2 ** 30)
     .multipleOf(8, { message: "slabSize must be a multiple of 8" }).default(65536),
@@ -83,31 +72,6 @@ export interface ObjectPoolStats {
   capacitySlabs: number;
   /** `usedSlabs / capacitySlabs`, 0..1. */
   usage: number;
-}
-
-/** Reads a u32 LE from `b` at `o` without allocating. */
-function u32(b: Uint8Array, o: number): number {
-  return (b[o] | (b[o + 1] << 8) | (b[o + 2] << 16) | (b[o + 3] << 24)) >>> 0;
-}
-
-/**
- * Client side: checks an object as read from the server (`bytes` = header + data + trailer,
- * at least `expectedLength + OBJECT_OVERHEAD_BYTES` long) against the reference it got: header
- * generation, header length and trailer generation must all match, and the generation must not be
- * 0 (freed or never published). `false` means a stale or torn read: do not use the data.
- * Pure, allocates nothing; the caller owns `bytes`.
- */
-export function verifyObject(
-  bytes: Uint8Array,
-  expectedGeneration: number,
-  expectedLength: number,
-): boolean {
-  if (expectedGeneration === 0 || (expectedGeneration >>> 0) !== expectedGeneration) return false;
-  if ((expectedLength >>> 0) !== expectedLength) return false;
-  if (bytes.length < expectedLength + OBJECT_OVERHEAD_BYTES) return false;
-  return u32(bytes, 0) === expectedGeneration &&
-    u32(bytes, 4) === expectedLength &&
-    u32(bytes, OBJECT_HEADER_BYTES + expectedLength) === expectedGeneration;
 }
 
 /** See the module documentation. One pool per session, owned by its event loop. */
@@ -190,12 +154,12 @@ export class ObjectPool {
 
   /**
    * Allocates an object of `len` data bytes (0 ≤ len ≤ `maxObjectBytes`): first fit over the
-   * slabs, O(slabs). Returns its id (index of its first slab) or {@link FULL} — also for a `len`
+   * slabs, O(slabs). Returns its id (index of its first slab) or {@link POOL_EXHAUSTED} — also for a `len`
    * that could never fit (check `maxObjectBytes`). Not visible to anyone until `publish`.
    */
   alloc(len: number): number {
     const need = this.slabsFor(len);
-    if (need > this.slabs) return FULL;
+    if (need > this.slabs) return POOL_EXHAUSTED;
     const run = this.#run, n = this.slabs;
     let i = 0, start = 0, free = 0;
     while (i < n) {
@@ -216,7 +180,7 @@ export class ObjectPool {
         return start;
       }
     }
-    return FULL;
+    return POOL_EXHAUSTED;
   }
 
   /** Generation of the live, published object `id`; 0 if unpublished or not a live object. */

@@ -1,5 +1,5 @@
 /**
- * The telemetry block of the control page (BRIEF §1): {@link TELEMETRY_SLOTS} float64 counters
+ * The telemetry block of the control page: {@link TELEMETRY_SLOTS} float64 counters
  * the server updates locally and the client reads with a one-sided read of the server's control
  * page, then wraps its copy in a second {@link Telemetry} to take a snapshot.
  *
@@ -165,7 +165,7 @@ function ratio(used: number, cap: number): number {
 
 /** Reads and writes the telemetry block through a float64 view the session owns. */
 export class Telemetry {
-  readonly #v: Float64Array;
+  readonly #counters: Float64Array;
 
   /**
    * Wraps `view` (≥ {@link TELEMETRY_SLOTS} float64s: the server's control page at the block
@@ -179,28 +179,28 @@ export class Telemetry {
         `Telemetry needs a Float64Array of at least ${TELEMETRY_SLOTS} slots`,
       );
     }
-    this.#v = view;
+    this.#counters = view;
   }
 
   /** Server, at setup: zeroes the block and writes the layout version. */
   reset(): void {
-    this.#v.fill(0, 0, TELEMETRY_SLOTS);
-    this.#v[TELEMETRY.VERSION] = TELEMETRY_VERSION;
+    this.#counters.fill(0, 0, TELEMETRY_SLOTS);
+    this.#counters[TELEMETRY.VERSION] = TELEMETRY_VERSION;
   }
 
   /** Adds `by` to slot `idx` (a {@link TELEMETRY} index). */
   inc(idx: number, by = 1): void {
-    this.#v[idx] += by;
+    this.#counters[idx] += by;
   }
 
   /** Sets slot `idx` to `v`. */
   set(idx: number, v: number): void {
-    this.#v[idx] = v;
+    this.#counters[idx] = v;
   }
 
   /** Slot `idx`. */
   get(idx: number): number {
-    return this.#v[idx];
+    return this.#counters[idx];
   }
 
   /**
@@ -212,7 +212,9 @@ export class Telemetry {
   ewma(pathIdx: number, sampleUs: number, alpha = 0.1): number {
     if ((pathIdx >>> 0) !== pathIdx || pathIdx > 3) return -1;
     if (!(sampleUs >= 0 && sampleUs < Infinity) || !(alpha > 0 && alpha <= 1)) return -1;
-    const v = this.#v, li = TELEMETRY.LAT_BASE + pathIdx, ni = TELEMETRY.LAT_N_BASE + pathIdx;
+    const v = this.#counters,
+      li = TELEMETRY.LAT_BASE + pathIdx,
+      ni = TELEMETRY.LAT_N_BASE + pathIdx;
     const avg = v[ni] === 0 ? sampleUs : v[li] + alpha * (sampleUs - v[li]);
     v[li] = avg;
     v[ni] += 1;
@@ -221,21 +223,21 @@ export class Telemetry {
 
   /** Request-ring occupancy 0..1 (used / capacity; 1.0 while ring pressure is simulated). */
   ringOccupancy(): number {
-    const v = this.#v;
+    const v = this.#counters;
     if ((v[TELEMETRY.PRESSURE_FLAGS] & PRESSURE_RING) !== 0) return 1;
     return ratio(v[TELEMETRY.RING_USED], v[TELEMETRY.RING_CAPACITY]);
   }
 
   /** Object-pool usage 0..1 (used / capacity slabs; 1.0 while pool pressure is simulated). */
   objectPoolUsage(): number {
-    const v = this.#v;
+    const v = this.#counters;
     if ((v[TELEMETRY.PRESSURE_FLAGS] & PRESSURE_OBJPOOL) !== 0) return 1;
     return ratio(v[TELEMETRY.OBJPOOL_USED], v[TELEMETRY.OBJPOOL_CAPACITY]);
   }
 
   /** A plain copy of the block (allocates: stats / CLI, not per call). */
   snapshot(): TelemetrySnapshot {
-    const v = this.#v, T = TELEMETRY, flags = v[T.PRESSURE_FLAGS];
+    const v = this.#counters, T = TELEMETRY, flags = v[T.PRESSURE_FLAGS];
     const perPath = (base: number): Record<CallPath, number> => ({
       EAGER: v[base],
       LAZY: v[base + 1],

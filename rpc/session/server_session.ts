@@ -5,7 +5,9 @@
  * out of shared memory, dispatches it through the same {@link Dispatcher} as TCP, and writes each
  * answer into the client's response ring: inline when it fits the slot (EAGER), as an object
  * reference into the object pool otherwise or when the client prefers LAZY (LAZY). RECLAIMs free
- * objects; a TTL sweep frees what nobody reclaimed.
+ * objects; a TTL sweep frees what nobody reclaimed. The dispatcher's answer finds its request
+ * again through a {@link ResponseTokens} token (the ring slot index, sent as `correlationId`);
+ * the {@link ServerResponseWriter} writes it.
  *
  * Threading: one JS thread (the server's). Nothing touches region memory after close().
  * @module
@@ -19,16 +21,13 @@ import {
   DESC_WORDS,
   FLAG_BULK,
   FLAG_PREFER_LAZY,
-  KIND_INLINE,
-  KIND_OBJECT,
   METHOD_RECLAIM,
   READY,
   REQ,
-  RESP,
   TAKEN,
 } from "../region/descriptors.ts";
 import { CONTROL, type RegionLayout, SESSION_CLOSED } from "../region/layout.ts";
-import { FULL as POOL_FULL, OBJECT_HEADER_BYTES, ObjectPool } from "../region/object_pool.ts";
+import { ObjectPool, POOL_EXHAUSTED } from "../region/object_pool.ts";
 import {
   PRESSURE_OBJPOOL,
   PRESSURE_RING,
@@ -37,6 +36,8 @@ import {
   TELEMETRY_PATH,
   telemetryView,
 } from "../region/telemetry.ts";
+import { type ResponseToken, ResponseTokens } from "./response_tokens.ts";
+import { ServerResponseWriter } from "./server_response_writer.ts";
 
 const enc = new TextEncoder();
 
@@ -65,11 +66,13 @@ export class ServerSession implements ResponseSink {
   readonly id: number;
   readonly peer: NetAddress;
   readonly #abort = new AbortController();
-  readonly #ep: FabricEndpoint;
-  readonly #s: RegionLayout;
-  readonly #c: RegionLayout;
-  readonly #ring: Int32Array;
-  readonly #ctl: Int32Array;
+  readonly #endpoint: FabricEndpoint;
+  readonly #server: RegionLayout;
+  readonly #client: RegionLayout;
+  /** The server's request ring, as u32 words (Int32 for Atomics). */
+  readonly #requestRing: Int32Array;
+  /** The server's control page, as u32 words (the client writes the scan limit there). */
+  readonly #control: Int32Array;
   readonly #dispatcher: Dispatcher;
   readonly #methods: ServerSessionInit["methods"];
   readonly #pool: ObjectPool;
@@ -77,13 +80,12 @@ export class ServerSession implements ResponseSink {
   readonly #budget: number;
   readonly #largeThreshold: number;
   readonly #logger: Logger;
-  /** Response descriptor scratch (words 1..15 are written, then the state word). */
-  readonly #desc = new Uint32Array(DESC_WORDS);
-  readonly #descBytes = new Uint8Array(this.#desc.buffer, 4);
+  readonly #tokens: ResponseTokens;
+  readonly #answers: ServerResponseWriter;
   /** Per method index: the last frozen request meta (see #take). */
   readonly #requestMeta: (RpcMeta["request"] | undefined)[] = [];
+  /** Where the next round's scan of the request ring starts. */
   #cursor = 0;
-  #taken = 0;
   #kickPending = false;
   /** True while poll() runs: answers written then share one kick at its end. */
   #inPoll = false;
@@ -93,31 +95,43 @@ export class ServerSession implements ResponseSink {
   constructor(init: ServerSessionInit) {
     this.id = init.id;
     this.peer = init.peer;
-    this.#ep = init.endpoint;
-    this.#s = init.server;
-    this.#c = init.client;
+    this.#endpoint = init.endpoint;
+    this.#server = init.server;
+    this.#client = init.client;
     this.#dispatcher = init.dispatcher;
     this.#methods = init.methods;
     this.#budget = init.batchBudget;
     this.#largeThreshold = init.largeThreshold;
     this.#logger = init.logger;
-    const local = this.#ep.local;
-    const rr = this.#s.requestRing;
-    this.#ring = new Int32Array(local.buffer, local.byteOffset + rr.offset, rr.size >> 2);
-    this.#ctl = new Int32Array(local.buffer, local.byteOffset + this.#s.control.offset, 16);
-    const op = this.#s.objectPool;
+    const local = this.#endpoint.local;
+    const rr = this.#server.requestRing;
+    this.#requestRing = new Int32Array(local.buffer, local.byteOffset + rr.offset, rr.size >> 2);
+    this.#control = new Int32Array(
+      local.buffer,
+      local.byteOffset + this.#server.control.offset,
+      (CONTROL.scanLimit >> 2) + 1,
+    );
+    const op = this.#server.objectPool;
     this.#pool = new ObjectPool(local.subarray(op.offset, op.offset + op.size), {
-      slabSize: this.#s.config.objectSlabSize,
-      slabs: Math.max(1, this.#s.config.objectSlabs),
+      slabSize: this.#server.config.objectSlabSize,
+      slabs: Math.max(1, this.#server.config.objectSlabs),
       ttlMs: init.ttlMs,
     });
-    const ctl = this.#s.control;
+    this.#tokens = new ResponseTokens(this.#server.config.slots);
+    this.#answers = new ServerResponseWriter(
+      this.#endpoint,
+      { server: this.#server, client: this.#client },
+      this.#requestRing,
+      this.#tokens,
+      this.#pool,
+    );
+    const ctl = this.#server.control;
     this.#telemetry = new Telemetry(
       telemetryView(local.buffer, local.byteOffset + ctl.offset + CONTROL.telemetry),
     );
     this.#telemetry.reset();
-    this.#telemetry.set(TELEMETRY.RING_CAPACITY, this.#s.config.slots);
-    this.#telemetry.set(TELEMETRY.OBJPOOL_CAPACITY, this.#s.config.objectSlabs);
+    this.#telemetry.set(TELEMETRY.RING_CAPACITY, this.#server.config.slots);
+    this.#telemetry.set(TELEMETRY.OBJPOOL_CAPACITY, this.#server.config.objectSlabs);
     this.#telemetry.set(TELEMETRY.FABRIC_UP, 1);
     this.#telemetry.set(TELEMETRY.TCP_UP, 1);
     if (init.pressure) {
@@ -140,7 +154,7 @@ export class ServerSession implements ResponseSink {
 
   /** The fabric endpoint (for the engine's idle wait). */
   get endpoint(): FabricEndpoint {
-    return this.#ep;
+    return this.#endpoint;
   }
 
   /** The doorbell value the last poll() acted on (idle waits sleep until it moves). */
@@ -159,54 +173,53 @@ export class ServerSession implements ResponseSink {
    */
   poll(): number {
     if (this.#closed !== null) return 0;
-    const db = this.#ep.doorbell();
+    const db = this.#endpoint.doorbell();
     if (db === this.#seenDoorbell) return 0;
     this.#inPoll = true;
     this.#seenDoorbell = db;
     // The client tells us how far up the ring it has used slots (its free list is a stack, so
     // that is about its peak concurrency); a lying value only bounds our scan by the ring size.
     const limit = Math.min(
-      this.#s.config.slots,
-      Math.max(1, this.#ctl[CONTROL.scanLimit >> 2] >>> 0),
+      this.#server.config.slots,
+      Math.max(1, this.#control[CONTROL.scanLimit >> 2] >>> 0),
     );
     let handled = 0;
     for (let k = 0; k < limit && handled < this.#budget && this.#closed === null; k++) {
       const i = (this.#cursor + k) % limit;
-      if (Atomics.load(this.#ring, i * DESC_WORDS + REQ.state) !== READY) continue;
+      if (Atomics.load(this.#requestRing, i * DESC_WORDS + REQ.state) !== READY) continue;
       handled++;
       this.#take(i);
     }
     this.#cursor = (this.#cursor + handled) % limit;
     if (handled === this.#budget) this.#seenDoorbell = -1; // more may be READY: look again next round
     this.#inPoll = false;
-    this.flushKick(); // one kick for every answer written during this round
+    this.#ringClientDoorbell(); // one kick for every answer written during this round
     return handled;
   }
 
-  /** Rings the client's doorbell once for all responses written since the last call. */
-  flushKick(): void {
+  /** Rings the client's doorbell once for all responses written since the last ring. */
+  #ringClientDoorbell(): void {
     if (this.#kickPending && this.#closed === null) {
       this.#kickPending = false;
-      this.#ep.flush();
-      this.#ep.kick();
+      this.#endpoint.flush();
+      this.#endpoint.kick();
     }
   }
 
+  /** Takes the READY request in slot `i`: checks it, copies it out, dispatches it. */
   #take(i: number): void {
-    const r = this.#ring, b = i * DESC_WORDS;
+    const r = this.#requestRing, b = i * DESC_WORDS;
     Atomics.store(r, b + REQ.state, TAKEN);
-    this.#taken++;
-    this.#telemetry.set(TELEMETRY.RING_USED, this.#taken);
     const seq = r[b + REQ.seq] >>> 0,
       method = r[b + REQ.method] >>> 0,
       flags = r[b + REQ.flags] >>> 0;
     const off = r[b + REQ.offset] >>> 0,
       len = r[b + REQ.length] >>> 0,
       att = r[b + REQ.attach] >>> 0;
-    const cfg = this.#s.config;
+    const cfg = this.#server.config;
     // Every number below came from the peer: check before use.
     if ((flags & FLAG_BULK) !== 0) {
-      const bulk = this.#s.bulk;
+      const bulk = this.#server.bulk;
       if (off < bulk.offset || off + len + att > bulk.offset + bulk.size) {
         return this.fail(`slot ${i}: BULK payload [${off}, +${len + att}) outside the BULK area`);
       }
@@ -214,17 +227,23 @@ export class ServerSession implements ResponseSink {
       this.#telemetry.inc(TELEMETRY.BULK_SG_BYTES, len + att);
       this.#telemetry.inc(TELEMETRY.BULK_SG_ENTRIES, r[b + REQ.sg] >>> 0);
     } else {
-      const expect = this.#s.slotLocal.offset + i * cfg.slotSize;
+      const expect = this.#server.slotLocal.offset + i * cfg.slotSize;
       if (off !== expect || len + att > cfg.slotSize) {
         return this.fail(
           `slot ${i}: inline payload [${off}, +${len + att}) is not inside its slot`,
         );
       }
     }
-    const local = this.#ep.local;
+    if (
+      !this.#tokens.open(i, seq, (flags & FLAG_PREFER_LAZY) !== 0, (flags & FLAG_BULK) !== 0)
+    ) {
+      return this.fail(`slot ${i}: READY again while its last request is still being served`);
+    }
+    this.#telemetry.set(TELEMETRY.RING_USED, this.#tokens.openCount);
+    const local = this.#endpoint.local;
     const payload = local.slice(off, off + len);
     const attachment = att ? local.slice(off + len, off + len + att) : EMPTY;
-    if (method === METHOD_RECLAIM) return this.#reclaim(i, seq, payload);
+    if (method === METHOD_RECLAIM) return this.#reclaim(i, payload);
     if (method >= this.#methods.length) {
       return this.fail(`slot ${i}: method index ${method} ≥ ${this.#methods.length} methods`);
     }
@@ -243,19 +262,16 @@ export class ServerSession implements ResponseSink {
       });
       if (!(logLo | logHi)) this.#requestMeta[method] = request;
     }
-    const meta: RpcMeta = {
-      request,
-      // slot, seq, PREFER_LAZY and BULK ride in the correlation id (i + 2^16·flags + 2^18·seq)
-      correlationId: i + ((flags & FLAG_PREFER_LAZY) ? 0x10000 : 0) +
-        ((flags & FLAG_BULK) ? 0x20000 : 0) + seq * 0x40000,
-    };
+    // The answer comes back through send() with this token: the slot index.
+    const meta: RpcMeta = { request, correlationId: i };
     this.#dispatcher.dispatch(meta, payload, attachment, this, Date.now());
   }
 
-  #reclaim(i: number, seq: number, payload: Uint8Array): void {
+  /** A RECLAIM batch in the request behind `token`: frees the objects, answers empty. */
+  #reclaim(token: ResponseToken, payload: Uint8Array): void {
     if (payload.length % 8 !== 0) {
       return this.fail(
-        `slot ${i}: RECLAIM payload of ${payload.length} bytes is not a list of 8-byte references`,
+        `slot ${token}: RECLAIM payload of ${payload.length} bytes is not a list of 8-byte references`,
       );
     }
     const dv = new DataView(payload.buffer, payload.byteOffset, payload.length);
@@ -266,118 +282,51 @@ export class ServerSession implements ResponseSink {
       else this.#telemetry.inc(TELEMETRY.OBJ_STALE_REFS); // stale or repeated: harmless, counted
     }
     this.#telemetry.set(TELEMETRY.OBJPOOL_USED, this.#pool.usedSlabs);
-    this.#answer(i, seq, 0, KIND_INLINE, EMPTY, undefined, 0);
+    this.#answered(this.#answers.inline(token, 0, EMPTY, undefined, 0));
   }
 
   /** ResponseSink: the dispatcher's answer to a call of this session. */
   send(call: ServerCall, response: Uint8Array, errorCode: number, errorText: string): void {
     if (this.#closed !== null) return;
-    const cid = Number(call.meta.correlationId);
-    const i = cid % 0x10000, bits = Math.floor(cid / 0x10000) % 4, seq = Math.floor(cid / 0x40000);
-    const preferLazy = (bits & 1) !== 0, bulk = (bits & 2) !== 0;
+    const token: ResponseToken = Number(call.meta.correlationId);
+    if (!this.#tokens.isOpen(token)) return; // not a request of this session's ring
     const us = Math.round((Date.now() - call.receivedAt) * 1000);
+    const slotSize = this.#client.config.slotSize;
     if (errorCode !== 0) {
       this.#telemetry.inc(TELEMETRY.FAILED);
-      return this.#answer(
-        i,
-        seq,
-        errorCode,
-        KIND_INLINE,
-        enc.encode(errorText).subarray(0, this.#c.config.slotSize),
-        undefined,
-        us,
-      );
+      const text = enc.encode(errorText).subarray(0, slotSize);
+      return this.#answered(this.#answers.inline(token, errorCode, text, undefined, us));
     }
     this.#telemetry.inc(TELEMETRY.COMPLETED);
     const att = call.responseAttachment;
     const total = response.length + (att?.length ?? 0);
-    const lazy = total > this.#c.config.slotSize || (preferLazy && total >= this.#largeThreshold);
-    this.#telemetry.ewma(
-      bulk ? TELEMETRY_PATH.BULK : lazy ? TELEMETRY_PATH.LAZY : TELEMETRY_PATH.EAGER,
-      us,
-    );
-    if (!lazy) return this.#answer(i, seq, 0, KIND_INLINE, response, att, us);
+    const lazy = total > slotSize ||
+      (this.#tokens.prefersLazy(token) && total >= this.#largeThreshold);
+    const path = this.#tokens.cameBulk(token) ? "BULK" : lazy ? "LAZY" : "EAGER";
+    this.#telemetry.ewma(TELEMETRY_PATH[path], us);
+    if (!lazy) return this.#answered(this.#answers.inline(token, 0, response, att, us));
     const id = this.#pool.alloc(total);
-    if (id === POOL_FULL) {
+    if (id === POOL_EXHAUSTED) {
       this.#telemetry.inc(TELEMETRY.FAILED);
-      return this.#answer(
-        i,
-        seq,
-        EOVERCROWDED,
-        KIND_INLINE,
-        enc.encode(`object pool full (${total} bytes)`),
-        undefined,
-        us,
-      );
+      const text = enc.encode(`object pool full (${total} bytes)`);
+      return this.#answered(this.#answers.inline(token, EOVERCROWDED, text, undefined, us));
     }
     this.#pool.write(id, response, 0);
     if (att) this.#pool.write(id, att, response.length);
     this.#pool.publish(id);
     this.#telemetry.inc(TELEMETRY.OBJ_ALLOCS);
     this.#telemetry.set(TELEMETRY.OBJPOOL_USED, this.#pool.usedSlabs);
-    this.#writeDesc(
-      i,
-      seq,
-      0,
-      KIND_OBJECT,
-      response.length,
-      this.#s.objectPool.offset + this.#pool.objectOffset(id),
-      id,
-      this.#pool.generation(id),
-      att?.length ?? 0,
-      us,
-    );
+    this.#answered(this.#answers.object(token, id, response.length, att?.length ?? 0, us));
   }
 
-  #answer(
-    i: number,
-    seq: number,
-    status: number,
-    kind: number,
-    body: Uint8Array,
-    att: Uint8Array | undefined,
-    us: number,
-  ): void {
-    const at = this.#c.slotLocal.offset + i * this.#c.config.slotSize;
-    if (body.length) this.#ep.write(0, at, body, 0);
-    if (att?.length) this.#ep.write(0, at + body.length, att, 0);
-    this.#writeDesc(i, seq, status, kind, body.length, at, 0, 0, att?.length ?? 0, us);
-  }
-
-  #writeDesc(
-    i: number,
-    seq: number,
-    status: number,
-    kind: number,
-    length: number,
-    offset: number,
-    object: number,
-    gen: number,
-    att: number,
-    us: number,
-  ): void {
-    const d = this.#desc;
-    d[RESP.seq] = seq;
-    d[RESP.status] = status;
-    d[RESP.kind] = kind;
-    d[RESP.length] = length;
-    d[RESP.offset] = offset;
-    d[RESP.object] = object;
-    d[RESP.generation] = gen;
-    d[RESP.attach] = att;
-    d[RESP.serverUs] = Math.min(us, 0xffffffff);
-    const at = this.#c.responseRing.offset + i * DESC_WORDS * 4;
-    // Free our request slot BEFORE publishing: the client may reuse it the moment it sees READY.
-    Atomics.store(this.#ring, i * DESC_WORDS + REQ.state, 0);
-    this.#ep.write(0, at + 4, this.#descBytes, 0);
-    const st = this.#ep.writeU32(0, at, READY, 0); // state last, in its own write
-    this.#taken--;
-    this.#telemetry.set(TELEMETRY.RING_USED, this.#taken);
+  /** Bookkeeping after an answer was published with fabric status `status`. */
+  #answered(status: number): void {
+    this.#telemetry.set(TELEMETRY.RING_USED, this.#tokens.openCount);
     this.#kickPending = true;
-    if (st < 0) this.fail(`fabric write to the client failed (status ${st})`);
+    if (status < 0) this.fail(`fabric write to the client failed (status ${status})`);
     // An answer of an async handler arrives between rounds, maybe while this server sleeps:
-    // kick at once, or a sleeping client would not hear of it until its wait times out.
-    else if (!this.#inPoll) this.flushKick();
+    // ring at once, or a sleeping client would not hear of it until its wait times out.
+    else if (!this.#inPoll) this.#ringClientDoorbell();
   }
 
   /** Frees objects older than the TTL; returns how many. */
@@ -404,15 +353,12 @@ export class ServerSession implements ResponseSink {
   close(reason = "closed"): void {
     if (this.#closed !== null) return;
     // Tell the client (state word of its control page) before the memory goes away.
-    if (!this.#ep.failed) {
-      this.#ep.writeU32(0, this.#c.control.offset + CONTROL.state, SESSION_CLOSED, 0);
-      this.#ep.kick();
+    if (!this.#endpoint.failed) {
+      this.#endpoint.writeU32(0, this.#client.control.offset + CONTROL.state, SESSION_CLOSED, 0);
+      this.#endpoint.kick();
     }
     this.#closed = reason;
     this.#abort.abort();
-    this.#ep.close();
+    this.#endpoint.close();
   }
 }
-
-/** Header bytes before an object's data (the client reads header + data + trailer). */
-export const OBJECT_DATA_SKIP = OBJECT_HEADER_BYTES;

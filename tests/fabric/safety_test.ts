@@ -149,6 +149,42 @@ for (const [what, fields, logged] of LIES) {
   });
 }
 
+test("a request published into a slot the server still serves fails that session only (logged)", async () => {
+  const { server, log } = await startServer();
+  const liar = await client(server);
+  const honest = await client(server);
+  try {
+    await honest.call("test.Fabric", "Echo", pattern(8, 1));
+    const s = liar.session!, slotLocal = s.layouts.server.slotLocal.offset + 60 * 4096;
+    const slow = new TextEncoder().encode("300");
+    s.endpoint.write(0, slotLocal, slow, 0);
+    const request = {
+      seq: 1,
+      method: s.methodIndex("test.Fabric", "Slow"),
+      offset: slotLocal,
+      length: slow.length,
+    };
+    forge(liar, 60, request);
+    await new Promise((r) => setTimeout(r, 50)); // the server took it; its handler sleeps
+    forge(liar, 60, { ...request, seq: 2 });
+    await until(() => server.fabric!.sessions.size === 1, 2000, "the liar's session to be failed");
+    assert(
+      log.warnings.some((w) => w.includes("still being served")),
+      `logged reason in ${JSON.stringify(log.warnings)}`,
+    );
+    const r = await honest.call("test.Fabric", "Echo", pattern(100, 2));
+    assertEquals(
+      [r.path, r.response],
+      ["EAGER", pattern(100, 2)],
+      "the honest session is untouched",
+    );
+  } finally {
+    await liar.close();
+    await honest.close();
+    await server.close();
+  }
+});
+
 test(
   `a ${otherRuntime()} client killed mid-call: its session and shm are reclaimed, others are served`,
   async () => {

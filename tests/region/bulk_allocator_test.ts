@@ -1,11 +1,11 @@
 /**
- * BulkAllocator: random alloc/free checked against a model, coalescing, FULL, out-of-order frees,
+ * BulkAllocator: random alloc/free checked against a model, coalescing, AREA_EXHAUSTED, out-of-order frees,
  * double frees, parameter validation.
  * @module
  */
 import { assert, assertEquals, assertThrows, test } from "../harness.ts";
 import { VerbusError } from "../../errors.ts";
-import { BulkAllocator, FULL } from "../../rpc/region/bulk_allocator.ts";
+import { AREA_EXHAUSTED, BulkAllocator } from "../../rpc/region/bulk_allocator.ts";
 
 /** Deterministic PRNG (mulberry32). */
 function rng(seed: number): () => number {
@@ -64,9 +64,12 @@ test("random alloc/free sequences match a model; all freed → one free block of
         const rounded = Math.ceil(len / 64) * 64;
         const firstFit = b.freeList().find((x) => x.length >= rounded);
         const off = b.alloc(len);
-        if (off === FULL) {
+        if (off === AREA_EXHAUSTED) {
           fulls++;
-          assert(firstFit === undefined || live.size === 256, "FULL only when nothing fits");
+          assert(
+            firstFit === undefined || live.size === 256,
+            "AREA_EXHAUSTED only when nothing fits",
+          );
         } else {
           assertEquals(off, firstFit?.offset, "first fit");
           live.set(off, rounded);
@@ -75,7 +78,7 @@ test("random alloc/free sequences match a model; all freed → one free block of
       if (step % 50 === 0) checkInvariants(b, live);
     }
     checkInvariants(b, live);
-    assert(fulls > 0, "the sequence exercised FULL");
+    assert(fulls > 0, "the sequence exercised AREA_EXHAUSTED");
     for (const off of [...live.keys()].reverse()) assert(b.free(off));
     live.clear();
     checkInvariants(b, live);
@@ -88,7 +91,7 @@ test("frees in any order coalesce with both neighbours", () => {
   const b = new BulkAllocator(64 * 8, 64);
   const o = [0, 1, 2, 3, 4, 5, 6, 7].map(() => b.alloc(64));
   assertEquals(o, [0, 64, 128, 192, 256, 320, 384, 448]);
-  assertEquals(b.alloc(1), FULL);
+  assertEquals(b.alloc(1), AREA_EXHAUSTED);
   for (const i of [5, 1, 3]) assert(b.free(o[i]));
   assertEquals(b.freeExtents, 3);
   assert(b.free(o[2])); // joins 1 and 3
@@ -101,17 +104,19 @@ test("frees in any order coalesce with both neighbours", () => {
   assertEquals(b.freeList(), [{ offset: 0, length: 512 }]);
 });
 
-test("FULL: too big, exhausted, maxAllocs live, bad lengths", () => {
+test("AREA_EXHAUSTED (FULL): too big, exhausted, maxAllocs live, bad lengths", () => {
   const b = new BulkAllocator(4096, 64, 4);
-  assertEquals(b.alloc(4097), FULL, "bigger than capacity");
+  assertEquals(b.alloc(4097), AREA_EXHAUSTED, "bigger than capacity");
   assertEquals(b.alloc(4096), 0);
-  assertEquals(b.alloc(1), FULL, "exhausted");
+  assertEquals(b.alloc(1), AREA_EXHAUSTED, "exhausted");
   assert(b.free(0));
   for (let i = 0; i < 4; i++) assertEquals(b.alloc(1), i * 64);
-  assertEquals(b.alloc(1), FULL, "maxAllocs allocations live");
+  assertEquals(b.alloc(1), AREA_EXHAUSTED, "maxAllocs allocations live");
   assert(b.free(64));
   assertEquals(b.alloc(1), 64);
-  for (const bad of [0, -5, NaN, Infinity]) assertEquals(b.alloc(bad), FULL, `len ${bad}`);
+  for (const bad of [0, -5, NaN, Infinity]) {
+    assertEquals(b.alloc(bad), AREA_EXHAUSTED, `len ${bad}`);
+  }
 });
 
 test("sizes round up to align; capacity rounds down", () => {

@@ -5,13 +5,12 @@
  */
 import { assert, assertEquals, assertThrows, test } from "../harness.ts";
 import { VerbusError } from "../../errors.ts";
+import { ObjectPool, POOL_EXHAUSTED } from "../../rpc/region/object_pool.ts";
 import {
-  FULL,
   OBJECT_HEADER_BYTES,
   OBJECT_OVERHEAD_BYTES,
-  ObjectPool,
   verifyObject,
-} from "../../rpc/region/object_pool.ts";
+} from "../../rpc/region/object_format.ts";
 
 const KiB = 1024;
 
@@ -76,9 +75,9 @@ test("slab counts: 1 slab, exact fit, 64 KiB data needs 2 slabs, many slabs", ()
   assertEquals([a, b, c], [0, 1, 3]);
   assertEquals(p.usedSlabs, 1 + 2 + 6);
   assertEquals(p.stats().usage, 9 / 16);
-  assertEquals(p.alloc(p.maxObjectBytes + 1), FULL, "larger than the whole pool");
-  assertEquals(p.alloc(-1), FULL);
-  assertEquals(p.alloc(1.5), FULL);
+  assertEquals(p.alloc(p.maxObjectBytes + 1), POOL_EXHAUSTED, "larger than the whole pool");
+  assertEquals(p.alloc(-1), POOL_EXHAUSTED);
+  assertEquals(p.alloc(1.5), POOL_EXHAUSTED);
 });
 
 test("an object spanning several slabs keeps header, data and trailer in place", () => {
@@ -94,7 +93,7 @@ test("an object spanning several slabs keeps header, data and trailer in place",
   assert(verifyObject(readObject(p, bytes, id, len), g, len));
 });
 
-test("FULL when exhausted and when fragmented; success after reclaim", () => {
+test("POOL_EXHAUSTED (FULL) when exhausted and when fragmented; success after reclaim", () => {
   const { p } = pool(8);
   const ids: number[] = [], gens: number[] = [];
   for (let i = 0; i < 8; i++) {
@@ -102,11 +101,11 @@ test("FULL when exhausted and when fragmented; success after reclaim", () => {
     gens.push(p.publish(ids[i]));
   }
   assertEquals(ids, [0, 1, 2, 3, 4, 5, 6, 7]);
-  assertEquals(p.alloc(1), FULL, "exhausted");
+  assertEquals(p.alloc(1), POOL_EXHAUSTED, "exhausted");
   // Free every other slab: 4 free slabs, none contiguous.
   for (const i of [0, 2, 4, 6]) assertEquals(p.reclaim(ids[i], gens[i]), "ok");
   assertEquals(p.usedSlabs, 4);
-  assertEquals(p.alloc(64 * KiB), FULL, "fragmented: no 2 contiguous slabs");
+  assertEquals(p.alloc(64 * KiB), POOL_EXHAUSTED, "fragmented: no 2 contiguous slabs");
   assertEquals(p.alloc(10), 0, "a single slab still fits (first fit)");
   assertEquals(p.reclaim(ids[3], gens[3]), "ok"); // frees slab 3: 2,3,4 now contiguous
   assertEquals(p.alloc(2 * 64 * KiB), 2, "3-slab object after reclaim");

@@ -1,0 +1,69 @@
+/**
+ * The options of `connect()` (rpc/client.ts): the TCP channel's options plus the fabric, region,
+ * path-selection, re-negotiation, fault-injection and progress-loop settings. One zod schema
+ * gives the types, the defaults and the messages (unknown keys are rejected; a message names the
+ * bad field). Also the option and result types of one client call.
+ *
+ * Pure declarations: any thread; parsing allocates a fresh options object.
+ * @module
+ */
+import { z } from "zod";
+import { FABRICS } from "../transport/registry.ts";
+import { type CallOptions, type CallResult, ChannelOptionsSchema } from "./channel.ts";
+import { regionConfigSchema } from "./region/layout.ts";
+import { type CallPath, callPathSchema, selectorConfigSchema } from "./selector.ts";
+import { progressOptionsSchema } from "./session/progress.ts";
+
+/** Fault injection (tests and demos): what `verbus call --simulate-*` sets. */
+export const faultsSchema = z.object({
+  /** Treat the fabric as down: every call goes over TCP. */
+  fabricDown: z.boolean().default(false),
+  /** The Nth fabric operation fails (1-based); that call retries over TCP. 0 = never. */
+  opFail: z.number().int().min(0).default(0),
+  /** Start with this many fabric errors counted (over the threshold → TCP). */
+  errors: z.number().int().min(0).default(0),
+  /** Ask the server to publish ring or object-pool pressure for this session. */
+  serverPressure: z.enum(["ring", "objpool"]).optional(),
+}).strict();
+
+/** Options of `connect()`; unknown keys are rejected and messages name the field. */
+export const connectOptionsSchema = ChannelOptionsSchema.extend({
+  /** Which data plane to use: the best the two hosts share (auto), one fabric, or TCP only. */
+  fabric: z.enum(["auto", ...FABRICS, "tcp"] as const).default("auto"),
+  /** The region to propose (the server may shrink it). */
+  region: regionConfigSchema.partial().default({}),
+  /** Path-selection thresholds. */
+  selector: selectorConfigSchema.partial().default({}),
+  /** Per-fabric provider options (e.g. `verbs: { sourceAddr, port }`, `urma: { library }`). */
+  providerOptions: z.record(z.string(), z.unknown()).default({}),
+  /** Force every call onto one path. */
+  forcePath: callPathSchema.optional(),
+  /** After a session fails, negotiate a new one this long after (doubling while it fails; 0 = never). */
+  reestablishMs: z.number().int().min(0).max(3_600_000).default(2000),
+  /** Refresh the server's control-page snapshot every N fabric calls (0 = never). */
+  refreshEvery: z.number().int().min(0).default(64),
+  faults: faultsSchema.default({ fabricDown: false, opFail: 0, errors: 0 }),
+  /** Progress-loop tunables. */
+  progress: progressOptionsSchema,
+}).strict();
+
+/** `connect()` options as users write them (every field optional). */
+export type ClientOptions = z.input<typeof connectOptionsSchema>;
+/** `connect()` options after validation (defaults filled in). */
+export type ConnectSettings = z.output<typeof connectOptionsSchema>;
+
+/** Options of one call. */
+export interface ClientCallOptions extends CallOptions {
+  /** Force this call's path. */
+  forcePath?: CallPath;
+  /** How large the caller expects the response to be (LAZY when ≥ the large threshold). */
+  expectedResponseBytes?: number;
+}
+
+/** A call's answer and how it travelled. The caller owns the byte arrays. */
+export interface ClientCallResult extends CallResult {
+  /** The path the call really took. */
+  path: CallPath;
+  /** What carried it: "shm", "verbs", "urma", "urma (simulated)" or "tcp". */
+  fabric: string;
+}

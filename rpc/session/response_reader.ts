@@ -1,0 +1,226 @@
+/**
+ * Reads responses, client side. A READY response descriptor in slot i is checked before use
+ * (its seq must echo the request's; every offset and length came from the server and must lie
+ * inside the client's slot or the server's object pool — a violation fails the session), then:
+ * - INLINE (EAGER, and every error answer): the body is copied out of the slot and the call
+ *   settles at once;
+ * - OBJECT (LAZY): the object is read one-sided into staging (wr id = slot index); when that
+ *   read completes, header and trailer generations are checked, the data copied out, the
+ *   reference queued for RECLAIM, and the call settles.
+ * The slot is released once its result was copied out and no completion for it is outstanding.
+ *
+ * Ownership and threading: one reader per client session, on its JS thread. Results are fresh
+ * copies the caller owns; an EAGER answer allocates only those copies.
+ * @module
+ */
+import { VerbusError } from "../../errors.ts";
+import { type FabricEndpoint, FAILED, OK, SIGNALED } from "../../transport/fabric.ts";
+import { EOVERCROWDED, RpcError } from "../errors.ts";
+import { DESC_WORDS, FREE, KIND_INLINE, KIND_OBJECT, READY, RESP } from "../region/descriptors.ts";
+import type { RegionLayout } from "../region/layout.ts";
+import {
+  OBJECT_HEADER_BYTES,
+  OBJECT_OVERHEAD_BYTES,
+  verifyObject,
+} from "../region/object_format.ts";
+import { SLOT_FREE, type SlotTable } from "./client_slots.ts";
+import type { ClientSessionStats } from "./fabric_call.ts";
+import type { ObjectLifecycleProbe } from "./object_lifecycle_probe.ts";
+import type { ReclaimBatcher } from "./reclaim_batcher.ts";
+import type { StagingArea } from "./staging_area.ts";
+
+const dec = new TextDecoder();
+const EMPTY = new Uint8Array(0);
+
+/** What a {@link ResponseReader} works with (all owned by the session). */
+export interface ResponseReaderInit {
+  endpoint: FabricEndpoint;
+  server: RegionLayout;
+  client: RegionLayout;
+  slots: SlotTable;
+  staging: StagingArea;
+  reclaims: ReclaimBatcher;
+  lifecycle: ObjectLifecycleProbe;
+  stats: ClientSessionStats;
+  /** Fails the whole session (a fabric error or a server that broke the protocol). */
+  fail(reason: string): void;
+}
+
+/** See the module documentation. */
+export class ResponseReader {
+  readonly #endpoint: FabricEndpoint;
+  readonly #server: RegionLayout;
+  readonly #client: RegionLayout;
+  readonly #slots: SlotTable;
+  readonly #staging: StagingArea;
+  readonly #reclaims: ReclaimBatcher;
+  readonly #lifecycle: ObjectLifecycleProbe;
+  readonly #stats: ClientSessionStats;
+  readonly #fail: (reason: string) => void;
+  /** The client's response ring, as u32 words (Int32 for Atomics). */
+  readonly #ring: Int32Array;
+  #readsPosted = 0;
+
+  constructor(init: ResponseReaderInit) {
+    this.#endpoint = init.endpoint;
+    this.#server = init.server;
+    this.#client = init.client;
+    this.#slots = init.slots;
+    this.#staging = init.staging;
+    this.#reclaims = init.reclaims;
+    this.#lifecycle = init.lifecycle;
+    this.#stats = init.stats;
+    this.#fail = init.fail;
+    const local = init.endpoint.local, ring = init.client.responseRing;
+    this.#ring = new Int32Array(local.buffer, local.byteOffset + ring.offset, ring.size >> 2);
+  }
+
+  /** True when the response descriptor of slot `i` is READY. */
+  isReady(i: number): boolean {
+    return Atomics.load(this.#ring, i * DESC_WORDS + RESP.state) === READY;
+  }
+
+  /**
+   * LAZY reads posted since the last call (work that completed no call yet: its completion
+   * follows); resets the count.
+   */
+  takeReadsPosted(): number {
+    const n = this.#readsPosted;
+    this.#readsPosted = 0;
+    return n;
+  }
+
+  /** Consumes the READY response of slot `i`; returns how many calls it completed (0 or 1). */
+  read(i: number): number {
+    const r = this.#ring, b = i * DESC_WORDS, slot = this.#slots.slot(i);
+    const seq = r[b + RESP.seq] >>> 0,
+      status = r[b + RESP.status] >>> 0,
+      kind = r[b + RESP.kind] >>> 0;
+    const len = r[b + RESP.length] >>> 0,
+      off = r[b + RESP.offset] >>> 0,
+      att = r[b + RESP.attach] >>> 0;
+    Atomics.store(r, b + RESP.state, FREE);
+    if (seq !== slot.seq) {
+      return this.#violation(`slot ${i}: response seq ${seq}, expected ${slot.seq}`);
+    }
+    if (status !== 0 || kind === KIND_INLINE) {
+      return this.#readInline(i, status, kind, off, len, att);
+    }
+    if (kind !== KIND_OBJECT) return this.#violation(`slot ${i}: unknown response kind ${kind}`);
+    const pool = this.#server.objectPool, size = OBJECT_OVERHEAD_BYTES + len + att;
+    if (off < pool.offset || off + size > pool.offset + pool.size) {
+      return this.#violation(
+        `slot ${i}: object reference [${off}, +${size}) outside the object pool`,
+      );
+    }
+    slot.object = r[b + RESP.object] >>> 0;
+    slot.generation = r[b + RESP.generation] >>> 0;
+    slot.responseBytes = len;
+    slot.attachmentBytes = att;
+    const call = slot.call;
+    if (!call) { // abandoned (timed out): give the object back without reading it
+      this.#reclaims.queue(slot.object, slot.generation);
+      this.#slots.release(i);
+      return 0;
+    }
+    const stagingOffset = this.#staging.alloc(size);
+    if (stagingOffset < 0) {
+      this.#reclaims.queue(slot.object, slot.generation);
+      this.#slots.release(i);
+      call.reject(new VerbusError("FULL", `no staging room for a ${size}-byte LAZY result`));
+      return 1;
+    }
+    slot.stagingOffset = stagingOffset;
+    slot.lazyReadBytes = size;
+    const st = this.#endpoint.read(i, this.#staging.view(stagingOffset, size), off, SIGNALED);
+    if (st !== OK) {
+      this.#slots.release(i);
+      call.reject(new VerbusError("FABRIC", `LAZY read failed to post (status ${st})`));
+      if (st === FAILED) this.#fail("fabric read failed");
+      return 1;
+    }
+    this.#endpoint.flush();
+    this.#stats.lazyReads++;
+    this.#readsPosted++; // not a completed call, but progress: the read's completion follows
+    return 0;
+  }
+
+  /** An INLINE answer (or an error answer) in slot `i`'s area of the client region. */
+  #readInline(
+    i: number,
+    status: number,
+    kind: number,
+    off: number,
+    len: number,
+    att: number,
+  ): number {
+    const slotSize = this.#client.config.slotSize;
+    const at = this.#client.slotLocal.offset + i * slotSize;
+    if (kind !== KIND_INLINE || off !== at || len + att > slotSize) {
+      return this.#violation(
+        `slot ${i}: inline response [${off}, +${len + att}) is not inside its slot`,
+      );
+    }
+    const local = this.#endpoint.local, call = this.#slots.slot(i).call;
+    if (status !== 0) {
+      const text = dec.decode(local.subarray(off, off + len));
+      this.#slots.release(i);
+      call?.reject(
+        status === EOVERCROWDED ? new VerbusError("FULL", text) : new RpcError(status, text),
+      );
+      return 1;
+    }
+    const response = local.slice(off, off + len),
+      attachment = att ? local.slice(off + len, off + len + att) : EMPTY;
+    this.#slots.release(i);
+    // Answered inline: the call was EAGER (even if it preferred LAZY), unless its request went BULK.
+    call?.resolve({ response, attachment, path: call.path === "BULK" ? "BULK" : "EAGER" });
+    return 1;
+  }
+
+  /**
+   * The completion (fabric `status`, 0 = OK) of the LAZY read of slot `i`; returns how many calls
+   * it completed. Ignores a wr id that is no slot with a read in flight.
+   */
+  readCompleted(i: number, status: number): number {
+    const slot = this.#slots.slot(i);
+    if (!slot || slot.state === SLOT_FREE || slot.lazyReadBytes === 0) return 0;
+    const call = slot.call;
+    if (status !== 0) {
+      const text = this.#endpoint.statusText(status);
+      this.#slots.release(i);
+      call?.reject(new VerbusError("FABRIC", `LAZY read completed with ${text}`));
+      this.#fail(`read completion error: ${text}`);
+      return 1;
+    }
+    const bytes = this.#staging.view(slot.stagingOffset, slot.lazyReadBytes);
+    const total = slot.responseBytes + slot.attachmentBytes;
+    this.#lifecycle.observe(slot.object, slot.generation);
+    if (!this.#lifecycle.skipReclaim) this.#reclaims.queue(slot.object, slot.generation);
+    if (!verifyObject(bytes, slot.generation, total)) {
+      this.#stats.staleObjects++;
+      this.#slots.release(i);
+      call?.reject(
+        new VerbusError(
+          "FABRIC",
+          `LAZY object ${slot.object} changed under the read (generation ${slot.generation})`,
+        ),
+      );
+      return 1;
+    }
+    const data = OBJECT_HEADER_BYTES;
+    const response = bytes.slice(data, data + slot.responseBytes);
+    const attachment = slot.attachmentBytes
+      ? bytes.slice(data + slot.responseBytes, data + total)
+      : EMPTY;
+    this.#slots.release(i);
+    // A BULK request keeps its name even when its answer came by reference.
+    call?.resolve({ response, attachment, path: call.path === "BULK" ? "BULK" : "LAZY" });
+    return 1;
+  }
+
+  #violation(reason: string): number {
+    this.#fail(`server broke the protocol: ${reason}`);
+    return 0;
+  }
+}
