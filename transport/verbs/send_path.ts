@@ -56,8 +56,6 @@ export class VerbsSendPath implements RdmaSendPort {
   /** The bounce ring's bytes and u32 view (registered, local access only). */
   readonly bounce: Uint8Array;
   readonly bounce32: Uint32Array;
-  /** False once nothing may be posted (the endpoint failed or closed). */
-  usable = true;
   #failure: string | null = null;
   #failureIsFlush = false;
   /** Set once the native resources are gone: nothing may touch the CQ. */
@@ -120,7 +118,12 @@ export class VerbsSendPath implements RdmaSendPort {
     });
   }
 
-  /** Why the endpoint failed, or null. */
+  /** True until the endpoint failed or closed: then nothing is posted any more. */
+  get usable(): boolean {
+    return this.#failure === null;
+  }
+
+  /** Why the endpoint failed ("closed" once closed), or null. */
   get failure(): string | null {
     return this.#failure;
   }
@@ -134,12 +137,10 @@ export class VerbsSendPath implements RdmaSendPort {
     if (this.#failure !== null && (!this.#failureIsFlush || flushed)) return;
     this.#failure = reason;
     this.#failureIsFlush = flushed;
-    this.usable = false;
   }
 
   /** The endpoint closes: nothing is posted any more; a healthy endpoint's reason is "closed". */
   markClosed(): void {
-    this.usable = false;
     this.#failure ??= "closed";
   }
 
