@@ -126,6 +126,7 @@ export class VerbsServerOffer implements ServerOffer {
     this.#failure ||= reason;
     this.forget();
     try {
+      this.#connection?.disconnect();
       this.#connection?.close();
     } finally {
       this.prepared.close();
