@@ -7,7 +7,6 @@
  * @module
  */
 import { computeLayout, regionConfigSchema } from "../../rpc/region/layout.ts";
-import type { ClientHello } from "../../rpc/session/hello.ts";
 import { VerbsClientProvider, VerbsServerProvider } from "../../transport/verbs/provider.ts";
 import { Completions } from "../../transport/fabric.ts";
 import type { VerbsEndpoint } from "../../transport/verbs/verbs_endpoint.ts";
@@ -19,28 +18,29 @@ export async function endpointPingPong(
   region: Record<string, number>,
   n: number,
 ): Promise<{ p50: number; mean: number }> {
-  const sp = await VerbsServerProvider.create(
-    { verbs: { addr: server, port: 0, mode: "poll" } },
-    () => {},
-  );
+  const sp = await VerbsServerProvider.create({ addr: server, port: 0, mode: "poll" }, () => {});
   if (typeof sp === "string") throw new Error(sp);
-  const cp = await VerbsClientProvider.create({ verbs: { sourceAddr: client, mode: "poll" } });
+  const cp = await VerbsClientProvider.create({ sourceAddr: client, mode: "poll" });
   if (typeof cp === "string") throw new Error(cp);
   const cfg = regionConfigSchema.parse(region);
   const sl = computeLayout("server", cfg), cl = computeLayout("client", cfg);
-  const hello = { params: { verbs: { mode: "poll" } } } as unknown as ClientHello;
+  const sizes = { server: sl.size, client: cl.size, maxMessage: cfg.slotSize };
   const off = await sp.offer({
     sessionId: 1,
-    server: sl,
-    client: cl,
-    hello,
+    sizes,
+    peer: { bootId: "", pid: 0, host: client },
     params: { mode: "poll" },
-    peerHost: client,
   });
-  const c = await cp.open(off.offer, sl, cl) as VerbsEndpoint;
-  const s = off.endpoint as VerbsEndpoint;
+  let c: VerbsEndpoint, s: VerbsEndpoint;
   try {
-    if (!(await off.confirm())) throw new Error("server did not confirm the pair");
+    c = await cp.open(off.offer, sizes) as VerbsEndpoint;
+    s = await off.connect() as VerbsEndpoint;
+  } catch (e) {
+    off.abort("bench pair failed");
+    sp.close();
+    throw e;
+  }
+  try {
     const msg = new Uint8Array(64).fill(5);
     const at = sl.slotLocal.offset, back = cl.slotLocal.offset;
     let seenS = s.doorbell(), seenC = c.doorbell();
@@ -76,7 +76,7 @@ export async function endpointPingPong(
   } finally {
     c.close();
     s.close();
-    await Promise.all([c.closed, s.closed]);
+    await Promise.all([c.released, s.released]);
     sp.close();
   }
 }

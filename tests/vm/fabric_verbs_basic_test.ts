@@ -125,7 +125,7 @@ test(
           );
         }
         const ep = c.session!.endpoint as VerbsEndpoint;
-        ep.corruptRkeyForTest();
+        ep.faults.inject("bad-remote-key");
         // The call that hits the bad key settles (error or timeout) — never hangs.
         const poisoned = await c.call(S, "Echo", pattern(64, 99)).then(
           (r) => `ok ${r.fabric}`,

@@ -8,7 +8,7 @@ import type { CompletionQueue } from "../../transport/verbs/cq.ts";
 import { wcStatusStr } from "../../transport/verbs/cq.ts";
 import { openDevice } from "../../transport/verbs/device.ts";
 import type { MemoryRegion } from "../../transport/verbs/mr.ts";
-import type { QueuePair } from "../../transport/verbs/qp.ts";
+import { directQpSteps, type QueuePair } from "../../transport/verbs/qp.ts";
 import { FULL, SendBatch } from "../../transport/verbs/send_batch.ts";
 import type { VerbsLib } from "../../transport/verbs/verbs_lib.ts";
 import { WcReader } from "../../transport/verbs/wc_reader.ts";
@@ -66,12 +66,20 @@ export function connectPair(
   const a = end(v, devA, events), b = end(v, devB, events);
   const access = IBV_ACCESS.LOCAL_WRITE | IBV_ACCESS.REMOTE_WRITE | IBV_ACCESS.REMOTE_READ;
   const ga = a.ctx.queryGid(1, gidIndex), gb = b.ctx.queryGid(1, gidIndex);
-  a.qp.toInit(1, access);
-  b.qp.toInit(1, access);
-  a.qp.toRtr({ qpNum: b.qp.qpNum, psn: 0x1234, gid: gb }, 1, gidIndex);
-  b.qp.toRtr({ qpNum: a.qp.qpNum, psn: 0x4321, gid: ga }, 1, gidIndex);
-  a.qp.toRts(0x4321);
-  b.qp.toRts(0x1234);
+  a.qp.bringUp(directQpSteps({
+    remote: { qpNum: b.qp.qpNum, psn: 0x1234, gid: gb },
+    port: 1,
+    sgidIndex: gidIndex,
+    psn: 0x4321,
+    access,
+  }));
+  b.qp.bringUp(directQpSteps({
+    remote: { qpNum: a.qp.qpNum, psn: 0x4321, gid: ga },
+    port: 1,
+    sgidIndex: gidIndex,
+    psn: 0x1234,
+    access,
+  }));
   return {
     a,
     b,

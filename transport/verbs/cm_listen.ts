@@ -1,5 +1,5 @@
 /**
- * The listening side of rdma_cm (state machines and event loop in cm.ts): a {@link CmListener}
+ * The listening side of rdma_cm (the state machine in cm.ts, the event loop in cm_events.ts): a {@link CmListener}
  * bound to one RDMA address, and each connect request as a {@link CmRequest} the provider
  * accepts (bringing its own QP up towards the requester) or rejects with a reason the client
  * sees in its REJECTED event.
@@ -8,7 +8,8 @@
 import { VerbusError } from "../../errors.ts";
 import { be16, cmCheck, cmIdDevice, sockaddrIn } from "./cm_lib.ts";
 import { cmBringUp, connParam } from "./cm_qp.ts";
-import { CmConnection, type CmEventLoop, EV } from "./cm.ts";
+import { CmConnection } from "./cm.ts";
+import { type CmEventLoop, EV } from "./cm_events.ts";
 import type { QpTuning, QueuePair } from "./qp.ts";
 
 /** A connect request as the listener sees it: accept with a QP, or reject with a reason. */
@@ -90,7 +91,7 @@ export class CmListener {
     loop.on(id, (ev) => {
       if (ev.type !== EV.CONNECT_REQUEST) return;
       const child = new CmConnection(loop, ev.id, `request on ${addr}:${this.port}`, "REQUESTED");
-      loop.on(ev.id, (late) => child.handleLate(late));
+      loop.on(ev.id, (late) => child.handleEvent(late));
       const req = new CmRequest(child, ev.data);
       try {
         onRequest(req);

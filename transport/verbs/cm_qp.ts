@@ -2,8 +2,8 @@
  * Bringing up a verbus-owned RC QP over an rdma_cm connection. rdma_cm supplies what only it
  * knows (port, P_Key, GIDs and path, the peer's QP number and PSN) through `rdma_init_qp_attr`;
  * verbus then sets the attributes it chooses deliberately (access flags, min RNR timer, ACK
- * timeout, retry and RNR retry counts) on top, and moves the QP itself — the same sequence
- * librdmacm runs for a QP it owns (INIT, INIT again after the request, RTR, RTS). Control path.
+ * timeout, retry and RNR retry counts) on top, and moves the QP itself through its one
+ * bring-up path (INIT → RTR → RTS, `QueuePair.bringUp`) once the peer is known. Control path.
  * @module
  */
 import { IBV_QP_ATTR } from "../../ffi/layouts/verbs.ts";
@@ -11,56 +11,51 @@ import { RDMA_CONN_PARAM } from "../../ffi/layouts/rdmacm.ts";
 import { IBV_ACCESS, IBV_QP_ATTR_MASK as M, IBV_QPS } from "../../ffi/symbols/libibverbs.ts";
 import type { NonNullPtr } from "../../ffi/types.ts";
 import { cmCheck, type CmLib } from "./cm_lib.ts";
-import type { QpTuning } from "./qp.ts";
-import type { QueuePair } from "./qp.ts";
-import { checkRc } from "./verbs_lib.ts";
+import type { QpBringUpSteps, QpTuning, QueuePair } from "./qp.ts";
 
 /** Access of every verbus session QP: the peer writes into and reads from the region. */
 export const SESSION_QP_ACCESS = IBV_ACCESS.LOCAL_WRITE | IBV_ACCESS.REMOTE_WRITE |
   IBV_ACCESS.REMOTE_READ;
 
-const STATE_NAME = ["RESET", "INIT", "RTR", "RTS"] as const;
-
 /**
- * Moves `qp` to `state` (INIT, RTR or RTS) with the attributes rdma_cm computes for `id`, plus
- * verbus' own choices from `tuning`. Throws a NativeError naming the failing call.
+ * The bring-up steps of a QP connected through the rdma_cm id `id`: for each state, the
+ * attributes rdma_cm computes (`rdma_init_qp_attr`), plus verbus' own choices from `tuning`.
  */
-export function cmModifyQp(
+export function cmQpSteps(
   lib: CmLib,
   id: NonNullPtr,
-  qp: QueuePair,
-  state: number,
+  qpNum: number,
   tuning: QpTuning,
-): void {
-  const attr = new Uint8Array(IBV_QP_ATTR.$size);
-  const d = new DataView(attr.buffer);
+): QpBringUpSteps {
   const mask = new Int32Array(1);
-  d.setUint32(IBV_QP_ATTR.qp_state, state, true);
-  const what = `QP ${qp.qpNum} → ${STATE_NAME[state] ?? state}`;
-  cmCheck(lib, lib.cm.symbols.rdma_init_qp_attr(id, attr, mask), "rdma_init_qp_attr", what);
-  let m = mask[0];
-  if (state === IBV_QPS.INIT) {
-    d.setUint32(IBV_QP_ATTR.qp_access_flags, SESSION_QP_ACCESS, true);
-    m |= M.ACCESS_FLAGS;
-  } else if (state === IBV_QPS.RTR) {
-    d.setUint8(IBV_QP_ATTR.min_rnr_timer, tuning.minRnrTimer);
-    m |= M.MIN_RNR_TIMER;
-  } else if (state === IBV_QPS.RTS) {
-    d.setUint8(IBV_QP_ATTR.timeout, tuning.timeout);
-    d.setUint8(IBV_QP_ATTR.retry_cnt, tuning.retryCnt);
-    d.setUint8(IBV_QP_ATTR.rnr_retry, tuning.rnrRetry);
-    m |= M.TIMEOUT | M.RETRY_CNT | M.RNR_RETRY;
-  }
-  checkRc(lib, lib.verbs.symbols.ibv_modify_qp(qp.handle, attr, m), "ibv_modify_qp", what, {
-    qpNum: qp.qpNum,
-  });
+  return (state, attr) => {
+    const d = new DataView(attr.buffer, attr.byteOffset, attr.length);
+    cmCheck(
+      lib,
+      lib.cm.symbols.rdma_init_qp_attr(id, attr, mask),
+      "rdma_init_qp_attr",
+      `QP ${qpNum} → state ${state}`,
+    );
+    let m = mask[0];
+    if (state === IBV_QPS.INIT) {
+      d.setUint32(IBV_QP_ATTR.qp_access_flags, SESSION_QP_ACCESS, true);
+      m |= M.ACCESS_FLAGS;
+    } else if (state === IBV_QPS.RTR) {
+      d.setUint8(IBV_QP_ATTR.min_rnr_timer, tuning.minRnrTimer);
+      m |= M.MIN_RNR_TIMER;
+    } else if (state === IBV_QPS.RTS) {
+      d.setUint8(IBV_QP_ATTR.timeout, tuning.timeout);
+      d.setUint8(IBV_QP_ATTR.retry_cnt, tuning.retryCnt);
+      d.setUint8(IBV_QP_ATTR.rnr_retry, tuning.rnrRetry);
+      m |= M.TIMEOUT | M.RETRY_CNT | M.RNR_RETRY;
+    }
+    return m;
+  };
 }
 
-/** INIT (again) → RTR → RTS, as librdmacm does once the peer's parameters are known. */
+/** Brings `qp` up (INIT → RTR → RTS) towards the peer of the CM id `id`. */
 export function cmBringUp(lib: CmLib, id: NonNullPtr, qp: QueuePair, tuning: QpTuning): void {
-  cmModifyQp(lib, id, qp, IBV_QPS.INIT, tuning);
-  cmModifyQp(lib, id, qp, IBV_QPS.RTR, tuning);
-  cmModifyQp(lib, id, qp, IBV_QPS.RTS, tuning);
+  qp.bringUp(cmQpSteps(lib, id, qp.qpNum, tuning));
 }
 
 /**

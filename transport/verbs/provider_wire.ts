@@ -2,8 +2,9 @@
  * What the verbs fabric exchanges during the handshake, and its validation: provider options
  * (zod), the server's offer (JSON over the TCP hello), the connect request's private data
  * (client → server: its region and the session nonce) and the accept's (server → client: the
- * nonce echoed), and the control-page stamp each side checks with an RDMA READ. Every field from
- * a peer is validated and bounds-checked here; a lie fails the handshake, never the process.
+ * nonce echoed). The region stamp each side checks with an RDMA READ is transport/proof.ts.
+ * Every field from a peer is validated and bounds-checked here; a lie fails the handshake,
+ * never the process. Pure; any thread.
  * ```
  * connect private data, 48 B (≤ 56 on RoCE):
  *   0 magic 'VBCQ' | 4 version u16 | 6 flags u8 (bit0: client waits in event mode) | 7 0
@@ -13,8 +14,9 @@
  * @module
  */
 import { z } from "zod";
-import { VerbusError } from "../../errors.ts";
-import { CONTROL, REGION_MAGIC, REGION_VERSION } from "../../rpc/region/layout.ts";
+import { bytesEqual } from "../../util/hex.ts";
+import { PROOF_BYTES } from "../control_page.ts";
+import { NONCE_HEX } from "../proof.ts";
 import { isIPv4 } from "./cm_lib.ts";
 
 /** Wire version of the verbs handshake. */
@@ -24,8 +26,6 @@ const REP_MAGIC = 0x50434256; // 'VBCP'
 /** Bytes of the connect private data. */
 export const REQUEST_BYTES = 48;
 const ACCEPT_BYTES = 20;
-/** Bytes of a region's control page the peer checks (magic … proof). */
-export const STAMP_BYTES = CONTROL.proof + 16;
 
 const ipv4 = z.string().refine(
   isIPv4,
@@ -34,9 +34,9 @@ const ipv4 = z.string().refine(
 const mode = z.enum(["poll", "event"]);
 
 /** `providerOptions.verbs` of a server. */
-export const serverOptionsSchema = z.object({
-  /** CM port; default: the verbus TCP port + 1 when known, else 0 (ephemeral). */
-  port: z.number().int().min(0).max(65535).optional(),
+export const verbsServerOptionsSchema = z.object({
+  /** CM port; default 0: an ephemeral port (the offer names it). */
+  port: z.number().int().min(0).max(65535).default(0),
   /** Local RDMA address to listen on; default: the first RDMA device's IPv4 address. */
   addr: ipv4.optional(),
   /** How the server waits for work: busy-poll, or sleep on the completion channel when idle. */
@@ -49,10 +49,10 @@ export const serverOptionsSchema = z.object({
   signalEvery: z.number().int().min(1).max(256).default(32),
 }).strict();
 /** Validated server options. */
-export type VerbsServerOptions = z.output<typeof serverOptionsSchema>;
+export type VerbsServerOptions = z.output<typeof verbsServerOptionsSchema>;
 
 /** `providerOptions.verbs` of a client. */
-export const clientOptionsSchema = z.object({
+export const verbsClientOptionsSchema = z.object({
   /** Bind the CM id to this local RDMA address (picks the device the traffic leaves from). */
   sourceAddr: ipv4.optional(),
   /** How the client waits for responses. */
@@ -63,16 +63,16 @@ export const clientOptionsSchema = z.object({
   signalEvery: z.number().int().min(1).max(256).default(32),
 }).strict();
 /** Validated client options. */
-export type VerbsClientOptions = z.output<typeof clientOptionsSchema>;
+export type VerbsClientOptions = z.output<typeof verbsClientOptionsSchema>;
 
 /** What the client says in its hello under `params.verbs`. */
-export const clientParamsSchema = z.object({
+export const verbsClientParamsSchema = z.object({
   mode,
   sourceAddr: ipv4.optional(),
 }).strict();
 
 /** The server's offer. */
-export const offerSchema = z.object({
+export const verbsOfferSchema = z.object({
   version: z.literal(VERBS_WIRE_VERSION),
   addr: ipv4,
   port: z.number().int().min(1).max(65535),
@@ -86,33 +86,11 @@ export const offerSchema = z.object({
   layoutVersion: z.number().int(),
   sizes: z.object({ server: z.number().int().positive(), client: z.number().int().positive() })
     .strict(),
-  nonce: z.string().regex(/^[0-9a-f]{32}$/),
+  nonce: z.string().regex(NONCE_HEX, "expected 32 hex digits"),
   mode,
 }).strict();
 /** A validated offer. */
-export type VerbsOffer = z.output<typeof offerSchema>;
-
-/** Parses `schema` or throws HANDSHAKE naming the field. */
-export function parseOrHandshake<T extends z.ZodType>(
-  schema: T,
-  v: unknown,
-  what: string,
-): z.output<T> {
-  const r = schema.safeParse(v);
-  if (r.success) return r.data;
-  const i = r.error.issues[0];
-  throw new VerbusError(
-    "HANDSHAKE",
-    `${what}: field ${i.path.join(".") || "(root)"}: ${i.message}`,
-  );
-}
-
-/** Hex of bytes. */
-export const hex = (b: Uint8Array): string =>
-  Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
-/** Bytes of a validated hex string. */
-export const unhex = (s: string): Uint8Array =>
-  Uint8Array.from(s.match(/../g) ?? [], (x) => parseInt(x, 16));
+export type VerbsOffer = z.output<typeof verbsOfferSchema>;
 
 /** The client's connect request. */
 export interface ConnectRequest {
@@ -134,7 +112,7 @@ export function encodeRequest(r: ConnectRequest): Uint8Array {
   d.setUint32(12, r.rkey, true);
   d.setBigUint64(16, BigInt(r.addr), true);
   d.setBigUint64(24, BigInt(r.size), true);
-  b.set(r.nonce.subarray(0, 16), 32);
+  b.set(r.nonce.subarray(0, PROOF_BYTES), 32);
   return b;
 }
 
@@ -160,7 +138,7 @@ export function decodeRequest(b: Uint8Array): ConnectRequest | string {
     rkey: d.getUint32(12, true),
     addr: Number(addr),
     size: Number(size),
-    nonce: b.slice(32, 48),
+    nonce: b.slice(32, 32 + PROOF_BYTES),
   };
 }
 
@@ -168,7 +146,7 @@ export function decodeRequest(b: Uint8Array): ConnectRequest | string {
 export function encodeAccept(nonce: Uint8Array): Uint8Array {
   const b = new Uint8Array(ACCEPT_BYTES);
   new DataView(b.buffer).setUint32(0, REP_MAGIC, true);
-  b.set(nonce.subarray(0, 16), 4);
+  b.set(nonce.subarray(0, PROOF_BYTES), 4);
   return b;
 }
 
@@ -178,34 +156,7 @@ export function checkAccept(b: Uint8Array, nonce: Uint8Array): string | undefine
   if (new DataView(b.buffer, b.byteOffset, 4).getUint32(0, true) !== REP_MAGIC) {
     return "not a verbus accept (magic)";
   }
-  return hex(b.subarray(4, 20)) === hex(nonce)
+  return bytesEqual(b.subarray(4, 4 + PROOF_BYTES), nonce)
     ? undefined
     : "the accept carries another session's nonce";
-}
-
-/** Writes magic, version, role and the session nonce into a region's control page. */
-export function stampRegion(local: Uint8Array, role: 1 | 2, nonce: Uint8Array): void {
-  const d = new DataView(local.buffer, local.byteOffset, STAMP_BYTES);
-  d.setUint32(CONTROL.magic, REGION_MAGIC, true);
-  d.setUint32(CONTROL.version, REGION_VERSION, true);
-  d.setUint32(CONTROL.role, role, true);
-  local.set(nonce.subarray(0, 16), CONTROL.proof);
-}
-
-/** Checks a peer's control page read by RDMA READ; a string says what is wrong. */
-export function checkStamp(b: Uint8Array, role: 1 | 2, nonce: Uint8Array): string | undefined {
-  const d = new DataView(b.buffer, b.byteOffset, b.length);
-  if (d.getUint32(CONTROL.magic, true) !== REGION_MAGIC) {
-    return "the peer region holds no verbus region (magic): wrong address or rkey";
-  }
-  if (d.getUint32(CONTROL.version, true) !== REGION_VERSION) {
-    return `region version ${d.getUint32(CONTROL.version, true)} (expected ${REGION_VERSION})`;
-  }
-  if (d.getUint32(CONTROL.role, true) !== role) {
-    return `the peer region has role ${d.getUint32(CONTROL.role, true)} (expected ${role})`;
-  }
-  if (hex(b.subarray(CONTROL.proof, CONTROL.proof + 16)) !== hex(nonce)) {
-    return "the peer region holds another session's nonce";
-  }
-  return undefined;
 }

@@ -1,9 +1,10 @@
 /**
- * A queue pair (`struct ibv_qp`): creation, the RESET → INIT → RTR → RTS transitions with
- * deliberately chosen attributes, and the batched post calls through the helper.
+ * A queue pair (`struct ibv_qp`): creation, its one bring-up path RESET → INIT → RTR → RTS
+ * (attributes from rdma_cm, cm_qp.ts, or given directly, {@link directQpSteps}), and the batched
+ * post calls through the helper.
  * @module
  */
-import { NativeError } from "../../errors.ts";
+import { NativeError, VerbusError } from "../../errors.ts";
 import { NativeHandle } from "../../ffi/handle.ts";
 import {
   IBV_AH_ATTR,
@@ -64,6 +65,21 @@ export const VERBS_QP_CAPS = Object.freeze({
   maxInline: 128,
 });
 
+/** The states {@link QueuePair.bringUp} moves a QP through, in order. */
+export const BRING_UP_STATES = [IBV_QPS.INIT, IBV_QPS.RTR, IBV_QPS.RTS] as const;
+const STATE_NAME: Record<number, string> = {
+  [IBV_QPS.RESET]: "RESET",
+  [IBV_QPS.INIT]: "INIT",
+  [IBV_QPS.RTR]: "RTR",
+  [IBV_QPS.RTS]: "RTS",
+};
+
+/**
+ * The attributes of one bring-up step: fills `attr` (an `ibv_qp_attr`, zeroed, `qp_state`
+ * already set to `state`) and returns the attribute mask (IBV_QP_STATE is added).
+ */
+export type QpBringUpSteps = (state: number, attr: Uint8Array) => number;
+
 /** The defaults verbus uses. */
 export const DEFAULT_QP_TUNING: Readonly<QpTuning> = Object.freeze({
   pathMtu: 3,
@@ -83,6 +99,8 @@ export class QueuePair extends NativeHandle {
   readonly #pd: ProtectionDomain;
   /** Preallocated attr buffer for modify (setup path). */
   readonly #attr = new Uint8Array(IBV_QP_ATTR.$size);
+  #broughtUp = false;
+  #state: number = IBV_QPS.RESET;
 
   private constructor(
     pd: ProtectionDomain,
@@ -145,59 +163,24 @@ export class QueuePair extends NativeHandle {
     );
   }
 
-  /** RESET → INIT on `port` with local write + remote read/write access. */
-  toInit(port: number, access: number): void {
-    this.#attr.fill(0);
+  /**
+   * The one way a QP becomes usable: RESET → INIT → RTR → RTS, each step once and in this
+   * order, with the attributes `steps` gives for each (see {@link directQpSteps} and
+   * cm_qp.ts). Throws a NativeError naming the failing step; a second call throws FABRIC.
+   */
+  bringUp(steps: QpBringUpSteps): void {
+    if (this.#broughtUp) {
+      throw new VerbusError("FABRIC", `QP ${this.qpNum} was already brought up`);
+    }
+    this.#broughtUp = true;
     const d = new DataView(this.#attr.buffer);
-    d.setUint32(IBV_QP_ATTR.qp_state, IBV_QPS.INIT, true);
-    d.setUint16(IBV_QP_ATTR.pkey_index, 0, true);
-    d.setUint8(IBV_QP_ATTR.port_num, port);
-    d.setUint32(IBV_QP_ATTR.qp_access_flags, access, true);
-    this.#modify(M.STATE | M.PKEY_INDEX | M.PORT | M.ACCESS_FLAGS, "RESET → INIT");
-  }
-
-  /** INIT → RTR towards `remote` (RoCE: global route with `sgidIndex`). */
-  toRtr(
-    remote: QpRemote,
-    port: number,
-    sgidIndex: number,
-    tuning: QpTuning = DEFAULT_QP_TUNING,
-  ): void {
-    this.#attr.fill(0);
-    const d = new DataView(this.#attr.buffer);
-    d.setUint32(IBV_QP_ATTR.qp_state, IBV_QPS.RTR, true);
-    d.setUint32(IBV_QP_ATTR.path_mtu, tuning.pathMtu, true);
-    d.setUint32(IBV_QP_ATTR.dest_qp_num, remote.qpNum, true);
-    d.setUint32(IBV_QP_ATTR.rq_psn, remote.psn, true);
-    d.setUint8(IBV_QP_ATTR.max_dest_rd_atomic, tuning.maxRdAtomic);
-    d.setUint8(IBV_QP_ATTR.min_rnr_timer, tuning.minRnrTimer);
-    const ah = IBV_QP_ATTR.ah_attr;
-    d.setUint16(ah + IBV_AH_ATTR.dlid, remote.lid ?? 0, true);
-    d.setUint8(ah + IBV_AH_ATTR.port_num, port);
-    d.setUint8(ah + IBV_AH_ATTR.is_global, 1);
-    this.#attr.set(remote.gid.subarray(0, 16), ah + IBV_AH_ATTR.grh + IBV_GLOBAL_ROUTE.dgid);
-    d.setUint8(ah + IBV_AH_ATTR.grh + IBV_GLOBAL_ROUTE.sgid_index, sgidIndex);
-    d.setUint8(ah + IBV_AH_ATTR.grh + IBV_GLOBAL_ROUTE.hop_limit, 1);
-    this.#modify(
-      M.STATE | M.AV | M.PATH_MTU | M.DEST_QPN | M.RQ_PSN | M.MAX_DEST_RD_ATOMIC | M.MIN_RNR_TIMER,
-      "INIT → RTR",
-    );
-  }
-
-  /** RTR → RTS with our send PSN. */
-  toRts(psn: number, tuning: QpTuning = DEFAULT_QP_TUNING): void {
-    this.#attr.fill(0);
-    const d = new DataView(this.#attr.buffer);
-    d.setUint32(IBV_QP_ATTR.qp_state, IBV_QPS.RTS, true);
-    d.setUint32(IBV_QP_ATTR.sq_psn, psn, true);
-    d.setUint8(IBV_QP_ATTR.timeout, tuning.timeout);
-    d.setUint8(IBV_QP_ATTR.retry_cnt, tuning.retryCnt);
-    d.setUint8(IBV_QP_ATTR.rnr_retry, tuning.rnrRetry);
-    d.setUint8(IBV_QP_ATTR.max_rd_atomic, tuning.maxRdAtomic);
-    this.#modify(
-      M.STATE | M.SQ_PSN | M.TIMEOUT | M.RETRY_CNT | M.RNR_RETRY | M.MAX_QP_RD_ATOMIC,
-      "RTR → RTS",
-    );
+    for (const state of BRING_UP_STATES) {
+      this.#attr.fill(0);
+      d.setUint32(IBV_QP_ATTR.qp_state, state, true);
+      const mask = steps(state, this.#attr);
+      this.#modify(mask | M.STATE, `${STATE_NAME[this.#state]} → ${STATE_NAME[state]}`);
+      this.#state = state;
+    }
   }
 
   /** Moves the QP to ERR (flushes outstanding WRs). */
@@ -237,4 +220,54 @@ export class QueuePair extends NativeHandle {
   static postError(fn: "ibv_post_send" | "ibv_post_recv", rc: number, bad: number): NativeError {
     return new NativeError(fn, rc, `work request ${bad} was not posted`);
   }
+}
+
+/** Where a directly connected QP's peer is, and how to reach it (no rdma_cm). */
+export interface DirectQpPeer {
+  readonly remote: QpRemote;
+  /** Local port (1-based). */
+  readonly port: number;
+  /** Local GID index (RoCE: global route). */
+  readonly sgidIndex: number;
+  /** My send PSN (the peer's `remote.psn` for me). */
+  readonly psn: number;
+  /** Access flags of the QP. */
+  readonly access: number;
+  readonly tuning?: QpTuning;
+}
+
+/** Bring-up steps of a QP connected without rdma_cm (QP numbers and GIDs exchanged directly). */
+export function directQpSteps(peer: DirectQpPeer): QpBringUpSteps {
+  const tuning = peer.tuning ?? DEFAULT_QP_TUNING;
+  return (state, attr) => {
+    const d = new DataView(attr.buffer, attr.byteOffset, attr.length);
+    if (state === IBV_QPS.INIT) {
+      d.setUint16(IBV_QP_ATTR.pkey_index, 0, true);
+      d.setUint8(IBV_QP_ATTR.port_num, peer.port);
+      d.setUint32(IBV_QP_ATTR.qp_access_flags, peer.access, true);
+      return M.PKEY_INDEX | M.PORT | M.ACCESS_FLAGS;
+    }
+    if (state === IBV_QPS.RTR) {
+      const { remote } = peer;
+      d.setUint32(IBV_QP_ATTR.path_mtu, tuning.pathMtu, true);
+      d.setUint32(IBV_QP_ATTR.dest_qp_num, remote.qpNum, true);
+      d.setUint32(IBV_QP_ATTR.rq_psn, remote.psn, true);
+      d.setUint8(IBV_QP_ATTR.max_dest_rd_atomic, tuning.maxRdAtomic);
+      d.setUint8(IBV_QP_ATTR.min_rnr_timer, tuning.minRnrTimer);
+      const ah = IBV_QP_ATTR.ah_attr;
+      d.setUint16(ah + IBV_AH_ATTR.dlid, remote.lid ?? 0, true);
+      d.setUint8(ah + IBV_AH_ATTR.port_num, peer.port);
+      d.setUint8(ah + IBV_AH_ATTR.is_global, 1);
+      attr.set(remote.gid.subarray(0, 16), ah + IBV_AH_ATTR.grh + IBV_GLOBAL_ROUTE.dgid);
+      d.setUint8(ah + IBV_AH_ATTR.grh + IBV_GLOBAL_ROUTE.sgid_index, peer.sgidIndex);
+      d.setUint8(ah + IBV_AH_ATTR.grh + IBV_GLOBAL_ROUTE.hop_limit, 1);
+      return M.AV | M.PATH_MTU | M.DEST_QPN | M.RQ_PSN | M.MAX_DEST_RD_ATOMIC | M.MIN_RNR_TIMER;
+    }
+    d.setUint32(IBV_QP_ATTR.sq_psn, peer.psn, true);
+    d.setUint8(IBV_QP_ATTR.timeout, tuning.timeout);
+    d.setUint8(IBV_QP_ATTR.retry_cnt, tuning.retryCnt);
+    d.setUint8(IBV_QP_ATTR.rnr_retry, tuning.rnrRetry);
+    d.setUint8(IBV_QP_ATTR.max_rd_atomic, tuning.maxRdAtomic);
+    return M.SQ_PSN | M.TIMEOUT | M.RETRY_CNT | M.RNR_RETRY | M.MAX_QP_RD_ATOMIC;
+  };
 }

@@ -36,9 +36,9 @@ export class SendBatch {
   /** After a failed post: index of the first WR not posted. */
   readonly badIndex = new Uint32Array(1);
   // u32 views: every field is 4-byte aligned, and indexed stores are far cheaper than DataView.
-  #d: Uint32Array;
-  #s: Uint32Array;
-  #n = 0;
+  #descWords: Uint32Array;
+  #sgeWords: Uint32Array;
+  #count = 0;
   #nSge = 0;
   #firstSge = 0;
 
@@ -46,18 +46,18 @@ export class SendBatch {
     if (maxWr < 1 || maxWr > VB_MAX_BATCH) throw new RangeError(`maxWr must be 1..${VB_MAX_BATCH}`);
     this.descs = new Uint8Array(maxWr * VB_SEND_DESC.$size);
     this.sges = new Uint8Array(Math.max(1, maxSge) * VB_SGE.$size);
-    this.#d = new Uint32Array(this.descs.buffer);
-    this.#s = new Uint32Array(this.sges.buffer);
+    this.#descWords = new Uint32Array(this.descs.buffer);
+    this.#sgeWords = new Uint32Array(this.sges.buffer);
   }
 
   /** Work requests in the batch. */
   get length(): number {
-    return this.#n;
+    return this.#count;
   }
 
   /** Empties the batch. */
   reset(): void {
-    this.#n = 0;
+    this.#count = 0;
     this.#nSge = 0;
     this.#firstSge = 0;
   }
@@ -65,7 +65,7 @@ export class SendBatch {
   /** Adds an SGE to the WR being built. Returns its index or FULL. */
   sge(addr: number, length: number, lkey: number): number {
     if (this.#nSge >= this.maxSge) return FULL;
-    const o = (this.#nSge * VB_SGE.$size) >> 2, s = this.#s;
+    const o = (this.#nSge * VB_SGE.$size) >> 2, s = this.#sgeWords;
     const hi = (addr / TWO32) >>> 0; // `%` on doubles is an fmod call in V8: split by subtraction
     s[o + A_LO] = addr - hi * TWO32;
     s[o + A_HI] = hi;
@@ -86,8 +86,8 @@ export class SendBatch {
     rkey: number,
     imm: number,
   ): number {
-    if (this.#n >= this.maxWr) return FULL;
-    const o = (this.#n * VB_SEND_DESC.$size) >> 2, d = this.#d;
+    if (this.#count >= this.maxWr) return FULL;
+    const o = (this.#count * VB_SEND_DESC.$size) >> 2, d = this.#descWords;
     const idHi = (wrId / TWO32) >>> 0, raHi = (remoteAddr / TWO32) >>> 0;
     d[o + W_ID] = wrId - idHi * TWO32;
     d[o + W_ID + 1] = idHi;
@@ -100,11 +100,11 @@ export class SendBatch {
     d[o + W_SGE] = this.#firstSge;
     d[o + W_NSGE] = this.#nSge - this.#firstSge;
     this.#firstSge = this.#nSge;
-    return this.#n++;
+    return this.#count++;
   }
 
   /** Posts every WR with one doorbell. Returns 0 or the errno (`badIndex[0]` = first not posted). */
   post(qp: QueuePair): number {
-    return this.#n === 0 ? 0 : qp.postSend(this.descs, this.sges, this.#n, this.badIndex);
+    return this.#count === 0 ? 0 : qp.postSend(this.descs, this.sges, this.#count, this.badIndex);
   }
 }

@@ -13,12 +13,12 @@ const TWO32 = 0x1_0000_0000;
 export class WcReader {
   /** max × vb_wc, written by the helper. */
   readonly buffer: Uint8Array;
-  #d: DataView;
+  #view: DataView;
 
   constructor(readonly max: number) {
     if (max < 1 || max > VB_MAX_POLL) throw new RangeError(`max must be 1..${VB_MAX_POLL}`);
     this.buffer = new Uint8Array(max * VB_WC.$size);
-    this.#d = new DataView(this.buffer.buffer);
+    this.#view = new DataView(this.buffer.buffer);
   }
 
   /** Polls up to `max` completions from `cq` into the buffer; returns how many. */
@@ -26,27 +26,33 @@ export class WcReader {
     return cq.poll(this.buffer, this.max);
   }
 
+  /** wr_id of record `i`. */
   wrId(i: number): number {
     const o = i * VB_WC.$size + VB_WC.wr_id;
-    return this.#d.getUint32(o, true) + this.#d.getUint32(o + 4, true) * TWO32;
+    return this.#view.getUint32(o, true) + this.#view.getUint32(o + 4, true) * TWO32;
   }
+  /** Status of record `i` (0 = success). */
   status(i: number): number {
-    return this.#d.getUint32(i * VB_WC.$size + VB_WC.status, true);
+    return this.#view.getUint32(i * VB_WC.$size + VB_WC.status, true);
   }
+  /** IBV_WC_* opcode of record `i`. */
   opcode(i: number): number {
-    return this.#d.getUint32(i * VB_WC.$size + VB_WC.opcode, true);
+    return this.#view.getUint32(i * VB_WC.$size + VB_WC.opcode, true);
   }
+  /** Bytes transferred (receives, reads). */
   byteLen(i: number): number {
-    return this.#d.getUint32(i * VB_WC.$size + VB_WC.byte_len, true);
+    return this.#view.getUint32(i * VB_WC.$size + VB_WC.byte_len, true);
   }
   /** Immediate data in host order (0 when the completion carries none). */
   imm(i: number): number {
-    return this.#d.getUint32(i * VB_WC.$size + VB_WC.imm, true);
+    return this.#view.getUint32(i * VB_WC.$size + VB_WC.imm, true);
   }
+  /** Local QP number of record `i`. */
   qpNum(i: number): number {
-    return this.#d.getUint32(i * VB_WC.$size + VB_WC.qp_num, true);
+    return this.#view.getUint32(i * VB_WC.$size + VB_WC.qp_num, true);
   }
+  /** IBV_WC_* flags of record `i`. */
   wcFlags(i: number): number {
-    return this.#d.getUint32(i * VB_WC.$size + VB_WC.wc_flags, true);
+    return this.#view.getUint32(i * VB_WC.$size + VB_WC.wc_flags, true);
   }
 }
