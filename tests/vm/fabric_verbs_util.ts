@@ -5,7 +5,6 @@
  * @module
  */
 import { execFileSync } from "node:child_process";
-import "./legacy_rpc_bridge.ts"; // TEMPORARY: until rpc/ uses transport/registry.ts
 import { type Client, type ClientOptions, connect } from "../../rpc/client.ts";
 import { serve, type Server } from "../../rpc/server.ts";
 

@@ -15,8 +15,6 @@ for rt in deno bun; do
   echo "=== VM suite on $rt ==="
   "${cmd[@]}" --report "build/test-results/vm-$rt.json" tests/vm/*_test.ts || rc=1
   echo "=== region suite over verbs (rxe0 -> rxe1) on $rt ==="
-  # legacy_rpc_bridge.ts (TEMPORARY, until rpc/ uses transport/registry.ts) registers the verbs
-  # provider with the rpc layer's old provider registry.
-  VERBUS_TEST_FABRIC=verbs "${cmd[@]}" --report "build/test-results/vm-verbs-$rt.json" tests/vm/legacy_rpc_bridge.ts tests/fabric/*_test.ts || rc=1
+  VERBUS_TEST_FABRIC=verbs "${cmd[@]}" --report "build/test-results/vm-verbs-$rt.json" tests/fabric/*_test.ts || rc=1
 done
 exit $rc
