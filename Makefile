@@ -9,7 +9,7 @@ APT_PKGS := rdma-core ibverbs-providers libibverbs-dev librdmacm-dev ibverbs-uti
 RESULTS := build/test-results
 export NO_COLOR := 1
 
-.PHONY: all setup deps helper demo test test-quick test-vm check binary bench bench-ffi bench-e2e bench-vm clean
+.PHONY: all setup deps helper demo test test-quick test-vm check binary bench bench-ffi bench-e2e bench-vm bench-profile clean
 
 all: setup
 
@@ -60,6 +60,11 @@ bench: bench-ffi bench-e2e
 
 bench-e2e: setup
 	$(DENO) run -A bench/e2e/run.ts
+
+# Per-call cost breakdown (CPU profiles of an ECHO server and client, shm EAGER and TCP, both
+# runtimes) into bench/results/profile.{md,json}; options: see bench/profile/README.md.
+bench-profile: setup
+	$(DENO) run -A bench/profile/run.ts $(PROFILE_ARGS)
 
 # Inside the Soft-RoCE VM: verbus over verbs against perftest (results in build/bench/).
 bench-vm: setup
