@@ -18,6 +18,9 @@ export interface ReportCase {
   client: SideReport;
 }
 
+/** Below this many samples in the measured phase a process's shares are flagged as rough. */
+const FEW_SAMPLES = 2000;
+
 const f0 = (x: number) => (Number.isFinite(x) ? Math.round(x).toLocaleString("en-US") : "–");
 const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
 const caseName = (c: ReportCase) =>
@@ -88,7 +91,7 @@ function detail(c: ReportCase): string[] {
   const win = (s: SideReport) =>
     `${s.samples} samples over ${f0(s.windowUs / 1000)} ms (median gap ${s.intervalUs} µs${
       s.windowed ? "" : "; MARKERS NOT FOUND: whole process"
-    })`;
+    }${s.samples < FEW_SAMPLES ? "; FEW SAMPLES: raise --calls for this case" : ""})`;
   return [
     `### ${c.runtime} · ${caseName(c)}`,
     "",
