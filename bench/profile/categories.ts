@@ -126,7 +126,8 @@ export const RULES: Rule[] = [
   // --- client fabric session ---------------------------------------------------------------
   {
     file: /^rpc\/session\/client_session\.ts$/,
-    fn: /^(submit|#post|methodIndex|get slotSize|get inflight|get failed|get snapshot)$/,
+    // "": the promise executor in submit()
+    fn: /^(submit|#post|methodIndex|get slotSize|get inflight|get failed|get snapshot|)$/,
     category: "submit",
   },
   {
