@@ -34,7 +34,7 @@ import {
 import { type ClientSession, RETRY_LATER, USE_TCP } from "./session/client_session.ts";
 import type { FabricResult } from "./session/fabric_call.ts";
 import { establishFabric, type FabricOutcome } from "./session/client_handshake.ts";
-import { cpuYielder } from "../transport/cpu.ts";
+import { ProgressEngine } from "./session/engine.ts";
 
 export { connectOptionsSchema, faultsSchema };
 export type { ClientCallOptions, ClientCallResult, ClientOptions };
@@ -84,7 +84,7 @@ export class Client {
     channel: Channel,
     settings: ConnectSettings,
     outcome: FabricOutcome,
-    yieldCpu: () => void = () => {},
+    engine: ProgressEngine,
   ) {
     this.#channel = channel;
     this.#settings = settings;
@@ -95,7 +95,7 @@ export class Client {
       channel,
       settings,
       outcome,
-      yieldCpu,
+      engine,
       () => (this.#errors = settings.faults.errors),
     );
   }
@@ -356,8 +356,7 @@ export async function connect(
     await channel.close();
     throw e;
   }
-  const yieldCpu = outcome.session ? await cpuYielder() : undefined;
-  return new Client(channel, settings, outcome, yieldCpu);
+  return new Client(channel, settings, outcome, await ProgressEngine.forThread());
 }
 
 export { ENOSERVICE, RpcError };

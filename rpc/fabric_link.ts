@@ -1,7 +1,7 @@
 /**
  * A client's link to its fabric session: the session the handshake produced (or null: TCP only),
- * the progress loop that drives it while calls are in flight, the callers waiting for a free slot,
- * and re-negotiation. A session that was ESTABLISHED and then failed (the server closed it, a QP
+ * its place in the process's progress engine (`session/engine.ts`, which the link holds while
+ * calls are in flight), the callers waiting for a free slot, and re-negotiation. A session that was ESTABLISHED and then failed (the server closed it, a QP
  * error…) is negotiated again on the same TCP channel after `reestablishMs` (doubling up to 30 s
  * while attempts fail); calls meanwhile go over TCP, and no call ever waits for it.
  *
@@ -13,7 +13,7 @@ import type { Channel } from "./channel.ts";
 import type { ConnectSettings } from "./connect_options.ts";
 import type { ClientSession } from "./session/client_session.ts";
 import { establishFabric, type FabricOutcome } from "./session/client_handshake.ts";
-import { ProgressLoop } from "./session/progress.ts";
+import { type Driven, ProgressEngine, type Registration } from "./session/engine.ts";
 
 /** Longest back-off between re-negotiation attempts, ms. */
 const MAX_BACKOFF_MS = 30_000;
@@ -22,38 +22,38 @@ const MAX_BACKOFF_MS = 30_000;
 export class FabricLink {
   readonly #channel: Channel;
   readonly #settings: ConnectSettings;
-  readonly #yieldCpu: () => void;
+  readonly #engine: ProgressEngine;
   readonly #onNewSession: () => void;
   #outcome: FabricOutcome;
-  #loop: ProgressLoop | null;
+  /** The session as the engine drives it, and its registration (null: no session). */
+  #driven: Driven | null = null;
+  #registration: Registration | null = null;
   /** The re-negotiation in flight, and when the next one may start (0 = failure not noticed). */
   #renegotiation: Promise<void> | null = null;
   #renegotiateAt = 0;
   #backoffMs: number;
   /** Callers of `waitForSlot`, woken as calls complete. */
   readonly #slotWaiters: (() => void)[] = [];
-  /** The idle wait in flight (a loop woken by a new call leaves it running; the next idle
-   * period waits on it again instead of parking another thread). */
-  #idle: { wait: Promise<boolean>; started: number } | null = null;
 
   /**
-   * Takes over `outcome.session` (if any). `yieldCpu` gives the CPU back during busy-polls;
-   * `onNewSession` runs when a re-negotiated session replaces a failed one.
+   * Takes over `outcome.session` (if any) and registers it with `engine`; `onNewSession` runs
+   * when a re-negotiated session replaces a failed one.
    */
   constructor(
     channel: Channel,
     settings: ConnectSettings,
     outcome: FabricOutcome,
-    yieldCpu: () => void,
+    engine: ProgressEngine,
     onNewSession: () => void,
   ) {
     this.#channel = channel;
     this.#settings = settings;
     this.#outcome = outcome;
-    this.#yieldCpu = yieldCpu;
+    this.#engine = engine;
     this.#onNewSession = onNewSession;
     this.#backoffMs = settings.reestablishMs;
-    this.#loop = outcome.session ? this.#newLoop(outcome.session) : null;
+    engine.configure(settings.progress);
+    if (outcome.session) this.#register(outcome.session);
   }
 
   /** The fabric session (failed or not), or null when the client is on TCP. */
@@ -72,25 +72,37 @@ export class FabricLink {
     return this.#outcome.session;
   }
 
-  /** Makes sure the progress loop runs (a call was just submitted). */
+  /** A call was just submitted: hold the engine while calls are in flight, and take a turn. */
   startLoop(): void {
-    this.#loop?.start();
+    if (!this.#driven || !this.#registration) return;
+    if (!this.#engine.holds(this)) this.#engine.hold(this, this.#driven);
+    this.#registration.activate();
   }
 
   /** Resolves when a call completed (a slot may be free again). */
   waitForSlot(): Promise<void> {
-    this.#loop?.start();
+    this.startLoop();
     return new Promise((r) => this.#slotWaiters.push(r));
   }
 
-  #newLoop(s: ClientSession): ProgressLoop {
-    return new ProgressLoop(
-      () => this.#step(s),
-      (ms) => this.#idleWait(s, ms),
-      () => s.inflight > 0 && !s.failed,
-      this.#settings.progress,
-      this.#yieldCpu,
-    );
+  #register(s: ClientSession): void {
+    const driven: Driven = {
+      endpoint: s.endpoint,
+      step: () => this.#step(s),
+      wantsTurn: () => false, // answers are announced; local work counts as work in step()
+      seenDoorbell: () => s.seenDoorbell,
+      msToDeadline: (max) => s.msToDeadline(max),
+      afterSleep: () => s.checkDeadlines(),
+    };
+    this.#driven = driven;
+    this.#registration = this.#engine.add(driven);
+  }
+
+  #unregister(): void {
+    if (this.#driven) this.#engine.release(this, this.#driven);
+    this.#registration?.remove();
+    this.#registration = null;
+    this.#driven = null;
   }
 
   #step(s: ClientSession): number {
@@ -99,21 +111,8 @@ export class FabricLink {
     if (completed > 0 && this.#slotWaiters.length > 0) {
       for (const w of this.#slotWaiters.splice(0, Math.max(1, s.freeSlots))) w();
     }
+    if ((s.inflight === 0 || s.failed) && this.#driven) this.#engine.release(this, this.#driven);
     return work;
-  }
-
-  async #idleWait(s: ClientSession, ms: number): Promise<boolean> {
-    // An overdue wait (it should have timed out) is replaced, so a lost one never parks us.
-    if (!this.#idle || performance.now() - this.#idle.started > 2 * ms + 500) {
-      const wait: Promise<boolean> = s.endpoint.waitInbound(s.seenDoorbell, s.msToDeadline(ms))
-        .finally(() => {
-          if (this.#idle?.wait === wait) this.#idle = null;
-        });
-      this.#idle = { wait, started: performance.now() };
-    }
-    const woke = await this.#idle.wait;
-    s.checkDeadlines();
-    return woke;
   }
 
   #maybeRenegotiate(): void {
@@ -126,12 +125,12 @@ export class FabricLink {
       return;
     }
     this.#renegotiation = (async () => {
-      this.#loop?.stop();
+      this.#unregister();
       s.close();
       const outcome = await establishFabric(this.#channel, this.#settings).catch(() => null);
       if (outcome?.session) {
         this.#outcome = outcome;
-        this.#loop = this.#newLoop(outcome.session);
+        this.#register(outcome.session);
         this.#onNewSession();
         this.#renegotiateAt = 0;
         this.#backoffMs = this.#settings.reestablishMs;
@@ -142,10 +141,10 @@ export class FabricLink {
     })().finally(() => (this.#renegotiation = null));
   }
 
-  /** Waits for a re-negotiation in flight, stops the loop and closes the session. Safe twice. */
+  /** Waits for a re-negotiation in flight, leaves the engine and closes the session. Safe twice. */
   async close(): Promise<void> {
     await this.#renegotiation;
-    this.#loop?.stop();
+    this.#unregister();
     this.#outcome.session?.close();
   }
 }

@@ -1,8 +1,9 @@
 /**
  * The server's fabric side: the built-in `verbus.Fabric` service (its handshake is
- * `server_handshake.ts`), the sessions it established, and the progress engine that serves them
- * all — busy-polling with a budget while there is work, then sleeping in each session's doorbell
- * wait (off the JS thread) so an idle server uses no CPU.
+ * `server_handshake.ts`) and the sessions it established. The sessions are driven by the
+ * process's one progress engine (`engine.ts`), which the host holds while it is open: it finds the
+ * sessions with work without looking at idle ones and sleeps in one wait for all of them, so an
+ * idle server uses no CPU whatever the number of sessions.
  *
  * A session lives as long as the TCP connection it was negotiated on: when that connection
  * closes (the client died, or went away), its session is closed and its region released.
@@ -11,13 +12,13 @@
  * @module
  */
 import { z } from "zod";
-import { cpuYielder } from "../../transport/cpu.ts";
 import type { ServerFabricProvider } from "../../transport/provider.ts";
 import { type FabricKind, fabricKindSchema, serverProviders } from "../../transport/registry.ts";
 import type { Dispatcher, Handler, Logger } from "../protocol/dispatch.ts";
 import { regionConfigSchema } from "../region/layout.ts";
 import { FABRIC_SERVICE } from "./hello.ts";
-import { ProgressLoop, type ProgressOptions, progressOptionsSchema } from "./progress.ts";
+import { type Driven, ProgressEngine, type Registration } from "./engine.ts";
+import { type ProgressOptions, progressOptionsSchema } from "./progress.ts";
 import type { ServerSession } from "./server_session.ts";
 import { type HandshakeHost, ServerHandshakes } from "./server_handshake.ts";
 import type { ServerState } from "./state_machine.ts";
@@ -48,10 +49,15 @@ export const fabricHostOptionsSchema = z.object({
 export type FabricHostOptions = z.input<typeof fabricHostOptionsSchema>;
 type HostOptions = z.output<typeof fabricHostOptionsSchema>;
 
-/** A session's parked doorbell wait (reused across idle rounds). */
-interface ParkedWait {
-  readonly woke: Promise<boolean>;
-  readonly startedAt: number;
+/** A server session as the engine drives it. */
+function drivenSession(session: ServerSession): Driven {
+  return {
+    endpoint: session.endpoint,
+    step: () => session.poll(),
+    wantsTurn: () => session.seenDoorbell === -1, // its batch budget ran out: more may be READY
+    seenDoorbell: () => session.seenDoorbell,
+    tick: () => void session.sweep(),
+  };
 }
 
 /** The fabric half of a server. Create with {@link FabricHost.create}; one JS thread. */
@@ -62,9 +68,8 @@ export class FabricHost {
   readonly #sessions = new Set<ServerSession>();
   /** The established session of each connection (a new hello on it replaces the old session). */
   readonly #byConnection = new Map<string, ServerSession>();
-  readonly #waits = new Map<ServerSession, ParkedWait>();
-  readonly #loop: ProgressLoop;
-  #lastSweep = 0;
+  readonly #registrations = new Map<ServerSession, Registration>();
+  readonly #engine: ProgressEngine;
   #closed = false;
 
   private constructor(
@@ -73,7 +78,7 @@ export class FabricHost {
     logger: Logger,
     providers: ServerFabricProvider[],
     unavailable: Partial<Record<FabricKind, string>>,
-    yieldCpu: () => void,
+    engine: ProgressEngine,
   ) {
     this.#providers = providers;
     const methods = Object.entries(services).filter(([s]) => s !== FABRIC_SERVICE)
@@ -92,13 +97,8 @@ export class FabricHost {
       methods,
       logger,
     );
-    this.#loop = new ProgressLoop(
-      () => this.#step(),
-      (ms) => this.#idle(ms),
-      () => !this.#closed,
-      options.progress as ProgressOptions,
-      yieldCpu,
-    );
+    this.#engine = engine;
+    engine.configure(options.progress as ProgressOptions);
   }
 
   /** Builds the host and its providers (a fabric that cannot run here is refused, not an error). */
@@ -113,7 +113,7 @@ export class FabricHost {
     for (const [k, why] of Object.entries(refused)) {
       logger.warn(`fabric ${k} unavailable on this server: ${why}`);
     }
-    return new FabricHost(o, services, logger, providers, refused, await cpuYielder());
+    return new FabricHost(o, services, logger, providers, refused, await ProgressEngine.forThread());
   }
 
   /** Fabrics this server can offer (after the providers were built). */
@@ -139,9 +139,14 @@ export class FabricHost {
     return this.#handshakes.history;
   }
 
-  /** Progress-loop counters (turns taken, idle sleeps). */
+  /** The process engine's loop counters (turns taken, idle sleeps; shared by every user). */
   get loopCounters(): { turns: number; sleeps: number } {
-    return { ...this.#loop.counters };
+    return this.#engine.loopCounters;
+  }
+
+  /** The process's progress engine (tests and stats). */
+  get engine(): ProgressEngine {
+    return this.#engine;
   }
 
   /** Established sessions. */
@@ -161,43 +166,14 @@ export class FabricHost {
   #adopt(session: ServerSession, key: string): void {
     session.signal.addEventListener("abort", () => {
       this.#sessions.delete(session);
-      this.#waits.delete(session);
+      this.#registrations.get(session)?.remove();
+      this.#registrations.delete(session);
       if (this.#byConnection.get(key) === session) this.#byConnection.delete(key);
     }, { once: true });
     this.#sessions.add(session);
     this.#byConnection.set(key, session);
-    this.#loop.start();
-  }
-
-  #step(): number {
-    let n = 0;
-    for (const s of this.#sessions) n += s.poll();
-    const now = performance.now();
-    if (now - this.#lastSweep > 1000) {
-      this.#lastSweep = now;
-      for (const s of this.#sessions) s.sweep();
-    }
-    return n;
-  }
-
-  #idle(ms: number): Promise<boolean> {
-    if (this.#sessions.size === 0) return new Promise((r) => setTimeout(() => r(false), ms));
-    const all: Promise<boolean>[] = [];
-    for (const s of this.#sessions) {
-      let wait = this.#waits.get(s);
-      // Reuse the session's parked wait — unless it is overdue (it should have timed out):
-      // then a fresh one takes over, so a lost wait never parks this session.
-      if (!wait || performance.now() - wait.startedAt > 2 * ms + 500) {
-        const startedAt = performance.now();
-        const woke: Promise<boolean> = s.endpoint.waitInbound(s.seenDoorbell, ms).finally(() => {
-          if (this.#waits.get(s)?.woke === woke) this.#waits.delete(s);
-        });
-        wait = { woke, startedAt };
-        this.#waits.set(s, wait);
-      }
-      all.push(wait.woke);
-    }
-    return Promise.race(all);
+    this.#engine.hold(this);
+    this.#registrations.set(session, this.#engine.add(drivenSession(session)));
   }
 
   /** Closes every session, aborts every pending offer and stops the engine. Safe twice. */
@@ -206,7 +182,7 @@ export class FabricHost {
     this.#closed = true;
     this.#handshakes.close();
     for (const s of [...this.#sessions]) s.close("server closing");
-    this.#loop.stop();
+    this.#engine.release(this);
     for (const p of this.#providers) p.close();
   }
 }

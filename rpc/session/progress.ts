@@ -37,9 +37,9 @@ export interface ProgressOptions {
 export class ProgressLoop {
   #running = false;
   #wakeup: (() => void) | null = null;
-  readonly #spinMs: number;
-  readonly #idleAfterMs: number;
-  readonly #idleWaitMs: number;
+  #spinMs = 0.02;
+  #idleAfterMs = 5;
+  #idleWaitMs = 2000;
   /** Turns taken / idle sleeps taken (tests and stats). */
   readonly counters = { turns: 0, sleeps: 0 };
 
@@ -57,9 +57,14 @@ export class ProgressLoop {
     options: ProgressOptions = {},
     private readonly yieldCpu: () => void = () => {},
   ) {
-    this.#spinMs = (options.spinUs ?? 20) / 1000;
-    this.#idleAfterMs = options.idleAfterMs ?? 5;
-    this.#idleWaitMs = options.idleWaitMs ?? 2000;
+    this.configure(options);
+  }
+
+  /** Applies the fields of `options` that are set (defaults: spinUs 20, idleAfterMs 5, idleWaitMs 2000). */
+  configure(options: ProgressOptions): void {
+    if (options.spinUs !== undefined) this.#spinMs = options.spinUs / 1000;
+    if (options.idleAfterMs !== undefined) this.#idleAfterMs = options.idleAfterMs;
+    if (options.idleWaitMs !== undefined) this.#idleWaitMs = options.idleWaitMs;
   }
 
   /** True while the loop runs. */

@@ -1,20 +1,27 @@
 /**
- * The shm fabric's readiness source (`transport/readiness.ts`): one small shared-memory page per
+ * The shm fabric's readiness source (`transport/readiness.ts`): one shared-memory page per
  * process, created on first use, on which peers announce which of this process's shm endpoints
- * have work. Each endpoint owns a token; a peer announces token t by setting bit t of a bitmap and
- * the bit of its bitmap word in a summary word, then bumping the page's doorbell (a futex word),
- * and wakes the process only when it sleeps — so a busy receiver costs the sender three atomic
- * operations and no syscall, and the receiver finds its work without looking at idle sessions.
+ * have work. Each endpoint owns a token. A peer announces token t by counting up three words —
+ * t's own counter, the counter of t's group of 32 tokens, the counter of that group's group of
+ * 1,024 tokens — then the page's doorbell (a futex word), and wakes the process only when it
+ * sleeps: a busy receiver costs the sender four atomic adds and no syscall. The receiver keeps a
+ * private copy of every counter it has seen and writes nothing shared: it reads the few top
+ * counters, descends only into groups whose counter moved, and reports the tokens whose own
+ * counter moved — so it finds its work without looking at idle sessions.
+ *
+ * Why counters and not bits: a receiver that cleared bits would race with announcers (a clear
+ * between another process's load and store loses an announcement for good, and a runtime may
+ * not make read-modify-write atomic on memory it does not know is shared). A token's counter has
+ * one writer (the session's peer); a group counter may lose an increment to a racing writer, but
+ * it still moves, and every token write comes before its group's increment, so the descent sees it.
  *
  * Layout (u32 words, little-endian; {@link NOTIFY_BYTES} bytes):
  * ```
- *     0 magic 'VBNP'   4 version   8 doorbell (futex)   12 sleeping   16 capacity (tokens)
- *    64 summary[64]    bit s of word w: bitmap word 32·w + s may have bits set
- *   512 bitmap[2048]   bit b of word i: token 32·i + b was announced
+ *      0 magic 'VBNP'  4 version  8 doorbell (futex)  12 sleeping  16 capacity (tokens)
+ *     64 top[64]        counter of tokens 1024·k … 1024·k + 1023
+ *    512 group[2048]    counter of tokens 32·g … 32·g + 31
+ *   8704 token[65536]   counter of token t (its one writer is the session's peer)
  * ```
- * Announcing sets the bitmap bit before the summary bit; collecting swaps the summary word to
- * zero before swapping the bitmap words it names. An announcement that races with a collect is
- * therefore seen by this collect or the next, never lost (an extra summary bit costs one look).
  *
  * Any same-user process may write this page: a peer that scribbles on it can only cause
  * spurious polls of this process's sessions (tokens are checked, and a poll of a session with
@@ -32,13 +39,13 @@ import type { ReadinessSource } from "../readiness.ts";
 import { processAlive, ShmMapping } from "./shm_object.ts";
 
 /** Bytes of a notify page. */
-export const NOTIFY_BYTES = 12 * 1024;
+export const NOTIFY_BYTES = 272 * 1024;
 /** Tokens one page can name. */
 export const NOTIFY_CAPACITY = 65536;
 const MAGIC = 0x504e4256; // 'VBNP'
-const VERSION = 1;
+const VERSION = 2;
 const W_MAGIC = 0, W_VERSION = 1, W_DOORBELL = 2, W_SLEEPING = 3, W_CAPACITY = 4;
-const SUMMARY = 64 >> 2, BITMAP = 512 >> 2;
+const TOP = 64 >> 2, GROUP = 512 >> 2, TOKEN = 8704 >> 2;
 /** Name pattern of notify pages (`/verbus-<pid>-n<16 hex>`): stale-object removal knows it too. */
 export const NOTIFY_NAME_RE = /^\/verbus-\d+-n[0-9a-f]{16}$/;
 
@@ -107,14 +114,15 @@ export class PeerNotifyPage {
 
   /**
    * Announces `token`: the peer's engine will poll that endpoint. Wakes the peer process only
-   * when it sleeps. Data path: three atomics, a futex wake only for a sleeper. The owner's JS
+   * when it sleeps. Data path: four atomic adds, a futex wake only for a sleeper. The owner's JS
    * thread.
    */
   announce(token: number): void {
     if (token >>> 0 >= this.#capacity) return;
     const w = this.#words;
-    Atomics.or(w, BITMAP + (token >>> 5), 1 << (token & 31));
-    Atomics.or(w, SUMMARY + (token >>> 10), 1 << ((token >>> 5) & 31));
+    Atomics.add(w, TOKEN + token, 1);
+    Atomics.add(w, GROUP + (token >>> 5), 1);
+    Atomics.add(w, TOP + (token >>> 10), 1);
     Atomics.add(w, W_DOORBELL, 1);
     if (Atomics.load(w, W_SLEEPING) !== 0) {
       this.helper.lib.symbols.vb_futex_wake(this.#doorbell, 1);
@@ -149,6 +157,10 @@ export class ProcessNotifyPage implements ReadinessSource {
   readonly #words: Int32Array;
   readonly #doorbell: NonNullPtr;
   readonly #free: Uint32Array;
+  /** The counters as this process last saw them (never shared). */
+  readonly #seenTop = new Uint32Array(NOTIFY_CAPACITY >>> 10);
+  readonly #seenGroup = new Uint32Array(NOTIFY_CAPACITY >>> 5);
+  readonly #seenToken = new Uint32Array(NOTIFY_CAPACITY);
   #freeCount = 0;
   /** Tokens ever handed out (summary words above `ceil(#highWater / 1024)` are never looked at). */
   #highWater = 0;
@@ -196,27 +208,29 @@ export class ProcessNotifyPage implements ReadinessSource {
   /** Returns a token (its endpoint closed). A stale announcement of it costs one empty poll. */
   release(token: number): void {
     if (token < 0 || token >= this.#highWater) return;
-    Atomics.and(this.#words, BITMAP + (token >>> 5), ~(1 << (token & 31)));
     this.#free[this.#freeCount++] = token;
   }
 
   collect(out: Uint32Array): number {
-    const w = this.#words;
-    const summaries = (this.#highWater + 1023) >>> 10;
+    const w = this.#words, top = this.#seenTop, group = this.#seenGroup, seen = this.#seenToken;
+    const high = this.#highWater, tops = (high + 1023) >>> 10;
     let n = 0;
-    for (let s = 0; s < summaries; s++) {
-      if (w[SUMMARY + s] === 0) continue;
-      let words = Atomics.exchange(w, SUMMARY + s, 0);
-      while (words !== 0) {
-        const bit = 31 - Math.clz32(words);
-        words &= ~(1 << bit);
-        const i = (s << 5) + bit;
-        let bits = Atomics.exchange(w, BITMAP + i, 0);
-        while (bits !== 0) {
-          const b = 31 - Math.clz32(bits);
-          bits &= ~(1 << b);
-          const token = (i << 5) + b;
-          if (token < this.#highWater) out[n++] = token;
+    for (let k = 0; k < tops; k++) {
+      const t = Atomics.load(w, TOP + k) >>> 0;
+      if (t === top[k]) continue;
+      top[k] = t;
+      const gEnd = Math.min((k + 1) << 5, (high + 31) >>> 5);
+      for (let g = k << 5; g < gEnd; g++) {
+        const c = Atomics.load(w, GROUP + g) >>> 0;
+        if (c === group[g]) continue;
+        group[g] = c;
+        const tEnd = Math.min((g + 1) << 5, high);
+        for (let token = g << 5; token < tEnd; token++) {
+          const v = Atomics.load(w, TOKEN + token) >>> 0;
+          if (v !== seen[token]) {
+            seen[token] = v;
+            out[n++] = token;
+          }
         }
       }
     }

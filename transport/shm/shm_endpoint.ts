@@ -204,8 +204,9 @@ export class ShmEndpoint implements FabricEndpoint {
 
   kick(): void {
     if (this.#closed || this.#failed !== null) return;
-    this.notify?.peer.announce(this.notify.peerToken);
+    // The session's doorbell moves first: a peer that collects the announcement must find it moved.
     Atomics.add(this.#remoteI32, FABRIC_HEADER.doorbell >> 2, 1);
+    this.notify?.peer.announce(this.notify.peerToken);
     if (Atomics.load(this.#remoteI32, FABRIC_HEADER.sleeping >> 2) !== 0) {
       this.helper.lib.symbols.vb_futex_wake(this.#remoteDoorbell, 1);
     }

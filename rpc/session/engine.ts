@@ -1,0 +1,317 @@
+/**
+ * The process's one progress engine: it drives every fabric session of this JS thread — the
+ * server host's sessions and every {@link Client}'s — and finds work in O(active sessions).
+ *
+ * How work is found, per turn:
+ * - sessions whose fabric has a readiness source (`transport/readiness.ts`; shm's notify page)
+ *   are driven only when a peer announced them (`collect` hands over their tokens), or when they
+ *   asked for another turn (they did work, or have local work pending); idle ones are never
+ *   looked at;
+ * - sessions on a fabric without a source are driven every turn (their fabric cannot say who
+ *   has work).
+ * When nothing happens for a while the engine sleeps in ONE wait per readiness source (one parked
+ * thread for every shm session of the process, however many), plus one per session of a fabric
+ * without a source, bounded by the earliest call deadline. A session's wake-up cannot be lost:
+ * the doorbell value a wait sleeps on is read before the collect that found nothing, so an
+ * announcement after it makes the wait return at once.
+ *
+ * The engine runs while something holds it: the server host once it serves a session, and each
+ * client while it has calls in flight; with no holder it stops and parks nothing, so a client
+ * process with no calls can exit.
+ *
+ * Threading: one engine per JS thread (module singleton); every method on that thread.
+ * @module
+ */
+import type { FabricEndpoint } from "../../transport/fabric.ts";
+import type { ReadinessSource } from "../../transport/readiness.ts";
+import { cpuYielder } from "../../transport/cpu.ts";
+import { ProgressLoop, type ProgressOptions } from "./progress.ts";
+
+/** A session as the engine drives it. */
+export interface Driven {
+  /** Its fabric endpoint (readiness token, or the doorbell wait of a fabric without one). */
+  readonly endpoint: FabricEndpoint;
+  /** One round of work; returns how much it did (0: nothing). Must not throw. */
+  step(): number;
+  /** True when it has local work that no announcement will signal (look again next turn). */
+  wantsTurn(): boolean;
+  /** The doorbell value its last round acted on (fabrics without readiness sleep until it moves). */
+  seenDoorbell(): number;
+  /** Periodic work, about once a second (TTL sweeps). */
+  tick?(): void;
+  /** Milliseconds until its earliest deadline, at most `max` (bounds the engine's sleep). */
+  msToDeadline?(max: number): number;
+  /** Called after every sleep of the engine while it holds the engine (deadline checks). */
+  afterSleep?(): void;
+}
+
+/** A parked wait, reused across idle rounds until it returns. */
+interface ParkedWait {
+  readonly woke: Promise<boolean>;
+  readonly startedAt: number;
+}
+
+/** The engine's record of one driven session. */
+interface Entry {
+  readonly driven: Driven;
+  readonly source: ReadinessSource | null;
+  readonly token: number;
+  /** The turn it was last queued in (dedupe). */
+  queuedTurn: number;
+  /** It asked for the next turn. */
+  active: boolean;
+  /** Its own doorbell wait (fabric without readiness). */
+  parked: ParkedWait | null;
+}
+
+/** A registration: `activate()` asks for a turn; `remove()` leaves the engine. Safe twice. */
+export interface Registration {
+  activate(): void;
+  remove(): void;
+}
+
+/** Engine counters (tests and stats; turns and sleeps are in `loopCounters`). */
+export interface EngineCounters {
+  /** Session rounds run (a session driven in a turn counts once). */
+  sessionRounds: number;
+  /** Announcements collected from readiness sources. */
+  announced: number;
+}
+
+/** See the module documentation. Get it with {@link ProgressEngine.forThread}. */
+export class ProgressEngine {
+  static #instance: Promise<ProgressEngine> | null = null;
+  readonly #loop: ProgressLoop;
+  /** Per readiness source: its seen doorbell, its parked wait and its entries by token. */
+  readonly #sources = new Map<
+    ReadinessSource,
+    { seen: number; parked: ParkedWait | null; byToken: (Entry | undefined)[]; count: number }
+  >();
+  readonly #withoutReadiness: Entry[] = [];
+  readonly #all = new Set<Entry>();
+  /** Entries that asked for the next turn. */
+  #active: Entry[] = [];
+  #nextActive: Entry[] = [];
+  readonly #holders = new Set<object>();
+  readonly #deadlineHolders = new Set<Driven>();
+  readonly #collected: Uint32Array;
+  #turn = 0;
+  #lastTick = 0;
+  /** Counters (tests and stats). */
+  readonly counters: EngineCounters = { sessionRounds: 0, announced: 0 };
+
+  private constructor(yieldCpu: () => void) {
+    this.#collected = new Uint32Array(65536);
+    this.#loop = new ProgressLoop(
+      () => this.#step(),
+      (ms) => this.#idle(ms),
+      () => this.#holders.size > 0,
+      {},
+      yieldCpu,
+    );
+  }
+
+  /** This thread's engine (created on first use). */
+  static forThread(): Promise<ProgressEngine> {
+    ProgressEngine.#instance ??= cpuYielder().then((y) => new ProgressEngine(y));
+    return ProgressEngine.#instance;
+  }
+
+  /** Applies the fields of `options` that are set (process-wide: the last setting wins). */
+  configure(options: ProgressOptions | undefined): void {
+    if (options) this.#loop.configure(options);
+  }
+
+  /** Sessions registered. */
+  get size(): number {
+    return this.#all.size;
+  }
+
+  /** Loop counters: turns and idle sleeps (kept for the host's `loopCounters`). */
+  get loopCounters(): { turns: number; sleeps: number } {
+    return { ...this.#loop.counters };
+  }
+
+  /** Registers a session; it gets its first turn at once. */
+  add(driven: Driven): Registration {
+    const readiness = driven.endpoint.readiness;
+    const entry: Entry = {
+      driven,
+      source: readiness?.source ?? null,
+      token: readiness?.token ?? -1,
+      queuedTurn: -1,
+      active: false,
+      parked: null,
+    };
+    this.#all.add(entry);
+    if (entry.source) {
+      let src = this.#sources.get(entry.source);
+      if (!src) {
+        src = { seen: entry.source.doorbell(), parked: null, byToken: [], count: 0 };
+        this.#sources.set(entry.source, src);
+      }
+      src.byToken[entry.token] = entry;
+      src.count++;
+    } else {
+      this.#withoutReadiness.push(entry);
+    }
+    const activate = () => {
+      if (!entry.active && this.#all.has(entry)) {
+        entry.active = true;
+        this.#nextActive.push(entry);
+      }
+      this.#loop.start();
+    };
+    activate();
+    let removed = false;
+    return {
+      activate,
+      remove: () => {
+        if (removed) return;
+        removed = true;
+        this.#remove(entry);
+      },
+    };
+  }
+
+  #remove(entry: Entry): void {
+    this.#all.delete(entry);
+    this.#deadlineHolders.delete(entry.driven);
+    if (entry.source) {
+      const src = this.#sources.get(entry.source);
+      if (src && src.byToken[entry.token] === entry) {
+        src.byToken[entry.token] = undefined;
+        if (--src.count === 0) {
+          this.#sources.delete(entry.source);
+          if (src.parked) entry.source.wake(); // let its parked wait return now, not at its timeout
+        }
+      }
+    } else {
+      const i = this.#withoutReadiness.indexOf(entry);
+      if (i >= 0) this.#withoutReadiness.splice(i, 1);
+    }
+    entry.active = false; // dropped from the active lists on their next pass
+  }
+
+  /**
+   * Keeps the engine running on behalf of `holder` (a server host, or a client with calls in
+   * flight); a `driven` with deadlines bounds the engine's sleeps while held.
+   */
+  hold(holder: object, deadlines?: Driven): void {
+    this.#holders.add(holder);
+    if (deadlines) this.#deadlineHolders.add(deadlines);
+    this.#loop.start();
+  }
+
+  /** Ends `holder`'s hold (the engine stops when no hold is left). */
+  release(holder: object, deadlines?: Driven): void {
+    this.#holders.delete(holder);
+    if (deadlines) this.#deadlineHolders.delete(deadlines);
+  }
+
+  /** True when `holder` holds the engine. */
+  holds(holder: object): boolean {
+    return this.#holders.has(holder);
+  }
+
+  #run(entry: Entry): number {
+    entry.queuedTurn = this.#turn;
+    entry.active = false;
+    this.counters.sessionRounds++;
+    const did = entry.driven.step();
+    if ((did > 0 || entry.driven.wantsTurn()) && this.#all.has(entry) && !entry.active) {
+      entry.active = true;
+      this.#nextActive.push(entry);
+    }
+    return did;
+  }
+
+  #step(): number {
+    const turn = ++this.#turn;
+    let work = 0;
+    // This turn's requests for a turn (swapped first: every run below asks for the next turn).
+    const active = this.#nextActive;
+    this.#nextActive = this.#active;
+    this.#active = active;
+    // Who was announced — first: every announcement collected must be followed by a round of its
+    // session that starts after the collect (a round earlier in this turn may have missed it).
+    const out = this.#collected;
+    for (const [source, src] of this.#sources) {
+      src.seen = source.doorbell(); // before collect: a later announcement wakes the wait
+      const n = source.collect(out);
+      this.counters.announced += n;
+      for (let i = 0; i < n; i++) {
+        const e = src.byToken[out[i]];
+        if (e !== undefined && e.queuedTurn !== turn) work += this.#run(e);
+      }
+    }
+    // Who asked for this turn.
+    for (let i = 0; i < active.length; i++) {
+      const e = active[i];
+      if (e.active && e.queuedTurn !== turn) work += this.#run(e);
+    }
+    active.length = 0;
+    // Fabrics that cannot say who has work: everyone.
+    const all = this.#withoutReadiness;
+    for (let i = 0; i < all.length; i++) {
+      if (all[i].queuedTurn !== turn) work += this.#run(all[i]);
+    }
+    const now = performance.now();
+    if (now - this.#lastTick > 1000) {
+      this.#lastTick = now;
+      for (const e of this.#all) e.driven.tick?.();
+    }
+    return work;
+  }
+
+  #park(current: ParkedWait | null, ms: number, start: () => Promise<boolean>): ParkedWait {
+    // Reuse a parked wait unless it is overdue (it should have timed out): a lost wait is replaced.
+    if (current && performance.now() - current.startedAt <= 2 * ms + 500) return current;
+    return { woke: start(), startedAt: performance.now() };
+  }
+
+  async #idle(maxMs: number): Promise<boolean> {
+    let ms = maxMs;
+    for (const d of this.#deadlineHolders) ms = d.msToDeadline?.(ms) ?? ms;
+    ms = Math.max(1, Math.ceil(ms));
+    const waits: Promise<boolean>[] = [];
+    for (const [source, src] of this.#sources) {
+      const parked = this.#park(src.parked, ms, () => {
+        const p: Promise<boolean> = source.wait(src.seen, ms).finally(() => {
+          if (src.parked?.woke === p) src.parked = null;
+        });
+        return p;
+      });
+      src.parked = parked;
+      waits.push(parked.woke);
+    }
+    for (const e of this.#withoutReadiness) {
+      const parked = this.#park(e.parked, ms, () => {
+        const p: Promise<boolean> = e.driven.endpoint.waitInbound(e.driven.seenDoorbell(), ms)
+          .finally(() => {
+            if (e.parked?.woke === p) e.parked = null;
+          });
+        return p;
+      });
+      e.parked = parked;
+      waits.push(parked.woke);
+    }
+    if (waits.length === 0) waits.push(new Promise((r) => setTimeout(() => r(false), ms)));
+    const woke = await Promise.race(waits);
+    for (const d of this.#deadlineHolders) d.afterSleep?.();
+    return woke;
+  }
+
+  /** Wakes the engine (work was submitted from this thread). */
+  wake(): void {
+    this.#loop.start();
+  }
+
+  /** Parked waits now (tests: one wait per readiness source serves all its sessions). */
+  get parkedWaits(): number {
+    let n = 0;
+    for (const src of this.#sources.values()) if (src.parked) n++;
+    for (const e of this.#withoutReadiness) if (e.parked) n++;
+    return n;
+  }
+}
