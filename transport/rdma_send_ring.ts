@@ -179,7 +179,9 @@ export class RdmaSendRing {
   /**
    * Room for one request: a credit, `bytes` of bounce ring (returns their offset; 0 when `bytes`
    * is 0) and, when `report`, a place in the caller ring. With no room it posts the batch and
-   * reaps for up to `fullWaitMs`; then {@link RING_FULL}. `bytes` ≤ {@link maxBounce}.
+   * reaps until there is room, for up to `fullWaitMs`, then says {@link RING_FULL}; it says so
+   * at once when no signaled request is in flight (no completion can come to make room: only
+   * the caller's `drainInto()` can then). `bytes` ≤ {@link maxBounce}.
    */
   reserve(bytes: number, report: boolean): number {
     const need = (bytes + this.#alignMask) & ~this.#alignMask;
@@ -191,7 +193,10 @@ export class RdmaSendRing {
     const deadline = performance.now() + this.#fullWaitMs;
     for (;;) {
       at = this.#hasRoom(need, report);
-      if (at !== RING_FULL || !this.#port.usable || performance.now() > deadline) return at;
+      if (
+        at !== RING_FULL || !this.#port.usable || !this.awaitingSignal ||
+        performance.now() > deadline
+      ) return at;
       this.reap();
     }
   }

@@ -175,3 +175,19 @@ test("rdma send ring: an error completion reports the caller's status; pushCompl
   assertEquals(ring.drainInto(out), 1, "one");
   assertEquals([out.wrId[0], out.status[0]], [44, 5], "error record");
 });
+
+test("rdma send ring: FULL at once when no signaled request is in flight (reaping cannot make room)", () => {
+  const { ring, fabric } = make({ callerCompletions: 1, fullWaitMs: 10_000 });
+  ring.reserve(0, true);
+  fabric.encode(1, true);
+  ring.reserve(0, false);
+  fabric.encode(2, false);
+  ring.post();
+  ring.reap();
+  assert(!ring.awaitingSignal && ring.awaitingCompletions, "an unsignaled request in flight");
+  const started = performance.now();
+  assertEquals(ring.reserve(0, true), RING_FULL, "caller ring full");
+  assert(performance.now() - started < 1_000, "without waiting fullWaitMs");
+  assertEquals(ring.drainInto(new Completions(4)), 1, "drained");
+  assertEquals(ring.reserve(0, true), 0, "room again");
+});

@@ -29,24 +29,30 @@ export class CompletionReaper {
     this.#sendSide = sendSide;
   }
 
-  /** Reaps every completion the JFC holds, then reposts receives if a batch was consumed. */
-  reap(): void {
+  /**
+   * Reaps every completion the JFC holds, then reposts receives if a batch was consumed; returns
+   * how many records (sends and receives) it reaped.
+   */
+  reap(): number {
     const records = this.#records;
+    let reaped = 0;
     for (;;) {
       let count: number;
       try {
         count = this.#jfc.poll(records);
       } catch (e) {
         this.#health.fail((e as Error).message);
-        return;
+        return reaped;
       }
       for (let i = 0; i < count; i++) {
         if (records.isRecv(i)) this.#onReceive(records.status(i));
         else this.#sendSide.onCompletion(records.status(i), records.userCtx(i));
       }
+      reaped += count;
       if (count < records.max) break;
     }
     this.#receives.repostBatched();
+    return reaped;
   }
 
   #onReceive(status: number): void {

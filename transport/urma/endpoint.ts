@@ -2,7 +2,8 @@
  * Data path of the URMA fabric: a connected {@link FabricEndpoint} over one jetty, built by
  * handshake.ts once the peer's segment and jetty are imported and its stamp checked. This file
  * checks every caller-supplied offset and view and delegates to the endpoint's parts:
- * - send_side.ts: work requests, the bounce ring, signaling and the caller's completions;
+ * - send_side.ts: encoding, posting and completions of its work requests (the accounting —
+ *   credits, bounce ring, signaling, caller completions — is transport/rdma_send_ring.ts);
  * - completion_reaper.ts: `urma_poll_jfc` and who each completion belongs to;
  * - receive_credits.ts: posted receives (the peer's notification credits) and their publication;
  * - wake_up.ts: doorbell, kicks and the off-thread wait;

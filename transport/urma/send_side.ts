@@ -1,22 +1,26 @@
 /**
- * The send side of a URMA endpoint: one-sided writes and reads become `urma_jfs_wr_t`s in a
- * preallocated {@link UrmaSendBatch}, posted with one `urma_post_jetty_send_wr` per `post()`.
+ * The send side of a URMA endpoint: how its one-sided writes and reads become `urma_jfs_wr_t`s
+ * in a preallocated {@link UrmaSendBatch}, posted with one `urma_post_jetty_send_wr` per post,
+ * and how its send completions come back. The accounting (credits, bounce ring, which request
+ * is signaled, caller completions) is the fabric-neutral {@link RdmaSendRing}; this file is what
+ * is URMA about it:
  *
- * - Bounce ring: `writeCopy` and the word writes copy their bytes into a ring in the aux
- *   segment (so any bytes may be passed); gathers and reads use views of the region directly.
- * - Signaling: every {@link SIGNAL_EVERY}th request (or a quarter ring of bounce bytes) is
- *   signaled internally, so the send queue and the ring always drain. Signaled requests wait in
- *   a FIFO in posting order; a completion releases the send queue and the bounce ring up to its
- *   request, and the caller's own signaled requests become completion records for `poll()`.
+ * - Bounce ring: `writeCopy` and the word writes copy their bytes into the ring's bytes, which
+ *   start at {@link AUX_BOUNCE} in the aux segment (so any bytes may be passed); gathers and
+ *   reads use views of the region directly.
+ * - A signaled request carries URMA_WR_FLAG.COMPLETE and, when the caller asked for it, the
+ *   caller's wr id as user context. URMA completes a jetty's requests in order but a completion
+ *   names no sequence: each one retires the oldest signaled request (`retireOldest`); an error
+ *   completion fails the endpoint, and reports to the caller when it is the caller's request.
  * - Faults: the faults port may swap the peer's segment for one imported with a wrong token, or
  *   shift every remote address (see endpoint_faults.ts).
  *
- * Buffers: the ring, the batch and the FIFO are preallocated; nothing here allocates per
- * request. Callers check bounds and views first (endpoint.ts). One JS thread.
+ * Each request method reserves room, encodes ONE work request per chunk and batches it; nothing
+ * here allocates per request. Callers check bounds and views first (endpoint.ts). One JS thread.
  * @module
  */
-import { CompletionRing } from "../completion_ring.ts";
 import { type Completions, FULL, OK, RESERVED_WR_ID, SIGNALED } from "../fabric.ts";
+import { type RdmaSendPort, RdmaSendRing, RING_FULL } from "../rdma_send_ring.ts";
 import {
   AUX_BOUNCE,
   JFC_DEPTH,
@@ -39,15 +43,22 @@ const BATCH_WR = 64;
 const CALLER_COMPLETIONS = 4096;
 /** Signaled requests in flight at most (the JFC also holds receives and a batch's errors). */
 const SIGNALED_BUDGET = JFC_DEPTH - RECV_DEPTH - 2 * BATCH_WR;
+/**
+ * How long a request waits for room while posted requests are still completing (never in the
+ * simulator, which completes every request before its post returns).
+ */
+const FULL_WAIT_MS = 20;
 const COMPLETE = URMA_WR_FLAG.COMPLETE;
 
-/** Posting, bounce ring and signaled-request FIFO of one endpoint. */
-export class UrmaSendSide {
+/** Encoding, posting and completions of one endpoint's send requests. */
+export class UrmaSendSide implements RdmaSendPort {
+  /** The send accounting (credits, bounce ring, signaling, caller completions). */
+  readonly ring: RdmaSendRing;
   readonly #lib: UrmaLib;
   readonly #jetty: Jetty;
   readonly #health: EndpointHealth;
-  /** Reaps the JFC (completion_reaper.ts); called when the queue must drain. */
-  readonly #reap: () => void;
+  /** Reaps the JFC (completion_reaper.ts); returns how many records it reaped. */
+  readonly #reap: () => number;
   readonly #batch: UrmaSendBatch;
   readonly #regionSeg: Segment;
   readonly #regionAddress: number;
@@ -59,32 +70,11 @@ export class UrmaSendSide {
   readonly #peerJetty: TargetJetty;
   /** Added to every remote address: 0 unless the out-of-bounds fault was injected. */
   #faultAddressShift = 0;
-  // bounce ring, in absolute byte positions (offset in the ring = position % size)
-  readonly #bounceSize: number;
-  #bounceHead = 0;
-  #bounceTail = 0;
-  // signaled requests in flight, in posting order (a ring of SQ_DEPTH entries)
-  /** Requests posted up to and including this one: its completion completes them all. */
-  readonly #signaledPostCount = new Float64Array(SQ_DEPTH);
-  /** The bounce head after this request: its completion frees the ring up to here. */
-  readonly #signaledBounceHead = new Float64Array(SQ_DEPTH);
-  /** The wr id the caller gave it (or the internal id). */
-  readonly #signaledWrId = new Float64Array(SQ_DEPTH);
-  /** 1 when the caller asked for its completion. */
-  readonly #signaledForCaller = new Uint8Array(SQ_DEPTH);
-  #signaledHead = 0;
-  #signaledCount = 0;
-  #callerSignaledInFlight = 0;
-  #postedCount = 0;
-  #completedCount = 0;
-  /** Unsignaled requests since the last signaled one. */
-  #unsignaledRun = 0;
-  /** Bounce bytes taken since the last signaled request. */
-  #unsignaledBounceBytes = 0;
-  readonly #callerCompletions = new CompletionRing(CALLER_COMPLETIONS);
+  /** `writeCopy` sends at most this many bytes per request (a quarter of the bounce ring). */
+  readonly #copyChunk: number;
 
   /** Built by the endpoint over its parts; `reap` polls its JFC. */
-  constructor(parts: UrmaEndpointParts, reap: () => void) {
+  constructor(parts: UrmaEndpointParts, reap: () => number) {
     this.#lib = parts.lib;
     this.#jetty = parts.jetty;
     this.#health = parts.health;
@@ -98,81 +88,50 @@ export class UrmaSendSide {
     this.#auxWords = new Uint32Array(parts.aux.buffer, parts.aux.byteOffset, parts.aux.length >> 2);
     this.#peerSegment = parts.peerSegment;
     this.#peerJetty = parts.peerJetty;
-    this.#bounceSize = parts.aux.byteLength - AUX_BOUNCE;
+    const bounceBytes = parts.aux.byteLength - AUX_BOUNCE;
+    this.#copyChunk = bounceBytes >> 2;
+    this.ring = new RdmaSendRing(this, {
+      depth: SQ_DEPTH - 2,
+      bounceBytes,
+      bounceAlign: 8,
+      signalEvery: SIGNAL_EVERY,
+      signalBounceBytes: bounceBytes >> 2,
+      callerCompletions: CALLER_COMPLETIONS,
+      signaledBudget: SIGNALED_BUDGET,
+      fullWaitMs: FULL_WAIT_MS,
+    });
+  }
+
+  /** True until the endpoint failed or closed: then nothing is posted any more. */
+  get usable(): boolean {
+    return this.#health.failure === null;
   }
 
   // ---- room ----
 
-  #inFlightFull(): boolean {
-    return this.#postedCount - this.#completedCount >= SQ_DEPTH - 2 ||
-      this.#signaledCount >= SIGNALED_BUDGET;
+  /**
+   * Room for one request with `bytes` of bounce ring (batch, send queue, JFC, caller records):
+   * the bytes' offset in aux (0 when `bytes` is 0), or {@link RING_FULL} (also once failed).
+   */
+  #reserve(bytes: number, report: boolean): number {
+    if (this.#batch.length >= BATCH_WR) this.ring.post();
+    if (this.#health.failure !== null) return RING_FULL;
+    const at = this.ring.reserve(bytes, report);
+    if (at === RING_FULL || this.#health.failure !== null) return RING_FULL;
+    return bytes === 0 ? 0 : AUX_BOUNCE + at;
   }
 
-  /** Makes room for one request (batch, send queue, JFC, caller records): OK, FULL or FAILED. */
-  room(callerSignaled: boolean): number {
-    if (this.#batch.length >= BATCH_WR) this.post();
-    if (this.#inFlightFull()) this.#drain(false);
-    if (this.#inFlightFull()) return this.#health.status() || FULL;
-    if (
-      callerSignaled &&
-      this.#callerCompletions.length + this.#callerSignaledInFlight >= CALLER_COMPLETIONS
-    ) return this.#health.status() || FULL;
-    return this.#health.status();
+  /** The status of a request `#reserve` found no room for: FAILED once failed, else FULL. */
+  #noRoom(): number {
+    return this.#health.status() || FULL;
   }
 
-  /** Posts the batch and reaps until half the queue is free (or, `untilEmpty`, all of it). */
-  #drain(untilEmpty: boolean): void {
-    this.post();
-    for (
-      let spin = 0;
-      spin < 200_000 && this.#signaledCount > 0 && this.#health.failure === null;
-      spin++
-    ) {
-      this.#reap();
-      if (
-        !untilEmpty && this.#postedCount - this.#completedCount < SQ_DEPTH / 2 &&
-        this.#signaledCount < SIGNALED_BUDGET / 2
-      ) return;
-    }
+  /** The flags of the request being encoded: +COMPLETE when the ring signals it. */
+  #flags(userCtx: number, report: boolean, flags: number): number {
+    return this.ring.record(userCtx, report) ? flags | COMPLETE : flags;
   }
 
-  /** Bounce offset (inside aux) for `bytes` (8-aligned), or -1 when the ring stays full. */
-  #allocBounce(bytes: number): number {
-    const size = this.#bounceSize;
-    bytes = (bytes + 7) & ~7;
-    for (let attempt = 0; attempt < 2; attempt++) {
-      let position = this.#bounceHead, offset = position % size;
-      if (offset + bytes > size) position += size - offset, offset = 0; // skip the ring's tail end
-      if (position + bytes - this.#bounceTail <= size) {
-        this.#unsignaledBounceBytes += position + bytes - this.#bounceHead;
-        this.#bounceHead = position + bytes;
-        return AUX_BOUNCE + offset;
-      }
-      this.#drain(true);
-    }
-    return -1;
-  }
-
-  /** Counts the next request; returns its flags (+COMPLETE when signaled, then queued in the FIFO). */
-  #account(callerSignaled: boolean, wrId: number, flags: number): number {
-    this.#postedCount++;
-    if (
-      !callerSignaled && ++this.#unsignaledRun < SIGNAL_EVERY &&
-      this.#unsignaledBounceBytes < this.#bounceSize / 4
-    ) return flags;
-    const slot = (this.#signaledHead + this.#signaledCount) % SQ_DEPTH;
-    this.#signaledPostCount[slot] = this.#postedCount;
-    this.#signaledBounceHead[slot] = this.#bounceHead;
-    this.#signaledWrId[slot] = wrId;
-    this.#signaledForCaller[slot] = callerSignaled ? 1 : 0;
-    this.#signaledCount++;
-    if (callerSignaled) this.#callerSignaledInFlight++;
-    this.#unsignaledRun = 0;
-    this.#unsignaledBounceBytes = 0;
-    return flags | COMPLETE;
-  }
-
-  // ---- requests ----
+  // ---- requests: each reserves room, then encodes one work request per chunk ----
 
   /** One WRITE (WRITE_IMM when `imm` ≥ 0) of aux[at, +bytes) to the peer at `remoteOff`. */
   #writeBounced(
@@ -180,28 +139,26 @@ export class UrmaSendSide {
     remoteOff: number,
     at: number,
     bytes: number,
-    callerSignaled: boolean,
+    report: boolean,
     flags: number,
     imm: number,
   ): void {
-    const requestFlags = this.#account(callerSignaled, wrId, flags);
+    const userCtx = report ? wrId : RESERVED_WR_ID.internal;
+    const requestFlags = this.#flags(userCtx, report, flags);
     const batch = this.#batch, seg = this.#peerSegment;
     batch.sge(this.#auxSeg, this.#auxAddress + at, bytes);
     const dst = seg.address + remoteOff + this.#faultAddressShift;
-    const userCtx = callerSignaled ? wrId : RESERVED_WR_ID.internal;
     if (imm < 0) batch.write(this.#peerJetty, seg, dst, userCtx, requestFlags);
     else batch.writeImm(this.#peerJetty, seg, dst, imm, userCtx, requestFlags);
   }
 
   /** Copies `src` through the bounce ring to the peer at `remoteOff` (in quarter-ring chunks). */
   writeCopy(wrId: number, remoteOff: number, src: Uint8Array, signaled: boolean): number {
-    const total = src.length, chunk = this.#bounceSize >> 2;
+    const total = src.length, chunk = this.#copyChunk;
     for (let done = 0; done < total; done += chunk) {
       const bytes = Math.min(chunk, total - done), last = done + bytes >= total;
-      const status = this.room(signaled && last);
-      if (status !== OK) return status;
-      const at = this.#allocBounce(bytes);
-      if (at < 0) return this.#health.status() || FULL;
+      const at = this.#reserve(bytes, signaled && last);
+      if (at === RING_FULL) return this.#noRoom();
       this.#aux.set(done === 0 && last ? src : src.subarray(done, done + bytes), at);
       this.#writeBounced(wrId, remoteOff + done, at, bytes, signaled && last, 0, -1);
     }
@@ -224,10 +181,10 @@ export class UrmaSendSide {
     const batch = this.#batch;
     let index = 0, at = remoteOff;
     while (index < count) {
-      const end = Math.min(count, index + SGE_PER_WR), last = end >= count;
-      const status = this.room(signaled && last);
-      if (status !== OK) return status;
-      const flags = this.#account(signaled && last, wrId, 0);
+      const end = Math.min(count, index + SGE_PER_WR), report = signaled && end >= count;
+      if (this.#reserve(0, report) === RING_FULL) return this.#noRoom();
+      const userCtx = report ? wrId : RESERVED_WR_ID.internal;
+      const flags = this.#flags(userCtx, report, 0);
       let bytes = 0;
       for (; index < end; index++) {
         const view = sg[index];
@@ -237,14 +194,7 @@ export class UrmaSendSide {
         bytes += view.length;
       }
       const seg = this.#peerSegment;
-      const dst = seg.address + at + this.#faultAddressShift;
-      batch.write(
-        this.#peerJetty,
-        seg,
-        dst,
-        signaled && last ? wrId : RESERVED_WR_ID.internal,
-        flags,
-      );
+      batch.write(this.#peerJetty, seg, seg.address + at + this.#faultAddressShift, userCtx, flags);
       at += bytes;
     }
     return OK;
@@ -259,10 +209,8 @@ export class UrmaSendSide {
     flags: number,
     imm: number,
   ): number {
-    const status = this.room(signaled);
-    if (status !== OK) return status;
-    const at = this.#allocBounce(4);
-    if (at < 0) return this.#health.status() || FULL;
+    const at = this.#reserve(4, signaled);
+    if (at === RING_FULL) return this.#noRoom();
     this.#auxWords[at >> 2] = value >>> 0;
     this.#writeBounced(wrId, remoteOff, at, 4, signaled, flags, imm);
     return OK;
@@ -281,24 +229,36 @@ export class UrmaSendSide {
     remoteOff: number,
     signaled: boolean,
   ): number {
-    const status = this.room(signaled);
-    if (status !== OK) return status;
-    const flags = this.#account(signaled, wrId, 0);
+    if (this.#reserve(0, signaled) === RING_FULL) return this.#noRoom();
+    const userCtx = signaled ? wrId : RESERVED_WR_ID.internal;
+    const flags = this.#flags(userCtx, signaled, 0);
     const batch = this.#batch, seg = this.#peerSegment;
     batch.sge(this.#regionSeg, this.#regionAddress + localOffset, bytes);
     const src = seg.address + remoteOff + this.#faultAddressShift;
-    batch.read(this.#peerJetty, seg, src, signaled ? wrId : RESERVED_WR_ID.internal, flags);
+    batch.read(this.#peerJetty, seg, src, userCtx, flags);
     return OK;
   }
 
   /** A zero-byte request: completes at once (a record for `poll()` when SIGNALED). */
   completeAtOnce(wrId: number, flags: number): number {
-    if ((flags & SIGNALED) !== 0) this.#callerCompletions.push(wrId, 0);
+    if ((flags & SIGNALED) !== 0) this.ring.pushCompletion(wrId, 0);
     return OK;
   }
 
-  /** Posts the batch (one `urma_post_jetty_send_wr`); a failed post fails the endpoint. */
+  /** Posts the batch (the ring then calls {@link postBatch}). */
   post(): void {
+    this.ring.post();
+  }
+
+  /** Moves the caller's completion records into `out`; returns the count. */
+  drainCallerCompletions(out: Completions): number {
+    return this.ring.drainInto(out);
+  }
+
+  // ---- the port the ring drives, and the completions the reaper hands over ----
+
+  /** Posts the batch (one `urma_post_jetty_send_wr`); a failed post fails the endpoint. */
+  postBatch(): void {
     const batch = this.#batch;
     if (batch.length === 0) return;
     const rc = this.#health.failure === null ? batch.post(this.#jetty) : 0;
@@ -308,46 +268,30 @@ export class UrmaSendSide {
     }
   }
 
-  // ---- completions ----
+  /** Reaps the JFC (send completions come back through {@link onCompletion}). */
+  reapCompletions(): number {
+    return this.#reap();
+  }
 
-  /** One send completion (in posting order): releases the queue and ring up to its request. */
+  /**
+   * One send completion (in posting order): a success retires the oldest signaled request (and
+   * every request before it); an error reports to the caller when it is the caller's oldest
+   * signaled request, then fails the endpoint.
+   */
   onCompletion(status: number, userCtx: number): void {
-    const head = this.#signaledHead;
-    if (status !== 0) {
-      if (
-        this.#signaledCount > 0 && this.#signaledForCaller[head] === 1 &&
-        this.#signaledWrId[head] === userCtx
-      ) {
-        this.#callerCompletions.push(userCtx, status);
-        this.#popSignaled();
-      }
-      if (!this.#health.closed) {
-        this.#health.fail(
-          `${crStatusName(status)}${
-            userCtx === RESERVED_WR_ID.internal ? "" : ` (request ${userCtx})`
-          }`,
-        );
-      }
+    const ring = this.ring;
+    if (status === 0) {
+      ring.retireOldest(0);
       return;
     }
-    if (this.#signaledCount === 0) return;
-    this.#completedCount = this.#signaledPostCount[head];
-    this.#bounceTail = this.#signaledBounceHead[head];
-    if (this.#signaledForCaller[head] === 1) {
-      this.#callerCompletions.push(this.#signaledWrId[head], 0);
+    if (ring.oldestReported && ring.oldestWrId === userCtx) ring.retireOldest(status, false);
+    if (!this.#health.closed) {
+      this.#health.fail(
+        `${crStatusName(status)}${
+          userCtx === RESERVED_WR_ID.internal ? "" : ` (request ${userCtx})`
+        }`,
+      );
     }
-    this.#popSignaled();
-  }
-
-  #popSignaled(): void {
-    if (this.#signaledForCaller[this.#signaledHead] === 1) this.#callerSignaledInFlight--;
-    this.#signaledHead = (this.#signaledHead + 1) % SQ_DEPTH;
-    this.#signaledCount--;
-  }
-
-  /** Moves the caller's completion records into `out`; returns the count. */
-  drainCallerCompletions(out: Completions): number {
-    return this.#callerCompletions.drainInto(out);
   }
 
   // ---- faults (endpoint_faults.ts) ----
