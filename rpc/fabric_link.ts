@@ -91,6 +91,7 @@ export class FabricLink {
       step: () => this.#step(s),
       wantsTurn: () => false, // answers are announced; local work counts as work in step()
       seenDoorbell: () => s.seenDoorbell,
+      expectsInbound: () => s.inflight > 0,
       msToDeadline: (max) => s.msToDeadline(max),
       afterSleep: () => s.checkDeadlines(),
     };

@@ -37,6 +37,12 @@ export interface Driven {
   wantsTurn(): boolean;
   /** The doorbell value its last round acted on (fabrics without readiness sleep until it moves). */
   seenDoorbell(): number;
+  /**
+   * False when nothing can arrive for it (a client with no call in flight): a fabric without a
+   * readiness source then parks no wait for it — a parked wait would hold its endpoint's
+   * resources until it times out. Default: always waits.
+   */
+  expectsInbound?(): boolean;
   /** Periodic work, about once a second (TTL sweeps). */
   tick?(): void;
   /** Milliseconds until its earliest deadline, at most `max` (bounds the engine's sleep). */
@@ -286,6 +292,7 @@ export class ProgressEngine {
       waits.push(parked.woke);
     }
     for (const e of this.#withoutReadiness) {
+      if (e.driven.expectsInbound?.() === false) continue;
       const parked = this.#park(e.parked, ms, () => {
         const p: Promise<boolean> = e.driven.endpoint.waitInbound(e.driven.seenDoorbell(), ms)
           .finally(() => {

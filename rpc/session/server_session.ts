@@ -162,6 +162,9 @@ export class ServerSession implements ResponseSink {
     return this.#seenDoorbell;
   }
 
+  /** poll() calls so far (tests and stats: an idle session is never polled). */
+  rounds = 0;
+
   /** Object pool counters (tests, stats). */
   get pool(): ObjectPool {
     return this.#pool;
@@ -172,6 +175,7 @@ export class ServerSession implements ResponseSink {
    * doorbell did not move and nothing is READY).
    */
   poll(): number {
+    this.rounds++;
     if (this.#closed !== null) return 0;
     const db = this.#endpoint.doorbell();
     if (db === this.#seenDoorbell) return 0;

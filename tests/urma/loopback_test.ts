@@ -182,6 +182,10 @@ test(
   "a jetty imported before the peer's segment fails with RNR_RETRY_CNT_EXC (as the real stack does)",
   async () => {
     const u = await loadSim();
+    // The simulator judges "imported before the segment" per process: wait until the sessions of
+    // earlier tests in this process released their imports (a parked wait defers a release).
+    const end = Date.now() + 5000;
+    while (u.liveObjects()!.total !== 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
     const a = makeSide(u, 4096, 5), b = makeSide(u, 4096, 6);
     try {
       const early = a.ctx.importJetty(b.jetty.address, 6); // before importing b's segment
