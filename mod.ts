@@ -48,8 +48,9 @@ export type { RuntimeName } from "./util/runtime.ts";
 export { buildDirs } from "./ffi/loader.ts";
 
 // Client: TCP channel + fabric session + path selection.
-export { Client, clientOptionsSchema, connect, faultsSchema } from "./rpc/client.ts";
+export { Client, connect, connectOptionsSchema, faultsSchema } from "./rpc/client.ts";
 export type {
+  BatchCall,
   ClientCallOptions,
   ClientCallResult,
   ClientOptions,

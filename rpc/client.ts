@@ -14,6 +14,7 @@ import { setImmediate } from "node:timers";
 import { VerbusError } from "../errors.ts";
 import { type CallOptions, type Channel, connect as connectChannel } from "./channel.ts";
 import {
+  type BatchCall,
   type ClientCallOptions,
   type ClientCallResult,
   type ClientOptions,
@@ -37,14 +38,7 @@ import { establishFabric, type FabricOutcome } from "./session/client_handshake.
 import { ProgressEngine } from "./session/engine.ts";
 
 export { connectOptionsSchema, faultsSchema };
-export type { ClientCallOptions, ClientCallResult, ClientOptions };
-/**
- * The old name of {@link connectOptionsSchema}, kept only because `mod.ts` still exports it
- * under this name. `transport/verbs/provider_wire.ts` has its own, unrelated
- * `clientOptionsSchema`: use `connectOptionsSchema` here.
- * @deprecated use {@link connectOptionsSchema}.
- */
-export const clientOptionsSchema = connectOptionsSchema;
+export type { BatchCall, ClientCallOptions, ClientCallResult, ClientOptions };
 
 /** Local counters of a client (`stats()`). */
 export interface ClientStats {
@@ -179,6 +173,23 @@ export class Client {
     this.#calls[r.path]++;
     this.#recordLatency(r.path, t0);
     return { response: r.response, attachment: r.attachment, path: r.path, fabric: this.fabric };
+  }
+
+  /**
+   * Makes many calls at once. Every call that goes over the fabric is posted before one shared
+   * doorbell — one flush and one wake-up of the server for the whole batch —, so a caller with
+   * many requests ready pays the notification once. Resolves like `Promise.all`: the answers in
+   * order, or the first error. Calls that must wait for a free slot, and TCP calls, proceed as
+   * `call()` does. The caller's request bytes are copied before this returns; main thread only.
+   */
+  callMany(calls: readonly BatchCall[]): Promise<ClientCallResult[]> {
+    const s = this.#fabric.current();
+    s?.cork();
+    try {
+      return Promise.all(calls.map((c) => this.call(c.service, c.method, c.request, c.options)));
+    } finally {
+      s?.uncork();
+    }
   }
 
   async #tcp(

@@ -67,3 +67,15 @@ export interface ClientCallResult extends CallResult {
   /** What carried it: "shm", "verbs", "urma", "urma (simulated)" or "tcp". */
   fabric: string;
 }
+
+/** One call of `Client.callMany`. The request bytes are copied before `callMany` returns. */
+export interface BatchCall {
+  /** Full service name (e.g. `example.EchoService`). */
+  service: string;
+  /** Method name. */
+  method: string;
+  /** The request payload. */
+  request: Uint8Array;
+  /** Per-call options. */
+  options?: ClientCallOptions;
+}

@@ -75,6 +75,7 @@ export class ClientSession {
   /** Counters for stats (updated in place). */
   readonly stats: ClientSessionStats = {
     submitted: 0,
+    doorbells: 0,
     completed: 0,
     lazyReads: 0,
     reclaimsSent: 0,
@@ -229,8 +230,23 @@ export class ClientSession {
       return st === FULL ? RETRY_LATER : USE_TCP;
     }
     this.stats.submitted++;
+    this.stats.doorbells = this.#writer.doorbells;
     this.#snapshot.countCall();
     return call;
+  }
+
+  /**
+   * Defers the doorbell of the calls submitted until {@link uncork}: a batch of calls shares one
+   * flush and one kick. Nests; the caller must uncork (in a `finally`).
+   */
+  cork(): void {
+    this.#writer.cork();
+  }
+
+  /** Ends a {@link cork}: rings one doorbell for every call submitted meanwhile. */
+  uncork(): void {
+    this.#writer.uncork();
+    this.stats.doorbells = this.#writer.doorbells;
   }
 
   /**

@@ -49,6 +49,8 @@ export function newInflightCall(path: CallPath, deadline: number, method: number
 export interface ClientSessionStats {
   /** Calls posted. */
   submitted: number;
+  /** Doorbells rung for requests (a batch of calls submitted together rings one). */
+  doorbells: number;
   /** Reserved; not counted (kept for the stats shape). */
   completed: number;
   /** LAZY objects read one-sided. */

@@ -45,6 +45,11 @@ export class RequestWriter {
   readonly #gather: Uint8Array[] = [EMPTY, EMPTY];
   /** 1 + the highest slot the server was told to scan. */
   #scanLimit = 0;
+  /** While corked, posts defer the doorbell: {@link uncork} rings it once for all of them. */
+  #corked = 0;
+  #doorbellOwed = false;
+  /** Doorbells rung (flush + kick), for stats and tests. */
+  doorbells = 0;
 
   constructor(endpoint: FabricEndpoint, server: RegionLayout, staging: StagingArea) {
     this.#endpoint = endpoint;
@@ -128,9 +133,26 @@ export class RequestWriter {
     st = ep.write(0, at + 4, this.#descBody, 0);
     if (st === OK) st = ep.writeU32(0, at, READY, 0); // state last, in its own write
     if (st === OK) {
-      ep.flush();
-      ep.kick();
+      if (this.#corked > 0) this.#doorbellOwed = true;
+      else this.#ring();
     }
     return st;
+  }
+
+  #ring(): void {
+    this.#doorbellOwed = false;
+    this.doorbells++;
+    this.#endpoint.flush();
+    this.#endpoint.kick();
+  }
+
+  /** Defers the doorbell of the posts that follow until the matching {@link uncork}. Nests. */
+  cork(): void {
+    this.#corked++;
+  }
+
+  /** Ends a {@link cork}; the outermost one rings one doorbell for every post made meanwhile. */
+  uncork(): void {
+    if (this.#corked > 0 && --this.#corked === 0 && this.#doorbellOwed) this.#ring();
   }
 }
