@@ -23,6 +23,8 @@ export interface CountResult {
   echo?: Json;
   idle?: Json;
   wake?: Json;
+  /** Sessions the client had at 0 s, 10 s, 20 s, … (from its progress lines). */
+  setupCurve?: number[];
   warnings?: Json;
   shmSwept?: number;
   clientStderr?: string;
@@ -131,6 +133,11 @@ export function markdown(rep: Report): string {
       const su = r.setup ?? {};
       const bits = [
         `${r.status} (${r.seconds} s, load ${r.loadavg1})`,
+        r.clientExit === "killed" && !r.status.includes("killed")
+          ? `client killed at the time limit before ${
+            ["echo", "idle", "wake"].find((p) => !(r as unknown as Json)[p]) ?? "its last line"
+          } ended`
+          : "",
         su.fellBackToTcp
           ? `${su.fellBackToTcp} fell back to TCP: ${JSON.stringify(su.fallbackReasons)}`
           : "",
@@ -140,6 +147,9 @@ export function markdown(rep: Report): string {
           : "",
         r.warnings && Object.keys(r.warnings).length
           ? `warnings: ${JSON.stringify(r.warnings)}`
+          : "",
+        (r.setupCurve?.length ?? 0) > 2
+          ? `sessions at 0, 10, 20 … s: ${r.setupCurve!.join(", ")}`
           : "",
         r.shmSwept ? `${r.shmSwept} leftover /dev/shm objects removed afterwards` : "",
       ].filter((b) => b);

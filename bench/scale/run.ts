@@ -172,10 +172,12 @@ async function runCount(rt: Rt, n: number): Promise<CountResult> {
   const code = await within(client.exited, (MAX_S + 20) * 1000);
   if (code === "timeout") await stop(client);
   const events: Json = {};
+  const curve: number[] = []; // sessions reached at 0 s, 10 s, 20 s, … of the client's life
   for (const l of client.lines()) {
     try {
       const j = JSON.parse(l);
       events[j.event] = j;
+      if (j.event === "progress" && j.elapsedMs >= curve.length * 10_000) curve.push(j.sessions);
     } catch { /* a partial last line */ }
   }
   const serverAlive = await within(server.exited, 0) === "timeout";
@@ -190,7 +192,14 @@ async function runCount(rt: Rt, n: number): Promise<CountResult> {
   } else if (!setup.complete) {
     status = `did not finish: reached ${setup.reached} sessions in ${setup.seconds} s ` +
       `(setup budget ${Math.round(0.55 * MAX_S)} s); the rest was measured with those`;
-  } else if (!events.result) status = `killed after ${MAX_S} s in a later phase`;
+  }
+  if (setup && !events.result) {
+    const phase = ["echo", "idle", "wake"].find((p) => !events[p]) ?? "the end";
+    status = `${status === "ok" ? "" : `${status}; `}killed at the time limit during ${phase}`;
+  }
+  if (events.echo && !events.echo.complete) {
+    status += `; ECHO made ${events.echo.calls} calls before its time limit`;
+  }
   if (events.wake && !events.wake.complete) {
     status += `; wake-all answered ${events.wake.answered} of ${events.wake.sessions}`;
   }
@@ -207,6 +216,7 @@ async function runCount(rt: Rt, n: number): Promise<CountResult> {
     echo: events.echo,
     idle: events.idle,
     wake: events.wake,
+    setupCurve: curve,
     warnings: events.result?.warnings,
     shmSwept: swept,
     clientStderr: tail(client.stderr()),
