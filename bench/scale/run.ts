@@ -4,11 +4,12 @@
  *   node_modules/.bin/deno run -A bench/scale/run.ts [--runtime deno|bun|both]
  *       [--sessions 10,1000,10000] [--max-seconds 180] [--concurrency 64] [--calls 5000]
  *       [--idle-ms 3000] [--fabric shm] [--root DIR] [--out bench/results] [--name scale]
- *       [--note TEXT] [--rdma-addr A --source-addr A (with --fabric verbs)]
+ *       [--note TEXT] [--baseline-runs 3] [--rdma-addr A --source-addr A (with --fabric verbs)]
  *
  * For each runtime it runs N = 10 first (the baseline), then the larger counts, each with a fresh
  * `server.ts` and one `client.ts` (same runtime, two processes) that opens N sessions to it; see
- * `client.ts` for the phases. A count that does not finish within `--max-seconds` is killed and
+ * `client.ts` for the phases. The baseline runs `--baseline-runs` times (default 3) and the
+ * quietest run (lowest best-round ECHO p50) is kept, since the machine may be shared. A count that does not finish within `--max-seconds` is killed and
  * reported as "did not finish: reached K sessions in S s" with what was measured until then.
  * Children run under `bash -c 'ulimit -n 20000; exec …'` (lower if the hard limit is lower; the
  * report says so). Writes `<out>/<name>.md` and `<out>/<name>.json`.
@@ -38,6 +39,7 @@ const RUNTIMES =
 const requested = opt("sessions", "10,1000,10000").split(",").map(Number);
 const COUNTS = [10, ...requested.filter((n) => n !== 10)];
 const MAX_S = Number(opt("max-seconds", "180"));
+const BASELINE_RUNS = Math.max(1, Number(opt("baseline-runs", "3")));
 const FABRIC = opt("fabric", "shm");
 const OUT = resolve(opt("out", join(SELF_ROOT, "bench/results")));
 const NAME = opt("name", "scale");
@@ -251,7 +253,16 @@ const report: Report = {
 for (const rt of RUNTIMES) {
   for (const n of COUNTS) {
     console.error(`scale: ${rt}, ${n} sessions …`);
-    const r = await runCount(rt, n);
+    // The baseline is run BASELINE_RUNS times and the quietest run (lowest best-round p50) kept:
+    // one co-tenant burst on a shared machine would otherwise skew every ratio.
+    const tries: CountResult[] = [];
+    for (let k = 0; k < (n === 10 ? BASELINE_RUNS : 1); k++) tries.push(await runCount(rt, n));
+    const score = (x: CountResult) => x.echo?.bestRoundP50Us ?? Infinity;
+    const r = tries.reduce((a, b) => (score(b) < score(a) ? b : a));
+    if (tries.length > 1) {
+      r.status += `; the quietest of ${tries.length} runs (best-round p50 ` +
+        `${tries.map((x) => score(x)).join(", ")} µs)`;
+    }
     console.error(`scale: ${rt}, ${n} sessions: ${r.status} (${r.seconds} s)`);
     report.results.push(r);
   }
