@@ -112,7 +112,7 @@ export function markdown(rep: Report): string {
   ];
   for (const rt of [...new Set(rep.results.map((r) => r.runtime))]) {
     const rs = rep.results.filter((r) => r.runtime === rt);
-    const base = rs.find((r) => r.sessions === 10 && r.status === "ok");
+    const base = rs.find((r) => r.sessions === 10 && r.status.startsWith("ok"));
     out.push(
       "",
       `## ${rt}`,
