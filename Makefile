@@ -9,7 +9,7 @@ APT_PKGS := rdma-core ibverbs-providers libibverbs-dev librdmacm-dev ibverbs-uti
 RESULTS := build/test-results
 export NO_COLOR := 1
 
-.PHONY: all setup deps helper demo test test-quick test-vm check binary bench bench-ffi bench-e2e bench-vm bench-profile clean
+.PHONY: all setup deps helper demo test test-quick test-vm check binary bench bench-ffi bench-e2e bench-vm bench-profile bench-scale clean
 
 all: setup
 
@@ -65,6 +65,12 @@ bench-e2e: setup
 # runtimes) into bench/results/profile.{md,json}; options: see bench/profile/README.md.
 bench-profile: setup
 	$(DENO) run -A bench/profile/run.ts $(PROFILE_ARGS)
+
+# N idle sessions with one active (issue 10 item 6), both runtimes, shm, into
+# bench/results/scale.{md,json}; options (e.g. SCALE_ARGS="--sessions 10,1000 --max-seconds 120"):
+# see bench/scale/README.md.
+bench-scale: setup
+	$(DENO) run -A bench/scale/run.ts $(SCALE_ARGS)
 
 # Inside the Soft-RoCE VM: verbus over verbs against perftest (results in build/bench/).
 bench-vm: setup

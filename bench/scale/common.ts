@@ -1,0 +1,132 @@
+/**
+ * Shared bits of the scale benchmark's server and client: arguments on both runtimes, the verbus
+ * module they load (this checkout's `mod.ts`, or `$VERBUS_ROOT/mod.ts` — so one harness can measure
+ * another checkout through the same public API), the small per-session region, and the process
+ * figures read from `/proc/self`.
+ * @module
+ */
+import { readdirSync, readFileSync } from "node:fs";
+
+// deno-lint-ignore no-explicit-any
+const g = globalThis as any;
+
+/** The command-line arguments after the script, on Deno or Bun. */
+export const ARGS: string[] = g.Deno ? g.Deno.args : g.process.argv.slice(2);
+
+/** The value after `--name`, or `fallback`. */
+export function arg(name: string, fallback: string): string {
+  const i = ARGS.indexOf(`--${name}`);
+  return i >= 0 && i + 1 < ARGS.length ? ARGS[i + 1] : fallback;
+}
+
+/** The numeric value after `--name`, or `fallback`; throws on a non-number. */
+export function numArg(name: string, fallback: number): number {
+  const v = Number(arg(name, String(fallback)));
+  if (!Number.isFinite(v)) throw new Error(`--${name} expects a number`);
+  return v;
+}
+
+/** Exits the process on either runtime. */
+export function exit(code: number): never {
+  if (g.Deno) g.Deno.exit(code);
+  g.process.exit(code);
+  throw new Error("unreachable");
+}
+
+/** Calls `fn` on SIGTERM and SIGINT. */
+export function onSignal(fn: () => void): void {
+  for (const s of ["SIGTERM", "SIGINT"]) {
+    if (g.Deno) g.Deno.addSignalListener(s, fn);
+    else g.process.on(s, fn);
+  }
+}
+
+/** The service the scale server registers: `Echo` (bytes back) and `Stats` (process figures). */
+export const SERVICE = "bench.Scale";
+
+/**
+ * The region each session gets: small, so 10,000 sessions fit in memory (about 0.3 MiB on the
+ * client side and 0.6 MiB on the server side per session). The server uses it as its maximum
+ * region and the client proposes the same.
+ */
+export const SMALL_REGION = {
+  slots: 64,
+  slotSize: 4096,
+  bulkSize: 65536,
+  objectSlabs: 4,
+  objectSlabSize: 65536,
+  stagingSize: 65536,
+} as const;
+
+/**
+ * The public API surface the scale scripts use (a subset of `mod.ts`), typed loosely on purpose:
+ * `VERBUS_ROOT` may name another version of verbus.
+ */
+export interface Verbus {
+  // deno-lint-ignore no-explicit-any
+  serve(options: any): Promise<any>;
+  // deno-lint-ignore no-explicit-any
+  connect(address: { host: string; port: number }, options?: any): Promise<any>;
+  RUNTIME: string;
+}
+
+/** Loads the verbus public API: `$VERBUS_ROOT/mod.ts`, else this checkout's. */
+export async function loadVerbus(): Promise<Verbus> {
+  const root = g.Deno ? g.Deno.env.get("VERBUS_ROOT") : g.process.env.VERBUS_ROOT;
+  const url = root
+    ? new URL(`file://${String(root).replace(/\/$/, "")}/mod.ts`).href
+    : new URL("../../mod.ts", import.meta.url).href;
+  return await import(url) as Verbus;
+}
+
+/** What the server reports about itself (`bench.Scale/Stats`). */
+export interface ProcStats {
+  /** Resident set size, KiB (VmRSS). */
+  rssKiB: number;
+  /** Threads of the process. */
+  threads: number;
+  /** Open file descriptors. */
+  fds: number;
+  /** User + system CPU time of the whole process, ms. */
+  cpuMs: number;
+  /** Wall clock (`performance.now()`), ms, when sampled. */
+  atMs: number;
+}
+
+/** CPU time (user + system, all threads) in ms: `process.cpuUsage()` (µs), else `/proc/self/stat`. */
+export function cpuMs(): number {
+  const p = g.process;
+  if (p && typeof p.cpuUsage === "function") {
+    try {
+      const u = p.cpuUsage();
+      return (u.user + u.system) / 1000;
+    } catch { /* fall through */ }
+  }
+  const stat = readFileSync("/proc/self/stat", "utf8");
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" "); // f[0] is field 3 (state)
+  return (Number(f[11]) + Number(f[12])) * 10; // utime, stime in ticks (CLK_TCK 100)
+}
+
+/** Samples this process: RSS, threads, fds, CPU time. Reads `/proc/self`. */
+export function procStats(): ProcStats {
+  const status = readFileSync("/proc/self/status", "utf8");
+  const field = (name: string) => Number(status.match(new RegExp(`^${name}:\\s+(\\d+)`, "m"))?.[1]);
+  return {
+    rssKiB: field("VmRSS"),
+    threads: field("Threads"),
+    fds: readdirSync("/proc/self/fd").length - 1, // minus the one readdir itself holds
+    cpuMs: cpuMs(),
+    atMs: performance.now(),
+  };
+}
+
+/** The p-th percentile (0–100) of `sorted` (ascending). */
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+/** Prints one JSON line to stdout (the harness reads every line). */
+export function emit(o: Record<string, unknown>): void {
+  console.log(JSON.stringify(o));
+}

@@ -1,0 +1,168 @@
+/**
+ * The scale benchmark's report: the result types `run.ts` collects and the markdown it writes
+ * (`bench/results/scale.md`). Ratios are against the 10-session figure of the same runtime in the
+ * same run.
+ * @module
+ */
+
+// deno-lint-ignore no-explicit-any
+type Json = Record<string, any>;
+
+/** What one (runtime, session count) run produced; phases missing if it did not get there. */
+export interface CountResult {
+  runtime: string;
+  sessions: number;
+  /** "ok", or what did not finish and how far it got. */
+  status: string;
+  seconds?: number;
+  /** 1-minute load average when the count started (the machine is shared). */
+  loadavg1?: number;
+  clientExit?: number | string;
+  setup?: Json;
+  serverAfterSetup?: Json;
+  echo?: Json;
+  idle?: Json;
+  wake?: Json;
+  /** Sessions the client had at 0 s, 10 s, 20 s, … (from its progress lines). */
+  setupCurve?: number[];
+  warnings?: Json;
+  shmSwept?: number;
+  clientStderr?: string;
+  serverStderr?: string;
+}
+
+/** The whole run (`scale.json`). */
+export interface Report {
+  date: string;
+  /** The verbus commit measured. */
+  commit: string;
+  root: string;
+  fabric: string;
+  machine: string;
+  fdLimit: string;
+  maxSeconds: number;
+  versions: Record<string, string>;
+  note: string;
+  results: CountResult[];
+}
+
+const f = (x: unknown, digits = 1): string =>
+  typeof x === "number" && Number.isFinite(x) ? x.toFixed(digits).replace(/\.0+$/, "") : "–";
+const ratio = (a: unknown, b: unknown): string =>
+  typeof a === "number" && typeof b === "number" && b > 0 && Number.isFinite(a)
+    ? `${(a / b).toFixed(2)}×`
+    : "–";
+const mib = (kib: unknown) => (typeof kib === "number" ? kib / 1024 : undefined);
+
+function row(r: CountResult): string {
+  const s = r.serverAfterSetup, su = r.setup, e = r.echo, i = r.idle, w = r.wake;
+  const reached = su ? `${su.reached}${su.complete ? "" : " (partial)"}` : "–";
+  return `| ${r.sessions} | ${reached} | ${f(su?.seconds, 2)} | ${f(su?.sessionsPerS, 0)} | ` +
+    `${f(e?.p50Us)} | ${f(e?.p99Us)} | ${f(e?.bestRoundP50Us)} | ${f(mib(s?.rssKiB), 0)} | ${
+      f(s?.threads, 0)
+    } | ` +
+    `${f(s?.fds, 0)} | ${f(i?.serverCpuPct)} | ${f(i?.clientCpuPct)} | ${f(w?.totalMs, 0)}` +
+    `${w && !w.complete ? ` (${w.answered})` : ""} | ${f(w?.p50Us)} | ${f(w?.p99Us)} | ` +
+    `${f((w?.maxUs ?? NaN) / 1000)} |`;
+}
+
+function ratioRow(r: CountResult, b: CountResult): string {
+  const g = (x: CountResult, path: string) =>
+    path.split(".").reduce((o: Json | undefined, k) => o?.[k], x as unknown as Json);
+  const cols = [
+    "echo.p50Us",
+    "echo.p99Us",
+    "echo.bestRoundP50Us",
+    "setup.sessionsPerS",
+    "serverAfterSetup.rssKiB",
+    "serverAfterSetup.threads",
+    "serverAfterSetup.fds",
+    "idle.serverCpuPct",
+    "wake.p50Us",
+    "wake.p99Us",
+  ];
+  return `| ${r.sessions} | ${cols.map((c) => ratio(g(r, c), g(b, c))).join(" | ")} |`;
+}
+
+/** The markdown report of a run. */
+export function markdown(rep: Report): string {
+  const out: string[] = [
+    "# verbus scale benchmark (issue 10 item 6)",
+    "",
+    `${rep.date}; verbus commit **${rep.commit}**; fabric **${rep.fabric}**; ${rep.machine}; ` +
+    `${Object.entries(rep.versions).map(([k, v]) => `${k}: ${v}`).join(", ")}.`,
+    "",
+    "One server process and one client process (same runtime). The client opens N sessions " +
+    "(`connect()` each, 64 handshakes at a time), times ECHO 64 B on one of them (1 in flight, " +
+    "5,000 calls after 500 warm-up; best-round p50: the median of the best of 5 rounds of " +
+    "1,000) while the others stay idle, samples the server's CPU over 3 s " +
+    "with every session idle, then wakes every session in turn with one ECHO. Server figures " +
+    "(VmRSS, Threads, open fds, CPU time) come from the server itself (`bench.Scale/Stats` over a " +
+    "separate TCP-only connection). Regions are kept small so that many sessions fit in memory: " +
+    "64 slots × 4 KiB, BULK 64 KiB, 4 × 64 KiB object slabs, 64 KiB staging (server maximum and " +
+    "client proposal).",
+    "",
+    "The setup rate at 10 sessions is mostly the first handshake's warm-up: read the absolute " +
+    "sessions/s of the larger counts, not their ratio.",
+    "",
+    `**The machine is shared with other work (2 cores): the figures are noisy; compare ratios ` +
+    `within one run, not absolute numbers across runs.** ${rep.fdLimit}. Per-count budget ` +
+    `${rep.maxSeconds} s (setup stops opening at 55 % of it; the client is killed after it + 20 s).`,
+    ...(rep.note ? ["", rep.note] : []),
+  ];
+  for (const rt of [...new Set(rep.results.map((r) => r.runtime))]) {
+    const rs = rep.results.filter((r) => r.runtime === rt);
+    const base = rs.find((r) => r.sessions === 10 && r.status.startsWith("ok"));
+    out.push(
+      "",
+      `## ${rt}`,
+      "",
+      "| sessions | reached | setup s | sessions/s | ECHO p50 µs | ECHO p99 µs | best-round p50 µs | " +
+        "server RSS MiB | " +
+        "threads | fds | idle server CPU % | idle client CPU % | wake-all ms | wake p50 µs | " +
+        "wake p99 µs | wake max ms |",
+      "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+      ...rs.map(row),
+      "",
+      "Ratios against 10 sessions:",
+      "",
+      "| sessions | ECHO p50 | ECHO p99 | best-round p50 | sessions/s | RSS | threads | fds | idle CPU | " +
+        "wake p50 | wake p99 |",
+      "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+      ...(base ? rs.filter((r) => r !== base).map((r) => ratioRow(r, base)) : ["(no baseline)"]),
+      "",
+      "Status and what broke:",
+      "",
+    );
+    for (const r of rs) {
+      const su = r.setup ?? {};
+      const bits = [
+        `${r.status} (${r.seconds} s, load ${r.loadavg1})`,
+        r.clientExit === "killed" && !r.status.includes("killed")
+          ? `client killed at the time limit before ${
+            ["echo", "idle", "wake"].find((p) => !(r as unknown as Json)[p]) ?? "its last line"
+          } ended`
+          : "",
+        su.fellBackToTcp
+          ? `${su.fellBackToTcp} fell back to TCP: ${JSON.stringify(su.fallbackReasons)}`
+          : "",
+        su.failed ? `${su.failed} connects failed: ${JSON.stringify(su.errors)}` : "",
+        r.wake?.failed
+          ? `${r.wake.failed} wake calls failed: ${JSON.stringify(r.wake.errors)}`
+          : "",
+        r.warnings && Object.keys(r.warnings).length
+          ? `warnings: ${JSON.stringify(r.warnings)}`
+          : "",
+        (r.setupCurve?.length ?? 0) > 2
+          ? `sessions at 0, 10, 20 … s: ${r.setupCurve!.join(", ")}`
+          : "",
+        r.shmSwept ? `${r.shmSwept} leftover /dev/shm objects removed afterwards` : "",
+      ].filter((b) => b);
+      out.push(`- **${r.sessions}**: ${bits.join("; ")}`);
+      for (const [who, s] of [["client", r.clientStderr], ["server", r.serverStderr]]) {
+        if (s) out.push(`  - ${who} stderr (tail): \`${s.replace(/\n/g, " ⏎ ").slice(0, 600)}\``);
+      }
+    }
+  }
+  return out.join("\n") + "\n";
+}

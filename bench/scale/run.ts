@@ -1,0 +1,274 @@
+/**
+ * The scale benchmark (issue 10 item 6). Runs under Deno:
+ *
+ *   node_modules/.bin/deno run -A bench/scale/run.ts [--runtime deno|bun|both]
+ *       [--sessions 10,1000,10000] [--max-seconds 180] [--concurrency 64] [--calls 5000]
+ *       [--idle-ms 3000] [--fabric shm] [--root DIR] [--out bench/results] [--name scale]
+ *       [--note TEXT] [--baseline-runs 3] [--rdma-addr A --source-addr A (with --fabric verbs)]
+ *
+ * For each runtime it runs N = 10 first (the baseline), then the larger counts, each with a fresh
+ * `server.ts` and one `client.ts` (same runtime, two processes) that opens N sessions to it; see
+ * `client.ts` for the phases. The baseline runs `--baseline-runs` times (default 3) and the
+ * quietest run (lowest best-round ECHO p50) is kept, since the machine may be shared. A count that does not finish within `--max-seconds` is killed and
+ * reported as "did not finish: reached K sessions in S s" with what was measured until then.
+ * Children run under `bash -c 'ulimit -n 20000; exec …'` (lower if the hard limit is lower; the
+ * report says so). Writes `<out>/<name>.md` and `<out>/<name>.json`.
+ *
+ * `--root DIR` measures another checkout of verbus through the same scripts (its `mod.ts`, by
+ * `VERBUS_ROOT`; Deno with `--config DIR/deno.json`), e.g. a before/after pair.
+ * @module
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, totalmem } from "node:os";
+import { join, resolve } from "node:path";
+import process from "node:process";
+import { type CountResult, markdown, type Report } from "./report.ts";
+
+const ARGS: string[] = process.argv.slice(2);
+const opt = (name: string, d: string) => {
+  const i = ARGS.indexOf(`--${name}`);
+  return i >= 0 && i + 1 < ARGS.length ? ARGS[i + 1] : d;
+};
+const HERE = resolve(new URL(".", import.meta.url).pathname);
+const SELF_ROOT = resolve(HERE, "../..");
+const ROOT = resolve(opt("root", SELF_ROOT));
+type Rt = "deno" | "bun";
+const RUNTIMES =
+  (opt("runtime", "both") === "both" ? ["deno", "bun"] : [opt("runtime", "")]) as Rt[];
+const requested = opt("sessions", "10,1000,10000").split(",").map(Number);
+const COUNTS = [10, ...requested.filter((n) => n !== 10)];
+const MAX_S = Number(opt("max-seconds", "180"));
+const BASELINE_RUNS = Math.max(1, Number(opt("baseline-runs", "3")));
+const FABRIC = opt("fabric", "shm");
+const OUT = resolve(opt("out", join(SELF_ROOT, "bench/results")));
+const NAME = opt("name", "scale");
+const BIN: Record<Rt, string> = {
+  deno: join(SELF_ROOT, "node_modules/.bin/deno"),
+  bun: join(SELF_ROOT, "node_modules/.bin/bun"),
+};
+for (const rt of RUNTIMES) if (!(rt in BIN)) throw new Error("--runtime expects deno, bun or both");
+for (const n of COUNTS) if (!(n >= 1)) throw new Error("--sessions expects numbers, e.g. 10,1000");
+if (!existsSync(join(ROOT, "mod.ts"))) throw new Error(`--root ${ROOT}: no mod.ts there`);
+const passOn = ["concurrency", "calls", "idle-ms", "warmup", "bytes", "source-addr"]
+  .flatMap((k) => ARGS.includes(`--${k}`) ? [`--${k}`, opt(k, "")] : []);
+
+/** The fd limit children get: 20,000 if the hard limit allows it, else the hard limit. */
+function fdLimit(): { limit: number; note: string } {
+  const want = 20000;
+  const hard = spawnSync("bash", ["-c", "ulimit -Hn"], { encoding: "utf8" }).stdout.trim();
+  const h = hard === "unlimited" ? Infinity : Number(hard);
+  if (h >= want) return { limit: want, note: `children run with ulimit -n ${want}` };
+  return {
+    limit: h,
+    note: `could not raise the fd limit to ${want}: the hard limit is ${hard}; ` +
+      `children run with ulimit -n ${h}`,
+  };
+}
+const FD = fdLimit();
+
+function command(rt: Rt, script: string, args: string[]): string[] {
+  const s = join(HERE, script);
+  const run = rt === "deno"
+    ? [BIN.deno, "run", "-A", "--config", join(ROOT, "deno.json"), s, ...args]
+    : [BIN.bun, s, ...args];
+  return ["bash", "-c", `ulimit -n ${FD.limit} || exit 97; exec "$0" "$@"`, ...run];
+}
+
+interface Proc {
+  pid: number;
+  exited: Promise<number>;
+  lines: () => string[];
+  stderr: () => string;
+  kill: (sig: "SIGTERM" | "SIGKILL") => void;
+}
+
+function start(cmd: string[]): Proc {
+  const p = spawn(cmd[0], cmd.slice(1), {
+    cwd: ROOT,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, VERBUS_ROOT: ROOT, NO_COLOR: "1" },
+  });
+  let out = "", err = "";
+  p.stdout!.on("data", (d) => (out += d));
+  p.stderr!.on("data", (d) => (err = (err + d).slice(-20000)));
+  const exited = new Promise<number>((r) => p.on("exit", (c, s) => r(c ?? (s ? -1 : -2))));
+  return {
+    pid: p.pid ?? -1,
+    exited,
+    lines: () => out.split("\n").filter((l) => l.startsWith("{")),
+    stderr: () => err,
+    kill: (s) => void p.kill(s),
+  };
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+async function within<T>(p: Promise<T>, ms: number): Promise<T | "timeout"> {
+  let t: ReturnType<typeof setTimeout> | undefined;
+  const r = await Promise.race([
+    p,
+    new Promise<"timeout">((res) => (t = setTimeout(() => res("timeout"), ms))),
+  ]);
+  clearTimeout(t);
+  return r;
+}
+
+async function stop(p: Proc): Promise<void> {
+  p.kill("SIGTERM");
+  if (await within(p.exited, 5000) === "timeout") {
+    p.kill("SIGKILL");
+    await within(p.exited, 5000);
+  }
+}
+
+/** Removes shm objects the processes we started may have left (`/dev/shm/verbus-<pid>-*`). */
+function sweepShm(pids: number[]): number {
+  let n = 0;
+  for (const f of readdirSync("/dev/shm")) {
+    if (pids.some((pid) => f.startsWith(`verbus-${pid}-`))) {
+      rmSync(join("/dev/shm", f), { force: true });
+      n++;
+    }
+  }
+  return n;
+}
+
+const tail = (s: string, n = 6) => s.trim().split("\n").slice(-n).join("\n");
+
+// deno-lint-ignore no-explicit-any
+type Json = Record<string, any>;
+
+async function runCount(rt: Rt, n: number): Promise<CountResult> {
+  const t0 = performance.now();
+  const load = loadavg()[0];
+  const rdma = ARGS.includes("--rdma-addr") ? ["--rdma-addr", opt("rdma-addr", "")] : [];
+  const server = start(command(rt, "server.ts", ["--fabric", FABRIC, ...rdma]));
+  let port = 0, serverPid = server.pid;
+  for (let i = 0; i < 300 && !port; i++) {
+    for (const l of server.lines()) {
+      const j = JSON.parse(l);
+      if (j.port) (port = j.port), (serverPid = j.pid ?? serverPid);
+    }
+    if (!port) await sleep(100);
+  }
+  if (!port) {
+    await stop(server);
+    return {
+      runtime: rt,
+      sessions: n,
+      status: `server did not start: ${tail(server.stderr(), 3)}`,
+    };
+  }
+  const client = start(command(rt, "client.ts", [
+    "--port",
+    String(port),
+    "--sessions",
+    String(n),
+    "--max-seconds",
+    String(MAX_S),
+    "--fabric",
+    FABRIC,
+    ...passOn,
+  ]));
+  const code = await within(client.exited, (MAX_S + 20) * 1000);
+  if (code === "timeout") await stop(client);
+  const events: Json = {};
+  const curve: number[] = []; // sessions reached at 0 s, 10 s, 20 s, … of the client's life
+  for (const l of client.lines()) {
+    try {
+      const j = JSON.parse(l);
+      events[j.event] = j;
+      if (j.event === "progress" && j.elapsedMs >= curve.length * 10_000) curve.push(j.sessions);
+    } catch { /* a partial last line */ }
+  }
+  const serverAlive = await within(server.exited, 0) === "timeout";
+  await stop(server);
+  const swept = sweepShm([serverPid, client.pid]);
+  const seconds = Math.round((performance.now() - t0) / 100) / 10;
+  const setup = events.setup, progress = events.progress;
+  let status = "ok";
+  if (!setup) {
+    const k = progress?.sessions ?? 0, s = Math.round((progress?.elapsedMs ?? 0) / 1000);
+    status = `did not finish: reached ${k} sessions in ${s} s (killed after ${MAX_S} s)`;
+  } else if (!setup.complete) {
+    status = `did not finish: reached ${setup.reached} sessions in ${setup.seconds} s ` +
+      `(setup budget ${Math.round(0.55 * MAX_S)} s); the rest was measured with those`;
+  }
+  if (setup && !events.result) {
+    const phase = ["echo", "idle", "wake"].find((p) => !events[p]) ?? "the end";
+    status = `${status === "ok" ? "" : `${status}; `}killed at the time limit during ${phase}`;
+  }
+  if (events.echo && !events.echo.complete) {
+    status += `; ECHO made ${events.echo.calls} calls before its time limit`;
+  }
+  if (events.wake && !events.wake.complete) {
+    status += `; wake-all answered ${events.wake.answered} of ${events.wake.sessions}`;
+  }
+  if (!serverAlive) status += `; the server exited by itself`;
+  return {
+    runtime: rt,
+    sessions: n,
+    status,
+    seconds,
+    loadavg1: Math.round(load * 100) / 100,
+    clientExit: code === "timeout" ? "killed" : code,
+    setup,
+    serverAfterSetup: events.serverAfterSetup,
+    echo: events.echo,
+    idle: events.idle,
+    wake: events.wake,
+    setupCurve: curve,
+    warnings: events.result?.warnings,
+    shmSwept: swept,
+    clientStderr: tail(client.stderr()),
+    serverStderr: tail(server.stderr()),
+  };
+}
+
+function version(rt: Rt): string {
+  const r = spawnSync(BIN[rt], ["--version"], { encoding: "utf8" });
+  return (r.stdout ?? "").split("\n")[0].trim();
+}
+
+function commit(): string {
+  const git = (...a: string[]) => spawnSync("git", ["-C", ROOT, ...a], { encoding: "utf8" }).stdout;
+  const head = git("rev-parse", "--short", "HEAD").trim();
+  const dirty = git("status", "--porcelain", "--", ".", ":!bench/results").trim() !== "";
+  return head + (dirty ? " + uncommitted changes" : "");
+}
+
+const report: Report = {
+  date: new Date().toISOString(),
+  commit: commit(),
+  root: ROOT,
+  fabric: FABRIC,
+  machine: `${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB`,
+  fdLimit: FD.note,
+  maxSeconds: MAX_S,
+  versions: Object.fromEntries(RUNTIMES.map((rt) => [rt, version(rt)])),
+  note: opt("note", ""),
+  results: [],
+};
+for (const rt of RUNTIMES) {
+  for (const n of COUNTS) {
+    console.error(`scale: ${rt}, ${n} sessions …`);
+    // The baseline is run BASELINE_RUNS times and the quietest run (lowest best-round p50) kept:
+    // one co-tenant burst on a shared machine would otherwise skew every ratio.
+    const tries: CountResult[] = [];
+    for (let k = 0; k < (n === 10 ? BASELINE_RUNS : 1); k++) tries.push(await runCount(rt, n));
+    const score = (x: CountResult) => x.echo?.bestRoundP50Us ?? Infinity;
+    const r = tries.reduce((a, b) => (score(b) < score(a) ? b : a));
+    if (tries.length > 1) {
+      r.status += `; the quietest of ${tries.length} runs (best-round p50 ` +
+        `${tries.map((x) => score(x)).join(", ")} µs)`;
+    }
+    console.error(`scale: ${rt}, ${n} sessions: ${r.status} (${r.seconds} s)`);
+    report.results.push(r);
+  }
+}
+mkdirSync(OUT, { recursive: true });
+writeFileSync(join(OUT, `${NAME}.json`), JSON.stringify(report, null, 2) + "\n");
+writeFileSync(join(OUT, `${NAME}.md`), markdown(report));
+console.log(markdown(report));
+console.error(`scale: wrote ${join(OUT, NAME)}.{md,json}`);

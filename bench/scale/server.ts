@@ -1,0 +1,61 @@
+/**
+ * The scale benchmark's server: verbus `serve()` with a tiny service of its own (`bench.Scale`),
+ * TCP plus one fast fabric (shm by default), the small per-session region of `common.ts`.
+ *
+ *   deno run -A bench/scale/server.ts [--port 0] [--fabric shm|verbs] [--rdma-addr A]
+ *   bun bench/scale/server.ts [--port 0] [--fabric shm]
+ *
+ * Methods: `Echo` (answers the request bytes), `Stats` (answers JSON {@link ProcStats} of this
+ * process: VmRSS, Threads, open fds, CPU time, plus `connections`, the TCP connections open now).
+ * Prints one JSON line `{"port":N,"runtime":...,"pid":...}` once listening; exits 0 on
+ * SIGTERM/SIGINT.
+ * @module
+ */
+import {
+  arg,
+  emit,
+  exit,
+  loadVerbus,
+  numArg,
+  onSignal,
+  procStats,
+  SERVICE,
+  SMALL_REGION,
+} from "./common.ts";
+
+const { serve, RUNTIME } = await loadVerbus();
+const fabric = arg("fabric", "shm");
+const rdmaAddr = arg("rdma-addr", "");
+const enc = new TextEncoder();
+
+const server = await serve({
+  port: numArg("port", 0),
+  services: {
+    [SERVICE]: {
+      Echo: (request: Uint8Array): Uint8Array => request,
+      Stats: (): Uint8Array => {
+        const connections = (() => {
+          try {
+            return server.stats().connections as number;
+          } catch {
+            return -1;
+          }
+        })();
+        return enc.encode(JSON.stringify({ ...procStats(), connections }));
+      },
+    },
+  },
+  fabric: {
+    fabrics: [fabric],
+    region: SMALL_REGION,
+    ...(fabric === "verbs" && rdmaAddr ? { providerOptions: { verbs: { addr: rdmaAddr } } } : {}),
+  },
+  logger: { warn: (m: string) => console.error(`scale server: ${m}`), info: () => {} },
+});
+onSignal(() => exit(0));
+emit({
+  port: server.port,
+  runtime: RUNTIME,
+  pid: (globalThis as { Deno?: { pid: number } }).Deno?.pid ??
+    (globalThis as unknown as { process: { pid: number } }).process.pid,
+});
