@@ -335,7 +335,7 @@ export class ServerSession implements ResponseSink {
 
   /** Frees objects older than the TTL; returns how many. */
   sweep(): number {
-    if (this.#closed !== null) return 0;
+    if (this.#closed !== null || this.#pool.usedSlabs === 0) return 0; // O(1) for an idle session
     const n = this.#pool.sweep();
     if (n) {
       this.#telemetry.inc(TELEMETRY.OBJ_TTL_RECLAIMS, n);
