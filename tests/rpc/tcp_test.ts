@@ -102,6 +102,43 @@ test(
   { timeoutMs: 60_000 },
 );
 
+test(
+  "small writes only, over many ticks and slabs, stay in order through backpressure",
+  async () => {
+    // The flush writes the slab's unwritten run in place; a partial write leaves the rest of the
+    // run for the drain while later frames keep being appended to it or to a new slab.
+    const { a, b, listener } = await pair();
+    try {
+      const parts: Uint8Array[] = [];
+      for (let i = 0; i < 30_000; i++) parts.push(pattern(1 + (i * 53) % 900, i));
+      const total = parts.reduce((n, p) => n + p.length, 0);
+      const got = collect(b, total);
+      for (let i = 0; i < parts.length; i++) {
+        if (i % 3000 === 0) await Promise.resolve(); // a flush between batches
+        if (i % 2 === 0) a.write(parts[i]);
+        else {
+          const off = a.reserve(parts[i].length);
+          a.writeBuffer.set(parts[i], off);
+          a.commit(parts[i].length);
+        }
+      }
+      const bytes = await got;
+      let o = 0;
+      for (const p of parts) {
+        assertEquals(bytes.subarray(o, o + p.length), p, `part at offset ${o}`);
+        o += p.length;
+      }
+      await a.drained();
+      assertEquals(a.pendingWriteBytes, 0);
+    } finally {
+      a.close();
+      b.close();
+      listener.close();
+    }
+  },
+  { timeoutMs: 60_000 },
+);
+
 test("peer close reports ConnectionClosedError; local close reports nothing; writes then refused", async () => {
   const { a, b, listener } = await pair();
   try {

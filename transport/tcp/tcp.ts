@@ -236,6 +236,31 @@ export abstract class ConnBase implements TcpConn {
   }
 
   /**
+   * The common case of a flush: nothing but frames appended to the current slab since the last
+   * write. Returns the slab to write from `runStart` to `runEnd` (no view is made), or `null` when
+   * other chunks are queued (then use {@link takeQueued}). After writing, call {@link wroteRun}.
+   */
+  protected get runSlab(): Uint8Array | null {
+    return this.#queue.length === 0 && this.#dedicated === null ? this.#slab : null;
+  }
+
+  /** Start of the unwritten run in {@link runSlab}. */
+  protected get runStart(): number {
+    return this.#runStart;
+  }
+
+  /** End of the unwritten run in {@link runSlab}. */
+  protected get runEnd(): number {
+    return this.#used;
+  }
+
+  /** Records that the kernel took `n` bytes from the start of the run of {@link runSlab}. */
+  protected wroteRun(n: number): void {
+    this.#runStart += n;
+    this.wrote(n);
+  }
+
+  /**
    * Takes the next buffer to write: the head chunk alone when it is large, else several small
    * chunks copied into one buffer (one syscall for many frames).
    */

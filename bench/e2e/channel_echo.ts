@@ -1,0 +1,76 @@
+/**
+ * verbus TCP without the `Client` layer: a child process serves `bench.Echo/Echo` (returns the
+ * request) with `serve({ fabric: false })`; this process drives it through a bare `Channel` with W
+ * calls in flight (one promise per call, no path selection). It separates the cost of the
+ * baidu_std channel, server and TCP transport from `Client.call`'s.
+ *
+ * `deno run -A bench/e2e/channel_echo.ts [--inflight 32] [--calls 100000] [--payload 64]`, or the
+ * same with `bun`. Prints one JSON line (calls/s, p50, p99 in µs).
+ * @module
+ */
+import { connectChannel, serve } from "../../mod.ts";
+
+// deno-lint-ignore no-explicit-any
+const g = globalThis as any;
+const argv: string[] = g.Deno ? g.Deno.args : g.process.argv.slice(2);
+const num = (name: string, def: number) => {
+  const i = argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(argv[i + 1]) : def;
+};
+const exit = (c: number) => (g.Deno ? g.Deno.exit(c) : g.process.exit(c));
+
+if (argv.includes("--serve")) {
+  const s = await serve({
+    port: 0,
+    fabric: false,
+    services: { "bench.Echo": { Echo: (r: Uint8Array) => r } },
+  });
+  console.log(`PORT ${s.port}`);
+} else {
+  const self = new URL(import.meta.url).pathname;
+  const cmd = g.Deno
+    ? [g.Deno.execPath(), "run", "-A", self, "--serve"]
+    : [g.process.execPath, self, "--serve"];
+  const { spawn } = await import("node:child_process");
+  const child = spawn(cmd[0], cmd.slice(1), { stdio: ["ignore", "pipe", "inherit"] });
+  const port = await new Promise<number>((res) => {
+    let out = "";
+    child.stdout!.on("data", (d: Uint8Array) => {
+      out += String(d);
+      const m = /PORT (\d+)/.exec(out);
+      if (m) res(Number(m[1]));
+    });
+  });
+  const inflight = num("inflight", 32), calls = num("calls", 100_000);
+  const req = new Uint8Array(num("payload", 64)).fill(0x61);
+  const ch = await connectChannel({ host: "127.0.0.1", port });
+  const run = async (n: number, lat: Float64Array | null) => {
+    let next = 0;
+    const worker = async () => {
+      while (next < n) {
+        const i = next++;
+        const a = performance.now();
+        await ch.call("bench.Echo", "Echo", req);
+        if (lat) lat[i] = performance.now() - a;
+      }
+    };
+    const t0 = performance.now();
+    await Promise.all(Array.from({ length: inflight }, worker));
+    return (performance.now() - t0) / 1000;
+  };
+  await run(Math.min(calls, 20_000), null);
+  const lat = new Float64Array(calls);
+  const secs = await run(calls, lat);
+  lat.sort();
+  const pick = (q: number) => Math.round(lat[Math.floor(q * (calls - 1))] * 1e5) / 100;
+  console.log(JSON.stringify({
+    inflight,
+    calls,
+    qps: Math.round(calls / secs),
+    p50_us: pick(0.5),
+    p99_us: pick(0.99),
+  }));
+  await ch.close();
+  child.kill("SIGTERM");
+  exit(0);
+}
