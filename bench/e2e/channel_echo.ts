@@ -5,10 +5,12 @@
  * baidu_std channel, server and TCP transport from `Client.call`'s.
  *
  * `deno run -A bench/e2e/channel_echo.ts [--inflight 32] [--calls 100000] [--payload 64]`, or the
- * same with `bun`. Prints one JSON line (calls/s, p50, p99 in µs).
+ * same with `bun`. Prints one JSON line (calls/s, p50, p99 in µs). `--client` drives it through
+ * `connect(…, { fabric: "tcp" })` (the public `Client`) instead, for comparison; `--port P` uses a
+ * server already running (e.g. `verbus serve`; the service is then `verbus.Demo/Echo`).
  * @module
  */
-import { connectChannel, serve } from "../../mod.ts";
+import { connect, connectChannel, serve } from "../../mod.ts";
 
 // deno-lint-ignore no-explicit-any
 const g = globalThis as any;
@@ -28,29 +30,35 @@ if (argv.includes("--serve")) {
   console.log(`PORT ${s.port}`);
 } else {
   const self = new URL(import.meta.url).pathname;
+  const given = num("port", 0);
   const cmd = g.Deno
     ? [g.Deno.execPath(), "run", "-A", self, "--serve"]
     : [g.process.execPath, self, "--serve"];
   const { spawn } = await import("node:child_process");
-  const child = spawn(cmd[0], cmd.slice(1), { stdio: ["ignore", "pipe", "inherit"] });
-  const port = await new Promise<number>((res) => {
+  const child = given
+    ? null
+    : spawn(cmd[0], cmd.slice(1), { stdio: ["ignore", "pipe", "inherit"] });
+  const port = given || await new Promise<number>((res) => {
     let out = "";
-    child.stdout!.on("data", (d: Uint8Array) => {
+    child!.stdout!.on("data", (d: Uint8Array) => {
       out += String(d);
       const m = /PORT (\d+)/.exec(out);
       if (m) res(Number(m[1]));
     });
   });
+  const [service, method] = given ? ["verbus.Demo", "Echo"] : ["bench.Echo", "Echo"];
   const inflight = num("inflight", 32), calls = num("calls", 100_000);
   const req = new Uint8Array(num("payload", 64)).fill(0x61);
-  const ch = await connectChannel({ host: "127.0.0.1", port });
+  const ch = argv.includes("--client")
+    ? await connect({ host: "127.0.0.1", port }, { fabric: "tcp" })
+    : await connectChannel({ host: "127.0.0.1", port });
   const run = async (n: number, lat: Float64Array | null) => {
     let next = 0;
     const worker = async () => {
       while (next < n) {
         const i = next++;
         const a = performance.now();
-        await ch.call("bench.Echo", "Echo", req);
+        await ch.call(service, method, req);
         if (lat) lat[i] = performance.now() - a;
       }
     };
@@ -71,6 +79,6 @@ if (argv.includes("--serve")) {
     p99_us: pick(0.99),
   }));
   await ch.close();
-  child.kill("SIGTERM");
+  child?.kill("SIGTERM");
   exit(0);
 }

@@ -5,6 +5,7 @@
 import { ConnectFailedError, ConnectionClosedError, VerbusError } from "../../errors.ts";
 import { encodeFrame, FrameParser } from "../../rpc/protocol/frame.ts";
 import { RawReader, tcp, type TcpConn, type TcpListener } from "../../transport/tcp/mod.ts";
+import { RUNTIME } from "../../util/runtime.ts";
 import { assert, assertEquals, assertRejects, test } from "../harness.ts";
 
 const te = new TextEncoder();
@@ -138,6 +139,30 @@ test(
   },
   { timeoutMs: 60_000 },
 );
+
+test("what a data handler writes synchronously is flushed before that chunk's microtasks", async () => {
+  const { a, b, listener } = await pair();
+  try {
+    const seen = new Promise<number>((resolve) => {
+      b.onData(() => {
+        // Queued before the write, so it runs before the write's own microtask flush would.
+        queueMicrotask(() => resolve(b.pendingWriteBytes));
+        b.write(te.encode("answer"));
+      });
+    });
+    const back = collect(a, 6);
+    a.write(te.encode("request"));
+    assertEquals(new TextDecoder().decode(await back), "answer");
+    // Bun's socket.write is synchronous: the kernel already took the answer. Deno's write is an
+    // async op started at the same point; its bytes count as pending until the op completes.
+    if (RUNTIME === "bun") assertEquals(await seen, 0, "written when the handler returned");
+    else assertEquals(await seen, 6, "the write was in flight");
+  } finally {
+    a.close();
+    b.close();
+    listener.close();
+  }
+});
 
 test("peer close reports ConnectionClosedError; local close reports nothing; writes then refused", async () => {
   const { a, b, listener } = await pair();

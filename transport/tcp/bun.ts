@@ -55,7 +55,7 @@ class BunTcpConn extends ConnBase {
       const slab = this.runSlab;
       if (slab !== null) {
         // Only frames appended to the slab since the last write: write them in place (no view).
-        const start = this.runStart, len = this.runEnd - start;
+        const start = this.runStart, len = this.pendingWriteBytes;
         const n = this.#socket.write(slab, start, len);
         if (n < 0) {
           this.closed_(this.peerClosed("is closed (write refused)"));

@@ -37,7 +37,8 @@ export type CloseHandler = (error: VerbusError | undefined) => void;
 
 /**
  * One TCP connection with TCP_NODELAY on. Writes are queued and coalesced: everything written in
- * the same tick leaves in one write syscall (on the microtask after the first write), partial
+ * the same tick leaves in one write syscall (on the microtask after the first write, or — for
+ * what a data handler writes synchronously — as soon as the handler returns), partial
  * writes are retried when the socket drains. Data is delivered to one replaceable handler, which
  * lets a protocol hand the byte stream over to another (e.g. a fabric handshake before or after
  * framed RPC, see {@link RawReader}).
@@ -236,22 +237,16 @@ export abstract class ConnBase implements TcpConn {
   }
 
   /**
-   * The common case of a flush: nothing but frames appended to the current slab since the last
-   * write. Returns the slab to write from `runStart` to `runEnd` (no view is made), or `null` when
-   * other chunks are queued (then use {@link takeQueued}). After writing, call {@link wroteRun}.
+   * The common case of a flush: only frames appended to the current slab since the last write.
+   * Returns the slab, whose {@link pendingWriteBytes} bytes from {@link runStart} are to be written
+   * in place (then {@link wroteRun}), or `null` when other chunks are queued ({@link takeQueued}).
    */
   protected get runSlab(): Uint8Array | null {
     return this.#queue.length === 0 && this.#dedicated === null ? this.#slab : null;
   }
 
-  /** Start of the unwritten run in {@link runSlab}. */
   protected get runStart(): number {
     return this.#runStart;
-  }
-
-  /** End of the unwritten run in {@link runSlab}. */
-  protected get runEnd(): number {
-    return this.#used;
   }
 
   /** Records that the kernel took `n` bytes from the start of the run of {@link runSlab}. */
@@ -280,10 +275,7 @@ export abstract class ConnBase implements TcpConn {
       } else {
         head = new Uint8Array(total);
         let off = 0;
-        for (let i = 0; i < count; i++) {
-          head.set(q[i], off);
-          off += q[i].length;
-        }
+        for (let i = 0; i < count; off += q[i++].length) head.set(q[i], off);
         q.splice(0, count);
       }
     }
@@ -310,12 +302,19 @@ export abstract class ConnBase implements TcpConn {
   /** Closes the socket itself (runtime-specific); must not call back into this class. */
   protected abstract closeSocket(): void;
 
-  /** Hands a received chunk (owned by the receiver) to the data handler or buffers it. */
+  /**
+   * Hands a received chunk (owned by the receiver) to the data handler or buffers it. What the
+   * handler wrote synchronously (a server's answers to the requests of this chunk) is flushed at
+   * once, still inside the runtime's socket callback (Bun corks it with the read), before the
+   * chunk's microtasks run.
+   */
   protected deliver(chunk: Uint8Array): void {
     if (this.#closed) return;
     const h = this.#data;
-    if (h !== null && this.#early === null) h(chunk);
-    else (this.#early ??= []).push(chunk);
+    if (h !== null && this.#early === null) {
+      h(chunk);
+      if (this.hasQueued && !this.#closed) this.flushNow();
+    } else (this.#early ??= []).push(chunk);
   }
 
   onData(handler: DataHandler | null): void {
