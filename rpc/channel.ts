@@ -190,7 +190,8 @@ export class Channel {
     let broken: VerbusError | undefined;
     const parser = new FrameParser(
       (meta, payload, attachment) => this.#answer(meta, payload, attachment),
-      { maxBodySize: this.#options.maxBodySize },
+      // #answer reads the id and the response field at once and keeps neither.
+      { maxBodySize: this.#options.maxBodySize, reuseAnswerMeta: true },
     );
     conn.onData((chunk) => {
       try {

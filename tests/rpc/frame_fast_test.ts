@@ -3,9 +3,9 @@
  * cache and answers written in place must be byte-identical to the general encoder's frames, and
  * fall back (or re-encode) where the shortcut does not apply.
  */
-import { encodeFrame, type FrameSink } from "../../rpc/protocol/frame.ts";
+import { encodeFrame, FrameParser, type FrameSink } from "../../rpc/protocol/frame.ts";
 import { encodeResponseFrameTo, RequestMetaCache } from "../../rpc/protocol/frame_fast.ts";
-import type { RpcMeta } from "../../rpc/protocol/rpc_meta.ts";
+import { decodeRpcMeta, type RpcMeta } from "../../rpc/protocol/rpc_meta.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 
 /** A sink that appends frames to one buffer, as a connection's slab does. */
@@ -96,4 +96,51 @@ test("answers whose id the shortcut cannot write are left to the general encoder
     assertEquals(encodeResponseFrameTo(s, id, pattern(3, 3)), false, `id ${id}`);
     assertEquals(s.bytes().length, 0, "nothing written");
   }
+});
+
+test("reuseAnswerMeta: plain answers share one meta object and read the same as decodeRpcMeta", () => {
+  const metas: RpcMeta[] = [
+    { correlationId: 1 },
+    { correlationId: 2 ** 48 + 3 },
+    { correlationId: 77, attachmentSize: 3 },
+    { correlationId: 2n ** 60n }, // too big for the fast path
+    { correlationId: 5, response: { errorCode: 1002, errorText: "nope" } },
+    { correlationId: 6, compressType: 1 },
+    { correlationId: -1 },
+    { attachmentSize: 0 },
+  ];
+  const frames = metas.map((m) =>
+    encodeFrame(m, pattern(10, 1), pattern(m.attachmentSize ?? 0, 2))
+  );
+  const seen: { meta: RpcMeta; copy: RpcMeta; payload: Uint8Array; att: Uint8Array }[] = [];
+  const parser = new FrameParser((meta, payload, att) => {
+    seen.push({ meta, copy: { ...meta }, payload, att });
+  }, { reuseAnswerMeta: true });
+  const all = new Uint8Array(frames.reduce((n, f) => n + f.length, 0));
+  frames.reduce((off, f) => (all.set(f, off), off + f.length), 0);
+  parser.push(all);
+  assertEquals(seen.length, metas.length);
+  for (let i = 0; i < metas.length; i++) {
+    const want = decodeRpcMeta(frames[i], 12, 12 + frames[i][11]);
+    const got = seen[i].copy;
+    assertEquals(got.correlationId, want.correlationId, `frame ${i} id`);
+    assertEquals(got.attachmentSize, want.attachmentSize, `frame ${i} attachment_size`);
+    assertEquals(got.response, want.response, `frame ${i} response`);
+    assertEquals(got.compressType, want.compressType, `frame ${i} compress_type`);
+    assertEquals(seen[i].payload, pattern(10, 1), `frame ${i} payload`);
+    assertEquals(seen[i].att, pattern(metas[i].attachmentSize ?? 0, 2), `frame ${i} attachment`);
+  }
+  assert(seen[0].meta === seen[1].meta && seen[1].meta === seen[2].meta, "one shared object");
+  for (const i of [3, 4, 5, 6, 7]) {
+    assert(seen[i].meta !== seen[0].meta, `frame ${i} decoded in full`);
+  }
+  const plain = new FrameParser((meta) =>
+    seen.push({ meta, copy: meta, payload: pattern(0, 0), att: pattern(0, 0) })
+  );
+  plain.push(frames[0]);
+  plain.push(frames[1]);
+  assert(
+    seen.at(-1)!.meta !== seen.at(-2)!.meta,
+    "without the option every frame has its own meta",
+  );
 });
