@@ -164,6 +164,42 @@ test("what a data handler writes synchronously is flushed before that chunk's mi
   }
 });
 
+test("received chunks kept uncopied stay intact while later reads arrive", async () => {
+  // Chunks may be views of a shared read buffer: the transport must never write them again.
+  const { a, b, listener } = await pair();
+  try {
+    const parts: Uint8Array[] = [];
+    for (let i = 0; i < 400; i++) parts.push(pattern(1 + (i * 97) % 700, i));
+    const total = parts.reduce((n, p) => n + p.length, 0);
+    const kept: Uint8Array[] = [];
+    let have = 0;
+    const done = new Promise<void>((resolve) => {
+      b.onData((c) => {
+        kept.push(c); // no copy
+        have += c.length;
+        if (have === total) resolve();
+      });
+    });
+    for (let i = 0; i < parts.length; i++) {
+      a.write(parts[i]);
+      if (i % 10 === 9) await new Promise((r) => setTimeout(r, 0)); // many small reads
+    }
+    await done;
+    const all = new Uint8Array(total);
+    kept.reduce((off, c) => (all.set(c, off), off + c.length), 0);
+    let o = 0;
+    for (const p of parts) {
+      assertEquals(all.subarray(o, o + p.length), p, `part at offset ${o}`);
+      o += p.length;
+    }
+    assert(kept.length > 1, "several reads");
+  } finally {
+    a.close();
+    b.close();
+    listener.close();
+  }
+});
+
 test("peer close reports ConnectionClosedError; local close reports nothing; writes then refused", async () => {
   const { a, b, listener } = await pair();
   try {

@@ -10,8 +10,8 @@
  * - `write(bytes)` takes ownership of `bytes`: the caller must not modify it afterwards (it may be
  *   written later, after the current tick).
  * - a chunk passed to a data handler is owned by the handler from then on: the transport never
- *   reuses or modifies it, so views into it may be kept (e.g. a request payload an async handler
- *   still needs).
+ *   reuses or modifies its bytes, so views into it may be kept (e.g. a request payload an async
+ *   handler still needs). It may be a view of a larger read buffer: use its bytes only.
  *
  * @module
  */
