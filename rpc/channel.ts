@@ -11,42 +11,16 @@
  * Threading: a channel belongs to the JS thread that created it.
  * @module
  */
-import { z } from "zod";
+import type { z } from "zod";
 import { ClosedError, ConnectionClosedError, TimeoutError, VerbusError } from "../errors.ts";
 import { tcp } from "../transport/tcp/mod.ts";
 import type { TcpConn } from "../transport/tcp/tcp.ts";
 import { RpcError } from "./errors.ts";
 import { parseOptions } from "../util/options.ts";
-import type { Logger } from "./protocol/dispatch.ts";
-import { DEFAULT_MAX_BODY_SIZE, encodeFrameTo, FrameParser } from "./protocol/frame.ts";
+import { ChannelOptionsSchema, MAX_TIMER, parseAddress } from "./channel_options.ts";
+import { encodeFrameTo, FrameParser } from "./protocol/frame.ts";
+import { RequestMetaCache } from "./protocol/frame_fast.ts";
 import type { Int64, RpcMeta, RpcRequestMeta } from "./protocol/rpc_meta.ts";
-
-const loggerSchema = z.custom<Logger>(
-  (v) => typeof v === "object" && v !== null && typeof (v as Logger).warn === "function",
-  { message: "expected a logger with a warn(message) method" },
-);
-
-const MAX_TIMER = 0x7fffffff;
-
-/** The options of {@link connect}, validated with zod (unknown keys are rejected). */
-export const ChannelOptionsSchema = z.object({
-  /** Default per-call timeout (sent to the server as `timeout_ms`). */
-  timeoutMs: z.number().int().positive().max(MAX_TIMER).default(5000),
-  /** How long one connection attempt may take. */
-  connectTimeoutMs: z.number().int().positive().max(MAX_TIMER).default(3000),
-  /** Largest accepted response body; a bigger frame breaks the connection. */
-  maxBodySize: z.number().int().positive().max(0xffffffff).default(DEFAULT_MAX_BODY_SIZE),
-  /** Where connection problems are logged; default: nothing is logged (errors reach callers). */
-  logger: loggerSchema.optional(),
-}).strict();
-
-/** Input type of {@link connect}'s options. */
-export type ChannelOptions = z.input<typeof ChannelOptionsSchema>;
-
-const AddressSchema = z.object({
-  host: z.string().min(1),
-  port: z.number().int().min(1).max(65535),
-});
 
 /** Options of one call. */
 export interface CallOptions {
@@ -83,6 +57,16 @@ class PendingCall {
   ) {}
 }
 
+/** The call whose promise is being created (the executor below runs synchronously). */
+let executing: PendingCall | null = null;
+
+/** One executor for every call's promise: no closure is allocated per call. */
+function executor(resolve: (r: CallResult) => void, reject: (e: VerbusError) => void): void {
+  const p = executing!;
+  p.resolve = resolve;
+  p.reject = reject;
+}
+
 function onTimeout(p: PendingCall): void {
   p.channel._expire(p);
 }
@@ -93,17 +77,9 @@ function onSweep(ch: Channel): void {
 
 const EMPTY = new Uint8Array(0);
 
-/** Parses `"host:port"`, `"[v6]:port"` or `{ host, port }`. */
-function parseAddress(
-  address: string | { host: string; port: number },
-): { host: string; port: number } {
-  let a: unknown = address;
-  if (typeof address === "string") {
-    const m = /^\[([^\]]+)\]:(\d+)$/.exec(address) ?? /^([^:]+):(\d+)$/.exec(address);
-    a = m ? { host: m[1], port: Number(m[2]) } : { host: address, port: NaN };
-  }
-  return parseOptions(AddressSchema, a, `address ${JSON.stringify(address)} (want "host:port")`);
-}
+export { ChannelOptionsSchema };
+export type { ChannelOptions } from "./channel_options.ts";
+import type { ChannelOptions } from "./channel_options.ts";
 
 /** A client connection to one server. Create with {@link connect}. */
 export class Channel {
@@ -116,6 +92,8 @@ export class Channel {
   // Reused for every request: encoded at once, never kept.
   readonly #req: RpcRequestMeta = { serviceName: "", methodName: "" };
   readonly #meta: RpcMeta = { request: this.#req, correlationId: 0 };
+  /** Encoded request fields per method: plain calls encode no meta of their own. */
+  readonly #prefixes = new RequestMetaCache();
   #conn: TcpConn | null = null;
   #connecting: Promise<TcpConn> | null = null;
   #nextId = 1;
@@ -212,7 +190,8 @@ export class Channel {
     let broken: VerbusError | undefined;
     const parser = new FrameParser(
       (meta, payload, attachment) => this.#answer(meta, payload, attachment),
-      { maxBodySize: this.#options.maxBodySize },
+      // #answer reads the id and the response field at once and keeps neither.
+      { maxBodySize: this.#options.maxBodySize, reuseAnswerMeta: true },
     );
     conn.onData((chunk) => {
       try {
@@ -267,20 +246,23 @@ export class Channel {
     }
     const id = this.#nextId++;
     if (this.#nextId > Number.MAX_SAFE_INTEGER) this.#nextId = 1;
-    req.serviceName = service;
-    req.methodName = method;
-    req.timeoutMs = timeoutMs;
-    this.#meta.correlationId = id;
     try {
-      encodeFrameTo(conn, this.#meta, request, attachment);
+      if (req.logId === undefined && req.requestId === undefined) {
+        this.#prefixes.encodeTo(conn, service, method, timeoutMs, id, request, attachment);
+      } else {
+        req.serviceName = service;
+        req.methodName = method;
+        req.timeoutMs = timeoutMs;
+        this.#meta.correlationId = id;
+        encodeFrameTo(conn, this.#meta, request, attachment);
+      }
     } catch (e) {
       return Promise.reject(e);
     }
     const p = new PendingCall(this, id, service, method, timeoutMs, this.#now() + timeoutMs);
-    const promise = new Promise<CallResult>((resolve, reject) => {
-      p.resolve = resolve;
-      p.reject = reject;
-    });
+    executing = p;
+    const promise = new Promise<CallResult>(executor);
+    executing = null;
     // Calls with the default timeout expire in send order: one channel timer serves them all
     // (a timer per call costs ~1.5 µs on Deno). Other timeouts get a timer of their own.
     if (timeoutMs !== this.#defaultTimeout) p.timer = setTimeout(onTimeout, timeoutMs, p);

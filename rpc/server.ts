@@ -23,6 +23,7 @@ import {
   type ServerCall,
 } from "./protocol/dispatch.ts";
 import { DEFAULT_MAX_BODY_SIZE, encodeFrameTo, FrameParser } from "./protocol/frame.ts";
+import { encodeResponseFrameTo } from "./protocol/frame_fast.ts";
 import type { RpcMeta, RpcResponseMeta } from "./protocol/rpc_meta.ts";
 import { FabricHost, fabricHostOptionsSchema } from "./session/fabric_host.ts";
 import { FABRIC_SERVICE } from "./session/hello.ts";
@@ -141,6 +142,11 @@ class ServerConnection implements ResponseSink {
       const meta = this.#okMeta;
       meta.correlationId = call.correlationId;
       try {
+        // The meta of a plain answer is written in place (no RpcMeta encode); odd ids take the
+        // general encoder.
+        if (encodeResponseFrameTo(conn, meta.correlationId, response, call.responseAttachment)) {
+          return;
+        }
         encodeFrameTo(conn, meta, response, call.responseAttachment);
       } catch (e) {
         this.send(call, response, ERESPONSE, `cannot frame the response: ${String(e)}`);

@@ -8,6 +8,7 @@
  * (the ceiling of any framing), @grpc/grpc-js on Node doing the same unary echo, and two processes
  * ping-ponging one 32-bit word through shared memory (the ceiling of any shm RPC).
  * Prints a markdown table with ratios and writes bench/results/e2e.{md,json}.
+ * `--tcp-only` runs only the verbus TCP and raw TCP echo rows (ECHO 64 B) and writes no files.
  * Only ratios between rows of the same run mean anything.
  * @module
  */
@@ -20,6 +21,8 @@ import { argv as nodeArgv } from "node:process";
 const g = globalThis as any;
 const args: string[] = g.Deno ? g.Deno.args : nodeArgv.slice(2);
 const quick = args.includes("--quick");
+/** `--tcp-only`: only verbus TCP and the raw TCP echo (ECHO 64 B), no files written. */
+const tcpOnly = args.includes("--tcp-only");
 const ROOT = resolve(new URL("../..", import.meta.url).pathname);
 const BIN = {
   deno: join(ROOT, "node_modules/.bin/deno"),
@@ -119,12 +122,18 @@ for (const rt of ["deno", "bun"] as Rt[]) {
   console.error(`== ${rt} ==`);
   await withServer(rt, (port) => {
     for (const w of [1, 32]) {
+      if (tcpOnly) {
+        bench(rt, port, "ECHO 64 B", "echo", 64, w, Math.min(2000, N_SMALL), "tcp", "warmup");
+        bench(rt, port, "ECHO 64 B", "echo", 64, w, N_SMALL, "tcp", "verbus TCP");
+        continue;
+      }
       for (let warm = 0; warm < 1; warm++) {
         bench(rt, port, "ECHO 64 B", "echo", 64, w, Math.min(2000, N_SMALL), "shm", "warmup");
       }
       bench(rt, port, "ECHO 64 B", "echo", 64, w, N_SMALL, "tcp", "verbus TCP");
       bench(rt, port, "ECHO 64 B", "echo", 64, w, N_SMALL, "shm", "verbus shm");
     }
+    if (tcpOnly) return;
     bench(rt, port, "LARGE_GET 64 KiB", "large-get", 65536, 1, N_LARGE, "tcp", "verbus TCP");
     bench(rt, port, "LARGE_GET 64 KiB", "large-get", 65536, 1, N_LARGE, "shm", "verbus shm");
     bench(rt, port, "BIGPUT 16 KiB", "put", 16384, 1, N_LARGE, "tcp", "verbus TCP");
@@ -153,6 +162,7 @@ for (const rt of ["deno", "bun"] as Rt[]) {
       qps: r.qps as number,
     });
   }
+  if (tcpOnly) continue;
   const pp = json(run(rt, "bench/e2e/shm_pingpong.ts", ["--iters", quick ? "50000" : "200000"]));
   rows.push({
     runtime: rt,
@@ -164,8 +174,8 @@ for (const rt of ["deno", "bun"] as Rt[]) {
     qps: Math.round(1e6 / (pp.mean_us as number)),
   });
 }
-console.error("== grpc-js (node) ==");
-for (const w of [1, 32]) {
+if (!tcpOnly) console.error("== grpc-js (node) ==");
+for (const w of tcpOnly ? [] : [1, 32]) {
   const r = json(["node", [
     join(ROOT, "bench/e2e/baselines/grpc_node.mjs"),
     "--payload",
@@ -229,10 +239,12 @@ const md = [
     Object.entries(v as Record<string, unknown>).map(([k2, v2]) => `| ${k}: ${k2} | ${v2} |`)
   ),
 ].join("\n");
-mkdirSync(join(ROOT, "bench/results"), { recursive: true });
-writeFileSync(join(ROOT, "bench/results/e2e.md"), md + "\n");
-writeFileSync(
-  join(ROOT, "bench/results/e2e.json"),
-  JSON.stringify({ rows: real, summary, quick }, null, 2) + "\n",
-);
+if (!tcpOnly) {
+  mkdirSync(join(ROOT, "bench/results"), { recursive: true });
+  writeFileSync(join(ROOT, "bench/results/e2e.md"), md + "\n");
+  writeFileSync(
+    join(ROOT, "bench/results/e2e.json"),
+    JSON.stringify({ rows: real, summary, quick }, null, 2) + "\n",
+  );
+}
 console.log(md);

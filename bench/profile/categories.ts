@@ -168,6 +168,7 @@ export const RULES: Rule[] = [
     category: "encode",
   },
   { file: /^rpc\/protocol\/frame\.ts$/, category: "decode" }, // FrameParser
+  { file: /^rpc\/protocol\/frame_fast\.ts$/, category: "encode" }, // per-call frame fast paths
   { file: /^rpc\/protocol\/dispatch\.ts$/, category: "dispatch" },
   { file: /^rpc\/protocol\//, category: "decode" },
 

@@ -187,6 +187,11 @@ export class Dispatcher {
   readonly #logger: Logger;
   #stopping = false;
   #idle: (() => void)[] = [];
+  // The last method looked up (consecutive calls usually name the same one; decoded names are
+  // usually the same string objects, so the check is two pointer compares).
+  #lastService = "";
+  #lastMethod = "";
+  #lastHandler: Handler | undefined = undefined;
 
   constructor(services: ServiceMap, logger: Logger) {
     this.#logger = logger;
@@ -241,13 +246,22 @@ export class Dispatcher {
     if (meta.compressType) {
       return this.#fail(call, EREQUEST, `compress_type=${meta.compressType} is not supported`);
     }
-    const methods = this.#services.get(req.serviceName);
-    if (methods === undefined) {
-      return this.#fail(call, ENOSERVICE, `no service ${req.serviceName}`);
-    }
-    const handler = methods.get(req.methodName);
-    if (handler === undefined) {
-      return this.#fail(call, ENOMETHOD, `no method ${req.methodName} in ${req.serviceName}`);
+    let handler = this.#lastHandler;
+    if (
+      handler === undefined || req.serviceName !== this.#lastService ||
+      req.methodName !== this.#lastMethod
+    ) {
+      const methods = this.#services.get(req.serviceName);
+      if (methods === undefined) {
+        return this.#fail(call, ENOSERVICE, `no service ${req.serviceName}`);
+      }
+      handler = methods.get(req.methodName);
+      if (handler === undefined) {
+        return this.#fail(call, ENOMETHOD, `no method ${req.methodName} in ${req.serviceName}`);
+      }
+      this.#lastService = req.serviceName;
+      this.#lastMethod = req.methodName;
+      this.#lastHandler = handler;
     }
     this.#stats.inflight++;
     let result: Uint8Array | Promise<Uint8Array>;

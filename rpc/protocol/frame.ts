@@ -13,6 +13,7 @@
  */
 import { ProtocolError } from "../../errors.ts";
 import { RUNTIME } from "../../util/runtime.ts";
+import { decodeAnswerMeta } from "./rpc_meta_decode.ts";
 import {
   copyEncodedMeta,
   decodeRpcMeta,
@@ -167,6 +168,11 @@ export type FrameHandler = (meta: RpcMeta, payload: Uint8Array, attachment: Uint
 export interface FrameParserOptions {
   /** Largest accepted `body_size`; default {@link DEFAULT_MAX_BODY_SIZE}. */
   maxBodySize?: number;
+  /**
+   * Plain answers (meta = `correlation_id` [+ `attachment_size`]) get one shared meta object,
+   * valid only until the handler returns (a client that reads the id and forgets the meta).
+   */
+  reuseAnswerMeta?: boolean;
 }
 
 function hex(b: Uint8Array): string {
@@ -196,10 +202,12 @@ export class FrameParser {
   #stopped = false;
   #rest: Uint8Array = EMPTY;
   #frames = 0;
+  readonly #answerMeta: RpcMeta | null;
 
   constructor(onFrame: FrameHandler, options: FrameParserOptions = {}) {
     this.#onFrame = onFrame;
     this.#maxBodySize = options.maxBodySize ?? DEFAULT_MAX_BODY_SIZE;
+    this.#answerMeta = options.reuseAnswerMeta ? { correlationId: 0 } : null;
   }
 
   /** Bytes held for a frame not complete yet. */
@@ -334,7 +342,10 @@ export class FrameParser {
   #emit(buf: Uint8Array, start: number): void {
     const bodySize = this.#bodySize, metaSize = this.#metaSize;
     const metaEnd = start + metaSize;
-    const meta = decodeRpcMeta(buf, start, metaEnd);
+    const reuse = this.#answerMeta;
+    const meta = reuse !== null && decodeAnswerMeta(buf, start, metaEnd, reuse)
+      ? reuse
+      : decodeRpcMeta(buf, start, metaEnd);
     const rest = bodySize - metaSize;
     const att = meta.attachmentSize ?? 0;
     if (att < 0 || att > rest) {

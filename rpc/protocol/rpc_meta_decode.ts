@@ -245,3 +245,47 @@ export function decodeRpcMeta(bytes: Uint8Array, start = 0, end = bytes.length):
   rbuf = EMPTY; // do not retain the caller's bytes
   return m;
 }
+
+/** Reads a varint of at most 7 bytes (< 2^49) at `b[p..end)`; sets `vpos`; -1 if not one. */
+let vpos = 0;
+function smallVarint(b: Uint8Array, p: number, end: number): number {
+  let v = 0, mul = 1;
+  for (let i = 0; i < 7 && p < end; i++, mul *= 128) {
+    const x = b[p++];
+    v += (x & 0x7f) * mul;
+    if (x < 0x80) {
+      vpos = p;
+      return v;
+    }
+  }
+  return -1;
+}
+
+/**
+ * Fast path for the meta of a plain answer: exactly `correlation_id` (< 2^49) and optionally a
+ * non-negative `attachment_size`, in field order. On a match it sets `into.correlationId` and
+ * `into.attachmentSize` (undefined when absent) and returns `true`; the caller owns `into` and
+ * must not have set other fields on it. Any other shape returns `false` (use
+ * {@link decodeRpcMeta}). Reads `b[start, end)` only; keeps nothing.
+ */
+export function decodeAnswerMeta(
+  b: Uint8Array,
+  start: number,
+  end: number,
+  into: RpcMeta,
+): boolean {
+  if (end - start < 2 || b[start] !== 0x20) return false;
+  const id = smallVarint(b, start + 1, end);
+  if (id < 0) return false;
+  let p = vpos, att: number | undefined;
+  if (p < end) {
+    if (b[p] !== 0x28) return false;
+    att = smallVarint(b, p + 1, end);
+    if (att < 0 || att > 0x7fffffff) return false;
+    p = vpos;
+  }
+  if (p !== end) return false;
+  into.correlationId = id;
+  into.attachmentSize = att;
+  return true;
+}

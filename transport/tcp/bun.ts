@@ -21,7 +21,7 @@ const Bun = (globalThis as any).Bun;
 /** The parts of Bun's `Socket` this file uses. */
 interface BunSocket {
   data: BunTcpConn | undefined;
-  write(data: Uint8Array): number;
+  write(data: Uint8Array, byteOffset?: number, byteLength?: number): number;
   end(): void;
   setNoDelay(noDelay?: boolean): boolean;
   readonly remoteAddress: string;
@@ -52,6 +52,22 @@ class BunTcpConn extends ConnBase {
   protected flushNow(): void {
     if (this.#blocked) return;
     while (this.hasQueued && !this.closed) {
+      const slab = this.runSlab;
+      if (slab !== null) {
+        // Only frames appended to the slab since the last write: write them in place (no view).
+        const start = this.runStart, len = this.pendingWriteBytes;
+        const n = this.#socket.write(slab, start, len);
+        if (n < 0) {
+          this.closed_(this.peerClosed("is closed (write refused)"));
+          return;
+        }
+        this.wroteRun(n);
+        if (n < len) {
+          this.#blocked = true; // resumed by the drain event
+          return;
+        }
+        continue;
+      }
       const buf = this.takeQueued();
       const n = this.#socket.write(buf);
       if (n < 0) {

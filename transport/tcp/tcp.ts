@@ -10,8 +10,8 @@
  * - `write(bytes)` takes ownership of `bytes`: the caller must not modify it afterwards (it may be
  *   written later, after the current tick).
  * - a chunk passed to a data handler is owned by the handler from then on: the transport never
- *   reuses or modifies it, so views into it may be kept (e.g. a request payload an async handler
- *   still needs).
+ *   reuses or modifies its bytes, so views into it may be kept (e.g. a request payload an async
+ *   handler still needs). It may be a view of a larger read buffer: use its bytes only.
  *
  * @module
  */
@@ -37,7 +37,8 @@ export type CloseHandler = (error: VerbusError | undefined) => void;
 
 /**
  * One TCP connection with TCP_NODELAY on. Writes are queued and coalesced: everything written in
- * the same tick leaves in one write syscall (on the microtask after the first write), partial
+ * the same tick leaves in one write syscall (on the microtask after the first write, or — for
+ * what a data handler writes synchronously — as soon as the handler returns), partial
  * writes are retried when the socket drains. Data is delivered to one replaceable handler, which
  * lets a protocol hand the byte stream over to another (e.g. a fabric handshake before or after
  * framed RPC, see {@link RawReader}).
@@ -236,6 +237,25 @@ export abstract class ConnBase implements TcpConn {
   }
 
   /**
+   * The common case of a flush: only frames appended to the current slab since the last write.
+   * Returns the slab, whose {@link pendingWriteBytes} bytes from {@link runStart} are to be written
+   * in place (then {@link wroteRun}), or `null` when other chunks are queued ({@link takeQueued}).
+   */
+  protected get runSlab(): Uint8Array | null {
+    return this.#queue.length === 0 && this.#dedicated === null ? this.#slab : null;
+  }
+
+  protected get runStart(): number {
+    return this.#runStart;
+  }
+
+  /** Records that the kernel took `n` bytes from the start of the run of {@link runSlab}. */
+  protected wroteRun(n: number): void {
+    this.#runStart += n;
+    this.wrote(n);
+  }
+
+  /**
    * Takes the next buffer to write: the head chunk alone when it is large, else several small
    * chunks copied into one buffer (one syscall for many frames).
    */
@@ -255,10 +275,7 @@ export abstract class ConnBase implements TcpConn {
       } else {
         head = new Uint8Array(total);
         let off = 0;
-        for (let i = 0; i < count; i++) {
-          head.set(q[i], off);
-          off += q[i].length;
-        }
+        for (let i = 0; i < count; off += q[i++].length) head.set(q[i], off);
         q.splice(0, count);
       }
     }
@@ -285,12 +302,19 @@ export abstract class ConnBase implements TcpConn {
   /** Closes the socket itself (runtime-specific); must not call back into this class. */
   protected abstract closeSocket(): void;
 
-  /** Hands a received chunk (owned by the receiver) to the data handler or buffers it. */
+  /**
+   * Hands a received chunk (owned by the receiver) to the data handler or buffers it. What the
+   * handler wrote synchronously (a server's answers to the requests of this chunk) is flushed at
+   * once, still inside the runtime's socket callback (Bun corks it with the read), before the
+   * chunk's microtasks run.
+   */
   protected deliver(chunk: Uint8Array): void {
     if (this.#closed) return;
     const h = this.#data;
-    if (h !== null && this.#early === null) h(chunk);
-    else (this.#early ??= []).push(chunk);
+    if (h !== null && this.#early === null) {
+      h(chunk);
+      if (this.hasQueued && !this.#closed) this.flushNow();
+    } else (this.#early ??= []).push(chunk);
   }
 
   onData(handler: DataHandler | null): void {

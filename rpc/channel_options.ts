@@ -1,0 +1,49 @@
+/**
+ * The options of a {@link ../channel.ts Channel}: the zod schema of `connect()`'s options and the
+ * address parser. Pure functions; any thread.
+ * @module
+ */
+import { z } from "zod";
+import { parseOptions } from "../util/options.ts";
+import type { Logger } from "./protocol/dispatch.ts";
+import { DEFAULT_MAX_BODY_SIZE } from "./protocol/frame.ts";
+
+const loggerSchema = z.custom<Logger>(
+  (v) => typeof v === "object" && v !== null && typeof (v as Logger).warn === "function",
+  { message: "expected a logger with a warn(message) method" },
+);
+
+/** Largest timer delay (ms) a runtime accepts. */
+export const MAX_TIMER = 0x7fffffff;
+
+/** The options of {@link connect}, validated with zod (unknown keys are rejected). */
+export const ChannelOptionsSchema = z.object({
+  /** Default per-call timeout (sent to the server as `timeout_ms`). */
+  timeoutMs: z.number().int().positive().max(MAX_TIMER).default(5000),
+  /** How long one connection attempt may take. */
+  connectTimeoutMs: z.number().int().positive().max(MAX_TIMER).default(3000),
+  /** Largest accepted response body; a bigger frame breaks the connection. */
+  maxBodySize: z.number().int().positive().max(0xffffffff).default(DEFAULT_MAX_BODY_SIZE),
+  /** Where connection problems are logged; default: nothing is logged (errors reach callers). */
+  logger: loggerSchema.optional(),
+}).strict();
+
+/** Input type of {@link connect}'s options. */
+export type ChannelOptions = z.input<typeof ChannelOptionsSchema>;
+
+const AddressSchema = z.object({
+  host: z.string().min(1),
+  port: z.number().int().min(1).max(65535),
+});
+
+/** Parses `"host:port"`, `"[v6]:port"` or `{ host, port }`. */
+export function parseAddress(
+  address: string | { host: string; port: number },
+): { host: string; port: number } {
+  let a: unknown = address;
+  if (typeof address === "string") {
+    const m = /^\[([^\]]+)\]:(\d+)$/.exec(address) ?? /^([^:]+):(\d+)$/.exec(address);
+    a = m ? { host: m[1], port: Number(m[2]) } : { host: address, port: NaN };
+  }
+  return parseOptions(AddressSchema, a, `address ${JSON.stringify(address)} (want "host:port")`);
+}
