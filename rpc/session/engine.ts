@@ -70,6 +70,15 @@ interface Entry {
   parked: ParkedWait | null;
 }
 
+/** What the engine keeps per readiness source. */
+interface SourceRecord {
+  readonly source: ReadinessSource;
+  seen: number;
+  parked: ParkedWait | null;
+  readonly byToken: (Entry | undefined)[];
+  count: number;
+}
+
 /** A registration: `activate()` asks for a turn; `remove()` leaves the engine. Safe twice. */
 export interface Registration {
   activate(): void;
@@ -89,10 +98,11 @@ export class ProgressEngine {
   static #instance: Promise<ProgressEngine> | null = null;
   readonly #loop: ProgressLoop;
   /** Per readiness source: its seen doorbell, its parked wait and its entries by token. */
-  readonly #sources = new Map<
-    ReadinessSource,
-    { seen: number; parked: ParkedWait | null; byToken: (Entry | undefined)[]; count: number }
-  >();
+  readonly #sources = new Map<ReadinessSource, SourceRecord>();
+  /** The same records as an array (the data path iterates it without allocating). */
+  #sourceList: SourceRecord[] = [];
+  /** Steps until the next look at the clock for ticks. */
+  #stepsToClock = 0;
   readonly #withoutReadiness: Entry[] = [];
   readonly #all = new Set<Entry>();
   /** Entries that asked for the next turn. */
@@ -153,8 +163,15 @@ export class ProgressEngine {
     if (entry.source) {
       let src = this.#sources.get(entry.source);
       if (!src) {
-        src = { seen: entry.source.doorbell(), parked: null, byToken: [], count: 0 };
+        src = {
+          source: entry.source,
+          seen: entry.source.doorbell(),
+          parked: null,
+          byToken: [],
+          count: 0,
+        };
         this.#sources.set(entry.source, src);
+        this.#sourceList = [...this.#sources.values()];
       }
       src.byToken[entry.token] = entry;
       src.count++;
@@ -189,6 +206,7 @@ export class ProgressEngine {
         src.byToken[entry.token] = undefined;
         if (--src.count === 0) {
           this.#sources.delete(entry.source);
+          this.#sourceList = [...this.#sources.values()];
           if (src.parked) entry.source.wake(); // let its parked wait return now, not at its timeout
         }
       }
@@ -241,8 +259,9 @@ export class ProgressEngine {
     this.#active = active;
     // Who was announced — first: every announcement collected must be followed by a round of its
     // session that starts after the collect (a round earlier in this turn may have missed it).
-    const out = this.#collected;
-    for (const [source, src] of this.#sources) {
+    const out = this.#collected, sources = this.#sourceList;
+    for (let k = 0; k < sources.length; k++) {
+      const src = sources[k], source = src.source;
       src.seen = source.doorbell(); // before collect: a later announcement wakes the wait
       const n = source.collect(out);
       this.counters.announced += n;
@@ -262,10 +281,13 @@ export class ProgressEngine {
     for (let i = 0; i < all.length; i++) {
       if (all[i].queuedTurn !== turn) work += this.#run(all[i]);
     }
-    const now = performance.now();
-    if (now - this.#lastTick > 1000) {
-      this.#lastTick = now;
-      for (const e of this.#all) e.driven.tick?.();
+    if (--this.#stepsToClock <= 0) { // the clock is not free (Deno): look every 256 steps
+      this.#stepsToClock = 256;
+      const now = performance.now();
+      if (now - this.#lastTick > 1000) {
+        this.#lastTick = now;
+        for (const e of this.#all) e.driven.tick?.();
+      }
     }
     return work;
   }
@@ -281,7 +303,8 @@ export class ProgressEngine {
     for (const d of this.#deadlineHolders) ms = d.msToDeadline?.(ms) ?? ms;
     ms = Math.max(1, Math.ceil(ms));
     const waits: Promise<boolean>[] = [];
-    for (const [source, src] of this.#sources) {
+    for (const src of this.#sourceList) {
+      const source = src.source;
       const parked = this.#park(src.parked, ms, () => {
         const p: Promise<boolean> = source.wait(src.seen, ms).finally(() => {
           if (src.parked?.woke === p) src.parked = null;

@@ -165,6 +165,8 @@ export class ProcessNotifyPage implements ReadinessSource {
   /** Tokens ever handed out (summary words above `ceil(#highWater / 1024)` are never looked at). */
   #highWater = 0;
   #waiters = 0;
+  /** The doorbell value the last collect started from. */
+  #collectedAt = -1;
 
   private constructor(private readonly mapping: ShmMapping, private readonly helper: Helper) {
     this.name = mapping.name;
@@ -213,6 +215,11 @@ export class ProcessNotifyPage implements ReadinessSource {
 
   collect(out: Uint32Array): number {
     const w = this.#words, top = this.#seenTop, group = this.#seenGroup, seen = this.#seenToken;
+    // Every announcement ends by moving the doorbell: unmoved, nothing new is complete (one that
+    // is still being written moves it when done, and the next collect sees it).
+    const doorbell = Atomics.load(w, W_DOORBELL);
+    if (doorbell === this.#collectedAt) return 0;
+    this.#collectedAt = doorbell;
     const high = this.#highWater, tops = (high + 1023) >>> 10;
     let n = 0;
     for (let k = 0; k < tops; k++) {
