@@ -328,6 +328,7 @@ export class ProgressEngine {
     }
     if (waits.length === 0) waits.push(new Promise((r) => setTimeout(() => r(false), ms)));
     const woke = await Promise.race(waits);
+    this.#stepsToClock = 0; // after a sleep the next step looks at the clock (ticks stay ~1 s)
     for (const d of this.#deadlineHolders) d.afterSleep?.();
     return woke;
   }
