@@ -98,6 +98,10 @@ export const RULES: Rule[] = [
   { file: /^rpc\/session\/progress\.ts$/, category: "loop" },
   { file: /^transport\/cpu\.ts$/, category: "loop" }, // sched_yield while spinning
   { file: /^rpc\/session\/fabric_host\.ts$/, category: "loop" }, // #step, #idle
+  { file: /^rpc\/session\/engine\.ts$/, category: "loop" }, // the process engine: #step, #idle
+  { file: /^transport\/shm\/notify_page\.ts$/, fn: /^announce$/, category: "publish" },
+  { file: /^transport\/shm\/notify_page\.ts$/, category: "scan" }, // collect: announced sessions
+  { file: /^rpc\/fabric_link\.ts$/, fn: /^(#step|startLoop)$/, category: "loop" },
   { file: /^rpc\/client\.ts$/, fn: /^(#step|#idleWait|#slotFreed|start)$/, category: "loop" },
   { file: /^transport\/shm\/shm_endpoint\.ts$/, fn: /^waitInbound$/, category: "loop" },
   { file: /^ffi\//, category: "loop" }, // nonblocking FFI (futex waits, Bun worker pool)
