@@ -10,44 +10,8 @@
  * @module
  */
 
-// deno-lint-ignore no-explicit-any
-const g = globalThis as any;
-
-/** The command-line arguments after the script, on Deno or Bun. */
-export const ARGS: string[] = g.Deno ? g.Deno.args : g.process.argv.slice(2);
-
-/** The value after `--name`, or `fallback`. */
-export function arg(name: string, fallback: string): string {
-  const i = ARGS.indexOf(`--${name}`);
-  return i >= 0 && i + 1 < ARGS.length ? ARGS[i + 1] : fallback;
-}
-
-/** The numeric value after `--name`, or `fallback`. */
-export function numArg(name: string, fallback: number): number {
-  const v = Number(arg(name, String(fallback)));
-  if (!Number.isFinite(v)) throw new Error(`--${name} expects a number`);
-  return v;
-}
-
-/** Reads an environment variable on either runtime. */
-export function env(name: string): string | undefined {
-  return g.Deno ? g.Deno.env.get(name) : g.process.env[name];
-}
-
-/** Exits the process (so `--cpu-prof` writes its profile). */
-export function exit(code: number): never {
-  if (g.Deno) g.Deno.exit(code);
-  g.process.exit(code);
-  throw new Error("unreachable");
-}
-
-/** Calls `fn` on SIGTERM and SIGINT. */
-export function onSignal(fn: () => void): void {
-  for (const s of ["SIGTERM", "SIGINT"]) {
-    if (g.Deno) g.Deno.addSignalListener(s, fn);
-    else g.process.on(s, fn);
-  }
-}
+import { env } from "../common/args.ts";
+export { arg, ARGS, env, exit, numArg, onSignal } from "../common/args.ts";
 
 /** Where verbus's `mod.ts` is: `$VERBUS_ROOT/mod.ts`, else this checkout's. */
 export function modUrl(): string {

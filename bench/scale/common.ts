@@ -7,39 +7,11 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 
+import { env } from "../common/args.ts";
+export { arg, ARGS, exit, numArg, onSignal } from "../common/args.ts";
+
 // deno-lint-ignore no-explicit-any
 const g = globalThis as any;
-
-/** The command-line arguments after the script, on Deno or Bun. */
-export const ARGS: string[] = g.Deno ? g.Deno.args : g.process.argv.slice(2);
-
-/** The value after `--name`, or `fallback`. */
-export function arg(name: string, fallback: string): string {
-  const i = ARGS.indexOf(`--${name}`);
-  return i >= 0 && i + 1 < ARGS.length ? ARGS[i + 1] : fallback;
-}
-
-/** The numeric value after `--name`, or `fallback`; throws on a non-number. */
-export function numArg(name: string, fallback: number): number {
-  const v = Number(arg(name, String(fallback)));
-  if (!Number.isFinite(v)) throw new Error(`--${name} expects a number`);
-  return v;
-}
-
-/** Exits the process on either runtime. */
-export function exit(code: number): never {
-  if (g.Deno) g.Deno.exit(code);
-  g.process.exit(code);
-  throw new Error("unreachable");
-}
-
-/** Calls `fn` on SIGTERM and SIGINT. */
-export function onSignal(fn: () => void): void {
-  for (const s of ["SIGTERM", "SIGINT"]) {
-    if (g.Deno) g.Deno.addSignalListener(s, fn);
-    else g.process.on(s, fn);
-  }
-}
 
 /** The service the scale server registers: `Echo` (bytes back) and `Stats` (process figures). */
 export const SERVICE = "bench.Scale";
@@ -72,7 +44,7 @@ export interface Verbus {
 
 /** Loads the verbus public API: `$VERBUS_ROOT/mod.ts`, else this checkout's. */
 export async function loadVerbus(): Promise<Verbus> {
-  const root = g.Deno ? g.Deno.env.get("VERBUS_ROOT") : g.process.env.VERBUS_ROOT;
+  const root = env("VERBUS_ROOT");
   const url = root
     ? new URL(`file://${String(root).replace(/\/$/, "")}/mod.ts`).href
     : new URL("../../mod.ts", import.meta.url).href;
