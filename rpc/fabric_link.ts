@@ -75,7 +75,7 @@ export class FabricLink {
   /** A call was just submitted: hold the engine while calls are in flight, and take a turn. */
   startLoop(): void {
     if (!this.#driven || !this.#registration) return;
-    if (!this.#engine.holds(this)) this.#engine.hold(this, this.#driven);
+    this.#engine.hold(this, this.#driven);
     this.#registration.activate();
   }
 

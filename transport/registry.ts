@@ -8,11 +8,7 @@
  * @module
  */
 import { z } from "zod";
-import type {
-  ClientFabricProvider,
-  FabricModule,
-  ServerFabricProvider,
-} from "./provider.ts";
+import type { ClientFabricProvider, FabricModule, ServerFabricProvider } from "./provider.ts";
 
 /** The fast fabrics, best first when a host has several (TCP is the control plane, not a fabric). */
 export const FABRICS = ["shm", "verbs", "urma"] as const;

@@ -42,3 +42,17 @@ export function onSignal(fn: () => void): void {
     else g.process.on(s, fn);
   }
 }
+
+/** Resolves after `ms`. */
+export const sleep = (ms: number): Promise<void> => new Promise<void>((r) => setTimeout(r, ms));
+
+/** `p`'s value, or "timeout" when it has not settled within `ms`. */
+export async function within<T>(p: Promise<T>, ms: number): Promise<T | "timeout"> {
+  let t: ReturnType<typeof setTimeout> | undefined;
+  const r = await Promise.race([
+    p,
+    new Promise<"timeout">((res) => (t = setTimeout(() => res("timeout"), ms))),
+  ]);
+  clearTimeout(t);
+  return r;
+}

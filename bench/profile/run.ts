@@ -39,6 +39,7 @@ import { join, resolve } from "node:path";
 import process from "node:process";
 import { analyze, type CpuProfile, type SideReport } from "./analyze.ts";
 import { countersMarkdown, markdown } from "./report.ts";
+import { sleep, within } from "../common/args.ts";
 
 const ARGS: string[] = process.argv.slice(2);
 const opt = (name: string, d: string) => {
@@ -105,18 +106,6 @@ function start(cmd: [string, string[]]): Proc {
   p.stderr!.on("data", (d) => (err += d));
   const exited = new Promise<number>((r) => p.on("exit", (c) => r(c ?? -1)));
   return { exited, stdout: () => out, stderr: () => err, kill: (s) => void p.kill(s) };
-}
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-async function within<T>(p: Promise<T>, ms: number): Promise<T | "timeout"> {
-  let t: ReturnType<typeof setTimeout> | undefined;
-  const r = await Promise.race([
-    p,
-    new Promise<"timeout">((res) => (t = setTimeout(() => res("timeout"), ms))),
-  ]);
-  clearTimeout(t);
-  return r;
 }
 
 function lastJson(text: string): Record<string, unknown> | null {

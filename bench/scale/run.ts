@@ -24,6 +24,7 @@ import { cpus, loadavg, totalmem } from "node:os";
 import { join, resolve } from "node:path";
 import process from "node:process";
 import { type CountResult, markdown, type Report } from "./report.ts";
+import { sleep, within } from "../common/args.ts";
 
 const ARGS: string[] = process.argv.slice(2);
 const opt = (name: string, d: string) => {
@@ -100,18 +101,6 @@ function start(cmd: string[]): Proc {
     stderr: () => err,
     kill: (s) => void p.kill(s),
   };
-}
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-async function within<T>(p: Promise<T>, ms: number): Promise<T | "timeout"> {
-  let t: ReturnType<typeof setTimeout> | undefined;
-  const r = await Promise.race([
-    p,
-    new Promise<"timeout">((res) => (t = setTimeout(() => res("timeout"), ms))),
-  ]);
-  clearTimeout(t);
-  return r;
 }
 
 async function stop(p: Proc): Promise<void> {

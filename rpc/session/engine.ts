@@ -110,14 +110,14 @@ export class ProgressEngine {
   #nextActive: Entry[] = [];
   readonly #holders = new Set<object>();
   readonly #deadlineHolders = new Set<Driven>();
-  readonly #collected: Uint32Array;
+  /** Tokens one collect hands over; grown to the largest source's capacity. */
+  #collected = new Uint32Array(0);
   #turn = 0;
   #lastTick = 0;
   /** Counters (tests and stats). */
   readonly counters: EngineCounters = { sessionRounds: 0, announced: 0 };
 
   private constructor(yieldCpu: () => void) {
-    this.#collected = new Uint32Array(65536);
     this.#loop = new ProgressLoop(
       () => this.#step(),
       (ms) => this.#idle(ms),
@@ -136,11 +136,6 @@ export class ProgressEngine {
   /** Applies the fields of `options` that are set (process-wide: the last setting wins). */
   configure(options: ProgressOptions | undefined): void {
     if (options) this.#loop.configure(options);
-  }
-
-  /** Sessions registered. */
-  get size(): number {
-    return this.#all.size;
   }
 
   /** Loop counters: turns and idle sleeps (kept for the host's `loopCounters`). */
@@ -172,6 +167,9 @@ export class ProgressEngine {
         };
         this.#sources.set(entry.source, src);
         this.#sourceList = [...this.#sources.values()];
+        if (this.#collected.length < entry.source.capacity) {
+          this.#collected = new Uint32Array(entry.source.capacity);
+        }
       }
       src.byToken[entry.token] = entry;
       src.count++;
@@ -231,11 +229,6 @@ export class ProgressEngine {
   release(holder: object, deadlines?: Driven): void {
     this.#holders.delete(holder);
     if (deadlines) this.#deadlineHolders.delete(deadlines);
-  }
-
-  /** True when `holder` holds the engine. */
-  holds(holder: object): boolean {
-    return this.#holders.has(holder);
   }
 
   #run(entry: Entry): number {

@@ -113,7 +113,14 @@ export class FabricHost {
     for (const [k, why] of Object.entries(refused)) {
       logger.warn(`fabric ${k} unavailable on this server: ${why}`);
     }
-    return new FabricHost(o, services, logger, providers, refused, await ProgressEngine.forThread());
+    return new FabricHost(
+      o,
+      services,
+      logger,
+      providers,
+      refused,
+      await ProgressEngine.forThread(),
+    );
   }
 
   /** Fabrics this server can offer (after the providers were built). */

@@ -9,7 +9,6 @@
  * Control path: every function allocates its result; any thread.
  * @module
  */
-import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { VerbusError } from "../../errors.ts";
 import { fabricKindSchema, FABRICS } from "../../transport/registry.ts";
@@ -105,10 +104,4 @@ export function decodeAck(b: Uint8Array): number {
 }
 
 /** This host's boot id (same-host detection), or "" when unreadable. */
-export function bootId(): string {
-  try {
-    return readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
-  } catch {
-    return "";
-  }
-}
+export { hostBootId as bootId } from "../../transport/host.ts";

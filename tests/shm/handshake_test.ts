@@ -20,7 +20,7 @@ import type {
   SessionSizes,
 } from "../../transport/provider.ts";
 import { createClientProvider, createServerProvider } from "../../transport/shm/provider.ts";
-import { hostBootId } from "../../transport/shm/probe.ts";
+import { hostBootId } from "../../transport/host.ts";
 import { ShmMapping } from "../../transport/shm/shm_object.ts";
 import type { ShmOffer } from "../../transport/shm/handshake.ts";
 

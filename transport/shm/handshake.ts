@@ -26,7 +26,7 @@ import { FABRIC_HEADER, ROLE_CLIENT, ROLE_SERVER } from "../control_page.ts";
 import { checkStamp, newNonce, nonceFromHex, nonceToHex, stampRegion } from "../proof.ts";
 import type { SessionSizes } from "../provider.ts";
 import type { PeerNotifyPage, ProcessNotifyPage } from "./notify_page.ts";
-import { type ShmHalves, ShmEndpoint, type ShmNotify } from "./shm_endpoint.ts";
+import { ShmEndpoint, type ShmHalves, type ShmNotify } from "./shm_endpoint.ts";
 import { ShmMapping, shmName } from "./shm_object.ts";
 
 /** Regions start on page boundaries (futex words and Atomics views need alignment). */
@@ -144,16 +144,23 @@ export class PreparedShmSession {
     stampRegion(serverRegion, ROLE_SERVER, nonce);
     const ownToken = pages ? pages.own.allocate() : -1;
     writeToken(serverRegion, ownToken);
-    return new PreparedShmSession(mapping, {
-      name,
-      size,
-      serverOffset: 0,
-      serverSize: sizes.server,
-      clientOffset: sizes.server,
-      clientSize: sizes.client,
-      nonce: nonceToHex(nonce),
-      ...(pages ? { notify: pages.own.name } : {}),
-    }, nonce, helper, pages, ownToken);
+    return new PreparedShmSession(
+      mapping,
+      {
+        name,
+        size,
+        serverOffset: 0,
+        serverSize: sizes.server,
+        clientOffset: sizes.server,
+        clientSize: sizes.client,
+        nonce: nonceToHex(nonce),
+        ...(pages ? { notify: pages.own.name } : {}),
+      },
+      nonce,
+      helper,
+      pages,
+      ownToken,
+    );
   }
 
   /**
@@ -276,10 +283,15 @@ export async function connectShmSession(
   const notify = sessionNotify(pages, ownToken, readToken(serverRegion));
   writeToken(clientRegion, notify ? ownToken : -1);
   stampRegion(clientRegion, ROLE_CLIENT, nonce); // last: the server checks it on the ACK
-  return new ShmEndpoint(mapping, {
-    localOffset: offer.clientOffset,
-    localSize: offer.clientSize,
-    remoteOffset: offer.serverOffset,
-    remoteSize: offer.serverSize,
-  }, helper, notify);
+  return new ShmEndpoint(
+    mapping,
+    {
+      localOffset: offer.clientOffset,
+      localSize: offer.clientSize,
+      remoteOffset: offer.serverOffset,
+      remoteSize: offer.serverSize,
+    },
+    helper,
+    notify,
+  );
 }

@@ -1,10 +1,8 @@
 /**
  * What this host offers the shm fabric: whether a POSIX shm object can be created, mapped and
- * read back atomically (for `verbus doctor`), and this host's boot id (the same-host check of
- * the handshake). Control path only; never throws.
+ * read back atomically (for `verbus doctor`). Control path only; never throws.
  * @module
  */
-import { readFileSync } from "node:fs";
 import { errnoName } from "../../errors.ts";
 import { ffi } from "../../ffi/ffi.ts";
 import { errno, loadLibc } from "../../ffi/libc.ts";
@@ -23,15 +21,6 @@ import {
 export interface ShmCapabilities {
   usable: boolean;
   reason?: string;
-}
-
-/** This host's boot id (`/proc/sys/kernel/random/boot_id`), or "" when unreadable. */
-export function hostBootId(): string {
-  try {
-    return readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
-  } catch {
-    return "";
-  }
 }
 
 const PROBE_BYTES = 4096;

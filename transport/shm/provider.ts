@@ -26,7 +26,7 @@ import {
   type ShmOffer,
 } from "./handshake.ts";
 import { NOTIFY_NAME_RE, PeerNotifyPage, ProcessNotifyPage } from "./notify_page.ts";
-import { hostBootId } from "./probe.ts";
+import { hostBootId } from "../host.ts";
 import { removeStaleShmObjects } from "./shm_object.ts";
 
 /** shm's provider options (`providerOptions.shm`): none today; undefined or `{}`. */

@@ -75,6 +75,8 @@ export class ShmEndpoint implements FabricEndpoint {
   #failed: string | null = null;
   #closed = false;
   #waiters = 0;
+  /** Where the peer announces work for this side (undefined without notify pages). */
+  readonly readiness: ReadinessToken | undefined;
 
   /** The faults port: `fail` only (other kinds throw INVALID_ARGUMENT). */
   readonly faults: FabricFaults = {
@@ -119,9 +121,6 @@ export class ShmEndpoint implements FabricEndpoint {
     this.#remoteDoorbell = mapping.pointerAt(halves.remoteOffset + FABRIC_HEADER.doorbell);
     this.readiness = notify ? { source: notify.own, token: notify.ownToken } : undefined;
   }
-
-  /** Where the peer announces work for this side (undefined without notify pages). */
-  readonly readiness: ReadinessToken | undefined;
 
   get failed(): boolean {
     return this.#failed !== null;

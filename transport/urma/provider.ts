@@ -17,7 +17,7 @@
  * Control path; one JS thread.
  * @module
  */
-import { readFileSync } from "node:fs";
+import { hostBootId } from "../host.ts";
 import { z } from "zod";
 import { VerbusError } from "../../errors.ts";
 import { fromHex, toHex } from "../../util/hex.ts";
@@ -87,15 +87,6 @@ const HANDSHAKE_WAIT_MS = 3000;
 
 const firstLine = (e: unknown) =>
   String((e as Error)?.message ?? e).replace(/\s*\n\s*/g, " ").trim();
-
-/** This host's boot id ("" when unknown): the simulated liburma connects processes of one host. */
-function hostBootId(): string {
-  try {
-    return readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
-  } catch {
-    return "";
-  }
-}
 
 /** Validates the options and loads liburma with a device: the library, or why not. */
 async function openLibrary(options: ProviderOptions): Promise<
