@@ -39,13 +39,9 @@ import { join, resolve } from "node:path";
 import process from "node:process";
 import { analyze, type CpuProfile, type SideReport } from "./analyze.ts";
 import { countersMarkdown, markdown } from "./report.ts";
-import { sleep, within } from "../common/args.ts";
+import { arg, ARGS, sleep, within } from "../common/args.ts";
 
-const ARGS: string[] = process.argv.slice(2);
-const opt = (name: string, d: string) => {
-  const i = ARGS.indexOf(`--${name}`);
-  return i >= 0 && i + 1 < ARGS.length ? ARGS[i + 1] : d;
-};
+const opt = arg;
 const HERE = resolve(new URL(".", import.meta.url).pathname);
 const SELF_ROOT = resolve(HERE, "../..");
 const ROOT = resolve(opt("root", SELF_ROOT));
