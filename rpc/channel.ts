@@ -15,7 +15,7 @@ import type { z } from "zod";
 import { ClosedError, ConnectionClosedError, TimeoutError, VerbusError } from "../errors.ts";
 import { tcp } from "../transport/tcp/mod.ts";
 import type { TcpConn } from "../transport/tcp/tcp.ts";
-import { RpcError } from "./errors.ts";
+import { brpcErrorName, RpcError } from "./errors.ts";
 import { parseOptions } from "../util/options.ts";
 import { ChannelOptionsSchema, MAX_TIMER, parseAddress } from "./channel_options.ts";
 import { encodeFrameTo, FrameParser } from "./protocol/frame.ts";
@@ -95,6 +95,8 @@ export class Channel {
   /** Encoded request fields per method: plain calls encode no meta of their own. */
   readonly #prefixes = new RequestMetaCache();
   #conn: TcpConn | null = null;
+  /** The reason a server gave for closing the connection (an error answer to id 0). */
+  #lastWord: string | undefined = undefined;
   #connecting: Promise<TcpConn> | null = null;
   #nextId = 1;
   #closed = false;
@@ -187,6 +189,7 @@ export class Channel {
 
   #attach(conn: TcpConn): void {
     this.#conn = conn;
+    this.#lastWord = undefined;
     let broken: VerbusError | undefined;
     const parser = new FrameParser(
       (meta, payload, attachment) => this.#answer(meta, payload, attachment),
@@ -206,9 +209,10 @@ export class Channel {
       if (this.#conn === conn) this.#conn = null;
       if (this.#pending.size === 0) return;
       const why = broken ?? err;
+      const said = this.#lastWord !== undefined ? ` (the server said: ${this.#lastWord})` : "";
       const e = new ConnectionClosedError(
         `${this.#pending.size} pending call(s) failed: ` +
-          (why ? why.message : `connection to ${this.host}:${this.port} was closed`),
+          (why ? why.message : `connection to ${this.host}:${this.port} was closed`) + said,
         { cause: why, context: { remote: `${this.host}:${this.port}` } },
       );
       this.#rejectAll(e);
@@ -277,7 +281,16 @@ export class Channel {
     const id = meta.correlationId;
     if (typeof id !== "number") return; // not one of ours
     const p = this.#pending.get(id);
-    if (p === undefined) return; // timed out already: drop the late answer
+    if (p === undefined) {
+      // Timed out already: drop the late answer. Id 0 (never a call's) is a verbus server's
+      // reason for closing the connection.
+      if (id === 0 && meta.response?.errorCode) {
+        this.#lastWord = `${brpcErrorName(meta.response.errorCode)}: ${
+          meta.response.errorText ?? ""
+        }`;
+      }
+      return;
+    }
     this.#pending.delete(id);
     if (p.timer !== undefined) clearTimeout(p.timer);
     const r = meta.response;

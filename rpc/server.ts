@@ -4,27 +4,28 @@
  * back (answers produced in the same tick leave in one write). A stock brpc client can call it.
  *
  * Isolation: a protocol error on one connection closes that connection only (the reason is logged
- * once, `stats().protocolErrors` counts it); every other connection keeps being served.
+ * once, `stats().protocolErrors` counts it); every other connection keeps being served. Every
+ * peer is bounded (output queue, calls in flight, connections, header and idle timeouts; see
+ * `server_connection.ts` and the options below).
  *
  * Threading: a server lives on the JS thread that created it.
  * @module
  */
 import { z } from "zod";
-import { ConnectionClosedError, ProtocolError } from "../errors.ts";
+import type { ProtocolError } from "../errors.ts";
 import { tcp } from "../transport/tcp/mod.ts";
-import type { NetAddress, TcpConn, TcpListener } from "../transport/tcp/tcp.ts";
-import { ERESPONSE } from "./errors.ts";
+import type { TcpConn, TcpListener } from "../transport/tcp/tcp.ts";
+import { ELIMIT } from "./errors.ts";
 import { parseOptions } from "../util/options.ts";
+import { Dispatcher, type Handler, type Logger } from "./protocol/dispatch.ts";
+import { DEFAULT_MAX_BODY_SIZE } from "./protocol/frame.ts";
 import {
-  Dispatcher,
-  type Handler,
-  type Logger,
-  type ResponseSink,
-  type ServerCall,
-} from "./protocol/dispatch.ts";
-import { DEFAULT_MAX_BODY_SIZE, encodeFrameTo, FrameParser } from "./protocol/frame.ts";
-import { encodeResponseFrameTo } from "./protocol/frame_fast.ts";
-import type { RpcMeta, RpcResponseMeta } from "./protocol/rpc_meta.ts";
+  addr,
+  closeWithReason,
+  type ConnectionHost,
+  type ConnectionLimits,
+  ServerConnection,
+} from "./server_connection.ts";
 import { FabricHost, fabricHostOptionsSchema } from "./session/fabric_host.ts";
 import { FABRIC_SERVICE } from "./session/hello.ts";
 
@@ -56,13 +57,34 @@ export const ServeOptionsSchema = z.object({
   ),
   /** Largest accepted request body; a bigger frame closes its connection. */
   maxBodySize: z.number().int().positive().max(0xffffffff).default(DEFAULT_MAX_BODY_SIZE),
+  /** Connections open at once; one more is closed at once (the reason logged once). */
+  maxConnections: z.number().int().positive().default(16_384),
+  /** Calls running at once on one connection; more are answered with ELIMIT without running. */
+  maxInflightPerConnection: z.number().int().positive().default(1024),
+  /**
+   * Answer bytes queued for one connection past which it stops taking requests and stops reading
+   * the socket (a peer that does not read its answers).
+   */
+  writeHighWaterMark: z.number().int().positive().default(8 * 1024 * 1024),
+  /** Queued answer bytes at or below which a stopped connection goes on (below the high mark). */
+  writeLowWaterMark: z.number().int().nonnegative().default(1024 * 1024),
+  /** A frame begun must have arrived whole within this many ms, or the connection is closed (0: never). */
+  headerTimeoutMs: z.number().int().nonnegative().default(30_000),
+  /**
+   * A connection with no call in flight, nothing queued and nothing received for this many ms is
+   * closed (0: never). Connections something depends on (a fabric session) are kept.
+   */
+  idleTimeoutMs: z.number().int().nonnegative().default(300_000),
   /** Where problems are logged; default `console.warn`. */
   logger: loggerSchema.optional(),
   /** How long `close()` waits for calls in flight and for their answers to be written. */
   drainTimeoutMs: z.number().int().nonnegative().default(5000),
   /** Fast fabrics offered to verbus clients after the handshake (`false`: TCP only). */
   fabric: z.union([z.literal(false), fabricHostOptionsSchema]).optional(),
-}).strict();
+}).strict().refine((o) => o.writeLowWaterMark < o.writeHighWaterMark, {
+  message: "writeLowWaterMark must be below writeHighWaterMark",
+  path: ["writeLowWaterMark"],
+});
 
 /** Input type of {@link serve}. */
 export type ServeOptions = z.input<typeof ServeOptionsSchema>;
@@ -81,101 +103,25 @@ export interface ServerStats {
   protocolErrors: number;
   /** Handlers still running. */
   inflight: number;
+  /** Connections closed at once because `maxConnections` were open. */
+  refusedConnections: number;
+  /** Requests answered with ELIMIT (over `maxInflightPerConnection`). */
+  refusedCalls: number;
+  /** Connections closed with a frame incomplete after `headerTimeoutMs`. */
+  headerTimeouts: number;
+  /** Connections closed after `idleTimeoutMs` idle. */
+  idleTimeouts: number;
+  /** Connections not reading now because their output queue is over `writeHighWaterMark`. */
+  blockedConnections: number;
 }
-
-/** How long answers already queued may take to flush after a peer broke the protocol. */
-const PROTOCOL_ERROR_FLUSH_MS = 1000;
-
-function discard(): void {}
 
 const defaultLogger: Logger = { warn: (m) => console.warn(`verbus: ${m}`) };
 
-/** One accepted connection: parses frames in, writes answers out. */
-class ServerConnection implements ResponseSink {
-  readonly peer: NetAddress;
-  readonly #conn: TcpConn;
-  readonly #server: Server;
-  readonly #parser: FrameParser;
-  #abort: AbortController | null = null;
-  /** Arrival time of the chunk being parsed (one clock read per chunk, not per call). */
-  #receivedAt = 0;
-  // Reused for every answer: encoded at once, never kept.
-  readonly #okMeta: RpcMeta = { correlationId: 0 };
-  readonly #errorResponse: RpcResponseMeta = { errorCode: 0, errorText: "" };
-  readonly #errorMeta: RpcMeta = { correlationId: 0, response: this.#errorResponse };
-
-  constructor(conn: TcpConn, server: Server, maxBodySize: number) {
-    this.#conn = conn;
-    this.#server = server;
-    this.peer = conn.remoteAddress;
-    this.#parser = new FrameParser(
-      (meta, payload, attachment) =>
-        server.dispatcher.dispatch(meta, payload, attachment, this, this.#receivedAt),
-      { maxBodySize },
-    );
-    conn.onClose(() => {
-      server.connectionClosed(this);
-      this.#abort?.abort(new ConnectionClosedError(`connection from ${addr(this.peer)} closed`));
-    });
-    conn.onData((chunk) => {
-      this.#receivedAt = Date.now();
-      try {
-        this.#parser.push(chunk);
-      } catch (e) {
-        if (e instanceof ProtocolError) server.protocolError(this, e);
-        else server.logger.warn(`connection from ${addr(this.peer)}: ${String(e)}; closing it`);
-        // Ignore the rest of the stream; answers already produced still go out (bounded wait).
-        conn.onData(discard);
-        void conn.end(PROTOCOL_ERROR_FLUSH_MS);
-      }
-    });
-  }
-
-  get signal(): AbortSignal {
-    return (this.#abort ??= new AbortController()).signal;
-  }
-
-  send(call: ServerCall, response: Uint8Array, errorCode: number, errorText: string): void {
-    const conn = this.#conn;
-    if (conn.closed) return;
-    if (errorCode === 0) {
-      const meta = this.#okMeta;
-      meta.correlationId = call.correlationId;
-      try {
-        // The meta of a plain answer is written in place (no RpcMeta encode); odd ids take the
-        // general encoder.
-        if (encodeResponseFrameTo(conn, meta.correlationId, response, call.responseAttachment)) {
-          return;
-        }
-        encodeFrameTo(conn, meta, response, call.responseAttachment);
-      } catch (e) {
-        this.send(call, response, ERESPONSE, `cannot frame the response: ${String(e)}`);
-      }
-    } else {
-      const meta = this.#errorMeta;
-      meta.correlationId = call.correlationId;
-      this.#errorResponse.errorCode = errorCode;
-      this.#errorResponse.errorText = errorText;
-      encodeFrameTo(conn, meta, response);
-    }
-  }
-
-  /** Flushes queued answers, then closes (bounded by `timeoutMs`). */
-  end(timeoutMs: number): Promise<void> {
-    return this.#conn.end(timeoutMs);
-  }
-
-  close(): void {
-    this.#conn.close();
-  }
-}
-
-function addr(a: NetAddress): string {
-  return a.host.includes(":") ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`;
-}
+/** The sweep for timeouts runs this many times per shortest timeout (and at least every second). */
+const SWEEPS_PER_TIMEOUT = 4;
 
 /** A running server. Create with {@link serve}. */
-export class Server {
+export class Server implements ConnectionHost {
   /** The bound host. */
   readonly host: string;
   /** The bound port (the real one when 0 was asked for). */
@@ -186,10 +132,20 @@ export class Server {
   readonly logger: Logger;
   readonly #connections = new Set<ServerConnection>();
   readonly #drainTimeoutMs: number;
-  readonly #maxBodySize: number;
+  readonly #limits: ConnectionLimits;
+  readonly #maxConnections: number;
   #listener: TcpListener | null = null;
   #connectionsTotal = 0;
   #protocolErrors = 0;
+  #refusedConnections = 0;
+  #refusedCalls = 0;
+  #headerTimeouts = 0;
+  #idleTimeouts = 0;
+  /** Whether the refusals of the current spell over `maxConnections` were logged already. */
+  #refusalLogged = false;
+  /** The timeout sweep (runs while connections are open and a timeout is set). */
+  #sweepTimer: ReturnType<typeof setInterval> | undefined = undefined;
+  readonly #sweepMs: number;
   #closing: Promise<void> | null = null;
 
   /** The fabric side (sessions over shm / RDMA / URMA), or null when disabled. */
@@ -211,7 +167,22 @@ export class Server {
     this.dispatcher = new Dispatcher(services, this.logger);
     fabric?.attach(this.dispatcher);
     this.#drainTimeoutMs = options.drainTimeoutMs;
-    this.#maxBodySize = options.maxBodySize;
+    this.#limits = {
+      maxBodySize: options.maxBodySize,
+      maxInflightPerConnection: options.maxInflightPerConnection,
+      writeHighWaterMark: options.writeHighWaterMark,
+      writeLowWaterMark: options.writeLowWaterMark,
+      headerTimeoutMs: options.headerTimeoutMs,
+      idleTimeoutMs: options.idleTimeoutMs,
+    };
+    this.#maxConnections = options.maxConnections;
+    const shortest = Math.min(
+      options.headerTimeoutMs || Infinity,
+      options.idleTimeoutMs || Infinity,
+    );
+    this.#sweepMs = shortest === Infinity
+      ? 0
+      : Math.max(10, Math.min(1000, Math.floor(shortest / SWEEPS_PER_TIMEOUT)));
   }
 
   /** @internal */
@@ -225,19 +196,56 @@ export class Server {
       conn.close();
       return;
     }
+    if (this.#connections.size >= this.#maxConnections) {
+      this.#refusedConnections++;
+      const why = `too many connections (max_connections=${this.#maxConnections})`;
+      if (!this.#refusalLogged) {
+        this.#refusalLogged = true;
+        this.logger.warn(
+          `refusing connection from ${addr(conn.remoteAddress)}: ${why}; ` +
+            `further refusals are counted in stats().refusedConnections, not logged`,
+        );
+      }
+      closeWithReason(conn, ELIMIT, why);
+      return;
+    }
     this.#connectionsTotal++;
-    this.#connections.add(new ServerConnection(conn, this, this.#maxBodySize));
+    this.#connections.add(new ServerConnection(conn, this, this.#limits));
+    if (this.#sweepTimer === undefined && this.#sweepMs > 0) {
+      this.#sweepTimer = setInterval(this.#sweep, this.#sweepMs);
+    }
   }
+
+  /** Closes the connections whose header or idle timeout passed. */
+  readonly #sweep = (): void => {
+    const now = Date.now();
+    for (const c of this.#connections) {
+      const t = c.expired(now, this.#limits);
+      if (t === "header") this.#headerTimeouts++;
+      else if (t === "idle") this.#idleTimeouts++;
+    }
+  };
 
   /** @internal */
   connectionClosed(c: ServerConnection): void {
     this.#connections.delete(c);
+    // Below the cap again: the next spell of refusals is logged again.
+    if (this.#connections.size < this.#maxConnections) this.#refusalLogged = false;
+    if (this.#connections.size === 0 && this.#sweepTimer !== undefined) {
+      clearInterval(this.#sweepTimer);
+      this.#sweepTimer = undefined;
+    }
   }
 
-  /** @internal Logs the reason once and counts it; the caller closes the connection. */
+  /** @internal Logs the reason once and counts it; the connection closes itself. */
   protocolError(c: ServerConnection, e: ProtocolError): void {
     this.#protocolErrors++;
     this.logger.warn(`closing connection from ${addr(c.peer)}: protocol error: ${e.message}`);
+  }
+
+  /** @internal */
+  callRefused(_c: ServerConnection): void {
+    this.#refusedCalls++;
   }
 
   /** A snapshot of the counters. */
@@ -250,6 +258,11 @@ export class Server {
       errors: d.errors,
       protocolErrors: this.#protocolErrors,
       inflight: d.inflight,
+      refusedConnections: this.#refusedConnections,
+      refusedCalls: this.#refusedCalls,
+      headerTimeouts: this.#headerTimeouts,
+      idleTimeouts: this.#idleTimeouts,
+      blockedConnections: [...this.#connections].filter((c) => c.writeBlocked).length,
     };
   }
 
@@ -283,6 +296,8 @@ export class Server {
     await Promise.all([...this.#connections].map((c) => c.end(left)));
     for (const c of this.#connections) c.close();
     this.#connections.clear();
+    clearInterval(this.#sweepTimer);
+    this.#sweepTimer = undefined;
   }
 
   /** Same as {@link close}. */

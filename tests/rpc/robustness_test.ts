@@ -12,6 +12,7 @@ import {
 } from "../../rpc/protocol/frame.ts";
 import { encodeRpcMeta, type RpcMeta } from "../../rpc/protocol/rpc_meta.ts";
 import { type Handler, serve } from "../../rpc/server.ts";
+import { EREQUEST } from "../../rpc/errors.ts";
 import { tcp } from "../../transport/tcp/mod.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 
@@ -128,11 +129,16 @@ test("garbage, broken and truncated frames close only their own connection", asy
     for (const [name, bytes] of mustClose) {
       const out = await attack(server.port, bytes);
       assert(out.closedByServer, `${name}: the server should have closed the connection`);
+      // The last frame says why: an EREQUEST answer to correlation_id 0 (no call's id).
+      const last = out.answers.at(-1);
+      assertEquals(last?.correlationId, 0, `${name}: the reason comes last`);
+      assertEquals(last?.response?.errorCode, EREQUEST, `${name}: reason code`);
+      assert(last?.response?.errorText?.startsWith("protocol error: "), `${name}: reason text`);
       if (name === "valid then garbage") {
         assertEquals(
           out.answers.map((a) => a.correlationId),
-          [7, 8],
-          "valid frames before the garbage are answered",
+          [7, 8, 0],
+          "valid frames before the garbage are answered, then the reason",
         );
       }
     }
@@ -165,7 +171,11 @@ test("garbage, broken and truncated frames close only their own connection", asy
     await fresh.close();
     const stats = server.stats();
     assertEquals(stats.protocolErrors, mustClose.length);
-    assertEquals(log.length, mustClose.length, "one log line per bad connection");
+    assertEquals(
+      log.length,
+      mustClose.length,
+      `one log line per bad connection:\n${log.join("\n")}`,
+    );
     assert(log.every((l) => l.includes("protocol error")), log.join("\n"));
     assert(
       log.some((l) => l.includes("bad magic")) &&

@@ -290,3 +290,58 @@ test("listening on a port in use fails with LISTEN_FAILED", async () => {
     listener.close();
   }
 });
+
+test(
+  "pauseReading stops delivery (the writer backs up); write limits stop and restart reading",
+  async () => {
+    const { a, b, listener } = await pair();
+    const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    try {
+      const big = pattern(32 << 20, 3);
+      a.pauseReading();
+      let aGot = 0;
+      const aAll = new Uint8Array(big.length);
+      const aDone = new Promise<void>((r) =>
+        a.onData((c) => {
+          aAll.set(c, aGot);
+          aGot += c.length;
+          if (aGot === big.length) r();
+        })
+      );
+      // b may queue 1 MiB before it stops reading.
+      let writable = 0;
+      b.setWriteLimits(1 << 20, 256 << 10);
+      b.onWritable(() => writable++);
+      assert(!b.writeBlocked);
+      b.write(big);
+      assert(b.writeBlocked, "32 MiB queued is over the high-water mark");
+      let bGot = 0;
+      const small = pattern(1 << 20, 5);
+      const bAll = new Uint8Array(small.length);
+      const bDone = new Promise<void>((r) =>
+        b.onData((c) => {
+          bAll.set(c, bGot);
+          bGot += c.length;
+          if (bGot === small.length) r();
+        })
+      );
+      a.write(small);
+      await wait(300);
+      assert(aGot < 1 << 20, `a is paused: got ${aGot} bytes`);
+      assert(b.pendingWriteBytes > 16 << 20, `b backs up: ${b.pendingWriteBytes} queued`);
+      assert(bGot < 512 << 10, `b stopped reading while blocked: got ${bGot} bytes`);
+      assertEquals(writable, 0);
+      a.resumeReading();
+      await Promise.all([aDone, bDone]);
+      assertEquals(aAll, big);
+      assertEquals(bAll, small);
+      assert(!b.writeBlocked);
+      assertEquals(writable, 1, "onWritable once the queue fell below the low mark");
+    } finally {
+      a.close();
+      b.close();
+      listener.close();
+    }
+  },
+  { timeoutMs: 60_000 },
+);

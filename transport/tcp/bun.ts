@@ -5,8 +5,8 @@
  * @module
  */
 import { ConnectFailedError, VerbusError } from "../../errors.ts";
+import { ConnBase } from "./conn_base.ts";
 import {
-  ConnBase,
   type ConnectOptions,
   type ListenOptions,
   type NetAddress,
@@ -24,6 +24,8 @@ interface BunSocket {
   write(data: Uint8Array, byteOffset?: number, byteLength?: number): number;
   end(): void;
   setNoDelay(noDelay?: boolean): boolean;
+  pause(): boolean;
+  resume(): boolean;
   readonly remoteAddress: string;
   readonly remotePort: number;
   readonly localAddress: string;
@@ -100,6 +102,11 @@ class BunTcpConn extends ConnBase {
         ? this.peerClosed(`failed: ${describe(error)}`, error)
         : this.peerClosed("closed by peer"),
     );
+  }
+
+  protected setSocketPaused(paused: boolean): void {
+    if (paused) this.#socket.pause();
+    else this.#socket.resume();
   }
 
   protected closeSocket(): void {

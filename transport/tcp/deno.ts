@@ -5,8 +5,8 @@
  * @module
  */
 import { ConnectFailedError, VerbusError } from "../../errors.ts";
+import { ConnBase } from "./conn_base.ts";
 import {
-  ConnBase,
   type ConnectOptions,
   type ListenOptions,
   type NetAddress,
@@ -35,6 +35,9 @@ class DenoTcpConn extends ConnBase {
   readonly localAddress: NetAddress;
   readonly #conn: Deno.TcpConn;
   #writing = false;
+  /** Set while reading is paused: the read loop waits on it before its next read. */
+  #resume: Promise<void> | null = null;
+  #wake: (() => void) | null = null;
 
   constructor(conn: Deno.TcpConn) {
     super();
@@ -54,6 +57,8 @@ class DenoTcpConn extends ConnBase {
     let buf = new Uint8Array(READ_SIZE);
     let off = 0;
     for (;;) {
+      if (this.#resume !== null) await this.#resume;
+      if (this.closed) return;
       let n: number | null;
       try {
         n = await this.#conn.read(off === 0 ? buf : buf.subarray(off));
@@ -102,7 +107,18 @@ class DenoTcpConn extends ConnBase {
     }
   }
 
+  protected setSocketPaused(paused: boolean): void {
+    if (paused) {
+      this.#resume ??= new Promise((r) => (this.#wake = r));
+    } else if (this.#resume !== null) {
+      const wake = this.#wake!;
+      this.#resume = this.#wake = null;
+      wake();
+    }
+  }
+
   protected closeSocket(): void {
+    this.setSocketPaused(false); // the read loop sees `closed` and ends
     this.#conn.close();
   }
 }
