@@ -12,7 +12,7 @@
  * @module
  */
 import type { z } from "zod";
-import { ClosedError, ConnectionClosedError, TimeoutError, VerbusError } from "../errors.ts";
+import { ClosedError, VerbusError } from "../errors.ts";
 import { tcp } from "../transport/tcp/mod.ts";
 import type { TcpConn } from "../transport/tcp/tcp.ts";
 import { brpcErrorName, RpcError } from "./errors.ts";
@@ -20,60 +20,26 @@ import { parseOptions } from "../util/options.ts";
 import { ChannelOptionsSchema, MAX_TIMER, parseAddress } from "./channel_options.ts";
 import { encodeFrameTo, FrameParser } from "./protocol/frame.ts";
 import { RequestMetaCache } from "./protocol/frame_fast.ts";
-import type { Int64, RpcMeta, RpcRequestMeta } from "./protocol/rpc_meta.ts";
+import type { RpcMeta, RpcRequestMeta } from "./protocol/rpc_meta.ts";
+import {
+  type CallOptions,
+  type CallResult,
+  connectionLost,
+  onTimeout,
+  PendingCall,
+  promiseOf,
+  type TcpCallResult,
+  timedOut,
+} from "./channel_call.ts";
 
-/** Options of one call. */
-export interface CallOptions {
-  /** Overrides the channel's default timeout, in ms. */
-  timeoutMs?: number;
-  /** Sent after the request; ownership stays with the caller (it is copied). */
-  attachment?: Uint8Array;
-  /** `log_id` of the request. */
-  logId?: Int64;
-  /** `request_id` of the request. */
-  requestId?: string;
-}
-
-/** A successful answer. Both arrays are owned by the caller. */
-export interface CallResult {
-  response: Uint8Array;
-  attachment: Uint8Array;
-}
-
-/** One call waiting for its answer. */
-class PendingCall {
-  resolve!: (r: CallResult) => void;
-  reject!: (e: VerbusError) => void;
-  /** Own timer, only for calls whose timeout differs from the channel default. */
-  timer: ReturnType<typeof setTimeout> | undefined = undefined;
-  constructor(
-    readonly channel: Channel,
-    readonly id: number,
-    readonly service: string,
-    readonly method: string,
-    readonly timeoutMs: number,
-    /** `performance.now()` when the call times out. */
-    readonly deadline: number,
-  ) {}
-}
-
-/** The call whose promise is being created (the executor below runs synchronously). */
-let executing: PendingCall | null = null;
-
-/** One executor for every call's promise: no closure is allocated per call. */
-function executor(resolve: (r: CallResult) => void, reject: (e: VerbusError) => void): void {
-  const p = executing!;
-  p.resolve = resolve;
-  p.reject = reject;
-}
-
-function onTimeout(p: PendingCall): void {
-  p.channel._expire(p);
-}
+export type { CallOptions, CallResult, TcpCallResult };
 
 function onSweep(ch: Channel): void {
   ch._sweep();
 }
+
+/** Called on every answer of a tagged call, with how long it took (ms); see `_callTagged`. */
+export type CallObserver = (tookMs: number) => void;
 
 const EMPTY = new Uint8Array(0);
 
@@ -95,6 +61,10 @@ export class Channel {
   /** Encoded request fields per method: plain calls encode no meta of their own. */
   readonly #prefixes = new RequestMetaCache();
   #conn: TcpConn | null = null;
+  /** Told of every tagged call's answer (the Client's counters). */
+  #observer: CallObserver | null = null;
+  /** `performance.now()` of the read being parsed (only while an observer is set). */
+  #readAt = 0;
   /** The reason a server gave for closing the connection (an error answer to id 0). */
   #lastWord: string | undefined = undefined;
   #connecting: Promise<TcpConn> | null = null;
@@ -147,21 +117,52 @@ export class Channel {
     request: Uint8Array,
     options?: CallOptions,
   ): Promise<CallResult> {
-    if (this.#closed) return Promise.reject(new ClosedError("channel"));
-    const conn = this.#conn;
-    if (conn !== null && !conn.closed) return this.#send(conn, service, method, request, options);
-    return this.#reconnectAndSend(service, method, request, options);
+    return this.#start(service, method, request, options, false);
   }
 
-  async #reconnectAndSend(
+  /**
+   * @internal For `Client`: {@link call}, resolving with a {@link TcpCallResult} (no result of
+   * its own to build), and reporting each answer's latency to the {@link _observe} callback.
+   */
+  _callTagged(
     service: string,
     method: string,
     request: Uint8Array,
     options: CallOptions | undefined,
-  ): Promise<CallResult> {
+  ): Promise<TcpCallResult> {
+    return this.#start(service, method, request, options, true);
+  }
+
+  #start<T extends CallResult>(
+    service: string,
+    method: string,
+    request: Uint8Array,
+    options: CallOptions | undefined,
+    tagged: boolean,
+  ): Promise<T> {
+    if (this.#closed) return Promise.reject(new ClosedError("channel"));
+    const conn = this.#conn;
+    if (conn !== null && !conn.closed) {
+      return this.#send<T>(conn, service, method, request, options, tagged);
+    }
+    return this.#reconnectAndSend<T>(service, method, request, options, tagged);
+  }
+
+  /** @internal Sets the callback told of every tagged call's answer (see `_callTagged`). */
+  _observe(observer: CallObserver | null): void {
+    this.#observer = observer;
+  }
+
+  async #reconnectAndSend<T extends CallResult>(
+    service: string,
+    method: string,
+    request: Uint8Array,
+    options: CallOptions | undefined,
+    tagged: boolean,
+  ): Promise<T> {
     const conn = await (this.#connecting ??= this.#open());
     if (this.#closed) throw new ClosedError("channel");
-    return this.#send(conn, service, method, request, options);
+    return this.#send<T>(conn, service, method, request, options, tagged);
   }
 
   /** @internal Opens the first connection (used by {@link connect}). */
@@ -197,6 +198,7 @@ export class Channel {
       { maxBodySize: this.#options.maxBodySize, reuseAnswerMeta: true },
     );
     conn.onData((chunk) => {
+      if (this.#observer !== null) this.#readAt = performance.now();
       try {
         parser.push(chunk);
       } catch (e) {
@@ -208,24 +210,19 @@ export class Channel {
     conn.onClose((err) => {
       if (this.#conn === conn) this.#conn = null;
       if (this.#pending.size === 0) return;
-      const why = broken ?? err;
-      const said = this.#lastWord !== undefined ? ` (the server said: ${this.#lastWord})` : "";
-      const e = new ConnectionClosedError(
-        `${this.#pending.size} pending call(s) failed: ` +
-          (why ? why.message : `connection to ${this.host}:${this.port} was closed`) + said,
-        { cause: why, context: { remote: `${this.host}:${this.port}` } },
-      );
-      this.#rejectAll(e);
+      const where = `${this.host}:${this.port}`;
+      this.#rejectAll(connectionLost(this.#pending.size, where, broken ?? err, this.#lastWord));
     });
   }
 
-  #send(
+  #send<T extends CallResult>(
     conn: TcpConn,
     service: string,
     method: string,
     request: Uint8Array,
     options: CallOptions | undefined,
-  ): Promise<CallResult> {
+    tagged: boolean,
+  ): Promise<T> {
     let timeoutMs = this.#defaultTimeout;
     const req = this.#req;
     let attachment: Uint8Array = EMPTY;
@@ -263,10 +260,16 @@ export class Channel {
     } catch (e) {
       return Promise.reject(e);
     }
-    const p = new PendingCall(this, id, service, method, timeoutMs, this.#now() + timeoutMs);
-    executing = p;
-    const promise = new Promise<CallResult>(executor);
-    executing = null;
+    const p = new PendingCall(
+      this,
+      id,
+      service,
+      method,
+      timeoutMs,
+      this.#now() + timeoutMs,
+      tagged,
+    );
+    const promise = promiseOf<T>(p);
     // Calls with the default timeout expire in send order: one channel timer serves them all
     // (a timer per call costs ~1.5 µs on Deno). Other timeouts get a timer of their own.
     if (timeoutMs !== this.#defaultTimeout) p.timer = setTimeout(onTimeout, timeoutMs, p);
@@ -298,6 +301,16 @@ export class Channel {
       p.reject(
         new RpcError(r.errorCode, r.errorText ?? "", { service: p.service, method: p.method }),
       );
+    } else if (p.tagged) {
+      const tagged: TcpCallResult = {
+        response: payload,
+        attachment,
+        path: "TCP_FALLBACK",
+        fabric: "tcp",
+      };
+      p.resolve(tagged);
+      // Latency from the send burst's clock to this read's: no clock read per call.
+      this.#observer?.(this.#readAt - (p.deadline - p.timeoutMs));
     } else {
       p.resolve({ response: payload, attachment });
     }
@@ -307,16 +320,7 @@ export class Channel {
   _expire(p: PendingCall): void {
     if (this.#pending.get(p.id) !== p) return;
     this.#pending.delete(p.id);
-    p.reject(
-      new TimeoutError(
-        `call ${p.service}.${p.method} to ${this.host}:${this.port} timed out after ${p.timeoutMs} ms`,
-        {
-          service: p.service,
-          method: p.method,
-          timeoutMs: p.timeoutMs,
-        },
-      ),
-    );
+    p.reject(timedOut(p, `${this.host}:${this.port}`));
   }
 
   /**

@@ -92,6 +92,11 @@ export class Client {
       engine,
       () => (this.#errors = settings.faults.errors),
     );
+    // The channel counts the TCP calls it carries without a fabric session (see `call`).
+    channel._observe((ms) => {
+      this.#calls.TCP_FALLBACK++;
+      this.#foldLatency("TCP_FALLBACK", ms * 1000);
+    });
   }
 
   /** The TCP channel (control plane / fallback). */
@@ -111,11 +116,25 @@ export class Client {
   }
 
   /** Makes one call and resolves with its answer and the path it took. */
-  async call(
+  call(
     service: string,
     method: string,
     request: Uint8Array,
-    options: ClientCallOptions = {},
+    options?: ClientCallOptions,
+  ): Promise<ClientCallResult> {
+    // No fabric session: straight to the channel, which builds the result and counts the call
+    // (no promise of this layer, no copy of the result).
+    if (this.#fabric.current() === null) {
+      return this.#channel._callTagged(service, method, request, options);
+    }
+    return this.#call(service, method, request, options ?? {});
+  }
+
+  async #call(
+    service: string,
+    method: string,
+    request: Uint8Array,
+    options: ClientCallOptions,
   ): Promise<ClientCallResult> {
     const attachment = options.attachment ?? new Uint8Array(0);
     const s = this.#fabric.current();
@@ -209,7 +228,10 @@ export class Client {
 
   /** Folds the latency of a call that started at `t0` into `path`'s EWMA. */
   #recordLatency(path: CallPath, t0: number): void {
-    const us = (performance.now() - t0) * 1000;
+    this.#foldLatency(path, (performance.now() - t0) * 1000);
+  }
+
+  #foldLatency(path: CallPath, us: number): void {
     this.#latencyUs[path] = this.#latencyUs[path] === 0
       ? us
       : this.#latencyUs[path] * 0.9 + us * 0.1;

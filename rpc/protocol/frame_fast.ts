@@ -120,8 +120,30 @@ export class RequestMetaCache {
     this.#limit = limit;
   }
 
+  // The last method asked for (consecutive calls usually name the same one: string compares
+  // of the same objects, no map lookup).
+  #lastService = "";
+  #lastMethod = "";
+  #lastTimeout = -1;
+  #lastBytes: Uint8Array = EMPTY;
+
   /** The encoded request field for `service.method` with `timeoutMs` (computed on first use). */
   prefix(service: string, method: string, timeoutMs: number): Uint8Array {
+    if (
+      method === this.#lastMethod && service === this.#lastService &&
+      timeoutMs === this.#lastTimeout
+    ) {
+      return this.#lastBytes;
+    }
+    const bytes = this.#lookup(service, method, timeoutMs);
+    this.#lastService = service;
+    this.#lastMethod = method;
+    this.#lastTimeout = timeoutMs;
+    this.#lastBytes = bytes;
+    return bytes;
+  }
+
+  #lookup(service: string, method: string, timeoutMs: number): Uint8Array {
     let methods = this.#services.get(service);
     if (methods === undefined) {
       if (this.#services.size >= this.#limit) this.#services.clear();
