@@ -27,6 +27,7 @@ import {
   connectionLost,
   onTimeout,
   PendingCall,
+  PendingTable,
   promiseOf,
   type TcpCallResult,
   timedOut,
@@ -54,7 +55,7 @@ export class Channel {
   /** The server's port. */
   readonly port: number;
   readonly #options: z.output<typeof ChannelOptionsSchema>;
-  readonly #pending = new Map<number, PendingCall>();
+  readonly #pending = new PendingTable();
   // Reused for every request: encoded at once, never kept.
   readonly #req: RpcRequestMeta = { serviceName: "", methodName: "" };
   readonly #meta: RpcMeta = { request: this.#req, correlationId: 0 };
@@ -276,7 +277,7 @@ export class Channel {
     else if (this.#sweepTimer === undefined) {
       this.#sweepTimer = setTimeout(onSweep, timeoutMs, this);
     }
-    this.#pending.set(id, p);
+    this.#pending.add(p);
     return promise;
   }
 
@@ -294,7 +295,7 @@ export class Channel {
       }
       return;
     }
-    this.#pending.delete(id);
+    this.#pending.delete(p);
     if (p.timer !== undefined) clearTimeout(p.timer);
     const r = meta.response;
     if (r !== undefined && r.errorCode) {
@@ -319,20 +320,20 @@ export class Channel {
   /** @internal Timer callback: the call's deadline passed. */
   _expire(p: PendingCall): void {
     if (this.#pending.get(p.id) !== p) return;
-    this.#pending.delete(p.id);
+    this.#pending.delete(p);
     p.reject(timedOut(p, `${this.host}:${this.port}`));
   }
 
   /**
    * @internal Channel timer callback: expires every default-timeout call whose deadline passed
-   * (they sit in send order at the front of the map), then re-arms for the oldest one left.
+   * (oldest first), then re-arms for the oldest one left.
    */
   _sweep(): void {
     this.#sweepTimer = undefined;
     const now = performance.now();
     const def = this.#defaultTimeout;
     let next: PendingCall | undefined;
-    for (const p of this.#pending.values()) {
+    for (const p of this.#pending.inOrder()) {
       if (p.timeoutMs !== def) continue;
       if (p.deadline > now) {
         next = p;
@@ -346,7 +347,7 @@ export class Channel {
   }
 
   #rejectAll(e: VerbusError): void {
-    const all = [...this.#pending.values()];
+    const all = this.#pending.inOrder();
     this.#pending.clear();
     if (this.#sweepTimer !== undefined) clearTimeout(this.#sweepTimer);
     this.#sweepTimer = undefined;

@@ -31,7 +31,8 @@ export abstract class ConnBase implements TcpConn {
   abstract readonly remoteAddress: NetAddress;
   abstract readonly localAddress: NetAddress;
   // Output: chunks ready to go, then the "run" slab[#runStart, #used) not yet sealed into a chunk.
-  // The slab is append-only: bytes before #used are never written again (they may be in flight).
+  // The slab is append-only while anything is queued or in flight: bytes before #used are never
+  // written again until the kernel took every queued byte (then it restarts at 0).
   #queue: Uint8Array[] = [];
   #queued = 0;
   #slab: Uint8Array = EMPTY;
@@ -236,7 +237,11 @@ export abstract class ConnBase implements TcpConn {
       this.#setPaused(this.#paused & ~PAUSED_BY_WRITES);
       this.#writable?.();
     }
-    if (this.#queued === 0 && this.#drainWaiters !== null) {
+    if (this.#queued !== 0) return;
+    // Everything was taken by the kernel: the slab is free again from its start (no new slab —
+    // and no garbage — per 256 KiB written while traffic keeps draining).
+    this.#runStart = this.#used = 0;
+    if (this.#drainWaiters !== null) {
       const waiters = this.#drainWaiters;
       this.#drainWaiters = null;
       for (const w of waiters) w();

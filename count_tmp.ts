@@ -1,0 +1,16 @@
+import { connect, serve } from "./mod.ts";
+const g = globalThis as any;
+const s = await serve({ port: 0, fabric: false, services: { "b.E": { Echo: (r: Uint8Array) => r } } });
+const c = await connect({ host: "127.0.0.1", port: s.port }, { fabric: "tcp" });
+const req = new Uint8Array(64);
+let next = 0;
+const N = Number(g.Deno.args[0] ?? 100000);
+const w = async () => { while (next < N) { next++; await c.call("b.E", "Echo", req); } };
+await Promise.all(Array.from({ length: 32 }, w));
+next = 0;
+console.log("MARK");
+const t0 = performance.now();
+await Promise.all(Array.from({ length: 32 }, w));
+console.log("MARK", Math.round(N / (performance.now() - t0) * 1000));
+await c.close(); await s.close();
+g.Deno.exit(0);
