@@ -75,6 +75,11 @@ export const ServeOptionsSchema = z.object({
    * closed (0: never). Connections something depends on (a fabric session) are kept.
    */
   idleTimeoutMs: z.number().int().nonnegative().default(300_000),
+  /**
+   * A connection whose answers stay over `writeHighWaterMark` this many ms (its peer does not
+   * read them) is closed and its queue dropped (0: never).
+   */
+  stallTimeoutMs: z.number().int().nonnegative().default(30_000),
   /** Where problems are logged; default `console.warn`. */
   logger: loggerSchema.optional(),
   /** How long `close()` waits for calls in flight and for their answers to be written. */
@@ -111,6 +116,8 @@ export interface ServerStats {
   headerTimeouts: number;
   /** Connections closed after `idleTimeoutMs` idle. */
   idleTimeouts: number;
+  /** Connections closed after not reading their answers for `stallTimeoutMs`. */
+  stallTimeouts: number;
   /** Connections not reading now because their output queue is over `writeHighWaterMark`. */
   blockedConnections: number;
 }
@@ -141,6 +148,7 @@ export class Server implements ConnectionHost {
   #refusedCalls = 0;
   #headerTimeouts = 0;
   #idleTimeouts = 0;
+  #stallTimeouts = 0;
   /** Whether the refusals of the current spell over `maxConnections` were logged already. */
   #refusalLogged = false;
   /** The timeout sweep (runs while connections are open and a timeout is set). */
@@ -174,11 +182,13 @@ export class Server implements ConnectionHost {
       writeLowWaterMark: options.writeLowWaterMark,
       headerTimeoutMs: options.headerTimeoutMs,
       idleTimeoutMs: options.idleTimeoutMs,
+      stallTimeoutMs: options.stallTimeoutMs,
     };
     this.#maxConnections = options.maxConnections;
     const shortest = Math.min(
       options.headerTimeoutMs || Infinity,
       options.idleTimeoutMs || Infinity,
+      options.stallTimeoutMs || Infinity,
     );
     this.#sweepMs = shortest === Infinity
       ? 0
@@ -223,6 +233,7 @@ export class Server implements ConnectionHost {
       const t = c.expired(now, this.#limits);
       if (t === "header") this.#headerTimeouts++;
       else if (t === "idle") this.#idleTimeouts++;
+      else if (t === "stall") this.#stallTimeouts++;
     }
   };
 
@@ -262,6 +273,7 @@ export class Server implements ConnectionHost {
       refusedCalls: this.#refusedCalls,
       headerTimeouts: this.#headerTimeouts,
       idleTimeouts: this.#idleTimeouts,
+      stallTimeouts: this.#stallTimeouts,
       blockedConnections: [...this.#connections].filter((c) => c.writeBlocked).length,
     };
   }

@@ -12,7 +12,9 @@
  * - **Timeouts** (checked by the server's sweep, {@link ServerConnection.expired}): a frame begun
  *   must be complete within `headerTimeoutMs`; a connection with nothing in flight, nothing
  *   queued and nothing received for `idleTimeoutMs` is closed — unless something depends on its
- *   lifetime (a fabric session negotiated on it asked for its signal).
+ *   lifetime (a fabric session negotiated on it asked for its signal); a connection whose output
+ *   stays over the high-water mark for `stallTimeoutMs` (its peer does not read) is closed at once,
+ *   its queue dropped.
  * - A server-side close says why: the last frame is an error answer with `correlation_id` 0
  *   (which no client uses; brpc clients drop it, a verbus `Channel` reports its text).
  *
@@ -39,6 +41,8 @@ export interface ConnectionLimits {
   readonly headerTimeoutMs: number;
   /** 0 = none. */
   readonly idleTimeoutMs: number;
+  /** 0 = none. */
+  readonly stallTimeoutMs: number;
 }
 
 /** What a connection needs of its server. */
@@ -105,6 +109,8 @@ export class ServerConnection implements ResponseSink {
   #partialSince = 0;
   /** Calls dispatched and not answered yet. */
   #inflight = 0;
+  /** Since when (sweep time) the output queue has been over its high-water mark (0 = it is not). */
+  #blockedSince = 0;
   #closing = false;
   // Reused for every answer: encoded at once, never kept.
   readonly #okMeta: RpcMeta = { correlationId: 0 };
@@ -202,9 +208,26 @@ export class ServerConnection implements ResponseSink {
    * has been incomplete for `headerTimeoutMs`, or when it has been idle for `idleTimeoutMs`.
    * Returns the kind of timeout, or `null`.
    */
-  expired(now: number, limits: ConnectionLimits): "header" | "idle" | null {
+  expired(now: number, limits: ConnectionLimits): "header" | "idle" | "stall" | null {
     const conn = this.#conn;
-    if (this.#closing || conn.closed || conn.writeBlocked || this.#parser.paused) return null;
+    if (this.#closing || conn.closed) return null;
+    if (conn.writeBlocked) {
+      // The peer does not read its answers: what is queued is released when it gives up.
+      if (this.#blockedSince === 0) this.#blockedSince = now;
+      const s = limits.stallTimeoutMs;
+      if (s > 0 && now - this.#blockedSince >= s) {
+        this.#closing = true;
+        this.#host.logger.warn(
+          `closing connection from ${addr(this.peer)}: it has not read its answers for ${s} ms ` +
+            `(${conn.pendingWriteBytes} bytes queued)`,
+        );
+        conn.close();
+        return "stall";
+      }
+      return null;
+    }
+    this.#blockedSince = 0;
+    if (this.#parser.paused) return null;
     const h = limits.headerTimeoutMs;
     if (h > 0 && this.#partialSince !== 0 && now - this.#partialSince >= h) {
       this.#closeWith(

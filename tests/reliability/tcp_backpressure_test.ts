@@ -2,9 +2,11 @@
  * A peer that pipelines requests for large answers and never reads them (issue 12, fault 1): the
  * server stops taking its requests once its output queue passes the high-water mark, so its
  * memory stays bounded while every other client is answered, and the memory is released when the
- * peer leaves. On main this server grew by ~40 × 16 MiB (answers queued without limit).
+ * peer leaves; a peer that never reads is closed after `stallTimeoutMs`. On main this server grew
+ * by ~40 × 16 MiB (answers queued without limit) and kept the peer.
  */
 import { connect } from "../../rpc/channel.ts";
+import { serve } from "../../rpc/server.ts";
 import { encodeFrame } from "../../rpc/protocol/frame.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 import { connectMute, sleep, startFixture } from "./tcp_peers.ts";
@@ -88,3 +90,43 @@ test(
   },
   { timeoutMs: 60_000 },
 );
+
+test("a peer that does not read for stallTimeoutMs is closed and its queue dropped", async () => {
+  const log: string[] = [];
+  const server = await serve({
+    port: 0,
+    fabric: false,
+    writeHighWaterMark: MiB,
+    writeLowWaterMark: 256 * 1024,
+    stallTimeoutMs: 300,
+    logger: { warn: (m) => void log.push(m) },
+    services: {
+      "t.Rel": {
+        Echo: (r: Uint8Array) => r,
+        Big: (r: Uint8Array) =>
+          new Uint8Array(new DataView(r.buffer, r.byteOffset).getUint32(0, true)),
+      },
+    },
+  });
+  const good = await connect({ host: "127.0.0.1", port: server.port });
+  try {
+    const mute = await connectMute(server.port);
+    for (let i = 0; i < 10; i++) await mute.write(bigRequest(i + 1, 4 * MiB));
+    const t0 = performance.now();
+    for (let i = 0; i < 100 && server.stats().stallTimeouts === 0; i++) {
+      assertEquals(td.decode((await good.call("t.Rel", "Echo", te.encode("x"))).response), "x");
+      await sleep(50);
+    }
+    const took = performance.now() - t0;
+    assertEquals(server.stats().stallTimeouts, 1, "the mute peer was closed");
+    assert(took >= 250, `closed after ${took.toFixed(0)} ms, not before the stall timeout`);
+    for (let i = 0; i < 50 && server.stats().connections > 1; i++) await sleep(20);
+    assertEquals(server.stats().connections, 1, "only the good client is left");
+    assertEquals(log.length, 1, log.join("\n"));
+    assert(log[0].includes("has not read its answers for 300 ms"), log[0]);
+    mute.close();
+  } finally {
+    await good.close();
+    await server.close();
+  }
+});
