@@ -69,7 +69,7 @@ test(
       assertEquals(blocked, 1, "the mute connection is reported as blocked");
 
       mute.close();
-      for (let i = 0; i < 50 && (await stats()).connections > 1; i++) await sleep(50);
+      for (let i = 0; i < 500 && (await stats()).connections > 1; i++) await sleep(50);
       assertEquals((await stats()).connections, 1, "the mute connection is gone");
       let after = Infinity;
       for (let i = 0; i < 20 && after - baseline >= 48 * MiB; i++) {
@@ -113,14 +113,14 @@ test("a peer that does not read for stallTimeoutMs is closed and its queue dropp
     const mute = await connectMute(server.port);
     for (let i = 0; i < 10; i++) await mute.write(bigRequest(i + 1, 4 * MiB));
     const t0 = performance.now();
-    for (let i = 0; i < 100 && server.stats().stallTimeouts === 0; i++) {
+    for (let i = 0; i < 500 && server.stats().stallTimeouts === 0; i++) {
       assertEquals(td.decode((await good.call("t.Rel", "Echo", te.encode("x"))).response), "x");
       await sleep(50);
     }
     const took = performance.now() - t0;
     assertEquals(server.stats().stallTimeouts, 1, "the mute peer was closed");
     assert(took >= 250, `closed after ${took.toFixed(0)} ms, not before the stall timeout`);
-    for (let i = 0; i < 50 && server.stats().connections > 1; i++) await sleep(20);
+    for (let i = 0; i < 500 && server.stats().connections > 1; i++) await sleep(20);
     assertEquals(server.stats().connections, 1, "only the good client is left");
     assertEquals(log.length, 1, log.join("\n"));
     assert(log[0].includes("has not read its answers for 300 ms"), log[0]);

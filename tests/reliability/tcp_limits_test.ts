@@ -30,7 +30,7 @@ test("connection flood: past max_connections refused with the reason, logged onc
   try {
     for (let i = 0; i < 5; i++) held.push(await connectWatcher(server.port));
     for (let i = 0; i < 20; i++) flood.push(await connectWatcher(server.port));
-    const closed = await Promise.all(flood.map((w) => w.closedWithin(3000)));
+    const closed = await Promise.all(flood.map((w) => w.closedWithin(10_000)));
     assertEquals(closed.filter(Boolean).length, 20, "every connection past the cap is closed");
     for (const w of flood) {
       assertEquals(lastWord(w)?.code, ELIMIT);
@@ -44,7 +44,7 @@ test("connection flood: past max_connections refused with the reason, logged onc
     assert(log[0].includes("too many connections (max_connections=6)"), log[0]);
     // Below the cap again: new connections are taken (and a later spell is logged again).
     held.pop()!.close();
-    for (let i = 0; i < 50 && server.stats().connections > 5; i++) await sleep(20);
+    for (let i = 0; i < 500 && server.stats().connections > 5; i++) await sleep(20);
     const again = await connectWatcher(server.port);
     assert(!(await again.closedWithin(200)), "a connection below the cap is accepted");
     again.write(
@@ -53,10 +53,10 @@ test("connection flood: past max_connections refused with the reason, logged onc
         te.encode("x"),
       ),
     );
-    for (let i = 0; i < 50 && again.answers.length === 0; i++) await sleep(10);
+    for (let i = 0; i < 500 && again.answers.length === 0; i++) await sleep(10);
     assertEquals(again.answers[0]?.correlationId, 9);
     const over = await connectWatcher(server.port);
-    assert(await over.closedWithin(3000));
+    assert(await over.closedWithin(10_000));
     assertEquals(log.length, 2, "the second spell is logged again");
     held.push(again);
   } finally {
@@ -95,7 +95,7 @@ test("call flood: past max_inflight_per_connection answered ELIMIT at once, othe
         te.encode(`h${i}`),
       ));
     for (const f of frames) peer.write(f);
-    for (let i = 0; i < 100 && peer.answers.length < 6; i++) await sleep(10);
+    for (let i = 0; i < 500 && peer.answers.length < 6; i++) await sleep(10);
     assertEquals(peer.answers.length, 6, "the 6 calls over the limit are answered at once");
     for (const a of peer.answers) {
       assertEquals(a.response?.errorCode, ELIMIT);
@@ -118,7 +118,7 @@ test("call flood: past max_inflight_per_connection answered ELIMIT at once, othe
     );
     release();
     assertEquals((await Promise.all(mine)).map((r) => td.decode(r.response)), ["o0", "o1", "o2"]);
-    for (let i = 0; i < 100 && peer.answers.length < 10; i++) await sleep(10);
+    for (let i = 0; i < 500 && peer.answers.length < 10; i++) await sleep(10);
     assertEquals(peer.answers.slice(6).map((a) => [a.correlationId, a.response?.errorCode ?? 0]), [
       [1, 0],
       [2, 0],
@@ -133,7 +133,7 @@ test("call flood: past max_inflight_per_connection answered ELIMIT at once, othe
         te.encode("z"),
       ),
     );
-    for (let i = 0; i < 100 && peer.answers.length < 11; i++) await sleep(10);
+    for (let i = 0; i < 500 && peer.answers.length < 11; i++) await sleep(10);
     assertEquals(peer.answers[10]?.correlationId, 11);
     assertEquals(peer.answers[10]?.response?.errorCode ?? 0, 0);
   } finally {
