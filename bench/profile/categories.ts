@@ -162,6 +162,7 @@ export const RULES: Rule[] = [
   { file: /^rpc\/channel\.ts$/, fn: /^(#answer|_expire|#settle\w*)$/, category: "complete" },
   { file: /^rpc\/channel\.ts$/, fn: /^(_sweep|onSweep|onTimeout)$/, category: "loop" },
   { file: /^rpc\/channel\.ts$/, category: "submit" }, // call(), PendingCall, #now
+  { file: /^rpc\/channel_call\.ts$/, category: "submit" }, // PendingCall, promiseOf, PendingTable
 
   // --- protocol ------------------------------------------------------------------------------
   { file: /^rpc\/protocol\/rpc_meta_encode\.ts$/, category: "encode" },
@@ -179,9 +180,11 @@ export const RULES: Rule[] = [
   // --- TCP server and sockets ----------------------------------------------------------------
   { file: /^rpc\/server\.ts$/, fn: /^send$/, category: "encode" },
   { file: /^rpc\/server\.ts$/, category: "decode" }, // per-connection onData → FrameParser
+  { file: /^rpc\/server_connection\.ts$/, fn: /^(send|writeError)$/, category: "encode" },
+  { file: /^rpc\/server_connection\.ts$/, category: "decode" }, // onData, the frame handler
   {
     file: /^transport\/tcp\//,
-    fn: /^(#readLoop|onSocketData|data|onData|#deliver\w*|read\w*)$/,
+    fn: /^(#readLoop|onSocketData|data|onData|#?deliver\w*|read\w*)$/,
     category: "scan",
   },
   { file: /^transport\/tcp\//, category: "publish" }, // write, reserve, commit, #writeLoop…
