@@ -6,6 +6,8 @@
  * indefinitely (there was no timer at all).
  */
 import { connect } from "../../rpc/channel.ts";
+import { connect as connectClient } from "../../rpc/client.ts";
+import { SHM_ONLY, SMALL_REGION } from "../fabric/util.ts";
 import { ECLOSE } from "../../rpc/errors.ts";
 import { encodeFrame } from "../../rpc/protocol/frame.ts";
 import { serve } from "../../rpc/server.ts";
@@ -86,6 +88,7 @@ test("idle: a silent connection is closed after the idle timeout, a busy one is 
   });
   const busy = await connect({ host: "127.0.0.1", port: server.port });
   try {
+    const t0 = performance.now(); // before either connection exists: both close >= 300 ms later
     const silent = await connectWatcher(server.port);
     // One call, then silence: idle counts from the last byte received.
     const quiet = await connectWatcher(server.port);
@@ -95,7 +98,6 @@ test("idle: a silent connection is closed after the idle timeout, a busy one is 
         te.encode("x"),
       ),
     );
-    const t0 = performance.now();
     const closed = Promise.all([silent.closedWithin(5000), quiet.closedWithin(5000)]);
     // The busy client has a call running all along (silent on the wire, but not idle).
     const held = busy.call("t.Rel", "Hold", te.encode("held"));
@@ -117,3 +119,35 @@ test("idle: a silent connection is closed after the idle timeout, a busy one is 
     await server.close();
   }
 });
+
+test(
+  "idle: the TCP connection of a fabric session is kept while its calls go over the fabric",
+  async () => {
+    const server = await serve({
+      port: 0,
+      services,
+      fabric: { fabrics: ["shm"] },
+      idleTimeoutMs: 200,
+    });
+    const client = await connectClient(`127.0.0.1:${server.port}`, {
+      fabric: "shm",
+      region: SMALL_REGION,
+    });
+    try {
+      assertEquals(client.fabric, "shm");
+      // 700 ms of calls over shared memory: nothing on the TCP connection all that time.
+      const t0 = performance.now();
+      while (performance.now() - t0 < 700) {
+        const r = await client.call("t.Rel", "Echo", te.encode("f"), { forcePath: "EAGER" });
+        assertEquals(r.path, "EAGER");
+        await sleep(10);
+      }
+      assertEquals(server.stats().idleTimeouts, 0, "the fabric session's connection is not idle");
+      assertEquals(client.fabric, "shm", "the session is still up");
+    } finally {
+      await client.close();
+      await server.close();
+    }
+  },
+  { skip: SHM_ONLY },
+);
