@@ -156,11 +156,15 @@ export class ServerConnection implements ResponseSink {
   /** Parses what was held while the output queue was over its high-water mark. */
   readonly #resume = (): void => {
     if (this.#conn.closed || this.#conn.writeBlocked) return;
+    const parser = this.#parser;
     try {
-      this.#parser.resume();
+      parser.resume();
     } catch (e) {
       this.#broken(e);
+      return;
     }
+    if (parser.bufferedBytes === 0) this.#partialSince = 0;
+    else if (this.#partialSince === 0) this.#partialSince = Date.now();
   };
 
   #broken(e: unknown): void {
