@@ -39,6 +39,11 @@ export interface FrameSink {
   readonly writeBuffer: Uint8Array;
   /** Publishes the `n` bytes filled after `reserve`. */
   commit(n: number): void;
+  /**
+   * Optional: queues `bytes` after what was committed, taking ownership (no copy). A sink that
+   * has it gets large answer payloads by reference (`encodeResponseFrameTo`).
+   */
+  write?(bytes: Uint8Array): boolean;
 }
 
 /**

@@ -56,6 +56,7 @@ function writeFrame(
   id: number,
   payload: Uint8Array,
   attachment: Uint8Array,
+  owned = false,
 ): void {
   const att = attachment.length;
   const meta = prefix.length + 1 + varintSize(id) + (att > 0 ? 1 + varintSize(att) : 0);
@@ -63,7 +64,9 @@ function writeFrame(
   if (body > 0xffffffff) {
     throw new ProtocolError(`frame body of ${body} bytes does not fit the u32 body_size field`);
   }
-  const total = FRAME_HEADER_SIZE + body;
+  // A large payload the sink may keep leaves by reference: header and meta here, then the payload.
+  const byRef = owned && att === 0 && payload.length >= BY_REFERENCE && sink.write !== undefined;
+  const total = FRAME_HEADER_SIZE + body - (byRef ? payload.length : 0);
   let off = sink.reserve(total);
   const out = sink.writeBuffer;
   writeHeader(out, off, body, meta);
@@ -76,14 +79,24 @@ function writeFrame(
     out[off++] = 0x28; // field 5 (attachment_size), varint
     off = putVarint(out, off, att);
   }
+  if (byRef) {
+    sink.commit(total);
+    sink.write!(payload);
+    return;
+  }
   copyInto(out, off, payload);
   if (att > 0) copyInto(out, off + payload.length, attachment);
   sink.commit(total);
 }
 
+/** Answer payloads from this size on leave by reference when the sink can take them. */
+const BY_REFERENCE = 64 * 1024;
+
 /**
  * Writes a successful answer: meta = `correlation_id` (+ `attachment_size`), then `payload` and
- * `attachment` (copied; the caller keeps them). Returns `false` without writing when
+ * `attachment`. The attachment is copied; so is the payload, except one of 64 KiB or more with no
+ * attachment, which a sink with `write` takes by reference (a handler's answer is verbus's once
+ * returned: it must not be modified afterwards). Returns `false` without writing when
  * `correlationId` is not a non-negative safe integer (the caller then uses `encodeFrameTo`).
  * Throws `ProtocolError` when the body does not fit the u32 `body_size`.
  */
@@ -97,7 +110,7 @@ export function encodeResponseFrameTo(
     return false;
   }
   if (correlationId > Number.MAX_SAFE_INTEGER) return false;
-  writeFrame(sink, EMPTY, correlationId, payload, attachment);
+  writeFrame(sink, EMPTY, correlationId, payload, attachment, true);
   return true;
 }
 

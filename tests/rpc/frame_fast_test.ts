@@ -144,3 +144,40 @@ test("reuseAnswerMeta: plain answers share one meta object and read the same as 
     "without the option every frame has its own meta",
   );
 });
+
+test("a large answer leaves by reference into a sink that can take it; the bytes are the same", () => {
+  for (const size of [64 * 1024 - 1, 64 * 1024, 1 << 20]) {
+    const slab = sink();
+    const queued: Uint8Array[] = [];
+    const byRef: FrameSink = {
+      get writeBuffer() {
+        return slab.writeBuffer;
+      },
+      reserve: (n) => slab.reserve(n),
+      commit: (n) => slab.commit(n),
+      write(bytes) {
+        queued.push(bytes);
+        return true;
+      },
+    };
+    const payload = pattern(size, 9);
+    assert(encodeResponseFrameTo(byRef, 77, payload));
+    const head = slab.bytes();
+    const all = new Uint8Array(head.length + queued.reduce((n, q) => n + q.length, 0));
+    all.set(head);
+    if (queued.length > 0) all.set(queued[0], head.length);
+    assertEquals(all, encodeFrame({ correlationId: 77 }, payload), `size ${size}`);
+    assertEquals(queued.length, size >= 64 * 1024 ? 1 : 0, `size ${size}: by reference or not`);
+    if (queued.length > 0) assert(queued[0] === payload, "the handler's own buffer, not a copy");
+    // With an attachment the payload is copied (payload and attachment form one body).
+    if (size < 1 << 20) {
+      queued.length = 0;
+      const fresh = sink();
+      const att: FrameSink = { ...byRef, writeBuffer: fresh.writeBuffer, reserve: fresh.reserve };
+      att.commit = fresh.commit;
+      assert(encodeResponseFrameTo(att, 78, payload, pattern(5, 1)));
+      assertEquals(queued.length, 0, "copied when there is an attachment");
+      assertEquals(fresh.bytes(), encodeFrame({ correlationId: 78 }, payload, pattern(5, 1)));
+    }
+  }
+});
