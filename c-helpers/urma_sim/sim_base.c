@@ -71,7 +71,7 @@ const char *urma_sim_registry_name(void)
 
 /* ---- handle table: open addressing on the pointer value, tombstones on delete ---- */
 
-#define HT_SIZE 8192 /* power of two, well above every object cap combined */
+#define HT_SIZE 65536 /* power of two, well above every object cap combined */
 static struct { uintptr_t p; int kind; } ht[HT_SIZE];
 static int live[K_KINDS];
 #define TOMB ((uintptr_t)1)
@@ -251,7 +251,7 @@ static int open_registry(void)
 	for (const char *c = ns; *c; c++)
 		if (*c == '/' || (size_t)(c - ns) > 64)
 			return sim_set_error(URMA_EINVAL, "URMA_SIM_NAMESPACE must be at most 64 characters without '/'");
-	snprintf(reg_name, sizeof(reg_name), "/verbus-urma-sim.%s", ns);
+	snprintf(reg_name, sizeof(reg_name), "/verbus-urma-sim.v%d.%s", SIM_LAYOUT_VERSION, ns);
 	int fd = shm_open(reg_name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0) return sim_set_error(URMA_FAIL, "shm_open(%s): %s", reg_name, strerror(errno));
 	struct stat st;
@@ -371,7 +371,9 @@ urma_status_t urma_query_device(urma_device_t *dev, urma_device_attr_t *a)
 	c->max_jfs = SIM_MAX_JETTY;
 	c->max_jfr = SIM_MAX_JFR;
 	c->max_jetty = SIM_MAX_JETTY;
-	c->max_jfc_depth = c->max_jfs_depth = c->max_jfr_depth = SIM_RING;
+	c->max_jfc_depth = SIM_JFC_RING;
+	c->max_jfs_depth = SIM_RING;
+	c->max_jfr_depth = SIM_JFR_RING;
 	c->max_jfs_inline_len = SIM_MAX_INLINE;
 	c->max_jfs_sge = c->max_jfs_rsge = SIM_MAX_SGE;
 	c->max_jfr_sge = SIM_MAX_RECV_SGE;

@@ -111,8 +111,8 @@ urma_status_t urma_delete_jfs(urma_jfs_t *jfs)
 urma_jfr_t *urma_create_jfr(urma_context_t *ctx, urma_jfr_cfg_t *cfg)
 {
 	if (!sim_handle_is(ctx, K_CTX) || !cfg) return sim_set_error_null(URMA_EINVAL, "urma_create_jfr: invalid context or cfg");
-	if (cfg->depth == 0 || cfg->depth > SIM_RING || cfg->max_sge > SIM_MAX_RECV_SGE)
-		return sim_set_error_null(URMA_EINVAL, "urma_create_jfr: depth 1..%d, max_sge ≤ %d", SIM_RING, SIM_MAX_RECV_SGE);
+	if (cfg->depth == 0 || cfg->depth > SIM_JFR_RING || cfg->max_sge > SIM_MAX_RECV_SGE)
+		return sim_set_error_null(URMA_EINVAL, "urma_create_jfr: depth 1..%d, max_sge ≤ %d", SIM_JFR_RING, SIM_MAX_RECV_SGE);
 	if (!sim_handle_is(cfg->jfc, K_JFC) || cfg->jfc->urma_ctx != ctx)
 		return sim_set_error_null(URMA_EINVAL, "urma_create_jfr: jfr_cfg.jfc is not a JFC of this context");
 	if (cfg->trans_mode != URMA_TM_RM && cfg->trans_mode != URMA_TM_RC)

@@ -52,11 +52,11 @@ int sim_push_cr_locked(int slot, const urma_cr_t *cr, int solicited)
 {
 	if (slot < 0 || slot >= SIM_MAX_JFC) return -1;
 	struct sim_jfc_slot *s = &sim_reg->jfcs[slot];
-	if (s->depth > SIM_RING || s->tail - s->head >= s->depth) {
+	if (s->depth > SIM_JFC_RING || s->tail - s->head >= s->depth) {
 		s->overflow = 1;
 		return -1;
 	}
-	s->ring[s->tail % SIM_RING] = *cr;
+	s->ring[s->tail % SIM_JFC_RING] = *cr;
 	s->tail++;
 	if (s->armed && s->has_jfce && (!s->solicited_only || solicited)) {
 		s->armed = 0;
@@ -107,8 +107,8 @@ urma_status_t urma_delete_jfce(urma_jfce_t *jfce)
 urma_jfc_t *urma_create_jfc(urma_context_t *ctx, urma_jfc_cfg_t *cfg)
 {
 	if (!sim_handle_is(ctx, K_CTX) || !cfg) return sim_set_error_null(URMA_EINVAL, "urma_create_jfc: invalid context or cfg");
-	if (cfg->depth == 0 || cfg->depth > SIM_RING)
-		return sim_set_error_null(URMA_EINVAL, "urma_create_jfc: depth %u not in 1..%d", cfg->depth, SIM_RING);
+	if (cfg->depth == 0 || cfg->depth > SIM_JFC_RING)
+		return sim_set_error_null(URMA_EINVAL, "urma_create_jfc: depth %u not in 1..%d", cfg->depth, SIM_JFC_RING);
 	struct sim_jfce *jfce = (struct sim_jfce *)cfg->jfce;
 	if (jfce && (!sim_handle_is(jfce, K_JFCE) || jfce->pub.urma_ctx != ctx))
 		return sim_set_error_null(URMA_EINVAL, "urma_create_jfc: invalid jfce");
@@ -206,7 +206,7 @@ int urma_poll_jfc(urma_jfc_t *jfc, int cr_cnt, urma_cr_t *cr)
 		return -1;
 	}
 	while (n < cr_cnt && s->head < s->tail) {
-		cr[n++] = s->ring[s->head % SIM_RING];
+		cr[n++] = s->ring[s->head % SIM_JFC_RING];
 		s->head++;
 	}
 	int overflow = n == 0 && s->overflow;

@@ -7,7 +7,7 @@ import { existsSync } from "node:fs";
 import { assert, assertEquals, test } from "../harness.ts";
 import { connect } from "../../rpc/client.ts";
 import { otherRuntime, runtimeBinary, withChild } from "../util/proc.ts";
-import { loadSim, SIM_PATH, SKIP_NO_SIM } from "./util.ts";
+import { loadSim, sessionObjects, SIM_PATH, SKIP_NO_SIM } from "./util.ts";
 
 const other = otherRuntime();
 let SKIP: string | false = SKIP_NO_SIM;
@@ -101,10 +101,10 @@ test(
     // the client's endpoint (it may have been asleep in waitInbound) released every object
     const u = await loadSim();
     const end = Date.now() + 3000;
-    while (u.liveObjects()!.total !== 0 && Date.now() < end) {
+    while (sessionObjects(u) !== 0 && Date.now() < end) {
       await new Promise((r) => setTimeout(r, 10));
     }
-    assertEquals(u.liveObjects()!.total, 0, u.liveObjects()!.detail);
+    assertEquals(sessionObjects(u), 0, u.liveObjects()!.detail);
   },
   { skip: SKIP, timeoutMs: 90_000 },
 );

@@ -7,6 +7,7 @@ import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { URMA_TM } from "../../ffi/symbols/liburma.ts";
 import { UrmaContext } from "../../transport/urma/context.ts";
+import { UrmaHub } from "../../transport/urma/hub.ts";
 import { CrReader } from "../../transport/urma/data_path.ts";
 import type { Jfc, Jfce } from "../../transport/urma/jfc.ts";
 import type { Jetty, Jfr } from "../../transport/urma/jetty.ts";
@@ -25,6 +26,14 @@ export const ABI_CHECK_PATH = fileURLToPath(
 export const SKIP_NO_SIM: string | false = existsSync(SIM_PATH)
   ? false
   : `the simulated liburma is not built (${SIM_PATH} missing: run make)`;
+
+/**
+ * Simulator objects of this process that sessions hold: every live object minus what the
+ * process's URMA hubs keep for themselves (context, JFCE, JFCs, wake jetty, pool).
+ */
+export function sessionObjects(u: UrmaLib): number {
+  return u.liveObjects()!.total - UrmaHub.heldObjects();
+}
 
 /** Loads the simulator by explicit path. */
 export function loadSim(): Promise<UrmaLib> {

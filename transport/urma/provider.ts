@@ -60,18 +60,22 @@ const jettySchema = z.object({ eid: hex(32), uasid: u32, id: u32 }).strict();
 
 /** What the client sends in its hello for URMA. */
 export const urmaParamsSchema = z.object({
-  v: z.literal(2),
+  v: z.literal(3),
   jetty: jettySchema,
   token: u32,
+  /** The client side's readiness token (the immediate of the server's kicks). */
+  notify: u32,
   mode: z.enum(["RM", "RC"]),
   simulated: z.boolean(),
 }).strict();
 
 /** What the server answers as the offer. */
 export const urmaOfferSchema = z.object({
-  v: z.literal(2),
+  v: z.literal(3),
   jetty: jettySchema,
   token: u32,
+  /** The server side's readiness token (the immediate of the client's kicks). */
+  notify: u32,
   mode: z.enum(["RM", "RC"]),
   /** The server's region segment: urma_seg_t, 48 bytes as hex. */
   seg: hex(96),
@@ -150,7 +154,7 @@ class UrmaServerProvider implements ServerFabricProvider {
     }
     const { device, eidIndex, mode } = this.options;
     const port = UrmaPort.open(this.lib, { device, eidIndex, mode });
-    const nonce = newNonce(), jetty = port.address, token = port.token;
+    const nonce = newNonce(), jetty = port.address, token = port.token, notify = port.notify;
     const side = PreparedUrmaSide.prepare(port, {
       regionSize: ctx.sizes.server,
       remoteSize: ctx.sizes.client,
@@ -159,9 +163,10 @@ class UrmaServerProvider implements ServerFabricProvider {
       nonce,
     });
     const offer: z.input<typeof urmaOfferSchema> = {
-      v: 2,
+      v: 3,
       jetty,
       token,
+      notify,
       mode,
       seg: toHex(side.segmentDescriptor),
       serverSize: ctx.sizes.server,
@@ -172,7 +177,10 @@ class UrmaServerProvider implements ServerFabricProvider {
     return {
       offer,
       connect: (): Promise<FabricEndpoint> =>
-        side.acceptClient({ jetty: client.jetty, token: client.token }, HANDSHAKE_WAIT_MS),
+        side.acceptClient(
+          { jetty: client.jetty, token: client.token, notify: client.notify },
+          HANDSHAKE_WAIT_MS,
+        ),
       abort: () => side.abort(),
     };
   }
@@ -195,9 +203,10 @@ class UrmaClientProvider implements ClientFabricProvider {
     const port = this.#port;
     if (!port) return {};
     const params: z.input<typeof urmaParamsSchema> = {
-      v: 2,
+      v: 3,
       jetty: port.address,
       token: port.token,
+      notify: port.notify,
       mode: port.mode,
       simulated: this.lib.simulated,
     };
@@ -233,7 +242,12 @@ class UrmaClientProvider implements ClientFabricProvider {
     } catch (e) {
       throw new VerbusError("HANDSHAKE", `urma: cannot prepare this side: ${firstLine(e)}`);
     }
-    const server = { segment: fromHex(offered.seg), jetty: offered.jetty, token: offered.token };
+    const server = {
+      segment: fromHex(offered.seg),
+      jetty: offered.jetty,
+      token: offered.token,
+      notify: offered.notify,
+    };
     return await side.connectToServer(server, HANDSHAKE_WAIT_MS);
   }
 
