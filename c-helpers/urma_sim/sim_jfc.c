@@ -53,6 +53,10 @@ int sim_push_cr_locked(int slot, const urma_cr_t *cr, int solicited)
 	if (slot < 0 || slot >= SIM_MAX_JFC) return -1;
 	struct sim_jfc_slot *s = &sim_reg->jfcs[slot];
 	if (s->depth > SIM_JFC_RING || s->tail - s->head >= s->depth) {
+		/* An overrun puts the JFC in error (as a device does) and is reported to its owner: the
+		 * next poll returns what fit, then fails; a JFCE is told at once, armed or not (the
+		 * device's asynchronous JFC error event), so a sleeping owner finds out. */
+		if (!s->overflow && s->has_jfce) sim_ring_doorbell(s->jfce_name, (uint32_t)slot);
 		s->overflow = 1;
 		return -1;
 	}
