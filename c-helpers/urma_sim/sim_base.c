@@ -227,17 +227,37 @@ uint32_t sim_next_id_locked(void)
 	return id;
 }
 
+/*
+ * Owners seen alive or dead during one sim_gc_locked pass: each distinct process is looked up
+ * in /proc once per pass, not once per slot (a registry holds thousands of slots of a few
+ * processes; a lookup per slot made every import cost O(sessions)).
+ */
+#define GC_MEMO 64
+struct gc_memo { struct sim_owner o; int alive; };
+
+static int gc_alive(const struct sim_owner *o, struct gc_memo *memo, int *n)
+{
+	if (sim_owner_is_self(o)) return 1;
+	for (int i = 0; i < *n; i++)
+		if (memo[i].o.pid == o->pid && memo[i].o.start == o->start) return memo[i].alive;
+	int alive = sim_owner_alive(o);
+	if (*n < GC_MEMO) memo[(*n)++] = (struct gc_memo){ *o, alive };
+	return alive;
+}
+
 /* Frees every slot whose owner process is gone. Lock held. */
 void sim_gc_locked(void)
 {
+	struct gc_memo memo[GC_MEMO];
+	int n = 0;
 	for (int i = 0; i < SIM_MAX_SEG; i++)
-		if (sim_reg->segs[i].used && !sim_owner_alive(&sim_reg->segs[i].owner)) { sim_reg->segs[i].used = 0; sim_reg->segs[i].gen++; }
+		if (sim_reg->segs[i].used && !gc_alive(&sim_reg->segs[i].owner, memo, &n)) { sim_reg->segs[i].used = 0; sim_reg->segs[i].gen++; }
 	for (int i = 0; i < SIM_MAX_JETTY; i++)
-		if (sim_reg->jettys[i].used && !sim_owner_alive(&sim_reg->jettys[i].owner)) { sim_reg->jettys[i].used = 0; sim_reg->jettys[i].gen++; }
+		if (sim_reg->jettys[i].used && !gc_alive(&sim_reg->jettys[i].owner, memo, &n)) { sim_reg->jettys[i].used = 0; sim_reg->jettys[i].gen++; }
 	for (int i = 0; i < SIM_MAX_JFR; i++)
-		if (sim_reg->jfrs[i].used && !sim_owner_alive(&sim_reg->jfrs[i].owner)) { sim_reg->jfrs[i].used = 0; sim_reg->jfrs[i].gen++; }
+		if (sim_reg->jfrs[i].used && !gc_alive(&sim_reg->jfrs[i].owner, memo, &n)) { sim_reg->jfrs[i].used = 0; sim_reg->jfrs[i].gen++; }
 	for (int i = 0; i < SIM_MAX_JFC; i++)
-		if (sim_reg->jfcs[i].used && !sim_owner_alive(&sim_reg->jfcs[i].owner)) { sim_reg->jfcs[i].used = 0; sim_reg->jfcs[i].gen++; }
+		if (sim_reg->jfcs[i].used && !gc_alive(&sim_reg->jfcs[i].owner, memo, &n)) { sim_reg->jfcs[i].used = 0; sim_reg->jfcs[i].gen++; }
 }
 
 static int open_registry(void)
