@@ -275,11 +275,15 @@ urma_target_jetty_t *urma_import_jetty(urma_context_t *ctx, urma_rjetty_t *rjett
 	struct sim_tjetty *t = calloc(1, sizeof(*t));
 	if (!t) return sim_set_error_null(URMA_ENOMEM, "out of memory");
 	sim_lock();
-	sim_gc_locked();
 	int slot = -1, owner_segs = 0;
 	for (int i = 0; i < SIM_MAX_JETTY && slot < 0; i++) {
 		struct sim_jetty_slot *s = &sim_reg->jettys[i];
 		if (s->used && s->id == rjetty->jetty_id.id && (uint32_t)s->owner.pid == rjetty->jetty_id.uasid) slot = i;
+	}
+	if (slot >= 0 && !sim_owner_alive(&sim_reg->jettys[slot].owner)) { /* its owner died: reclaim it */
+		sim_reg->jettys[slot].used = 0;
+		sim_reg->jettys[slot].gen++;
+		slot = -1;
 	}
 	if (slot >= 0) {
 		for (int i = 0; i < SIM_MAX_SEG; i++)

@@ -21,15 +21,19 @@
  *   │ jettys[SIM_MAX_JETTY] { used, gen, id, owner, trans_mode, jfr slot,      │
  *   │                         recv jfc slot }                                  │
  *   │ jfrs[SIM_MAX_JFR]     { used, gen, id, owner, depth, max_sge, token,     │
- *   │                         jfc slot, head, tail, ring[SIM_JFR_RING] of recv WRs }│
+ *   │                         head, tail }                                     │
  *   │ jfcs[SIM_MAX_JFC]     { used, gen, id, owner, depth, head, tail, armed,  │
- *   │                         solicited_only, overflow, jfce socket name,      │
- *   │                         ring[SIM_JFC_RING] of urma_cr_t }                │
+ *   │                         solicited_only, overflow, jfce socket name }     │
+ *   │ jfr_rings[SIM_MAX_JFR][SIM_JFR_RING] of recv WRs                        │
+ *   │ jfc_rings[SIM_MAX_JFC][SIM_JFC_RING] of urma_cr_t                       │
  *   └─────────────────────────────────────────────────────────────────────────┘
  *
+ * The rings live apart from their slots, so a scan of the slots (allocation, garbage collection)
+ * reads a few compact arrays instead of touching a page of every ring.
  * Slots are addressed by index + generation; a handle whose generation no longer matches sees
  * its target as gone. An entry whose owner process died (pid gone, or pid reused: start time
- * differs) is reclaimed by the next allocation or import (sim_gc).
+ * differs) is reclaimed when an allocation finds no free slot (sim_gc, every slot) or when an
+ * import finds it (that slot only: imports stay O(1) in /proc lookups).
  *
  * Doorbell: a JFCE is an AF_UNIX datagram socket bound to an abstract name recorded in each of
  * its JFCs' registry slots. Whoever appends a completion to an armed JFC sends one datagram (the
@@ -44,7 +48,7 @@
 #include <sys/types.h>
 
 #define SIM_MAGIC 0x55524d53u /* "URMS" */
-#define SIM_LAYOUT_VERSION 2
+#define SIM_LAYOUT_VERSION 3
 /*
  * Limits, enforced like a device's (urma_query_device reports them). Many jetties share one JFC
  * (one per process is the intended use), so JFCs are few and deep, jetties and JFRs many.
@@ -83,8 +87,7 @@ struct sim_recv { uint64_t user_ctx; uint32_t nsge, pad; struct { uint64_t addr;
 struct sim_jfr_slot {
 	uint32_t used, gen, id, depth, max_sge, token;
 	struct sim_owner owner;
-	uint64_t head, tail; /* tail − head receive WRs posted */
-	struct sim_recv ring[SIM_JFR_RING];
+	uint64_t head, tail; /* tail − head receive WRs posted (in jfr_rings[slot]) */
 };
 
 struct sim_jfc_slot {
@@ -92,8 +95,7 @@ struct sim_jfc_slot {
 	struct sim_owner owner;
 	uint64_t head, tail;
 	uint32_t armed, solicited_only, overflow, has_jfce;
-	char jfce_name[SIM_SOCK_NAME];
-	urma_cr_t ring[SIM_JFC_RING];
+	char jfce_name[SIM_SOCK_NAME]; /* its records are in jfc_rings[slot] */
 };
 
 struct sim_registry {
@@ -106,6 +108,8 @@ struct sim_registry {
 	struct sim_jetty_slot jettys[SIM_MAX_JETTY];
 	struct sim_jfr_slot jfrs[SIM_MAX_JFR];
 	struct sim_jfc_slot jfcs[SIM_MAX_JFC];
+	struct sim_recv jfr_rings[SIM_MAX_JFR][SIM_JFR_RING];
+	urma_cr_t jfc_rings[SIM_MAX_JFC][SIM_JFC_RING];
 };
 
 /* ---- process-local objects: the public struct first, so a public pointer is the object ---- */

@@ -60,7 +60,7 @@ int sim_push_cr_locked(int slot, const urma_cr_t *cr, int solicited)
 		s->overflow = 1;
 		return -1;
 	}
-	s->ring[s->tail % SIM_JFC_RING] = *cr;
+	sim_reg->jfc_rings[slot][s->tail % SIM_JFC_RING] = *cr;
 	s->tail++;
 	if (s->armed && s->has_jfce && (!s->solicited_only || solicited)) {
 		s->armed = 0;
@@ -210,7 +210,7 @@ int urma_poll_jfc(urma_jfc_t *jfc, int cr_cnt, urma_cr_t *cr)
 		return -1;
 	}
 	while (n < cr_cnt && s->head < s->tail) {
-		cr[n++] = s->ring[s->head % SIM_JFC_RING];
+		cr[n++] = sim_reg->jfc_rings[c->slot][s->head % SIM_JFC_RING];
 		s->head++;
 	}
 	int overflow = n == 0 && s->overflow;
