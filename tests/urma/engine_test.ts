@@ -5,26 +5,20 @@
  * process and across processes and runtimes), and a JFC that fills up fails the sessions on it
  * with the reason — nothing hangs, the clients go on — while new sessions get a fresh JFC.
  */
-import { existsSync } from "node:fs";
 import { assert, assertEquals, test } from "../harness.ts";
-import { connect } from "../../rpc/client.ts";
 import { ProgressEngine } from "../../rpc/session/engine.ts";
 import { UrmaHub } from "../../transport/urma/hub.ts";
-import { otherRuntime, runtimeBinary, withChild } from "../util/proc.ts";
-import { client, pattern, SMALL_REGION, startServer, until } from "../fabric/util.ts";
-import { loadSim, sessionObjects, SIM_PATH, SKIP_NO_SIM } from "./util.ts";
+import { otherRuntime, withChild } from "../util/proc.ts";
+import { stress } from "../fabric/stress.ts";
+import { client, pattern, startServer, until } from "../fabric/util.ts";
+import { loadSim, sessionObjects, SIM_PATH, SKIP_NO_SIM, skipCross } from "./util.ts";
 
 const sim = { urma: { library: SIM_PATH } };
 const urma = { fabrics: ["urma" as const], providerOptions: sim };
 const urmaClient = { fabric: "urma" as const, providerOptions: sim };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const other = otherRuntime();
-let SKIP_CROSS: string | false = SKIP_NO_SIM;
-try {
-  if (!SKIP_CROSS && !existsSync(runtimeBinary(other))) SKIP_CROSS = `no ${other} binary`;
-} catch (e) {
-  SKIP_CROSS = (e as Error).message;
-}
+const SKIP_CROSS = skipCross(other);
 
 /** JFCs of this process, as the simulator counts them. */
 async function jfcs(): Promise<number> {
@@ -111,38 +105,20 @@ test(
   { skip: SKIP_NO_SIM, timeoutMs: 30_000 },
 );
 
-/** `n` URMA clients each make `calls` calls with random pauses of 0–`pauseMs`; every answer checked. */
-async function stress(port: number, n: number, calls: number, pauseMs: number): Promise<void> {
-  const clients = await Promise.all(
-    Array.from({ length: n }, () =>
-      connect({ host: "127.0.0.1", port }, {
-        region: SMALL_REGION,
-        logger: { warn: () => {} },
-        ...urmaClient,
-      })),
-  );
-  try {
-    await Promise.all(clients.map(async (c, k) => {
-      assertEquals(c.fabric, "urma (simulated)", JSON.stringify(c.handshake));
-      for (let i = 0; i < calls; i++) {
-        const r = await c.call("test.Fabric", "Echo", pattern(32, k * 1000 + i), {
-          timeoutMs: 4000, // a lost wake-up would park the call for good: this catches it
-        });
-        assertEquals([r.path, r.response], ["EAGER", pattern(32, k * 1000 + i)], `${k}/${i}`);
-        if (Math.random() < 0.5) await sleep(Math.random() * pauseMs);
-      }
-    }));
-  } finally {
-    await Promise.all(clients.map((c) => c.close()));
-  }
-}
+/** The stress against a URMA server on `port`. */
+const target = (port: number) => ({
+  port,
+  echo: "test.Fabric/Echo",
+  label: "urma (simulated)",
+  client: urmaClient,
+});
 
 test(
   "no URMA wake-up is lost: 32 sessions, random pauses across the spin and sleep thresholds",
   async () => {
     const { server } = await startServer(urma);
     try {
-      await stress(server.port, 32, 40, 25);
+      await stress(target(server.port), 32, 40, 25);
     } finally {
       await server.close();
     }
@@ -155,7 +131,7 @@ test(`no URMA wake-up is lost across processes: 16 sessions to a ${other} server
     args: [SIM_PATH],
     timeoutMs: 30_000,
   }, async (child) => {
-    await stress(child.port, 16, 40, 25);
+    await stress(target(child.port), 16, 40, 25);
   });
 }, { skip: SKIP_CROSS, timeoutMs: 90_000 });
 

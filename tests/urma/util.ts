@@ -8,6 +8,8 @@ import { fileURLToPath } from "node:url";
 import { URMA_TM } from "../../ffi/symbols/liburma.ts";
 import { UrmaContext } from "../../transport/urma/context.ts";
 import { UrmaHub } from "../../transport/urma/hub.ts";
+import type { RuntimeName } from "../../ffi/runtime.ts";
+import { runtimeBinary } from "../util/proc.ts";
 import { CrReader } from "../../transport/urma/data_path.ts";
 import type { Jfc, Jfce } from "../../transport/urma/jfc.ts";
 import type { Jetty, Jfr } from "../../transport/urma/jetty.ts";
@@ -33,6 +35,16 @@ export const SKIP_NO_SIM: string | false = existsSync(SIM_PATH)
  */
 export function sessionObjects(u: UrmaLib): number {
   return u.liveObjects()!.total - UrmaHub.heldObjects();
+}
+
+/** A skip reason for a test that runs a child of `runtime` on the simulator, else false. */
+export function skipCross(runtime: RuntimeName): string | false {
+  if (SKIP_NO_SIM) return SKIP_NO_SIM;
+  try {
+    return existsSync(runtimeBinary(runtime)) ? false : `no ${runtime} binary`;
+  } catch (e) {
+    return (e as Error).message;
+  }
 }
 
 /** Loads the simulator by explicit path. */
