@@ -57,8 +57,8 @@ export const AUX_BOUNCE = 4096;
 export const SEGMENT_IMM = 0x5642_5347;
 
 /**
- * The objects and memory a connected endpoint owns: its prepared jetty (returned to nobody:
- * deleted on close), its segments and imports — all children of the process's hub context.
+ * The objects and memory a connected endpoint owns: its jetty (from the hub's pool, deleted on
+ * close), its segments and imports — all children of the process's hub context.
  */
 export interface UrmaEndpointParts {
   readonly lib: UrmaLib;
@@ -80,7 +80,7 @@ export interface UrmaEndpointParts {
   readonly auxSeg: Segment;
   /** Size of the peer's region (its fabric page follows it). */
   readonly remoteSize: number;
-  /** True in RC mode (the jetty is bound to the peer; no loopback self-wake). */
+  /** True in RC mode (the jetty is bound to the peer). */
   readonly rc: boolean;
   /** The peer's region segment, imported (before its jetty). */
   readonly peerSegment: ImportedSegment;

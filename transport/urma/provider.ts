@@ -9,8 +9,10 @@
  * reason ("no liburma found: tried ..."), which the handshake logs as the OFF reason.
  *
  * Handshake (handshake.ts does the work): the client's hello carries its jetty (EID, uasid,
- * id), token and mode. The server prepares its side (region registered and stamped) and offers
- * its jetty, its region segment (`urma_seg_t` as hex), token, sizes and the session nonce. The
+ * id), token, mode and readiness token (`notify`: the immediate the server's kicks carry; the
+ * offer carries the server's the same way). The server prepares its side (region registered
+ * and stamped) and offers its jetty, its region segment (`urma_seg_t` as hex), token, sizes and
+ * the session nonce. The
  * client imports the server, checks the server's stamp through a READ, sends its own segment
  * and yields its endpoint; on the ACK the server imports the client and checks its stamp the
  * same way. Every peer field is validated (zod, then sizes / EIDs against the negotiated sizes).
