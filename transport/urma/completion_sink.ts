@@ -9,7 +9,7 @@
 import type { CrReader } from "./data_path.ts";
 import { crStatusName } from "./errors.ts";
 import type { EndpointHealth } from "./health.ts";
-import type { CompletionSink } from "./hub.ts";
+import type { CompletionSink } from "./hub_binding.ts";
 import type { ReceiveCredits } from "./receive_credits.ts";
 import type { UrmaSendSide } from "./send_side.ts";
 

@@ -12,7 +12,8 @@
  * @module
  */
 import type { EndpointHealth } from "./health.ts";
-import type { HubBinding, UrmaHub } from "./hub.ts";
+import type { UrmaHub } from "./hub.ts";
+import type { HubBinding } from "./hub_binding.ts";
 import type { TargetJetty } from "./jetty.ts";
 import type { PreparedJetty } from "./jetty_pool.ts";
 import type { ReceiveCredits } from "./receive_credits.ts";

@@ -41,7 +41,7 @@ import {
 } from "./endpoint_config.ts";
 import { crStatusName } from "./errors.ts";
 import { EndpointHealth } from "./health.ts";
-import type { CompletionSink } from "./hub.ts";
+import type { CompletionSink } from "./hub_binding.ts";
 import type { TargetJetty } from "./jetty.ts";
 import { type JettyAddress, transModeOf, type UrmaPort, type UrmaPortParts } from "./port.ts";
 import { ReceiveCredits } from "./receive_credits.ts";

@@ -24,7 +24,7 @@
  *   events. `wake` sends a zero-length SEND to the hub's own wake jetty, which completes on the
  *   JFC and makes the JFCE readable.
  *
- * Jetties come ready from the hub's pool (jetty_pool.ts). Control path: `forProcess`, `bind`;
+ * Jetties come ready from the hub's pool (jetty_pool.ts); their bindings are hub_binding.ts. Control path: `forProcess`, `bind`;
  * data path: `reap`, `collect`, `announce` (allocate nothing). One JS thread.
  * @module
  */
@@ -32,46 +32,12 @@ import { URMA_CR_OPC } from "../../ffi/symbols/liburma.ts";
 import type { ReadinessSource } from "../readiness.ts";
 import { UrmaContext, type UrmaDeviceAttr } from "./context.ts";
 import { CrReader } from "./data_path.ts";
+import { type CompletionSink, HubBinding, type HubJfc } from "./hub_binding.ts";
 import { JFC_DEPTH_WANTED, MAX_TOKENS, REAP_BATCH } from "./endpoint_config.ts";
-import type { Jfc, Jfce } from "./jfc.ts";
+import type { Jfce } from "./jfc.ts";
 import { CQES_PER_JETTY, JettyPool, type PoolOptions } from "./jetty_pool.ts";
 import { WakeJetty } from "./wake_jetty.ts";
 import type { UrmaLib } from "./urma_lib.ts";
-
-/** Where a jetty's completions go. Called on the hub's JS thread. */
-export interface CompletionSink {
-  /** Record `i` of `records` belongs to this jetty. Must not reap (it may not post either). */
-  onCompletion(records: CrReader, i: number): void;
-  /** After a reap that delivered records here: repost, publish; may post and reap. */
-  afterReap(): void;
-  /** The JFC failed (overrun): the endpoint is unusable. */
-  onJfcFailure(reason: string): void;
-}
-
-/** One JFC of the hub and the jetties it serves. */
-export interface HubJfc {
-  readonly jfc: Jfc;
-  /** Jetties placed on it (pool entries included). */
-  users: number;
-  /** Why it failed, or null. */
-  broken: string | null;
-}
-
-/** A jetty's place in the hub: its token and sink. Release it before deleting the jetty. */
-export class HubBinding {
-  /** @internal */ touched = false;
-  /** @internal */ released = false;
-  constructor(
-    /** The endpoint's readiness token (what peers announce it with). */
-    readonly token: number,
-    /** The local jetty id completions name. */
-    readonly jettyId: number,
-    /** Where its completions go (the handshake's side first, then the endpoint). */
-    public sink: CompletionSink,
-    /** The JFC it completes on. */
-    readonly home: HubJfc,
-  ) {}
-}
 
 /** Hub counters (tests, stats). */
 export interface HubCounters {
@@ -83,7 +49,7 @@ export interface HubCounters {
   announced: number;
   /** Receive completions whose immediate named another token than their jetty's. */
   misnamed: number;
-  /** Records of no known jetty (a jetty already released). */
+  /** Records of no known jetty (released already). */
   strays: number;
   /** Waits that slept on the JFCE. */
   sleeps: number;
@@ -134,6 +100,8 @@ export class UrmaHub implements ReadinessSource {
   /** Moves at every announcement and local wake (the engine's doorbell). */
   #bell = 0;
   #sleepers = 0;
+  /** A self-send woke the current sleep already. */
+  #rung = false;
   #wake: WakeJetty | null = null;
   #closed = false;
 
@@ -250,13 +218,25 @@ export class UrmaHub implements ReadinessSource {
     return this.#byJetty.size;
   }
 
-  /** Marks `token` as having work (the engine polls its endpoint next). Allocates nothing. */
+  /**
+   * Marks `token` as having work (the engine polls its endpoint next). A wait parked meanwhile
+   * (the engine keeps one across turns) is woken, once per sleep. Allocates nothing.
+   */
   announce(token: number): void {
     if (token >>> 0 >= MAX_TOKENS || this.#isReady[token] === 1) return;
     this.#isReady[token] = 1;
     this.#ready[this.#readyCount++] = token;
     this.counters.announced++;
     this.#bell = (this.#bell + 1) | 0;
+    this.#ringSleepers();
+  }
+
+  /** Wakes the parked waits (one self-send per sleep: it wakes every waiter of the fd). */
+  #ringSleepers(): void {
+    if (this.#sleepers > 0 && !this.#rung) {
+      this.#rung = true;
+      this.#wake?.ring();
+    }
   }
 
   /**
@@ -348,26 +328,29 @@ export class UrmaHub implements ReadinessSource {
   }
 
   async wait(seen: number, timeoutMs: number): Promise<boolean> {
-    // (tokens still queued moved the bell after `seen` was read: the first check covers them)
+    // (tokens still queued moved the bell after `seen` was read: this check covers them)
     if (this.#bell !== seen || this.#closed) return true;
-    this.#sleepers++;
     try {
       for (const j of this.jfcs) if (j.broken === null) j.jfc.rearm();
       this.reap(); // a completion that came before the arming
       if (this.#bell !== seen) return true;
       this.counters.sleeps++;
-      const events = await this.jfce.wait(timeoutMs);
-      return events > 0 || this.#bell !== seen;
+      this.#rung = false;
+      this.#sleepers++;
+      try {
+        const events = await this.jfce.wait(timeoutMs);
+        return events > 0 || this.#bell !== seen;
+      } finally {
+        this.#sleepers--;
+      }
     } catch {
       return false;
-    } finally {
-      this.#sleepers--;
     }
   }
 
   wake(): void {
     this.#bell = (this.#bell + 1) | 0;
-    if (this.#sleepers > 0) this.#wake?.ring();
+    this.#ringSleepers();
   }
 
   /** Waits sleeping on the JFCE now (tests: one wait serves every session). */

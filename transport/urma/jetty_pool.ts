@@ -19,7 +19,8 @@ import {
   SIGNALED_PER_JETTY,
   SQ_DEPTH,
 } from "./endpoint_config.ts";
-import type { HubJfc, UrmaHub } from "./hub.ts";
+import type { UrmaHub } from "./hub.ts";
+import type { HubJfc } from "./hub_binding.ts";
 import type { Jetty, Jfr } from "./jetty.ts";
 import { randomToken, transModeOf, type UrmaMode } from "./port.ts";
 import type { Segment } from "./segment.ts";

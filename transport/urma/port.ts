@@ -10,7 +10,8 @@ import { VerbusError } from "../../errors.ts";
 import { URMA_TM } from "../../ffi/symbols/liburma.ts";
 import { toHex } from "../../util/hex.ts";
 import { RECV_DEPTH, SGE_PER_WR, SQ_DEPTH } from "./endpoint_config.ts";
-import { type CompletionSink, type HubBinding, UrmaHub } from "./hub.ts";
+import { UrmaHub } from "./hub.ts";
+import type { CompletionSink, HubBinding } from "./hub_binding.ts";
 import { CQES_PER_JETTY, type PreparedJetty } from "./jetty_pool.ts";
 import type { UrmaLib } from "./urma_lib.ts";
 

@@ -7,7 +7,8 @@
  * @module
  */
 import type { NativeHandle } from "../../ffi/handle.ts";
-import type { HubBinding, UrmaHub } from "./hub.ts";
+import type { UrmaHub } from "./hub.ts";
+import type { HubBinding } from "./hub_binding.ts";
 import type { PreparedJetty } from "./jetty_pool.ts";
 import type { Segment } from "./segment.ts";
 

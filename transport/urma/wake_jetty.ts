@@ -9,7 +9,8 @@
 import { URMA_ACCESS, URMA_TM } from "../../ffi/symbols/liburma.ts";
 import { RESERVED_WR_ID } from "../fabric.ts";
 import { type CrReader, UrmaRecvBatch, UrmaSendBatch } from "./data_path.ts";
-import type { CompletionSink, HubBinding, HubJfc, UrmaHub } from "./hub.ts";
+import type { UrmaHub } from "./hub.ts";
+import type { CompletionSink, HubBinding, HubJfc } from "./hub_binding.ts";
 import type { Jetty, Jfr, TargetJetty } from "./jetty.ts";
 import { randomToken } from "./port.ts";
 import type { ImportedSegment, Segment } from "./segment.ts";
