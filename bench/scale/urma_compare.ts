@@ -28,7 +28,8 @@ interface Row {
   idle: number;
   threads: number;
   rate: number;
-  wakeEager: number;
+  /** The fabric the timed session ran on (a TCP one makes its row meaningless here). */
+  active: string;
 }
 
 function rows(file: string): Row[] {
@@ -43,7 +44,7 @@ function rows(file: string): Row[] {
     idle: r.idle?.serverCpuPct ?? NaN,
     threads: r.idle?.server?.threads ?? r.serverAfterSetup?.threads ?? NaN,
     rate: r.setup?.sessionsPerS ?? NaN,
-    wakeEager: r.wake?.paths?.["EAGER/urma (simulated)"] ?? 0,
+    active: r.echo?.fabric ?? "?",
   }));
 }
 
@@ -53,8 +54,8 @@ const out: string[] = [];
 for (const runtime of ["deno", "bun"]) {
   out.push(`### ${runtime}`, "");
   out.push(
-    "| tree | round | sessions | on URMA | ECHO p50 µs | ×10 | best-round p50 µs | ×10 | idle server CPU % | server threads | setup sessions/s |",
-    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    "| tree | round | sessions | on URMA | timed on | ECHO p50 µs | ×10 | best-round p50 µs | ×10 | idle server CPU % | server threads | setup sessions/s |",
+    "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|",
   );
   for (const [tree, files] of Object.entries(sides)) {
     files.forEach((file, k) => {
@@ -62,7 +63,7 @@ for (const runtime of ["deno", "bun"]) {
       const base = rs.find((r) => r.sessions === 10);
       for (const r of rs) {
         out.push(
-          `| ${tree} | ${k + 1} | ${r.sessions} | ${r.urma} | ${r.p50} | ${
+          `| ${tree} | ${k + 1} | ${r.sessions} | ${r.urma} | ${r.active} | ${r.p50} | ${
             x(r.p50, base?.p50 ?? 0)
           } | ${r.best} | ${x(r.best, base?.best ?? 0)} | ${r.idle} | ${r.threads} | ${r.rate} |`,
         );
