@@ -11,7 +11,7 @@ import { UrmaHub } from "../../transport/urma/hub.ts";
 import { otherRuntime, withChild } from "../util/proc.ts";
 import { stress } from "../fabric/stress.ts";
 import { client, pattern, startServer, until } from "../fabric/util.ts";
-import { loadSim, sessionObjects, SIM_PATH, SKIP_NO_SIM, skipCross } from "./util.ts";
+import { closeHubs, loadSim, sessionObjects, SIM_PATH, SKIP_NO_SIM, skipCross } from "./util.ts";
 
 const sim = { urma: { library: SIM_PATH } };
 const urma = { fabrics: ["urma" as const], providerOptions: sim };
@@ -139,8 +139,7 @@ test(
   "a JFC that fills up fails its sessions naming the JFC; nothing hangs, clients go on, new sessions work",
   async () => {
     const u = await loadSim();
-    await until(() => sessionObjects(u) === 0, 5000, "earlier sessions to close");
-    for (const h of UrmaHub.open) h.close();
+    await closeHubs(u);
     // A hub that lies about what its jetties need: 16 jetties on a 64-record JFC.
     const tiny = UrmaHub.forProcess(u, undefined, 0, { jfcDepth: 64, cqesPerJetty: 4 });
     const { server } = await startServer(urma);

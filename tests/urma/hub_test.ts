@@ -9,15 +9,13 @@ import type { CrReader } from "../../transport/urma/data_path.ts";
 import { UrmaRecvBatch, UrmaSendBatch } from "../../transport/urma/data_path.ts";
 import { UrmaHub } from "../../transport/urma/hub.ts";
 import type { CompletionSink } from "../../transport/urma/hub_binding.ts";
-import { loadSim, makeSide, sessionObjects, SKIP_NO_SIM } from "./util.ts";
+import { closeHubs, loadSim, makeSide, SKIP_NO_SIM } from "./util.ts";
 
 test(
   "a JFC overrun breaks the hub's JFC: its jetties are told why and announced; new jetties get a fresh JFC",
   async () => {
     const u = await loadSim();
-    const end = Date.now() + 5000;
-    while (sessionObjects(u) !== 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
-    for (const h of UrmaHub.open) h.close();
+    await closeHubs(u);
     const hub = UrmaHub.forProcess(u, undefined, 0, { jfcDepth: 8, cqesPerJetty: 1, prepared: 0 });
     const sender = makeSide(u, 4096, 11);
     try {

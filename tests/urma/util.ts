@@ -37,6 +37,16 @@ export function sessionObjects(u: UrmaLib): number {
   return u.liveObjects()!.total - UrmaHub.heldObjects();
 }
 
+/**
+ * Waits (up to 5 s) until this process's URMA sessions released their simulator objects, then
+ * closes the process's hubs (they reopen on demand): for tests that need a fresh hub or none.
+ */
+export async function closeHubs(u: UrmaLib): Promise<void> {
+  const end = Date.now() + 5000;
+  while (sessionObjects(u) !== 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
+  for (const hub of UrmaHub.open) hub.close();
+}
+
 /** A skip reason for a test that runs a child of `runtime` on the simulator, else false. */
 export function skipCross(runtime: RuntimeName): string | false {
   if (SKIP_NO_SIM) return SKIP_NO_SIM;
