@@ -53,8 +53,9 @@ test(
       assert(hub.doorbell() !== before, "the doorbell moved");
       const first = p.home;
       assert(first.broken !== null, "the JFC is broken");
+      assert(hub.jfcs.length === 2 && hub.jfcs[1].users === 1, "the wake jetty moved to a new JFC");
       const next = hub.placeJetty();
-      assert(next !== first && next.broken === null, "a new jetty goes on a fresh JFC");
+      assert(next === hub.jfcs[1] && next.broken === null, "a new jetty goes on the fresh JFC");
       hub.unplaceJetty(next);
       hub.unbind(binding);
       target.close();

@@ -21,11 +21,13 @@
  *   the reason and the hub puts no new jetty on it.
  * - `wait` arms every JFC, reaps once more (a completion that raced with the arming is seen
  *   now), then waits on the JFCE fd off the JS thread (helper `vb_wait_fd`) and acknowledges the
- *   events. `wake` sends a zero-length SEND to the hub's own wake jetty, which completes on the
- *   JFC and makes the JFCE readable.
+ *   events. `wake` — and an announcement made while a wait is parked (the engine keeps one across
+ *   turns) — sends a zero-length SEND to the hub's own wake jetty (wake_jetty.ts), once per
+ *   sleep: it completes on the JFC and makes the JFCE readable.
  *
- * Jetties come ready from the hub's pool (jetty_pool.ts); their bindings are hub_binding.ts. Control path: `forProcess`, `bind`;
- * data path: `reap`, `collect`, `announce` (allocate nothing). One JS thread.
+ * Jetties come ready from the hub's pool (jetty_pool.ts); their bindings are hub_binding.ts.
+ * Control path: `forProcess`, `bind`; data path: `reap`, `collect`, `announce` (allocate
+ * nothing). One JS thread.
  * @module
  */
 import { URMA_CR_OPC } from "../../ffi/symbols/liburma.ts";
@@ -306,6 +308,14 @@ export class UrmaHub implements ReadinessSource {
       if (b.home !== home) continue;
       b.sink.onJfcFailure(reason);
       this.announce(b.token);
+    }
+    if (this.#wake?.home === home) { // its rings would land on the broken JFC: a new one
+      this.#wake.close();
+      try {
+        this.#wake = new WakeJetty(this);
+      } catch {
+        this.#wake = null;
+      }
     }
   }
 

@@ -63,6 +63,11 @@ export class WakeJetty implements CompletionSink {
     }
   }
 
+  /** The hub JFC it completes on. */
+  get home(): HubJfc {
+    return this.#home;
+  }
+
   /** Wakes the hub's wait: one zero-length SEND to myself (skipped while DEPTH are unreaped). */
   ring(): void {
     if (this.#inFlight >= DEPTH - 1) return; // the JFC holds unreaped rings: the fd is readable
