@@ -46,6 +46,9 @@ const BYTES = numArg("bytes", 64);
 const IDLE_MS = numArg("idle-ms", 3000);
 const MAX_MS = numArg("max-seconds", 180) * 1000;
 const FABRIC = arg("fabric", "shm");
+/** True when `c` got the fabric asked for (URMA on the simulator is "urma (simulated)"). */
+const onAsked = (c: { fabric: string }) =>
+  c.fabric === FABRIC || c.fabric === `${FABRIC} (simulated)`;
 const SOURCE = arg("source-addr", "");
 if (port <= 0) throw new Error("--port is required");
 void ARGS;
@@ -102,7 +105,7 @@ async function opener(): Promise<void> {
     try {
       const c = await connect(addr, options);
       clients.push(c);
-      if (c.fabric !== FABRIC) {
+      if (!onAsked(c)) {
         const k = String(c.handshake?.reason ?? c.fabric);
         fallbacks.set(k, (fallbacks.get(k) ?? 0) + 1);
       }
@@ -124,7 +127,7 @@ await Promise.race([
 ]);
 clearInterval(progress);
 const setupS = (performance.now() - setupStart) / 1000;
-const onFabric = clients.filter((c) => c.fabric === FABRIC).length;
+const onFabric = clients.filter(onAsked).length;
 out.setup = {
   reached: clients.length,
   onFabric,
@@ -146,7 +149,7 @@ if (clients.length === 0) {
 }
 
 // 2. ECHO on one client while the others stay idle
-const active = clients.find((c) => c.fabric === FABRIC) ?? clients[0];
+const active = clients.find(onAsked) ?? clients[0];
 const first = await active.call(SERVICE, "Echo", req);
 const echoDeadline = 0.8 * MAX_MS; // then it reports the calls it made (complete: false)
 for (let i = 1; i < WARMUP && elapsed() < echoDeadline; i++) {

@@ -3,7 +3,7 @@
  *
  *   node_modules/.bin/deno run -A bench/scale/run.ts [--runtime deno|bun|both]
  *       [--sessions 10,1000,10000] [--max-seconds 180] [--concurrency 64] [--calls 5000]
- *       [--idle-ms 3000] [--fabric shm] [--root DIR] [--out bench/results] [--name scale]
+ *       [--idle-ms 3000] [--fabric shm|urma|verbs] [--root DIR] [--out bench/results] [--name scale]
  *       [--note TEXT] [--baseline-runs 3] [--rdma-addr A --source-addr A (with --fabric verbs)]
  *
  * For each runtime it runs N = 10 first (the baseline), then the larger counts, each with a fresh
@@ -38,6 +38,10 @@ const COUNTS = [10, ...requested.filter((n) => n !== 10)];
 const MAX_S = Number(opt("max-seconds", "180"));
 const BASELINE_RUNS = Math.max(1, Number(opt("baseline-runs", "3")));
 const FABRIC = opt("fabric", "shm");
+/** `--fabric urma`: the children load VERBUS_LIBURMA, else ROOT's SIMULATED liburma (build/urma_sim). */
+const URMA_ENV: Record<string, string> = FABRIC === "urma" && !process.env.VERBUS_LIBURMA
+  ? { VERBUS_LIBURMA: join(ROOT, "build/urma_sim/liburma.so.0") }
+  : {};
 const OUT = resolve(opt("out", join(SELF_ROOT, "bench/results")));
 const NAME = opt("name", "scale");
 const BIN: Record<Rt, string> = {
@@ -84,7 +88,7 @@ function start(cmd: string[]): Proc {
   const p = spawn(cmd[0], cmd.slice(1), {
     cwd: ROOT,
     stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, VERBUS_ROOT: ROOT, NO_COLOR: "1" },
+    env: { ...process.env, ...URMA_ENV, VERBUS_ROOT: ROOT, NO_COLOR: "1" },
   });
   let out = "", err = "";
   p.stdout!.on("data", (d) => (out += d));

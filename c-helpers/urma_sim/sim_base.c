@@ -71,7 +71,7 @@ const char *urma_sim_registry_name(void)
 
 /* ---- handle table: open addressing on the pointer value, tombstones on delete ---- */
 
-#define HT_SIZE 8192 /* power of two, well above every object cap combined */
+#define HT_SIZE 65536 /* power of two, well above every object cap combined */
 static struct { uintptr_t p; int kind; } ht[HT_SIZE];
 static int live[K_KINDS];
 #define TOMB ((uintptr_t)1)
@@ -227,17 +227,37 @@ uint32_t sim_next_id_locked(void)
 	return id;
 }
 
+/*
+ * Owners seen alive or dead during one sim_gc_locked pass: each distinct process is looked up
+ * in /proc once per pass, not once per slot (a registry holds thousands of slots of a few
+ * processes; a lookup per slot made every import cost O(sessions)).
+ */
+#define GC_MEMO 64
+struct gc_memo { struct sim_owner o; int alive; };
+
+static int gc_alive(const struct sim_owner *o, struct gc_memo *memo, int *n)
+{
+	if (sim_owner_is_self(o)) return 1;
+	for (int i = 0; i < *n; i++)
+		if (memo[i].o.pid == o->pid && memo[i].o.start == o->start) return memo[i].alive;
+	int alive = sim_owner_alive(o);
+	if (*n < GC_MEMO) memo[(*n)++] = (struct gc_memo){ *o, alive };
+	return alive;
+}
+
 /* Frees every slot whose owner process is gone. Lock held. */
 void sim_gc_locked(void)
 {
+	struct gc_memo memo[GC_MEMO];
+	int n = 0;
 	for (int i = 0; i < SIM_MAX_SEG; i++)
-		if (sim_reg->segs[i].used && !sim_owner_alive(&sim_reg->segs[i].owner)) { sim_reg->segs[i].used = 0; sim_reg->segs[i].gen++; }
+		if (sim_reg->segs[i].used && !gc_alive(&sim_reg->segs[i].owner, memo, &n)) { sim_reg->segs[i].used = 0; sim_reg->segs[i].gen++; }
 	for (int i = 0; i < SIM_MAX_JETTY; i++)
-		if (sim_reg->jettys[i].used && !sim_owner_alive(&sim_reg->jettys[i].owner)) { sim_reg->jettys[i].used = 0; sim_reg->jettys[i].gen++; }
+		if (sim_reg->jettys[i].used && !gc_alive(&sim_reg->jettys[i].owner, memo, &n)) { sim_reg->jettys[i].used = 0; sim_reg->jettys[i].gen++; }
 	for (int i = 0; i < SIM_MAX_JFR; i++)
-		if (sim_reg->jfrs[i].used && !sim_owner_alive(&sim_reg->jfrs[i].owner)) { sim_reg->jfrs[i].used = 0; sim_reg->jfrs[i].gen++; }
+		if (sim_reg->jfrs[i].used && !gc_alive(&sim_reg->jfrs[i].owner, memo, &n)) { sim_reg->jfrs[i].used = 0; sim_reg->jfrs[i].gen++; }
 	for (int i = 0; i < SIM_MAX_JFC; i++)
-		if (sim_reg->jfcs[i].used && !sim_owner_alive(&sim_reg->jfcs[i].owner)) { sim_reg->jfcs[i].used = 0; sim_reg->jfcs[i].gen++; }
+		if (sim_reg->jfcs[i].used && !gc_alive(&sim_reg->jfcs[i].owner, memo, &n)) { sim_reg->jfcs[i].used = 0; sim_reg->jfcs[i].gen++; }
 }
 
 static int open_registry(void)
@@ -251,7 +271,7 @@ static int open_registry(void)
 	for (const char *c = ns; *c; c++)
 		if (*c == '/' || (size_t)(c - ns) > 64)
 			return sim_set_error(URMA_EINVAL, "URMA_SIM_NAMESPACE must be at most 64 characters without '/'");
-	snprintf(reg_name, sizeof(reg_name), "/verbus-urma-sim.%s", ns);
+	snprintf(reg_name, sizeof(reg_name), "/verbus-urma-sim.v%d.%s", SIM_LAYOUT_VERSION, ns);
 	int fd = shm_open(reg_name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0) return sim_set_error(URMA_FAIL, "shm_open(%s): %s", reg_name, strerror(errno));
 	struct stat st;
@@ -371,7 +391,9 @@ urma_status_t urma_query_device(urma_device_t *dev, urma_device_attr_t *a)
 	c->max_jfs = SIM_MAX_JETTY;
 	c->max_jfr = SIM_MAX_JFR;
 	c->max_jetty = SIM_MAX_JETTY;
-	c->max_jfc_depth = c->max_jfs_depth = c->max_jfr_depth = SIM_RING;
+	c->max_jfc_depth = SIM_JFC_RING;
+	c->max_jfs_depth = SIM_RING;
+	c->max_jfr_depth = SIM_JFR_RING;
 	c->max_jfs_inline_len = SIM_MAX_INLINE;
 	c->max_jfs_sge = c->max_jfs_rsge = SIM_MAX_SGE;
 	c->max_jfr_sge = SIM_MAX_RECV_SGE;

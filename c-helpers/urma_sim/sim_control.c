@@ -111,8 +111,8 @@ urma_status_t urma_delete_jfs(urma_jfs_t *jfs)
 urma_jfr_t *urma_create_jfr(urma_context_t *ctx, urma_jfr_cfg_t *cfg)
 {
 	if (!sim_handle_is(ctx, K_CTX) || !cfg) return sim_set_error_null(URMA_EINVAL, "urma_create_jfr: invalid context or cfg");
-	if (cfg->depth == 0 || cfg->depth > SIM_RING || cfg->max_sge > SIM_MAX_RECV_SGE)
-		return sim_set_error_null(URMA_EINVAL, "urma_create_jfr: depth 1..%d, max_sge ≤ %d", SIM_RING, SIM_MAX_RECV_SGE);
+	if (cfg->depth == 0 || cfg->depth > SIM_JFR_RING || cfg->max_sge > SIM_MAX_RECV_SGE)
+		return sim_set_error_null(URMA_EINVAL, "urma_create_jfr: depth 1..%d, max_sge ≤ %d", SIM_JFR_RING, SIM_MAX_RECV_SGE);
 	if (!sim_handle_is(cfg->jfc, K_JFC) || cfg->jfc->urma_ctx != ctx)
 		return sim_set_error_null(URMA_EINVAL, "urma_create_jfr: jfr_cfg.jfc is not a JFC of this context");
 	if (cfg->trans_mode != URMA_TM_RM && cfg->trans_mode != URMA_TM_RC)
@@ -275,11 +275,15 @@ urma_target_jetty_t *urma_import_jetty(urma_context_t *ctx, urma_rjetty_t *rjett
 	struct sim_tjetty *t = calloc(1, sizeof(*t));
 	if (!t) return sim_set_error_null(URMA_ENOMEM, "out of memory");
 	sim_lock();
-	sim_gc_locked();
 	int slot = -1, owner_segs = 0;
 	for (int i = 0; i < SIM_MAX_JETTY && slot < 0; i++) {
 		struct sim_jetty_slot *s = &sim_reg->jettys[i];
 		if (s->used && s->id == rjetty->jetty_id.id && (uint32_t)s->owner.pid == rjetty->jetty_id.uasid) slot = i;
+	}
+	if (slot >= 0 && !sim_owner_alive(&sim_reg->jettys[slot].owner)) { /* its owner died: reclaim it */
+		sim_reg->jettys[slot].used = 0;
+		sim_reg->jettys[slot].gen++;
+		slot = -1;
 	}
 	if (slot >= 0) {
 		for (int i = 0; i < SIM_MAX_SEG; i++)

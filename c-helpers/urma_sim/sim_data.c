@@ -149,7 +149,7 @@ static int deliver(struct sim_sendq *q, struct sim_tjetty *t, const struct sim_i
 		sim_set_error(URMA_EAGAIN, "no receive posted at the target (RNR)");
 		return URMA_CR_RNR_RETRY_CNT_EXC_ERR;
 	}
-	struct sim_recv rv = r->ring[r->head % SIM_RING];
+	struct sim_recv rv = sim_reg->jfr_rings[js.jfr][r->head % SIM_JFR_RING];
 	r->head++;
 	sim_unlock();
 	if (rv.nsge > SIM_MAX_RECV_SGE) rv.nsge = SIM_MAX_RECV_SGE;
@@ -320,7 +320,7 @@ static urma_status_t post_recv(struct sim_jfr *r, urma_jfr_wr_t *wr, urma_jfr_wr
 			if (s->gen != r->gen || !s->used) rc = sim_set_error(URMA_EINVAL, "the JFR's registry slot was reclaimed");
 			else if (rv.nsge > s->max_sge) rc = sim_set_error(URMA_EINVAL, "more SGEs than the JFR's max_sge");
 			else if (s->tail - s->head >= s->depth) rc = sim_set_error(URMA_EAGAIN, "the JFR is full");
-			else s->ring[s->tail++ % SIM_RING] = rv;
+			else sim_reg->jfr_rings[r->slot][s->tail++ % SIM_JFR_RING] = rv;
 			sim_unlock();
 		}
 		if (rc != URMA_SUCCESS) {

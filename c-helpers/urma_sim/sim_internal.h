@@ -5,7 +5,7 @@
  * the request synchronously (copies the bytes, consumes the target's receive buffer, writes the
  * completion records) before urma_post_* returns, so completions are produced in posting order.
  * Everything two processes must both see lives in ONE POSIX shm object per namespace, the
- * registry (name: "/verbus-urma-sim.<URMA_SIM_NAMESPACE or uid>"), mapped by every process that
+ * registry (name: "/verbus-urma-sim.v<layout version>.<URMA_SIM_NAMESPACE or uid>"), mapped by every process that
  * calls urma_init. Bytes move between processes with process_vm_readv/writev through a bounce
  * buffer — also within one process, so a bad address in a work request becomes a completion
  * error (EFAULT) instead of a crash.
@@ -21,15 +21,19 @@
  *   │ jettys[SIM_MAX_JETTY] { used, gen, id, owner, trans_mode, jfr slot,      │
  *   │                         recv jfc slot }                                  │
  *   │ jfrs[SIM_MAX_JFR]     { used, gen, id, owner, depth, max_sge, token,     │
- *   │                         jfc slot, head, tail, ring[SIM_RING] of recv WRs }│
+ *   │                         head, tail }                                     │
  *   │ jfcs[SIM_MAX_JFC]     { used, gen, id, owner, depth, head, tail, armed,  │
- *   │                         solicited_only, overflow, jfce socket name,      │
- *   │                         ring[SIM_RING] of urma_cr_t }                    │
+ *   │                         solicited_only, overflow, jfce socket name }     │
+ *   │ jfr_rings[SIM_MAX_JFR][SIM_JFR_RING] of recv WRs                        │
+ *   │ jfc_rings[SIM_MAX_JFC][SIM_JFC_RING] of urma_cr_t                       │
  *   └─────────────────────────────────────────────────────────────────────────┘
  *
+ * The rings live apart from their slots, so a scan of the slots (allocation, garbage collection)
+ * reads a few compact arrays instead of touching a page of every ring.
  * Slots are addressed by index + generation; a handle whose generation no longer matches sees
  * its target as gone. An entry whose owner process died (pid gone, or pid reused: start time
- * differs) is reclaimed by the next allocation or import (sim_gc).
+ * differs) is reclaimed when an allocation finds no free slot (sim_gc, every slot) or when an
+ * import finds it (that slot only: imports stay O(1) in /proc lookups).
  *
  * Doorbell: a JFCE is an AF_UNIX datagram socket bound to an abstract name recorded in each of
  * its JFCs' registry slots. Whoever appends a completion to an armed JFC sends one datagram (the
@@ -44,12 +48,18 @@
 #include <sys/types.h>
 
 #define SIM_MAGIC 0x55524d53u /* "URMS" */
-#define SIM_LAYOUT_VERSION 1
-#define SIM_MAX_SEG 1024
-#define SIM_MAX_JETTY 256
-#define SIM_MAX_JFR 128
-#define SIM_MAX_JFC 128
-#define SIM_RING 1024 /* max depth of a JFC / JFR */
+#define SIM_LAYOUT_VERSION 3
+/*
+ * Limits, enforced like a device's (urma_query_device reports them). Many jetties share one JFC
+ * (one per process is the intended use), so JFCs are few and deep, jetties and JFRs many.
+ */
+#define SIM_MAX_SEG 16384
+#define SIM_MAX_JETTY 4096
+#define SIM_MAX_JFR 4096
+#define SIM_MAX_JFC 32
+#define SIM_RING 1024	    /* max depth of a JFS / jetty send queue; longest WR chain */
+#define SIM_JFR_RING 512    /* max depth of a JFR */
+#define SIM_JFC_RING 65536 /* max depth of a JFC */
 #define SIM_MAX_SGE 16
 #define SIM_MAX_RECV_SGE 4
 #define SIM_MAX_MSG (64u << 20)
@@ -77,8 +87,7 @@ struct sim_recv { uint64_t user_ctx; uint32_t nsge, pad; struct { uint64_t addr;
 struct sim_jfr_slot {
 	uint32_t used, gen, id, depth, max_sge, token;
 	struct sim_owner owner;
-	uint64_t head, tail; /* tail − head receive WRs posted */
-	struct sim_recv ring[SIM_RING];
+	uint64_t head, tail; /* tail − head receive WRs posted (in jfr_rings[slot]) */
 };
 
 struct sim_jfc_slot {
@@ -86,8 +95,7 @@ struct sim_jfc_slot {
 	struct sim_owner owner;
 	uint64_t head, tail;
 	uint32_t armed, solicited_only, overflow, has_jfce;
-	char jfce_name[SIM_SOCK_NAME];
-	urma_cr_t ring[SIM_RING];
+	char jfce_name[SIM_SOCK_NAME]; /* its records are in jfc_rings[slot] */
 };
 
 struct sim_registry {
@@ -100,6 +108,8 @@ struct sim_registry {
 	struct sim_jetty_slot jettys[SIM_MAX_JETTY];
 	struct sim_jfr_slot jfrs[SIM_MAX_JFR];
 	struct sim_jfc_slot jfcs[SIM_MAX_JFC];
+	struct sim_recv jfr_rings[SIM_MAX_JFR][SIM_JFR_RING];
+	urma_cr_t jfc_rings[SIM_MAX_JFC][SIM_JFC_RING];
 };
 
 /* ---- process-local objects: the public struct first, so a public pointer is the object ---- */

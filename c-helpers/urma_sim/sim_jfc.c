@@ -52,12 +52,16 @@ int sim_push_cr_locked(int slot, const urma_cr_t *cr, int solicited)
 {
 	if (slot < 0 || slot >= SIM_MAX_JFC) return -1;
 	struct sim_jfc_slot *s = &sim_reg->jfcs[slot];
-	if (s->depth > SIM_RING || s->tail - s->head >= s->depth) {
+	if (s->depth > SIM_JFC_RING || s->tail - s->head >= s->depth) {
+		/* An overrun puts the JFC in error (as a device does) and is reported to its owner: the
+		 * next poll returns what fit, then fails; a JFCE is told at once, armed or not (the
+		 * device's asynchronous JFC error event), so a sleeping owner finds out. */
+		if (!s->overflow && s->has_jfce) sim_ring_doorbell(s->jfce_name, (uint32_t)slot);
 		s->overflow = 1;
 		return -1;
 	}
-	s->ring[s->tail % SIM_RING] = *cr;
-	s->tail++;
+	sim_reg->jfc_rings[slot][s->tail % SIM_JFC_RING] = *cr;
+	__atomic_store_n(&s->tail, s->tail + 1, __ATOMIC_RELEASE); /* after the record: read without the lock by poll */
 	if (s->armed && s->has_jfce && (!s->solicited_only || solicited)) {
 		s->armed = 0;
 		sim_ring_doorbell(s->jfce_name, (uint32_t)slot);
@@ -107,8 +111,8 @@ urma_status_t urma_delete_jfce(urma_jfce_t *jfce)
 urma_jfc_t *urma_create_jfc(urma_context_t *ctx, urma_jfc_cfg_t *cfg)
 {
 	if (!sim_handle_is(ctx, K_CTX) || !cfg) return sim_set_error_null(URMA_EINVAL, "urma_create_jfc: invalid context or cfg");
-	if (cfg->depth == 0 || cfg->depth > SIM_RING)
-		return sim_set_error_null(URMA_EINVAL, "urma_create_jfc: depth %u not in 1..%d", cfg->depth, SIM_RING);
+	if (cfg->depth == 0 || cfg->depth > SIM_JFC_RING)
+		return sim_set_error_null(URMA_EINVAL, "urma_create_jfc: depth %u not in 1..%d", cfg->depth, SIM_JFC_RING);
 	struct sim_jfce *jfce = (struct sim_jfce *)cfg->jfce;
 	if (jfce && (!sim_handle_is(jfce, K_JFCE) || jfce->pub.urma_ctx != ctx))
 		return sim_set_error_null(URMA_EINVAL, "urma_create_jfc: invalid jfce");
@@ -198,15 +202,21 @@ int urma_poll_jfc(urma_jfc_t *jfc, int cr_cnt, urma_cr_t *cr)
 	}
 	struct sim_jfc *c = (struct sim_jfc *)jfc;
 	int n = 0;
-	sim_lock();
 	struct sim_jfc_slot *s = &sim_reg->jfcs[c->slot];
+	/* Empty and healthy: answer without the registry lock, as a device's poll reads its CQ ring
+	 * without a system call (a poller spinning on an empty JFC must not slow the processes
+	 * that post). Only the owner moves head; tail and overflow are read atomically. */
+	if (__atomic_load_n(&s->tail, __ATOMIC_ACQUIRE) == s->head && !__atomic_load_n(&s->overflow, __ATOMIC_ACQUIRE) &&
+	    __atomic_load_n(&s->gen, __ATOMIC_RELAXED) == c->gen)
+		return 0;
+	sim_lock();
 	if (s->gen != c->gen || !s->used) {
 		sim_unlock();
 		sim_set_error(URMA_EINVAL, "urma_poll_jfc: the JFC's registry slot was reclaimed");
 		return -1;
 	}
 	while (n < cr_cnt && s->head < s->tail) {
-		cr[n++] = s->ring[s->head % SIM_RING];
+		cr[n++] = sim_reg->jfc_rings[c->slot][s->head % SIM_JFC_RING];
 		s->head++;
 	}
 	int overflow = n == 0 && s->overflow;

@@ -137,13 +137,17 @@ urma_target_seg_t *urma_import_seg(urma_context_t *ctx, urma_seg_t *seg, urma_to
 	struct sim_tseg *g = calloc(1, sizeof(*g));
 	if (!g) return sim_set_error_null(URMA_ENOMEM, "out of memory");
 	sim_lock();
-	sim_gc_locked();
 	int slot = -1;
 	for (int i = 0; i < SIM_MAX_SEG && slot < 0; i++) {
 		struct sim_seg_slot *s = &sim_reg->segs[i];
 		if (s->used && s->token_id == seg->token_id && s->uasid == seg->ubva.uasid && s->va == seg->ubva.va &&
 		    s->len == seg->len)
 			slot = i;
+	}
+	if (slot >= 0 && !sim_owner_alive(&sim_reg->segs[slot].owner)) { /* its owner died: reclaim it */
+		sim_reg->segs[slot].used = 0;
+		sim_reg->segs[slot].gen++;
+		slot = -1;
 	}
 	if (slot >= 0) {
 		g->gen = sim_reg->segs[slot].gen;

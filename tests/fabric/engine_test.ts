@@ -5,11 +5,11 @@
  * processes and runtimes).
  */
 import { assert, assertEquals, test } from "../harness.ts";
-import { connect } from "../../rpc/client.ts";
 import { ProgressEngine } from "../../rpc/session/engine.ts";
 import { ProcessNotifyPage } from "../../transport/shm/notify_page.ts";
 import { otherRuntime, withChild } from "../util/proc.ts";
-import { client, pattern, SHM_ONLY, SMALL_REGION, startServer, until } from "./util.ts";
+import { stress } from "./stress.ts";
+import { client, pattern, SHM_ONLY, startServer, until } from "./util.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -58,32 +58,13 @@ test("one wait serves every session: 40 idle sessions park one wait", async () =
   }
 }, { skip: SHM_ONLY, timeoutMs: 30_000 });
 
-/** `n` clients each make `calls` calls with random pauses of 0–`pauseMs`; every answer checked. */
-async function stress(port: number, n: number, calls: number, pauseMs: number): Promise<void> {
-  const clients = await Promise.all(
-    Array.from({ length: n }, () =>
-      connect({ host: "127.0.0.1", port }, { region: SMALL_REGION, logger: { warn: () => {} } })),
-  );
-  try {
-    await Promise.all(clients.map(async (c, k) => {
-      assertEquals(c.fabric, "shm");
-      for (let i = 0; i < calls; i++) {
-        const r = await c.call("verbus.Demo", "Echo", pattern(32, k * 1000 + i), {
-          timeoutMs: 4000, // a lost wake-up would park the call for good: this catches it
-        });
-        assertEquals([r.path, r.response], ["EAGER", pattern(32, k * 1000 + i)], `${k}/${i}`);
-        if (Math.random() < 0.5) await sleep(Math.random() * pauseMs);
-      }
-    }));
-  } finally {
-    await Promise.all(clients.map((c) => c.close()));
-  }
-}
+/** The stress against an shm server on `port` (the demo service's echo). */
+const target = (port: number) => ({ port, echo: "verbus.Demo/Echo", label: "shm" });
 
 test("no wake-up is lost: 32 sessions, random pauses across the spin and sleep thresholds", async () => {
   const { server } = await startServer();
   try {
-    await stress(server.port, 32, 30, 25);
+    await stress(target(server.port), 32, 30, 25);
   } finally {
     await server.close();
   }
@@ -91,6 +72,6 @@ test("no wake-up is lost: 32 sessions, random pauses across the spin and sleep t
 
 test(`no wake-up is lost across processes: 16 sessions to a ${otherRuntime()} server`, async () => {
   await withChild(otherRuntime(), "tests/fixtures/fabric_server.ts", {}, async (child) => {
-    await stress(child.port, 16, 30, 25);
+    await stress(target(child.port), 16, 30, 25);
   });
 }, { skip: SHM_ONLY, timeoutMs: 60_000 });

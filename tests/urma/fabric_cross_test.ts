@@ -3,19 +3,13 @@
  * other runtime (tests/urma/fixtures/fabric_server.ts), the client here; handshake, EAGER, LAZY,
  * BULK and 500 pipelined calls, then the server dies and calls go over TCP or fail cleanly.
  */
-import { existsSync } from "node:fs";
 import { assert, assertEquals, test } from "../harness.ts";
 import { connect } from "../../rpc/client.ts";
-import { otherRuntime, runtimeBinary, withChild } from "../util/proc.ts";
-import { loadSim, SIM_PATH, SKIP_NO_SIM } from "./util.ts";
+import { otherRuntime, withChild } from "../util/proc.ts";
+import { loadSim, sessionObjects, SIM_PATH, skipCross } from "./util.ts";
 
 const other = otherRuntime();
-let SKIP: string | false = SKIP_NO_SIM;
-try {
-  if (!SKIP && !existsSync(runtimeBinary(other))) SKIP = `no ${other} binary`;
-} catch (e) {
-  SKIP = (e as Error).message;
-}
+const SKIP = skipCross(other);
 const sim = { urma: { library: SIM_PATH } };
 const region = {
   slots: 64,
@@ -101,10 +95,10 @@ test(
     // the client's endpoint (it may have been asleep in waitInbound) released every object
     const u = await loadSim();
     const end = Date.now() + 3000;
-    while (u.liveObjects()!.total !== 0 && Date.now() < end) {
+    while (sessionObjects(u) !== 0 && Date.now() < end) {
       await new Promise((r) => setTimeout(r, 10));
     }
-    assertEquals(u.liveObjects()!.total, 0, u.liveObjects()!.detail);
+    assertEquals(sessionObjects(u), 0, u.liveObjects()!.detail);
   },
   { skip: SKIP, timeoutMs: 90_000 },
 );

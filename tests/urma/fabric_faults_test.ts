@@ -181,9 +181,10 @@ test(
     const server = computeLayout("server", layout), cl = computeLayout("client", layout);
     const sizes = { server: server.size, client: cl.size, maxMessage: layout.slotSize };
     const good = {
-      v: 2,
+      v: 3,
       jetty: { eid: "00".repeat(16), uasid: 1, id: 2 },
       token: 5,
+      notify: 0,
       mode: "RM",
       seg: "00".repeat(48),
       serverSize: server.size,

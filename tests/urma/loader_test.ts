@@ -72,7 +72,7 @@ test(
       try {
         assert(ctx.kind.includes("(simulated)"), ctx.kind);
         const attr = ctx.query();
-        assertEquals([attr.maxJfcDepth, attr.maxRecvSge], [1024, 4]);
+        assertEquals([attr.maxJfcDepth, attr.maxRecvSge], [65536, 4]);
         assertEquals(ctx.eid.length, 16);
       } finally {
         ctx.close();

@@ -12,7 +12,7 @@ import {
   UrmaSendBatch,
 } from "../../transport/urma/data_path.ts";
 import { URMA_CR } from "../../transport/urma/errors.ts";
-import { loadSim, makeSide, pattern, pollSome, type Side, SKIP_NO_SIM } from "./util.ts";
+import { closeHubs, loadSim, makeSide, pattern, pollSome, type Side, SKIP_NO_SIM } from "./util.ts";
 
 const C = URMA_WR_FLAG.COMPLETE;
 
@@ -182,10 +182,9 @@ test(
   "a jetty imported before the peer's segment fails with RNR_RETRY_CNT_EXC (as the real stack does)",
   async () => {
     const u = await loadSim();
-    // The simulator judges "imported before the segment" per process: wait until the sessions of
-    // earlier tests in this process released their imports (a parked wait defers a release).
-    const end = Date.now() + 5000;
-    while (u.liveObjects()!.total !== 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
+    // The simulator judges "imported before the segment" per process: the sessions of earlier
+    // tests and the process's hubs (their wake jetties import their own segment) must be gone.
+    await closeHubs(u);
     const a = makeSide(u, 4096, 5), b = makeSide(u, 4096, 6);
     try {
       const early = a.ctx.importJetty(b.jetty.address, 6); // before importing b's segment

@@ -21,7 +21,7 @@ import type {
 } from "../../transport/provider.ts";
 import { URMA_CR } from "../../transport/urma/errors.ts";
 import { createClientProvider, createServerProvider } from "../../transport/urma/provider.ts";
-import { loadSim, pattern, SIM_PATH, SKIP_NO_SIM } from "./util.ts";
+import { loadSim, pattern, sessionObjects, SIM_PATH, SKIP_NO_SIM } from "./util.ts";
 
 const sizes: SessionSizes = { server: 64 << 10, client: 32 << 10, maxMessage: 4096 };
 const peer: PeerInfo = {
@@ -102,7 +102,7 @@ for (const mode of ["RM", "RC"] as const) {
     `${mode}: offer → open → connect yields connected endpoints that move bytes and wake each other`,
     async () => {
       const u = await loadSim();
-      const live = () => u.liveObjects()!.total;
+      const live = () => sessionObjects(u);
       const base = live();
       const { server, client, clientEp, serverEp } = await pair(mode);
       try {
@@ -166,7 +166,7 @@ test(
   "a wrong nonce or a stamp that does not match fails with HANDSHAKE, releasing everything",
   async () => {
     const u = await loadSim();
-    const live = () => u.liveObjects()!.total;
+    const live = () => sessionObjects(u);
     const base = live();
     // the client got another nonce: the server's header does not carry it
     {
@@ -212,7 +212,7 @@ test(
   "lying offer fields (sizes, mode, token, segment) fail with HANDSHAKE naming them",
   async () => {
     const u = await loadSim();
-    const live = () => u.liveObjects()!.total;
+    const live = () => sessionObjects(u);
     const base = live();
     const { server, client: unused } = await providers();
     unused.close();
@@ -242,7 +242,7 @@ test(
         }
       }
       await assertRejects(
-        () => server.offer({ sessionId: 2, sizes, peer, params: { v: 2 } }),
+        () => server.offer({ sessionId: 2, sizes, peer, params: { v: 3 } }),
         VerbusError,
         "client urma parameters: field jetty",
       );
@@ -258,7 +258,7 @@ test(
   "abort() before connect releases every simulator object, is safe twice; connect() after it fails",
   async () => {
     const u = await loadSim();
-    const live = () => u.liveObjects()!.total;
+    const live = () => sessionObjects(u);
     const base = live();
     const { server, client } = await providers();
     const withClientPort = live();
@@ -282,7 +282,7 @@ test(
   "faults port: fail, bad-remote-key and out-of-bounds break the endpoint as named",
   async () => {
     const u = await loadSim();
-    const live = () => u.liveObjects()!.total;
+    const live = () => sessionObjects(u);
     const base = live();
     for (const kind of ["fail", "bad-remote-key", "out-of-bounds"] as FaultKind[]) {
       const { server, client, clientEp, serverEp } = await pair();

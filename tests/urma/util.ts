@@ -7,6 +7,9 @@ import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { URMA_TM } from "../../ffi/symbols/liburma.ts";
 import { UrmaContext } from "../../transport/urma/context.ts";
+import { UrmaHub } from "../../transport/urma/hub.ts";
+import type { RuntimeName } from "../../ffi/runtime.ts";
+import { runtimeBinary } from "../util/proc.ts";
 import { CrReader } from "../../transport/urma/data_path.ts";
 import type { Jfc, Jfce } from "../../transport/urma/jfc.ts";
 import type { Jetty, Jfr } from "../../transport/urma/jetty.ts";
@@ -25,6 +28,34 @@ export const ABI_CHECK_PATH = fileURLToPath(
 export const SKIP_NO_SIM: string | false = existsSync(SIM_PATH)
   ? false
   : `the simulated liburma is not built (${SIM_PATH} missing: run make)`;
+
+/**
+ * Simulator objects of this process that sessions hold: every live object minus what the
+ * process's URMA hubs keep for themselves (context, JFCE, JFCs, wake jetty, pool).
+ */
+export function sessionObjects(u: UrmaLib): number {
+  return u.liveObjects()!.total - UrmaHub.heldObjects();
+}
+
+/**
+ * Waits (up to 5 s) until this process's URMA sessions released their simulator objects, then
+ * closes the process's hubs (they reopen on demand): for tests that need a fresh hub or none.
+ */
+export async function closeHubs(u: UrmaLib): Promise<void> {
+  const end = Date.now() + 5000;
+  while (sessionObjects(u) !== 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
+  for (const hub of UrmaHub.open) hub.close();
+}
+
+/** A skip reason for a test that runs a child of `runtime` on the simulator, else false. */
+export function skipCross(runtime: RuntimeName): string | false {
+  if (SKIP_NO_SIM) return SKIP_NO_SIM;
+  try {
+    return existsSync(runtimeBinary(runtime)) ? false : `no ${runtime} binary`;
+  } catch (e) {
+    return (e as Error).message;
+  }
+}
 
 /** Loads the simulator by explicit path. */
 export function loadSim(): Promise<UrmaLib> {

@@ -4,56 +4,75 @@
  * checks every caller-supplied offset and view and delegates to the endpoint's parts:
  * - send_side.ts: encoding, posting and completions of its work requests (the accounting —
  *   credits, bounce ring, signaling, caller completions — is transport/rdma_send_ring.ts);
- * - completion_reaper.ts: `urma_poll_jfc` and who each completion belongs to;
+ * - completion_sink.ts: what the hub (the process's shared JFC) hands this endpoint;
  * - receive_credits.ts: posted receives (the peer's notification credits) and their publication;
- * - wake_up.ts: doorbell, kicks and the off-thread wait;
+ * - wake_up.ts: doorbell, kicks (WRITE_IMM naming the peer's token) and credit publication;
  * - endpoint_faults.ts: the faults port.
  * Nothing here allocates per message. Buffers: `local` (the region) and the aux area belong to
  * the endpoint until `close()`.
- * Threading: one JS thread; `waitInbound` blocks off-thread (helper `vb_wait_fd`).
+ * Readiness: the hub is the process's URMA readiness source; this endpoint's token in it is what
+ * the peer's kicks name, so the engine polls it only when announced.
+ * Threading: one JS thread; `waitInbound` sleeps in the hub's one wait (off-thread).
  * @module
  */
+import { FABRIC_HEADER } from "../control_page.ts";
 import { type Completions, type FabricEndpoint, FAILED, SIGNALED } from "../fabric.ts";
 import type { FabricFaults } from "../faults.ts";
-import { CompletionReaper } from "./completion_reaper.ts";
+import type { ReadinessToken } from "../readiness.ts";
+import { EndpointCompletions } from "./completion_sink.ts";
 import type { UrmaEndpointParts } from "./endpoint_config.ts";
 import { UrmaFaults } from "./endpoint_faults.ts";
 import { URMA_WR_FLAG } from "./data_path.ts";
 import { crStatusName } from "./errors.ts";
 import type { EndpointHealth } from "./health.ts";
+import type { UrmaHub } from "./hub.ts";
 import { UrmaSendSide } from "./send_side.ts";
 import { UrmaWakeUp } from "./wake_up.ts";
 
-/** A connected URMA fabric endpoint. Built by handshake.ts; owns its context and all children. */
+/** A connected URMA fabric endpoint. Built by handshake.ts; owns its jetty, segments and imports. */
 export class UrmaEndpoint implements FabricEndpoint {
   readonly kind = "urma" as const;
   readonly simulated: boolean;
   readonly local: Uint8Array;
   readonly remoteSize: number;
   readonly faults: FabricFaults;
+  readonly readiness: ReadinessToken;
   readonly #parts: UrmaEndpointParts;
+  readonly #hub: UrmaHub;
   readonly #health: EndpointHealth;
   readonly #sendSide: UrmaSendSide;
-  readonly #reaper: CompletionReaper;
   readonly #wakeUp: UrmaWakeUp;
   /** The buffer `local` views: a caller's view must be of it. */
   readonly #memBuffer: ArrayBufferLike;
-  #waiting: Promise<boolean> | null = null;
-  #released = false;
+  /** My doorbell word (the peer's kicks move it). */
+  readonly #doorbellWord: Int32Array;
 
   /** @internal built by handshake.ts over a connected side. */
   constructor(parts: UrmaEndpointParts) {
     this.#parts = parts;
+    this.#hub = parts.hub;
     this.#health = parts.health;
     this.simulated = parts.lib.simulated;
     this.#memBuffer = parts.mem.buffer;
     this.local = parts.mem.subarray(0, parts.regionSize);
     this.remoteSize = parts.remoteSize;
-    this.#sendSide = new UrmaSendSide(parts, () => this.#reaper.reap());
-    this.#reaper = new CompletionReaper(parts, this.#sendSide);
-    this.#wakeUp = new UrmaWakeUp(parts, this.#sendSide, this.#reaper);
+    this.#doorbellWord = new Int32Array(
+      parts.mem.buffer,
+      parts.mem.byteOffset + FABRIC_HEADER.doorbell,
+      1,
+    );
+    const hub = parts.hub;
+    this.#sendSide = new UrmaSendSide(parts, () => hub.reap());
+    this.#wakeUp = new UrmaWakeUp(parts, this.#sendSide);
+    parts.binding.sink = new EndpointCompletions(
+      parts.health,
+      this.#sendSide,
+      parts.receives,
+      () => this.#wakeUp.afterReap(),
+    );
+    this.readiness = { source: hub, token: parts.binding.token };
     this.faults = new UrmaFaults(
-      parts.ctx,
+      (descriptor, token) => parts.resources.own(hub.ctx.importSegment(descriptor, token)),
       this.#sendSide,
       parts.remoteSize,
       (reason) => this.fail(reason),
@@ -138,44 +157,42 @@ export class UrmaEndpoint implements FabricEndpoint {
   }
 
   doorbell(): number {
-    return this.#health.closed ? 0 : this.#wakeUp.doorbell();
+    return this.#health.closed ? 0 : Atomics.load(this.#doorbellWord, 0);
   }
 
   kick(): void {
     if (!this.#health.closed) this.#wakeUp.kick();
   }
 
-  waitInbound(seen: number, timeoutMs: number): Promise<boolean> {
-    if (this.#health.closed) return Promise.resolve(false);
-    if (this.#waiting) return this.#waiting;
-    // The wait may finish synchronously: clear the marker (and release after a close) only once
-    // `pending` settled, so it never outlives its wait.
-    const pending: Promise<boolean> = this.#wakeUp.wait(seen, timeoutMs).finally(() => {
-      if (this.#waiting === pending) this.#waiting = null;
-      if (this.#health.closed) this.#release();
-    });
-    this.#waiting = pending;
-    return pending;
+  /**
+   * Sleeps (in the hub's one wait, shared by every URMA endpoint of the process) until my
+   * doorbell moves past `seen` or `timeoutMs` passes.
+   */
+  async waitInbound(seen: number, timeoutMs: number): Promise<boolean> {
+    const hub = this.#hub, end = performance.now() + timeoutMs;
+    for (;;) {
+      if (this.#health.closed) return false;
+      const bell = hub.doorbell();
+      hub.reap();
+      if (this.doorbell() !== seen) return true;
+      const left = end - performance.now();
+      if (left <= 0) return false;
+      await hub.wait(bell, Math.ceil(left));
+    }
   }
 
   fail(reason: string): void {
     this.#health.fail(reason);
   }
 
+  /** Gives the jetty, segments and imports back to the hub. Safe twice. */
   close(): void {
     const health = this.#health;
     if (health.closed) return;
     health.closed = true;
     health.fail("closed");
-    if (this.#waiting) this.#wakeUp.wakeSelf(); // the waiter releases everything when it returns
-    else this.#release();
-  }
-
-  #release(): void {
-    if (this.#released) return;
-    this.#released = true;
     try {
-      this.#parts.ctx.close();
-    } catch { /* every child is closed first; a failing delete leaves nothing we can do */ }
+      this.#parts.resources.release();
+    } catch { /* a failing delete leaves nothing we can do */ }
   }
 }

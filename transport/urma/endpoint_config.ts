@@ -11,23 +11,33 @@
  * ```
  * @module
  */
-import type { UrmaContext } from "./context.ts";
-import type { CrReader } from "./data_path.ts";
-import type { Jfc, Jfce } from "./jfc.ts";
 import type { EndpointHealth } from "./health.ts";
-import type { Jetty, TargetJetty } from "./jetty.ts";
+import type { UrmaHub } from "./hub.ts";
+import type { HubBinding } from "./hub_binding.ts";
+import type { TargetJetty } from "./jetty.ts";
+import type { PreparedJetty } from "./jetty_pool.ts";
 import type { ReceiveCredits } from "./receive_credits.ts";
 import type { ImportedSegment, Segment } from "./segment.ts";
+import type { SideResources } from "./side_resources.ts";
 import type { UrmaLib } from "./urma_lib.ts";
 
 /** Bytes of the fabric page that follows each region inside its registered segment. */
 export const FABRIC_PAGE = 4096;
 /** Offset, in the fabric page, of the u32 the peer writes its receive total into. */
 export const CREDIT_WORD = 0;
-/** Receives each side keeps posted (notification credits). */
-export const RECV_DEPTH = 256;
-/** Completion records of the JFC (sends and receives). */
-export const JFC_DEPTH = 1024;
+/** Receives each side keeps posted (notification credits; each may become a JFC record). */
+export const RECV_DEPTH = 32;
+/** Signaled send requests one endpoint may have in flight (JFC records it may cause). */
+export const SIGNALED_PER_JETTY = 16;
+/**
+ * Error records one endpoint may cause on top (a failed batch completes every request with an
+ * error): also the most requests it batches before a post.
+ */
+export const CQE_ERROR_MARGIN = 16;
+/** Depth the hub asks its JFC for (the device's maximum when smaller). */
+export const JFC_DEPTH_WANTED = 65536;
+/** Readiness tokens of one hub (URMA endpoints of one process). */
+export const MAX_TOKENS = 65536;
 /** Send queue depth. */
 export const SQ_DEPTH = 1024;
 /** SGEs per work request. */
@@ -47,13 +57,21 @@ export const AUX_BOUNCE = 4096;
 /** Immediate of the client's handshake SEND that carries its region segment ('VBSG'). */
 export const SEGMENT_IMM = 0x5642_5347;
 
-/** The objects and memory a connected endpoint owns (closing `ctx` closes every other object). */
+/**
+ * The objects and memory a connected endpoint owns: its jetty (from the hub's pool, deleted on
+ * close), its segments and imports — all children of the process's hub context.
+ */
 export interface UrmaEndpointParts {
   readonly lib: UrmaLib;
-  readonly ctx: UrmaContext;
-  readonly jfce: Jfce;
-  readonly jfc: Jfc;
-  readonly jetty: Jetty;
+  readonly hub: UrmaHub;
+  /** The jetty, its JFR, token and JFC (from the hub's pool). */
+  readonly prepared: PreparedJetty;
+  /** Its place in the hub (token, completion sink). */
+  readonly binding: HubBinding;
+  /** Everything above, to give back on close. */
+  readonly resources: SideResources;
+  /** The peer's readiness token: the immediate of my kicks. */
+  readonly peerToken: number;
   /** Region + fabric page, registered as `regionSeg`. */
   readonly mem: Uint8Array;
   readonly regionSize: number;
@@ -63,7 +81,7 @@ export interface UrmaEndpointParts {
   readonly auxSeg: Segment;
   /** Size of the peer's region (its fabric page follows it). */
   readonly remoteSize: number;
-  /** True in RC mode (the jetty is bound to the peer; no loopback self-wake). */
+  /** True in RC mode (the jetty is bound to the peer). */
   readonly rc: boolean;
   /** The peer's region segment, imported (before its jetty). */
   readonly peerSegment: ImportedSegment;
@@ -73,8 +91,6 @@ export interface UrmaEndpointParts {
   readonly health: EndpointHealth;
   /** This side's posted receives (posted while the side was prepared). */
   readonly receives: ReceiveCredits;
-  /** The completion records the handshake polled with (reused). */
-  readonly completions: CrReader;
   /** Receives of the peer this side consumed during the handshake (its SEND). */
   readonly notificationsUsed: number;
 }

@@ -8,7 +8,7 @@
  */
 import { VerbusError } from "../../errors.ts";
 import type { FabricFaults, FaultKind } from "../faults.ts";
-import type { UrmaContext } from "./context.ts";
+import type { ImportedSegment } from "./segment.ts";
 import { FABRIC_PAGE } from "./endpoint_config.ts";
 import type { UrmaSendSide } from "./send_side.ts";
 
@@ -20,7 +20,8 @@ export class UrmaFaults implements FabricFaults {
   readonly supported: readonly FaultKind[] = ["bad-remote-key", "out-of-bounds", "fail"];
 
   constructor(
-    private readonly ctx: UrmaContext,
+    /** Imports a segment for this endpoint (closed with it). */
+    private readonly importSegment: (descriptor: Uint8Array, token: number) => ImportedSegment,
     private readonly sendSide: UrmaSendSide,
     private readonly remoteSize: number,
     private readonly failEndpoint: (reason: string) => void,
@@ -31,7 +32,7 @@ export class UrmaFaults implements FabricFaults {
       case "bad-remote-key": {
         const seg = this.sendSide.peerSegment;
         const token = (seg.token ^ WRONG_TOKEN_MASK) >>> 0;
-        this.sendSide.retargetPeerSegment(this.ctx.importSegment(seg.descriptorBytes, token));
+        this.sendSide.retargetPeerSegment(this.importSegment(seg.descriptorBytes, token));
         return;
       }
       case "out-of-bounds":

@@ -23,13 +23,13 @@
  * @module
  */
 import { VerbusError } from "../../errors.ts";
-import { URMA_SEG, URMA_UBVA } from "../../ffi/layouts/urma.ts";
-import { URMA_ACCESS, URMA_CR_OPC } from "../../ffi/symbols/liburma.ts";
-import { bytesEqual, fromHex, toHex } from "../../util/hex.ts";
+import { URMA_SEG } from "../../ffi/layouts/urma.ts";
+import { URMA_CR_OPC } from "../../ffi/symbols/liburma.ts";
+import { fromHex } from "../../util/hex.ts";
 import { type RegionRoleCode, ROLE_CLIENT, ROLE_SERVER } from "../control_page.ts";
 import { RESERVED_WR_ID } from "../fabric.ts";
 import { checkStamp, STAMP_BYTES, stampRegion } from "../proof.ts";
-import { CrReader, URMA_WR_FLAG, UrmaSendBatch } from "./data_path.ts";
+import { type CrReader, URMA_WR_FLAG, UrmaSendBatch } from "./data_path.ts";
 import { UrmaEndpoint } from "./endpoint.ts";
 import {
   AUX_BOUNCE,
@@ -37,21 +37,16 @@ import {
   AUX_RECV,
   AUX_RECV_LEN,
   FABRIC_PAGE,
-  REAP_BATCH,
   SEGMENT_IMM,
 } from "./endpoint_config.ts";
 import { crStatusName } from "./errors.ts";
 import { EndpointHealth } from "./health.ts";
+import type { CompletionSink } from "./hub_binding.ts";
 import type { TargetJetty } from "./jetty.ts";
-import {
-  type JettyAddress,
-  randomToken,
-  transModeOf,
-  type UrmaPort,
-  type UrmaPortParts,
-} from "./port.ts";
+import { type JettyAddress, transModeOf, type UrmaPort, type UrmaPortParts } from "./port.ts";
 import { ReceiveCredits } from "./receive_credits.ts";
-import type { ImportedSegment, Segment } from "./segment.ts";
+import { checkSegment, type ImportedSegment, type Segment } from "./segment.ts";
+import { SideResources } from "./side_resources.ts";
 
 /** How a side is prepared. */
 export interface PrepareOptions {
@@ -73,48 +68,22 @@ export interface UrmaServerAddress {
   segment: Uint8Array;
   jetty: JettyAddress;
   token: number;
+  /** The server side's readiness token (the immediate of this side's kicks). */
+  notify: number;
 }
 
 /** The client as the server expects it (from the hello). */
 export interface UrmaClientAddress {
   jetty: JettyAddress;
   token: number;
+  /** The client side's readiness token. */
+  notify: number;
 }
 
 /** Bounce ring for messages up to `maxMessage` bytes: 4 of them, 256 KiB – 8 MiB. */
 export function bounceBytesFor(maxMessage: number): number {
   const want = Math.min(8 << 20, Math.max(256 << 10, 4 * maxMessage));
   return Math.ceil(want / 4096) * 4096;
-}
-
-/**
- * Checks a peer's `urma_seg_t` before importing it: it must cover exactly `expectedLen` bytes
- * (its region plus the fabric page) at a user address and name the EID of the peer's jetty.
- */
-export function checkSegment(
-  descriptor: Uint8Array,
-  expectedLen: number,
-  eid: Uint8Array,
-  who: string,
-): void {
-  const fail = (why: string) => new VerbusError("HANDSHAKE", `${who} segment ${why}`);
-  if (descriptor.length !== URMA_SEG.$size) {
-    throw fail(`has ${descriptor.length} bytes, expected ${URMA_SEG.$size}`);
-  }
-  const view = new DataView(descriptor.buffer, descriptor.byteOffset, descriptor.byteLength);
-  const len = view.getBigUint64(URMA_SEG.len, true);
-  const va = view.getBigUint64(URMA_SEG.ubva + URMA_UBVA.va, true);
-  if (len !== BigInt(expectedLen)) {
-    throw fail(`covers ${len} bytes, the negotiated region needs exactly ${expectedLen}`);
-  }
-  if (va === 0n || va + len > 1n << 53n) {
-    throw fail(`address 0x${va.toString(16)} is not a user address`);
-  }
-  const eidAt = URMA_SEG.ubva + URMA_UBVA.eid;
-  const segEid = descriptor.subarray(eidAt, eidAt + 16);
-  if (!bytesEqual(segEid, eid)) {
-    throw fail(`is on EID ${toHex(segEid)}, its jetty on ${toHex(eid)}`);
-  }
 }
 
 /** The client's segment SEND, as the server received it. */
@@ -125,7 +94,7 @@ interface SegmentMessage {
 }
 
 /** One side with its region registered and stamped, not yet connected. */
-export class PreparedUrmaSide {
+export class PreparedUrmaSide implements CompletionSink {
   readonly #port: UrmaPortParts;
   readonly #options: PrepareOptions;
   readonly #mem: Uint8Array;
@@ -134,7 +103,7 @@ export class PreparedUrmaSide {
   readonly #auxSeg: Segment;
   readonly #health = new EndpointHealth();
   readonly #receives: ReceiveCredits;
-  readonly #records = new CrReader(REAP_BATCH);
+  readonly #resources: SideResources;
   #segmentMessage: SegmentMessage | null = null;
   /** Status of the handshake's own signaled request, once it completed. */
   #requestStatus: number | null = null;
@@ -143,28 +112,42 @@ export class PreparedUrmaSide {
   private constructor(port: UrmaPortParts, options: PrepareOptions) {
     this.#port = port;
     this.#options = options;
-    const ctx = port.ctx;
+    const { hub, prepared } = port;
     this.#mem = new Uint8Array(options.regionSize + FABRIC_PAGE);
-    this.#regionSeg = ctx.registerSegment(this.#mem, { token: port.token });
-    this.#aux = new Uint8Array(AUX_BOUNCE + options.bounceBytes);
-    this.#auxSeg = ctx.registerSegment(this.#aux, {
-      token: randomToken(),
-      access: URMA_ACCESS.LOCAL_ONLY,
-    });
+    this.#regionSeg = hub.ctx.registerSegment(this.#mem, { token: port.token });
+    try {
+      this.#auxSeg = hub.pool.takeAux(AUX_BOUNCE + options.bounceBytes);
+    } catch (e) {
+      this.#regionSeg.close();
+      throw e;
+    }
+    this.#aux = this.#auxSeg.buffer;
+    const binding = port.binding;
+    binding.sink = this;
+    this.#resources = new SideResources(hub, prepared, binding, this.#regionSeg, this.#auxSeg);
     stampRegion(this.local, options.role, options.nonce);
-    this.#receives = new ReceiveCredits(port.lib, port.jetty, this.#auxSeg, this.#health);
-    if (this.#health.failure !== null) throw new Error(this.#health.failure);
+    this.#receives = new ReceiveCredits(port.lib, prepared.jetty, this.#auxSeg, this.#health);
+    if (this.#health.failure !== null) {
+      this.#resources.release();
+      throw new Error(this.#health.failure);
+    }
   }
 
-  /** Takes `port` over (it is closed on failure) and prepares this side. */
+  /** Takes `port` over (its jetty is deleted on failure) and prepares this side. */
   static prepare(port: UrmaPort, options: PrepareOptions): PreparedUrmaSide {
     const parts = port.handOver();
     try {
       return new PreparedUrmaSide(parts, options);
     } catch (e) {
-      parts.ctx.close();
+      parts.hub.unbind(parts.binding);
+      parts.hub.pool.retire(parts.prepared);
       throw e;
     }
+  }
+
+  /** This side's readiness token (peers name it in their kicks' immediates). */
+  get notifyToken(): number {
+    return this.#resources.binding.token;
   }
 
   /** This side's region (stamped). */
@@ -198,7 +181,7 @@ export class PreparedUrmaSide {
           }`,
         );
       }
-      return this.#endpoint(peer, 1);
+      return this.#endpoint(peer, 1, server.notify);
     });
   }
 
@@ -220,7 +203,7 @@ export class PreparedUrmaSide {
       checkSegment(message.bytes, expectedLen, fromHex(client.jetty.eid), "client");
       const peer = this.#importPeer(message.bytes, client.jetty, client.token);
       await this.#checkPeerStamp(peer, "client", deadline);
-      return this.#endpoint(peer, 0);
+      return this.#endpoint(peer, 0, client.notify);
     });
   }
 
@@ -230,8 +213,8 @@ export class PreparedUrmaSide {
     this.#state = "released";
     this.#health.closed = true;
     try {
-      this.#port.ctx.close();
-    } catch { /* every child is closed first; a failing delete leaves nothing we can do */ }
+      this.#resources.release();
+    } catch { /* a failing delete leaves nothing we can do */ }
   }
 
   /** Runs a connect step once; on failure releases everything and throws HANDSHAKE. */
@@ -260,12 +243,14 @@ export class PreparedUrmaSide {
     jetty: JettyAddress,
     token: number,
   ): { segment: ImportedSegment; jetty: TargetJetty } {
-    const { ctx, mode } = this.#port;
+    const { hub, mode } = this.#port, own = this.#resources;
     try {
-      const segment = ctx.importSegment(descriptor, token);
+      const segment = own.own(hub.ctx.importSegment(descriptor, token));
       const remote = { eid: fromHex(jetty.eid), uasid: jetty.uasid, id: jetty.id };
-      const target = ctx.importJetty({ ...remote, transMode: transModeOf(mode) }, token);
-      if (mode === "RC") this.#port.jetty.bind(target);
+      const target = own.own(
+        hub.ctx.importJetty({ ...remote, transMode: transModeOf(mode) }, token),
+      );
+      if (mode === "RC") this.#port.prepared.jetty.bind(target);
       return { segment, jetty: target };
     } catch (e) {
       throw new VerbusError(
@@ -308,7 +293,7 @@ export class PreparedUrmaSide {
     const batch = new UrmaSendBatch(this.#port.lib, 1, 1);
     build(batch);
     this.#requestStatus = null;
-    const rc = batch.post(this.#port.jetty);
+    const rc = batch.post(this.#port.prepared.jetty);
     if (rc !== 0) throw new Error(`urma_post_jetty_send_wr: ${this.#port.lib.lastError()}`);
     await this.#pollUntil(() => this.#requestStatus !== null, deadline);
     return this.#requestStatus ?? -1;
@@ -317,54 +302,55 @@ export class PreparedUrmaSide {
   /** Reaps until `done()` (or the deadline, or a failure); yields to the event loop meanwhile. */
   async #pollUntil(done: () => boolean, deadline: number): Promise<void> {
     for (;;) {
-      this.#reap();
+      this.#port.hub.reap();
       if (done() || this.#health.failure !== null || Date.now() >= deadline) return;
       await new Promise((resolve) => setTimeout(resolve, 1));
     }
   }
 
-  /** Handshake completions: its own request's status, receives (the client's segment SEND). */
-  #reap(): void {
-    const records = this.#records;
-    let count: number;
-    do {
-      count = this.#port.jfc.poll(records);
-      for (let i = 0; i < count; i++) {
-        const status = records.status(i);
-        if (!records.isRecv(i)) {
-          if (records.userCtx(i) === RESERVED_WR_ID.proof) this.#requestStatus = status;
-          continue;
-        }
-        this.#receives.onReceive();
-        if (status !== 0) {
-          this.#health.fail(`receive completed with ${crStatusName(status)}`);
-        } else if (
-          this.#segmentMessage === null && records.opcode(i) === URMA_CR_OPC.SEND_WITH_IMM &&
-          records.imm(i) === SEGMENT_IMM
-        ) {
-          const bytes = Math.min(records.completionLen(i), AUX_RECV_LEN);
-          this.#segmentMessage = {
-            bytes: this.#aux.slice(AUX_RECV, AUX_RECV + bytes),
-            uasid: records.remoteUasid(i),
-            id: records.remoteId(i),
-          };
-        }
-      }
-    } while (count === records.max);
+  /** A handshake completion (the hub hands it over): its own request's status, or a receive. */
+  onCompletion(records: CrReader, i: number): void {
+    const status = records.status(i);
+    if (!records.isRecv(i)) {
+      if (records.userCtx(i) === RESERVED_WR_ID.proof) this.#requestStatus = status;
+      return;
+    }
+    this.#receives.onReceive();
+    if (status !== 0) {
+      this.#health.fail(`receive completed with ${crStatusName(status)}`);
+    } else if (
+      this.#segmentMessage === null && records.opcode(i) === URMA_CR_OPC.SEND_WITH_IMM &&
+      records.imm(i) === SEGMENT_IMM
+    ) {
+      const bytes = Math.min(records.completionLen(i), AUX_RECV_LEN);
+      this.#segmentMessage = {
+        bytes: this.#aux.slice(AUX_RECV, AUX_RECV + bytes),
+        uasid: records.remoteUasid(i),
+        id: records.remoteId(i),
+      };
+    }
+  }
+
+  afterReap(): void {}
+
+  onJfcFailure(reason: string): void {
+    this.#health.fail(reason);
   }
 
   /** The connected endpoint (it owns everything from now on). */
   #endpoint(
     peer: { segment: ImportedSegment; jetty: TargetJetty },
     notificationsUsed: number,
+    peerToken: number,
   ): UrmaEndpoint {
     const port = this.#port;
     return new UrmaEndpoint({
       lib: port.lib,
-      ctx: port.ctx,
-      jfce: port.jfce,
-      jfc: port.jfc,
-      jetty: port.jetty,
+      hub: port.hub,
+      prepared: port.prepared,
+      binding: this.#resources.binding,
+      resources: this.#resources,
+      peerToken,
       mem: this.#mem,
       regionSize: this.#options.regionSize,
       regionSeg: this.#regionSeg,
@@ -376,7 +362,6 @@ export class PreparedUrmaSide {
       peerJetty: peer.jetty,
       health: this.#health,
       receives: this.#receives,
-      completions: this.#records,
       notificationsUsed,
     });
   }

@@ -1,17 +1,18 @@
 /**
- * A URMA port: the context, JFCE, JFC, JFR and jetty of one session side, opened before the
- * region sizes are known (the client opens it when its provider is created, so its jetty can go
- * in the hello). A port is handed over once to the side being prepared (handshake.ts), or
- * closed. Control path: allocates and throws; one JS thread.
+ * A URMA port: one session side's jetty (with its JFR), taken from the process's hub pool
+ * (jetty_pool.ts) before the region sizes are known (the client takes it when its provider is
+ * created, so its jetty can go in the hello). A port is handed over once to the side being
+ * prepared (handshake.ts), or closed (the jetty is deleted). Control path: allocates and throws;
+ * one JS thread.
  * @module
  */
 import { VerbusError } from "../../errors.ts";
 import { URMA_TM } from "../../ffi/symbols/liburma.ts";
 import { toHex } from "../../util/hex.ts";
-import { UrmaContext } from "./context.ts";
-import { JFC_DEPTH, RECV_DEPTH, SGE_PER_WR, SQ_DEPTH } from "./endpoint_config.ts";
-import type { Jfc, Jfce } from "./jfc.ts";
-import type { Jetty } from "./jetty.ts";
+import { RECV_DEPTH, SGE_PER_WR, SQ_DEPTH } from "./endpoint_config.ts";
+import { UrmaHub } from "./hub.ts";
+import type { CompletionSink, HubBinding } from "./hub_binding.ts";
+import { CQES_PER_JETTY, type PreparedJetty } from "./jetty_pool.ts";
 import type { UrmaLib } from "./urma_lib.ts";
 
 /** Jetty transport mode: reliable message (one jetty talks to many) or reliable connection (bound). */
@@ -33,17 +34,24 @@ export interface UrmaPortOptions {
   mode: UrmaMode;
 }
 
-/** What a port hands over: its context (the parent of everything else) and queues. */
+/** What a port hands over: the process's hub and this side's prepared jetty. */
 export interface UrmaPortParts {
   readonly lib: UrmaLib;
-  readonly ctx: UrmaContext;
-  readonly jfce: Jfce;
-  readonly jfc: Jfc;
-  readonly jetty: Jetty;
+  readonly hub: UrmaHub;
+  readonly prepared: PreparedJetty;
+  /** The jetty's place in the hub: its readiness token (in the hello / offer) and sink. */
+  readonly binding: HubBinding;
   readonly mode: UrmaMode;
   /** The token of the jetty (and of the region segment registered for it). */
   readonly token: number;
 }
+
+/** The sink of a jetty with nothing posted yet (no completion can name it). */
+const NO_SINK: CompletionSink = {
+  onCompletion() {},
+  afterReap() {},
+  onJfcFailure() {},
+};
 
 /** A random u32 other than 0. */
 export function randomToken(): number {
@@ -56,7 +64,7 @@ export function transModeOf(mode: UrmaMode): number {
   return mode === "RC" ? URMA_TM.RC : URMA_TM.RM;
 }
 
-/** The context and queues of one side, until handed over or closed. */
+/** The jetty of one side, until handed over or closed. */
 export class UrmaPort {
   #parts: UrmaPortParts | null;
 
@@ -64,34 +72,25 @@ export class UrmaPort {
     this.#parts = parts;
   }
 
-  /** Opens the device and creates the queues (refused when the device's limits are too small). */
+  /** Takes a jetty from the process's hub (refused when the device's limits are too small). */
   static open(lib: UrmaLib, options: UrmaPortOptions): UrmaPort {
-    const ctx = UrmaContext.open(lib, options.device, options.eidIndex ?? 0);
-    try {
-      const cap = ctx.query();
-      const need = (have: number, want: number, what: string) => {
-        if (have < want) {
-          throw new VerbusError(
-            "NO_DEVICE",
-            `${ctx.deviceName}: ${what} is ${have}, verbus needs ${want}`,
-          );
-        }
-      };
-      need(cap.maxJfcDepth, JFC_DEPTH, "max_jfc_depth");
-      need(cap.maxJfsDepth, SQ_DEPTH, "max_jfs_depth");
-      need(cap.maxJfrDepth, RECV_DEPTH, "max_jfr_depth");
-      need(cap.maxSge, SGE_PER_WR, "max_jfs_sge");
-      const token = randomToken();
-      const transMode = transModeOf(options.mode);
-      const jfce = ctx.createJfce();
-      const jfc = ctx.createJfc(JFC_DEPTH, jfce);
-      const jfr = ctx.createJfr(jfc, { depth: RECV_DEPTH, token, transMode });
-      const jetty = ctx.createJetty(jfc, jfr, { depth: SQ_DEPTH, maxSge: SGE_PER_WR, transMode });
-      return new UrmaPort({ lib, ctx, jfce, jfc, jetty, mode: options.mode, token });
-    } catch (e) {
-      ctx.close();
-      throw e;
-    }
+    const hub = UrmaHub.forProcess(lib, options.device, options.eidIndex ?? 0);
+    const cap = hub.cap;
+    const need = (have: number, want: number, what: string) => {
+      if (have < want) {
+        throw new VerbusError(
+          "NO_DEVICE",
+          `${hub.ctx.deviceName}: ${what} is ${have}, verbus needs ${want}`,
+        );
+      }
+    };
+    need(cap.maxJfcDepth, CQES_PER_JETTY, "max_jfc_depth");
+    need(cap.maxJfsDepth, SQ_DEPTH, "max_jfs_depth");
+    need(cap.maxJfrDepth, RECV_DEPTH, "max_jfr_depth");
+    need(cap.maxSge, SGE_PER_WR, "max_jfs_sge");
+    const prepared = hub.pool.take(options.mode);
+    const binding = hub.bind(prepared.jetty.address.id, prepared.home, NO_SINK);
+    return new UrmaPort({ lib, hub, prepared, binding, mode: options.mode, token: prepared.token });
   }
 
   /** The jetty's mode. */
@@ -104,9 +103,14 @@ export class UrmaPort {
     return this.#open().token;
   }
 
+  /** This side's readiness token (the peer names it in its kicks). */
+  get notify(): number {
+    return this.#open().binding.token;
+  }
+
   /** This side's jetty as the peer imports it. */
   get address(): JettyAddress {
-    const address = this.#open().jetty.address;
+    const address = this.#open().prepared.jetty.address;
     return { eid: toHex(address.eid), uasid: address.uasid, id: address.id };
   }
 
@@ -115,17 +119,20 @@ export class UrmaPort {
     return this.#parts;
   }
 
-  /** Hands the context and queues over (once); from then on the receiver closes them. */
+  /** Hands the jetty over (once); from then on the receiver deletes it. */
   handOver(): UrmaPortParts {
     const parts = this.#open();
     this.#parts = null;
     return parts;
   }
 
-  /** Releases everything (unless handed over). Safe twice. */
+  /** Deletes the jetty (unless handed over). Safe twice. */
   close(): void {
     const parts = this.#parts;
     this.#parts = null;
-    parts?.ctx.close();
+    if (parts) {
+      parts.hub.unbind(parts.binding);
+      parts.hub.pool.retire(parts.prepared);
+    }
   }
 }

@@ -9,8 +9,10 @@
  * reason ("no liburma found: tried ..."), which the handshake logs as the OFF reason.
  *
  * Handshake (handshake.ts does the work): the client's hello carries its jetty (EID, uasid,
- * id), token and mode. The server prepares its side (region registered and stamped) and offers
- * its jetty, its region segment (`urma_seg_t` as hex), token, sizes and the session nonce. The
+ * id), token, mode and readiness token (`notify`: the immediate the server's kicks carry; the
+ * offer carries the server's the same way). The server prepares its side (region registered
+ * and stamped) and offers its jetty, its region segment (`urma_seg_t` as hex), token, sizes and
+ * the session nonce. The
  * client imports the server, checks the server's stamp through a READ, sends its own segment
  * and yields its endpoint; on the ACK the server imports the client and checks its stamp the
  * same way. Every peer field is validated (zod, then sizes / EIDs against the negotiated sizes).
@@ -60,18 +62,22 @@ const jettySchema = z.object({ eid: hex(32), uasid: u32, id: u32 }).strict();
 
 /** What the client sends in its hello for URMA. */
 export const urmaParamsSchema = z.object({
-  v: z.literal(2),
+  v: z.literal(3),
   jetty: jettySchema,
   token: u32,
+  /** The client side's readiness token (the immediate of the server's kicks). */
+  notify: u32,
   mode: z.enum(["RM", "RC"]),
   simulated: z.boolean(),
 }).strict();
 
 /** What the server answers as the offer. */
 export const urmaOfferSchema = z.object({
-  v: z.literal(2),
+  v: z.literal(3),
   jetty: jettySchema,
   token: u32,
+  /** The server side's readiness token (the immediate of the client's kicks). */
+  notify: u32,
   mode: z.enum(["RM", "RC"]),
   /** The server's region segment: urma_seg_t, 48 bytes as hex. */
   seg: hex(96),
@@ -150,7 +156,7 @@ class UrmaServerProvider implements ServerFabricProvider {
     }
     const { device, eidIndex, mode } = this.options;
     const port = UrmaPort.open(this.lib, { device, eidIndex, mode });
-    const nonce = newNonce(), jetty = port.address, token = port.token;
+    const nonce = newNonce(), jetty = port.address, token = port.token, notify = port.notify;
     const side = PreparedUrmaSide.prepare(port, {
       regionSize: ctx.sizes.server,
       remoteSize: ctx.sizes.client,
@@ -159,9 +165,10 @@ class UrmaServerProvider implements ServerFabricProvider {
       nonce,
     });
     const offer: z.input<typeof urmaOfferSchema> = {
-      v: 2,
+      v: 3,
       jetty,
       token,
+      notify,
       mode,
       seg: toHex(side.segmentDescriptor),
       serverSize: ctx.sizes.server,
@@ -172,7 +179,10 @@ class UrmaServerProvider implements ServerFabricProvider {
     return {
       offer,
       connect: (): Promise<FabricEndpoint> =>
-        side.acceptClient({ jetty: client.jetty, token: client.token }, HANDSHAKE_WAIT_MS),
+        side.acceptClient(
+          { jetty: client.jetty, token: client.token, notify: client.notify },
+          HANDSHAKE_WAIT_MS,
+        ),
       abort: () => side.abort(),
     };
   }
@@ -195,9 +205,10 @@ class UrmaClientProvider implements ClientFabricProvider {
     const port = this.#port;
     if (!port) return {};
     const params: z.input<typeof urmaParamsSchema> = {
-      v: 2,
+      v: 3,
       jetty: port.address,
       token: port.token,
+      notify: port.notify,
       mode: port.mode,
       simulated: this.lib.simulated,
     };
@@ -233,7 +244,12 @@ class UrmaClientProvider implements ClientFabricProvider {
     } catch (e) {
       throw new VerbusError("HANDSHAKE", `urma: cannot prepare this side: ${firstLine(e)}`);
     }
-    const server = { segment: fromHex(offered.seg), jetty: offered.jetty, token: offered.token };
+    const server = {
+      segment: fromHex(offered.seg),
+      jetty: offered.jetty,
+      token: offered.token,
+      notify: offered.notify,
+    };
     return await side.connectToServer(server, HANDSHAKE_WAIT_MS);
   }
 

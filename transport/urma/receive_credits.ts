@@ -1,7 +1,7 @@
 /**
  * The receives of one URMA side, which are the peer's notification credits: a WRITE_IMM kick
- * (or the handshake SEND) consumes one and completes on my JFC, which is what wakes me when I
- * sleep. Consumed receives are reposted in batches (all share one receive buffer: only the
+ * (or the handshake SEND) consumes one and completes on the process's JFC, which is what tells
+ * the hub this session has work (and wakes the process when it sleeps). Consumed receives are reposted in batches (all share one receive buffer: only the
  * handshake SEND carries bytes), and my running total of posted receives is published into the
  * peer's fabric page, so the peer knows how many kicks may carry an immediate.
  *
@@ -19,8 +19,8 @@ import type { Segment } from "./segment.ts";
 import type { UrmaSendSide } from "./send_side.ts";
 import type { UrmaLib } from "./urma_lib.ts";
 
-/** Consumed receives are reposted once this many have gathered (or before sleeping). */
-export const REPOST_BATCH = RECV_DEPTH / 8;
+/** Consumed receives are reposted once this many have gathered. */
+export const REPOST_BATCH = RECV_DEPTH / 4;
 
 /** My posted receives and the credit total the peer has to learn. */
 export class ReceiveCredits {
@@ -80,12 +80,16 @@ export class ReceiveCredits {
 
   /**
    * Writes my receive total into the peer's fabric page at `creditWord` (a remote offset) when
-   * it changed and the send side has room; posts at once.
+   * it changed and the send side has room; posts at once. The write is signaled: returns its
+   * sequence (the caller looks at the peer's doorbell once more when it completed), or -1 when
+   * nothing was written.
    */
-  publish(sendSide: UrmaSendSide, creditWord: number): void {
-    if (!this.#publishPending || this.#health.failure !== null) return;
-    if (sendSide.postInternalWord(creditWord, this.#postedTotal, 0, -1) !== OK) return;
+  publish(sendSide: UrmaSendSide, creditWord: number): number {
+    if (!this.#publishPending || this.#health.failure !== null) return -1;
+    if (sendSide.postInternalWord(creditWord, this.#postedTotal, 0, -1, true) !== OK) return -1;
     this.#publishPending = false;
+    const seq = sendSide.lastSeq;
     sendSide.post();
+    return seq;
   }
 }

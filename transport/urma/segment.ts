@@ -6,7 +6,9 @@
  * buffer's contents). Control path; the JS thread of the context.
  * @module
  */
+import { VerbusError } from "../../errors.ts";
 import { NativeHandle } from "../../ffi/handle.ts";
+import { bytesEqual, toHex } from "../../util/hex.ts";
 import {
   URMA_REG_SEG_FLAG_BITS,
   URMA_SEG,
@@ -155,5 +157,35 @@ export class ImportedSegment extends NativeHandle {
       `${len} bytes`,
     );
     return new ImportedSegment(ctx, p, Number(va), Number(len), seg, token);
+  }
+}
+
+/**
+ * Checks a peer's `urma_seg_t` before importing it: it must cover exactly `expectedLen` bytes
+ * (its region plus the fabric page) at a user address and name the EID of the peer's jetty.
+ */
+export function checkSegment(
+  descriptor: Uint8Array,
+  expectedLen: number,
+  eid: Uint8Array,
+  who: string,
+): void {
+  const fail = (why: string) => new VerbusError("HANDSHAKE", `${who} segment ${why}`);
+  if (descriptor.length !== URMA_SEG.$size) {
+    throw fail(`has ${descriptor.length} bytes, expected ${URMA_SEG.$size}`);
+  }
+  const view = new DataView(descriptor.buffer, descriptor.byteOffset, descriptor.byteLength);
+  const len = view.getBigUint64(URMA_SEG.len, true);
+  const va = view.getBigUint64(URMA_SEG.ubva + URMA_UBVA.va, true);
+  if (len !== BigInt(expectedLen)) {
+    throw fail(`covers ${len} bytes, the negotiated region needs exactly ${expectedLen}`);
+  }
+  if (va === 0n || va + len > 1n << 53n) {
+    throw fail(`address 0x${va.toString(16)} is not a user address`);
+  }
+  const eidAt = URMA_SEG.ubva + URMA_UBVA.eid;
+  const segEid = descriptor.subarray(eidAt, eidAt + 16);
+  if (!bytesEqual(segEid, eid)) {
+    throw fail(`is on EID ${toHex(segEid)}, its jetty on ${toHex(eid)}`);
   }
 }

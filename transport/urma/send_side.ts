@@ -23,10 +23,10 @@ import { type Completions, FULL, OK, RESERVED_WR_ID, SIGNALED } from "../fabric.
 import { type RdmaSendPort, RdmaSendRing, RING_FULL } from "../rdma_send_ring.ts";
 import {
   AUX_BOUNCE,
-  JFC_DEPTH,
-  RECV_DEPTH,
+  CQE_ERROR_MARGIN,
   SGE_PER_WR,
   SIGNAL_EVERY,
+  SIGNALED_PER_JETTY,
   SQ_DEPTH,
   type UrmaEndpointParts,
 } from "./endpoint_config.ts";
@@ -37,12 +37,12 @@ import type { Jetty, TargetJetty } from "./jetty.ts";
 import type { ImportedSegment, Segment } from "./segment.ts";
 import type { UrmaLib } from "./urma_lib.ts";
 
-/** Work requests collected before a post. */
-const BATCH_WR = 64;
+/** Work requests collected before a post (a failed batch's errors fit the jetty's JFC share). */
+const BATCH_WR = CQE_ERROR_MARGIN;
 /** Completion records the caller may have waiting (reaped, not yet polled). */
 const CALLER_COMPLETIONS = 4096;
-/** Signaled requests in flight at most (the JFC also holds receives and a batch's errors). */
-const SIGNALED_BUDGET = JFC_DEPTH - RECV_DEPTH - 2 * BATCH_WR;
+/** Signaled requests in flight at most (this jetty's share of the process's JFC). */
+const SIGNALED_BUDGET = SIGNALED_PER_JETTY;
 /**
  * How long a request waits for room while posted requests are still completing (never in the
  * simulator, which completes every request before its post returns).
@@ -76,7 +76,7 @@ export class UrmaSendSide implements RdmaSendPort {
   /** Built by the endpoint over its parts; `reap` polls its JFC. */
   constructor(parts: UrmaEndpointParts, reap: () => number) {
     this.#lib = parts.lib;
-    this.#jetty = parts.jetty;
+    this.#jetty = parts.prepared.jetty;
     this.#health = parts.health;
     this.#reap = reap;
     this.#batch = new UrmaSendBatch(parts.lib, BATCH_WR, BATCH_WR * SGE_PER_WR);
@@ -127,8 +127,13 @@ export class UrmaSendSide implements RdmaSendPort {
   }
 
   /** The flags of the request being encoded: +COMPLETE when the ring signals it. */
-  #flags(userCtx: number, report: boolean, flags: number): number {
-    return this.ring.record(userCtx, report) ? flags | COMPLETE : flags;
+  #flags(userCtx: number, report: boolean, flags: number, signal = false): number {
+    return this.ring.record(userCtx, report, signal) ? flags | COMPLETE : flags;
+  }
+
+  /** The sequence of the last request encoded (see `RdmaSendRing.completed`). */
+  get lastSeq(): number {
+    return this.ring.nextSeq - 1;
   }
 
   // ---- requests: each reserves room, then encodes one work request per chunk ----
@@ -142,9 +147,10 @@ export class UrmaSendSide implements RdmaSendPort {
     report: boolean,
     flags: number,
     imm: number,
+    signal = false,
   ): void {
     const userCtx = report ? wrId : RESERVED_WR_ID.internal;
-    const requestFlags = this.#flags(userCtx, report, flags);
+    const requestFlags = this.#flags(userCtx, report, flags, signal);
     const batch = this.#batch, seg = this.#peerSegment;
     batch.sge(this.#auxSeg, this.#auxAddress + at, bytes);
     const dst = seg.address + remoteOff + this.#faultAddressShift;
@@ -200,7 +206,10 @@ export class UrmaSendSide implements RdmaSendPort {
     return OK;
   }
 
-  /** One u32 through the bounce ring to the peer at `remoteOff` (`flags`: e.g. FENCE). */
+  /**
+   * One u32 through the bounce ring to the peer at `remoteOff` (`flags`: e.g. FENCE; WRITE_IMM
+   * with `imm` ≥ 0; `signal`: complete it even if nobody reports it — see {@link lastSeq}).
+   */
   postWord(
     wrId: number,
     remoteOff: number,
@@ -208,17 +217,29 @@ export class UrmaSendSide implements RdmaSendPort {
     signaled: boolean,
     flags: number,
     imm: number,
+    signal = false,
   ): number {
     const at = this.#reserve(4, signaled);
     if (at === RING_FULL) return this.#noRoom();
     this.#auxWords[at >> 2] = value >>> 0;
-    this.#writeBounced(wrId, remoteOff, at, 4, signaled, flags, imm);
+    this.#writeBounced(wrId, remoteOff, at, 4, signaled, flags, imm, signal);
     return OK;
   }
 
   /** An internal word write (credit total, kick; WRITE_IMM with `imm` ≥ 0). */
-  postInternalWord(remoteOff: number, value: number, flags: number, imm: number): number {
-    return this.postWord(RESERVED_WR_ID.internal, remoteOff, value, false, flags, imm);
+  postInternalWord(
+    remoteOff: number,
+    value: number,
+    flags: number,
+    imm: number,
+    signal = false,
+  ): number {
+    return this.postWord(RESERVED_WR_ID.internal, remoteOff, value, false, flags, imm, signal);
+  }
+
+  /** True once every request up to `seq` completed. */
+  completed(seq: number): boolean {
+    return this.ring.completed(seq);
   }
 
   /** READ of `bytes` from the peer at `remoteOff` into the region at `localOffset`. */
