@@ -84,6 +84,16 @@ export class ServerSession implements ResponseSink {
   readonly #answers: ServerResponseWriter;
   /** Per method index: the last frozen request meta (see #take). */
   readonly #requestMeta: (RpcMeta["request"] | undefined)[] = [];
+  /**
+   * Per ring slot: the meta of the request it carries (its correlationId — the token — never
+   * changes; the request meta is set per take). A slot carries one request until its answer, so
+   * the record is the call's until then.
+   */
+  readonly #slotMeta: RpcMeta[];
+  /** `Date.now()` of the current poll round (read once per round that found work), or -1. */
+  #roundNow = -1;
+  /** Doorbells rung for answers (one per poll round that answered, plus one per late answer). */
+  doorbells = 0;
   /** Where the next round's scan of the request ring starts. */
   #cursor = 0;
   #kickPending = false;
@@ -118,6 +128,10 @@ export class ServerSession implements ResponseSink {
       ttlMs: init.ttlMs,
     });
     this.#tokens = new ResponseTokens(this.#server.config.slots);
+    this.#slotMeta = Array.from(
+      { length: this.#server.config.slots },
+      (_, i): RpcMeta => ({ request: undefined, correlationId: i }),
+    );
     this.#answers = new ServerResponseWriter(
       this.#endpoint,
       { server: this.#server, client: this.#client },
@@ -197,6 +211,7 @@ export class ServerSession implements ResponseSink {
     this.#cursor = (this.#cursor + handled) % limit;
     if (handled === this.#budget) this.#seenDoorbell = -1; // more may be READY: look again next round
     this.#inPoll = false;
+    this.#roundNow = -1;
     this.#ringClientDoorbell(); // one kick for every answer written during this round
     return handled;
   }
@@ -205,6 +220,7 @@ export class ServerSession implements ResponseSink {
   #ringClientDoorbell(): void {
     if (this.#kickPending && this.#closed === null) {
       this.#kickPending = false;
+      this.doorbells++;
       this.#endpoint.flush();
       this.#endpoint.kick();
     }
@@ -266,9 +282,11 @@ export class ServerSession implements ResponseSink {
       });
       if (!(logLo | logHi)) this.#requestMeta[method] = request;
     }
-    // The answer comes back through send() with this token: the slot index.
-    const meta: RpcMeta = { request, correlationId: i };
-    this.#dispatcher.dispatch(meta, payload, attachment, this, Date.now());
+    // The answer comes back through send() with this token (the slot index, its meta's correlationId).
+    const meta = this.#slotMeta[i];
+    meta.request = request;
+    if (this.#roundNow < 0) this.#roundNow = Date.now(); // one clock read per round
+    this.#dispatcher.dispatch(meta, payload, attachment, this, this.#roundNow);
   }
 
   /** A RECLAIM batch in the request behind `token`: frees the objects, answers empty. */
@@ -294,7 +312,9 @@ export class ServerSession implements ResponseSink {
     if (this.#closed !== null) return;
     const token: ResponseToken = Number(call.meta.correlationId);
     if (!this.#tokens.isOpen(token)) return; // not a request of this session's ring
-    const us = Math.round((Date.now() - call.receivedAt) * 1000);
+    // A synchronous answer (in this round) took no measurable time; a late one reads the clock.
+    const now = this.#inPoll && this.#roundNow >= 0 ? this.#roundNow : Date.now();
+    const us = Math.round((now - call.receivedAt) * 1000);
     const slotSize = this.#client.config.slotSize;
     if (errorCode !== 0) {
       this.#telemetry.inc(TELEMETRY.FAILED);

@@ -211,6 +211,14 @@ export class ShmEndpoint implements FabricEndpoint {
     }
   }
 
+  peerSleeping(): boolean {
+    if (this.#closed) return false;
+    // With notify pages the peer sleeps on its process's page, else on this session's doorbell.
+    return this.notify
+      ? this.notify.peer.sleeping
+      : Atomics.load(this.#remoteI32, FABRIC_HEADER.sleeping >> 2) !== 0;
+  }
+
   async waitInbound(seen: number, timeoutMs: number): Promise<boolean> {
     if (this.#closed) return false;
     const words = this.#localI32;
