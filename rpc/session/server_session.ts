@@ -92,6 +92,8 @@ export class ServerSession implements ResponseSink {
   readonly #slotMeta: RpcMeta[];
   /** `Date.now()` of the current poll round (read once per round that found work), or -1. */
   #roundNow = -1;
+  /** Answers whose body the fabric refused (each failed its call only). */
+  bodyWriteFailures = 0;
   /** Doorbells rung for answers (one per poll round that answered, plus one per late answer). */
   doorbells = 0;
   /** Where the next round's scan of the request ring starts. */
@@ -138,6 +140,15 @@ export class ServerSession implements ResponseSink {
       this.#requestRing,
       this.#tokens,
       this.#pool,
+      (token, st) => {
+        this.#telemetry.inc(TELEMETRY.FAILED);
+        this.bodyWriteFailures++;
+        if (this.bodyWriteFailures === 1) {
+          this.#logger.warn(
+            `fabric session ${this.id}: the answer of slot ${token} could not be written (status ${st}); that call failed (logged once per session)`,
+          );
+        }
+      },
     );
     const ctl = this.#server.control;
     this.#telemetry = new Telemetry(

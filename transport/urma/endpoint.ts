@@ -31,6 +31,7 @@ export class UrmaEndpoint implements FabricEndpoint {
   readonly local: Uint8Array;
   readonly remoteSize: number;
   readonly faults: FabricFaults;
+  readonly #faults: UrmaFaults;
   readonly #parts: UrmaEndpointParts;
   readonly #health: EndpointHealth;
   readonly #sendSide: UrmaSendSide;
@@ -52,7 +53,7 @@ export class UrmaEndpoint implements FabricEndpoint {
     this.#sendSide = new UrmaSendSide(parts, () => this.#reaper.reap());
     this.#reaper = new CompletionReaper(parts, this.#sendSide);
     this.#wakeUp = new UrmaWakeUp(parts, this.#sendSide, this.#reaper);
-    this.faults = new UrmaFaults(
+    this.faults = this.#faults = new UrmaFaults(
       parts.ctx,
       this.#sendSide,
       parts.remoteSize,
@@ -84,6 +85,7 @@ export class UrmaEndpoint implements FabricEndpoint {
 
   write(wrId: number, remoteOff: number, src: Uint8Array, flags: number): number {
     if (!this.#remoteFits(remoteOff, src.length)) return FAILED;
+    if (this.#faults.failNextWrite) return this.#refuseWrite();
     if (src.length === 0) {
       return this.#health.status() || this.#sendSide.completeAtOnce(wrId, flags);
     }
@@ -103,9 +105,16 @@ export class UrmaEndpoint implements FabricEndpoint {
       total += sg[i].length;
     }
     if (!this.#remoteFits(remoteOff, total)) return FAILED;
+    if (this.#faults.failNextWrite) return this.#refuseWrite();
     if (total === 0) return this.#health.status() || this.#sendSide.completeAtOnce(wrId, flags);
     const signaled = (flags & SIGNALED) !== 0;
     return this.#sendSide.writeGather(wrId, remoteOff, sg, this.local.byteOffset, count, signaled);
+  }
+
+  /** The faults port's `fail-next-write`: refuse this write, unposted. */
+  #refuseWrite(): number {
+    this.#faults.failNextWrite = false;
+    return FAILED;
   }
 
   writeU32(wrId: number, remoteOff: number, value: number, flags: number): number {
