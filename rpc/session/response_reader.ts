@@ -28,6 +28,7 @@ import type { ClientSessionStats } from "./fabric_call.ts";
 import type { ObjectLifecycleProbe } from "./object_lifecycle_probe.ts";
 import type { ReclaimBatcher } from "./reclaim_batcher.ts";
 import type { StagingArea } from "./staging_area.ts";
+import { copyOut } from "./copy_out.ts";
 
 const dec = new TextDecoder();
 const EMPTY = new Uint8Array(0);
@@ -174,8 +175,8 @@ export class ResponseReader {
       return 1;
     }
     if (slots.slot(i).pending) {
-      const response = local.slice(off, off + len),
-        attachment = att ? local.slice(off + len, off + len + att) : EMPTY;
+      const response = copyOut(local, off, len),
+        attachment = att ? copyOut(local, off + len, att) : EMPTY;
       // Answered inline: the call was EAGER (even if it preferred LAZY), unless its request went BULK.
       slots.resolve(i, response, attachment, slots.slot(i).path === "BULK" ? "BULK" : "EAGER");
     }

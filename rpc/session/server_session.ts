@@ -38,9 +38,9 @@ import {
 } from "../region/telemetry.ts";
 import { type ResponseToken, ResponseTokens } from "./response_tokens.ts";
 import { ServerResponseWriter } from "./server_response_writer.ts";
+import { copyOut } from "./copy_out.ts";
 
 const enc = new TextEncoder();
-
 const EMPTY = new Uint8Array(0);
 
 /** What a server session needs. */
@@ -272,8 +272,8 @@ export class ServerSession implements ResponseSink {
     }
     this.#telemetry.set(TELEMETRY.RING_USED, this.#tokens.openCount);
     const local = this.#endpoint.local;
-    const payload = local.slice(off, off + len);
-    const attachment = att ? local.slice(off + len, off + len + att) : EMPTY;
+    const payload = copyOut(local, off, len);
+    const attachment = att ? copyOut(local, off + len, att) : EMPTY;
     if (method === METHOD_RECLAIM) return this.#reclaim(i, payload);
     if (method >= this.#methods.length) {
       return this.fail(`slot ${i}: method index ${method} ≥ ${this.#methods.length} methods`);
