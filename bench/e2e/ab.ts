@@ -8,7 +8,8 @@
  *       [--calls 20000] [--windows 1,32] [--fabric shm] [--out FILE.json]
  * @module
  */
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
+import { type ServerProcess, startServe } from "./serve.ts";
 import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { arg, numArg } from "../common/args.ts";
@@ -36,25 +37,9 @@ const cmd = (rt: string, root: string, a: string[]) =>
     ]] as const
     : [BIN.bun, [join(root, "cli/main.ts"), ...a]] as const;
 
-async function serve(rt: string, root: string): Promise<{ port: number; stop(): Promise<void> }> {
+function serve(rt: string, root: string): Promise<ServerProcess> {
   const [bin, a] = cmd(rt, root, ["serve", "--port", "0", "--json"]);
-  const p = spawn(bin, [...a], { cwd: root, stdio: ["ignore", "pipe", "inherit"] });
-  const port = await new Promise<number>((res, rej) => {
-    let out = "";
-    p.stdout!.on("data", (d) => {
-      out += d;
-      const m = /"port":(\d+)/.exec(out);
-      if (m) res(Number(m[1]));
-    });
-    p.on("exit", (c) => rej(new Error(`server exited ${c}`)));
-  });
-  return {
-    port,
-    stop: () => {
-      p.kill("SIGTERM");
-      return new Promise((r) => p.on("exit", () => r()));
-    },
-  };
+  return startServe(bin, a, root);
 }
 
 function client(rt: string, root: string, port: number, w: number, n: number) {

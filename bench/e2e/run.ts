@@ -17,6 +17,7 @@
  * @module
  */
 import { spawn, spawnSync } from "node:child_process";
+import { startServe } from "./serve.ts";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { argv as nodeArgv } from "node:process";
@@ -77,21 +78,11 @@ function jsonParallel(
 
 async function withServer<T>(rt: Rt, fn: (port: number) => T | Promise<T>): Promise<T> {
   const [bin, a] = run(rt, "cli/main.ts", ["serve", "--port", "0", "--json"]);
-  const p = spawn(bin, [...a], { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] });
-  const port = await new Promise<number>((res, rej) => {
-    let out = "";
-    p.stdout!.on("data", (d) => {
-      out += d;
-      const m = /"port":(\d+)/.exec(out);
-      if (m) res(Number(m[1]));
-    });
-    p.on("exit", (c) => rej(new Error(`server exited ${c}`)));
-  });
+  const server = await startServe(bin, a, ROOT);
   try {
-    return await fn(port);
+    return await fn(server.port);
   } finally {
-    p.kill("SIGTERM");
-    await new Promise((r) => p.on("exit", r));
+    await server.stop();
   }
 }
 
@@ -159,6 +150,19 @@ function bench(
     p99_us: res.p99_us,
     qps: res.qps,
     path: String(r.path),
+  });
+}
+
+/** A row of a baseline's JSON line (ECHO 64 B). */
+function baselineRow(rt: string, system: string, inflight: number, r: Record<string, unknown>) {
+  rows.push({
+    runtime: rt,
+    case: "ECHO 64 B",
+    system,
+    inflight,
+    p50_us: r.p50_us as number,
+    p99_us: r.p99_us as number,
+    qps: r.qps as number,
   });
 }
 
@@ -231,15 +235,7 @@ for (const rt of ["deno", "bun"] as Rt[]) {
         "2000",
       ]),
     );
-    rows.push({
-      runtime: rt,
-      case: "ECHO 64 B",
-      system: "raw TCP echo",
-      inflight: w,
-      p50_us: r.p50_us as number,
-      p99_us: r.p99_us as number,
-      qps: r.qps as number,
-    });
+    baselineRow(rt, "raw TCP echo", w, r);
   }
   if (tcpOnly) continue;
   for (const w of [1, 32]) {
@@ -249,15 +245,7 @@ for (const rt of ["deno", "bun"] as Rt[]) {
       "--calls",
       String(quick ? 50000 : 200000),
     ]));
-    rows.push({
-      runtime: rt,
-      case: "ECHO 64 B",
-      system: "shm ring (promise per call)",
-      inflight: w,
-      p50_us: r.p50_us as number,
-      p99_us: r.p99_us as number,
-      qps: r.qps as number,
-    });
+    baselineRow(rt, "shm ring (promise per call)", w, r);
   }
   const pp = json(run(rt, "bench/e2e/shm_pingpong.ts", ["--iters", quick ? "50000" : "200000"]));
   rows.push({
