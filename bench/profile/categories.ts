@@ -131,7 +131,8 @@ export const RULES: Rule[] = [
   {
     file: /^rpc\/session\/client_session\.ts$/,
     // "": the promise executor in submit()
-    fn: /^(submit|#post|methodIndex|get slotSize|get inflight|get failed|get snapshot|)$/,
+    fn:
+      /^(submit|#post|methodIndex|get slotSize|get inflight|get failed|get snapshot|#serverClosed|#fabricFailed|)$/,
     category: "submit",
   },
   {
@@ -173,6 +174,8 @@ export const RULES: Rule[] = [
   { file: /^rpc\/session\/server_response_writer\.ts$/, category: "encode" },
   { file: /^rpc\/session\/response_tokens\.ts$/, category: "decode" },
   { file: /^rpc\/call_handles\.ts$/, category: "submit" },
+  { file: /^rpc\/session\/copy_out\.ts$/, side: "client", category: "complete" }, // answer copy-out
+  { file: /^rpc\/session\/copy_out\.ts$/, side: "server", category: "decode" }, // request copy-out
 
   // --- client API and TCP channel ----------------------------------------------------------
   { file: /^rpc\/client\.ts$/, fn: /^(#ewma|get fabric|#tcp)$/, category: "complete" },
