@@ -11,7 +11,6 @@
  * @module
  */
 import { setImmediate } from "node:timers";
-import { VerbusError } from "../errors.ts";
 import { type CallOptions, type Channel, connect as connectChannel } from "./channel.ts";
 import {
   type BatchCall,
@@ -24,35 +23,27 @@ import {
 } from "./connect_options.ts";
 import { parseOptions } from "../util/options.ts";
 import { ENOSERVICE, RpcError } from "./errors.ts";
+import { CallHandles } from "./call_handles.ts";
 import { FabricLink } from "./fabric_link.ts";
-import { formatTelemetry, type TelemetrySnapshot } from "./region/telemetry.ts";
+import type { TelemetrySnapshot } from "./region/telemetry.ts";
+import { type ClientStats, formatClientStats, PATHS } from "./client_stats.ts";
 import {
   type CallPath,
+  type SelectInput,
   type SelectorConfig,
   selectorConfigSchema,
   selectPathOnly,
 } from "./selector.ts";
 import { type ClientSession, RETRY_LATER, USE_TCP } from "./session/client_session.ts";
-import type { FabricResult } from "./session/fabric_call.ts";
+import type { CallHooks } from "./session/fabric_call.ts";
 import { establishFabric, type FabricOutcome } from "./session/client_handshake.ts";
 import { ProgressEngine } from "./session/engine.ts";
 
 export { connectOptionsSchema, faultsSchema };
-export type { BatchCall, ClientCallOptions, ClientCallResult, ClientOptions };
+export type { BatchCall, ClientCallOptions, ClientCallResult, ClientOptions, ClientStats };
 
-/** Local counters of a client (`stats()`). */
-export interface ClientStats {
-  fabric: string;
-  handshake: FabricOutcome["summary"];
-  calls: Record<CallPath, number>;
-  fallbacks: number;
-  errors: number;
-  latencyUs: Record<CallPath, number>;
-  session: ClientSession["stats"] | null;
-  server: TelemetrySnapshot | null;
-}
-
-const PATHS: CallPath[] = ["EAGER", "LAZY", "BULK", "TCP_FALLBACK"];
+const EMPTY = new Uint8Array(0);
+const NO_OPTIONS: ClientCallOptions = Object.freeze({});
 
 /** A connected verbus client. Create with {@link connect}. */
 export class Client {
@@ -67,11 +58,19 @@ export class Client {
   #fallbacks = 0;
   readonly #calls: Record<CallPath, number> = { EAGER: 0, LAZY: 0, BULK: 0, TCP_FALLBACK: 0 };
   readonly #latencyUs: Record<CallPath, number> = { EAGER: 0, LAZY: 0, BULK: 0, TCP_FALLBACK: 0 };
-  readonly #handles = new Map<
-    number,
-    { promise: Promise<ClientCallResult>; result?: ClientCallResult; error?: unknown }
-  >();
-  #nextHandle = 1;
+  readonly #handles = new CallHandles();
+  /** The selector's input, refilled per call (no object per call). */
+  readonly #selectInput: SelectInput = {
+    forcePath: undefined,
+    fabricUp: false,
+    errorCount: 0,
+    requestBytes: 0,
+    expectedResponseBytes: undefined,
+    snapshot: undefined,
+    requestFitsSlot: true,
+  };
+  /** What the fabric session reports per call (one object for the client's life). */
+  readonly #hooks: CallHooks;
 
   /** @internal use {@link connect}. */
   constructor(
@@ -90,8 +89,29 @@ export class Client {
       settings,
       outcome,
       engine,
-      () => (this.#errors = settings.faults.errors),
+      () => {
+        this.#errors = settings.faults.errors;
+        if (this.#fabric.session) this.#fabric.session.hooks = this.#hooks;
+      },
     );
+    // deno-lint-ignore no-this-alias
+    const client = this;
+    this.#hooks = {
+      get fabricLabel() {
+        return client.#fabric.outcome.fabricLabel;
+      },
+      completed(path, startedAt) {
+        client.#calls[path]++;
+        if (startedAt > 0) client.#recordLatency(path, startedAt);
+      },
+      fabricError() {
+        client.#errors++;
+      },
+      overflow(service, method, request, options) {
+        return client.#tcp(service, method, request, options, true); // server pool full: TCP
+      },
+    };
+    if (this.#fabric.session) this.#fabric.session.hooks = this.#hooks;
     // The channel counts the TCP calls it carries without a fabric session (see `call`).
     channel._observe((ms) => {
       this.#calls.TCP_FALLBACK++;
@@ -115,83 +135,101 @@ export class Client {
     return this.#fabric.outcome.summary;
   }
 
-  /** Makes one call and resolves with its answer and the path it took. */
+  /**
+   * Makes one call and resolves with its answer and the path it took. A fabric call costs its
+   * promise and its result: it is posted before this returns, and its slot's record carries it.
+   */
   call(
     service: string,
     method: string,
     request: Uint8Array,
-    options?: ClientCallOptions,
+    options: ClientCallOptions = NO_OPTIONS,
   ): Promise<ClientCallResult> {
     // No fabric session: straight to the channel, which builds the result and counts the call
     // (no promise of this layer, no copy of the result).
     if (this.#fabric.current() === null) {
       return this.#channel._callTagged(service, method, request, options);
     }
-    return this.#call(service, method, request, options ?? {});
+    try {
+      const attachment = options.attachment ?? EMPTY;
+      const s = this.#fabric.current();
+      const faults = this.#settings.faults;
+      const forcePath = options.forcePath ?? this.#settings.forcePath;
+      const m = s ? s.methodIndex(service, method) : -1;
+      const bytes = request.length + attachment.length;
+      const sel = this.#selectInput;
+      sel.forcePath = forcePath;
+      sel.fabricUp = s !== null && !s.failed && !faults.fabricDown && m >= 0;
+      sel.errorCount = this.#errors;
+      sel.requestBytes = bytes;
+      sel.expectedResponseBytes = options.expectedResponseBytes;
+      sel.snapshot = s?.snapshot ?? undefined;
+      sel.requestFitsSlot = s ? bytes <= s.slotSize : true;
+      const path = selectPathOnly(sel, this.#selector);
+      if (path === "TCP_FALLBACK" || !s) {
+        return this.#tcp(
+          service,
+          method,
+          request,
+          options,
+          s !== null && forcePath !== "TCP_FALLBACK",
+        );
+      }
+      if (faults.opFail > 0 && ++this.#fabricOps === faults.opFail) {
+        this.#errors++;
+        return this.#tcp(service, method, request, options, true);
+      }
+      const timeoutMs = options.timeoutMs ?? this.#settings.timeoutMs;
+      const logId = options.logId ?? 0;
+      const p = s.submit(m, request, attachment, path, timeoutMs, logId, service, method, options);
+      if (typeof p === "object") {
+        this.#fabric.startLoop();
+        return p;
+      }
+      if (p === RETRY_LATER && s.inflight > 0 && !s.failed) {
+        return this.#callWhenSlotFree(
+          s,
+          m,
+          path,
+          timeoutMs,
+          logId,
+          service,
+          method,
+          request,
+          options,
+        );
+      }
+      if (p === USE_TCP) this.#errors++;
+      return this.#tcp(service, method, request, options, true);
+    } catch (e) {
+      return Promise.reject(e);
+    }
   }
 
-  async #call(
+  /** No free slot (or BULK space) right now: waits for calls in flight to finish (backpressure). */
+  async #callWhenSlotFree(
+    s: ClientSession,
+    m: number,
+    path: "EAGER" | "LAZY" | "BULK",
+    timeoutMs: number,
+    logId: number | bigint,
     service: string,
     method: string,
     request: Uint8Array,
     options: ClientCallOptions,
   ): Promise<ClientCallResult> {
-    const attachment = options.attachment ?? new Uint8Array(0);
-    const s = this.#fabric.current();
-    const faults = this.#settings.faults;
-    const forcePath = options.forcePath ?? this.#settings.forcePath;
-    const fabricUp = s !== null && !s.failed && !faults.fabricDown;
-    const m = s ? s.methodIndex(service, method) : -1;
-    const path = selectPathOnly({
-      forcePath,
-      fabricUp: fabricUp && m >= 0,
-      errorCount: this.#errors,
-      requestBytes: request.length + attachment.length,
-      expectedResponseBytes: options.expectedResponseBytes,
-      snapshot: s?.snapshot ?? undefined,
-      requestFitsSlot: s ? request.length + attachment.length <= s.slotSize : true,
-    }, this.#selector);
-    const t0 = performance.now();
-    if (path === "TCP_FALLBACK" || !s) {
-      return await this.#tcp(
-        service,
-        method,
-        request,
-        options,
-        t0,
-        s !== null && forcePath !== "TCP_FALLBACK",
-      );
-    }
-    if (faults.opFail > 0 && ++this.#fabricOps === faults.opFail) {
-      this.#errors++;
-      return await this.#tcp(service, method, request, options, t0, true);
-    }
-    const timeoutMs = options.timeoutMs ?? this.#settings.timeoutMs;
-    const logId = options.logId ?? 0;
-    let p = s.submit(m, request, attachment, path, timeoutMs, logId);
-    // No free slot (or BULK space) right now: wait for calls in flight to finish (backpressure).
+    const attachment = options.attachment ?? EMPTY;
+    let p: ReturnType<ClientSession["submit"]> = RETRY_LATER;
     while (p === RETRY_LATER && s.inflight > 0 && !s.failed) {
       await this.#fabric.waitForSlot();
-      p = s.submit(m, request, attachment, path, timeoutMs, logId);
+      p = s.submit(m, request, attachment, path, timeoutMs, logId, service, method, options);
     }
-    if (p === RETRY_LATER || p === USE_TCP) {
-      if (p === USE_TCP) this.#errors++;
-      return await this.#tcp(service, method, request, options, t0, true);
+    if (typeof p === "object") {
+      this.#fabric.startLoop();
+      return await p;
     }
-    this.#fabric.startLoop();
-    let r: FabricResult;
-    try {
-      r = await p.promise;
-    } catch (e) {
-      if (e instanceof VerbusError && e.code === "FULL") {
-        return await this.#tcp(service, method, request, options, t0, true); // server pool full: TCP
-      }
-      if (e instanceof VerbusError && e.code === "FABRIC") this.#errors++;
-      throw e;
-    }
-    this.#calls[r.path]++;
-    this.#recordLatency(r.path, t0);
-    return { response: r.response, attachment: r.attachment, path: r.path, fabric: this.fabric };
+    if (p === USE_TCP) this.#errors++;
+    return await this.#tcp(service, method, request, options, true);
   }
 
   /**
@@ -216,9 +254,9 @@ export class Client {
     method: string,
     request: Uint8Array,
     options: CallOptions,
-    t0: number,
     fallback: boolean,
   ): Promise<ClientCallResult> {
+    const t0 = performance.now();
     if (fallback) this.#fallbacks++;
     const r = await this.#channel.call(service, method, request, options);
     this.#calls.TCP_FALLBACK++;
@@ -226,11 +264,12 @@ export class Client {
     return { ...r, path: "TCP_FALLBACK", fabric: "tcp" };
   }
 
-  /** Folds the latency of a call that started at `t0` into `path`'s EWMA. */
+  /** Folds the latency of a call that started at `t0` (`performance.now()`) into `path`'s EWMA. */
   #recordLatency(path: CallPath, t0: number): void {
     this.#foldLatency(path, (performance.now() - t0) * 1000);
   }
 
+  /** Folds a latency of `us` microseconds into `path`'s EWMA. */
   #foldLatency(path: CallPath, us: number): void {
     this.#latencyUs[path] = this.#latencyUs[path] === 0
       ? us
@@ -244,17 +283,7 @@ export class Client {
     request: Uint8Array,
     options: ClientCallOptions = {},
   ): number {
-    const h = this.#nextHandle++;
-    const entry: {
-      promise: Promise<ClientCallResult>;
-      result?: ClientCallResult;
-      error?: unknown;
-    } = {
-      promise: this.call(service, method, request, options),
-    };
-    entry.promise.then((r) => (entry.result = r), (e) => (entry.error = e));
-    this.#handles.set(h, entry);
-    return h;
+    return this.#handles.add(this.call(service, method, request, options));
   }
 
   /** Advances the fabric session once; returns how many calls completed. */
@@ -264,26 +293,12 @@ export class Client {
 
   /** The result of a finished call (the handle is then released), or undefined while running. Throws its error. */
   poll(handle: number): ClientCallResult | undefined {
-    const e = this.#handles.get(handle);
-    if (!e) throw new VerbusError("NOT_FOUND", `no call with handle ${handle}`);
-    if (e.error !== undefined) {
-      this.#handles.delete(handle);
-      throw e.error;
-    }
-    if (e.result === undefined) return undefined;
-    this.#handles.delete(handle);
-    return e.result;
+    return this.#handles.poll(handle);
   }
 
   /** Waits for a call started with submit(); releases the handle. */
-  async wait(handle: number): Promise<ClientCallResult> {
-    const e = this.#handles.get(handle);
-    if (!e) throw new VerbusError("NOT_FOUND", `no call with handle ${handle}`);
-    try {
-      return await e.promise;
-    } finally {
-      this.#handles.delete(handle);
-    }
+  wait(handle: number): Promise<ClientCallResult> {
+    return this.#handles.wait(handle);
   }
 
   /** Refreshes the server snapshot now (one-sided read of its control page) and waits for it. */
@@ -334,17 +349,7 @@ export class Client {
 
   /** Human-readable stats. */
   formatStats(): string {
-    const st = this.stats();
-    const lines = [
-      `fabric       ${st.fabric} (${st.handshake.state}${
-        st.handshake.reason ? `: ${st.handshake.reason}` : ""
-      })`,
-      `calls        ${PATHS.map((p) => `${p} ${st.calls[p]}`).join(", ")}`,
-      `fallbacks    ${st.fallbacks}    errors ${st.errors}`,
-      `latency µs   ${PATHS.map((p) => `${p} ${st.latencyUs[p]}`).join(", ")}`,
-    ];
-    if (st.server) lines.push(formatTelemetry(st.server, "server control page (snapshot)"));
-    return lines.join("\n");
+    return formatClientStats(this.stats());
   }
 
   /** Closes the fabric session and the channel. Safe twice. */

@@ -13,7 +13,7 @@ import type { Channel } from "./channel.ts";
 import type { ConnectSettings } from "./connect_options.ts";
 import type { ClientSession } from "./session/client_session.ts";
 import { establishFabric, type FabricOutcome } from "./session/client_handshake.ts";
-import { type Driven, ProgressEngine, type Registration } from "./session/engine.ts";
+import type { Driven, ProgressEngine, Registration } from "./session/engine.ts";
 
 /** Longest back-off between re-negotiation attempts, ms. */
 const MAX_BACKOFF_MS = 30_000;
@@ -94,6 +94,7 @@ export class FabricLink {
       expectsInbound: () => s.inflight > 0,
       msToDeadline: (max) => s.msToDeadline(max),
       afterSleep: () => s.checkDeadlines(),
+      peerAsleep: () => s.endpoint.peerSleeping?.() ?? false,
     };
     this.#driven = driven;
     this.#registration = this.#engine.add(driven);

@@ -111,6 +111,11 @@ export interface FabricEndpoint {
    * `seen`. The only blocking call; runs off the JS thread. Resolves true when kicked.
    */
   waitInbound(seen: number, timeoutMs: number): Promise<boolean>;
+  /**
+   * True when the peer is asleep in its idle wait (a kick must wake it before it can answer):
+   * the spin policy does not busy-poll for a sleeper. Optional; absent = unknown (never asleep).
+   */
+  peerSleeping?(): boolean;
 
   /** Fails the endpoint (a detected peer violation, or the session closing it). */
   fail(reason: string): void;

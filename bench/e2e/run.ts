@@ -4,18 +4,24 @@
  * server on that runtime and drives it with `verbus call --async-bench` on the same runtime:
  *   - ECHO 64 B at 1 and 32 in flight over TCP (baidu_std) and over the shm fabric (EAGER)
  *   - LARGE_GET 64 KiB over TCP and LAZY, BIGPUT 16 KiB over TCP and BULK
+ *   - ECHO 64 B from 4 clients × 32 in flight at once, over TCP and over shm (calls/s summed)
  * and runs, in the same script, the baselines: a raw length-prefixed TCP echo on the same runtime
- * (the ceiling of any framing), @grpc/grpc-js on Node doing the same unary echo, and two processes
- * ping-ponging one 32-bit word through shared memory (the ceiling of any shm RPC).
+ * (the ceiling of any framing), @grpc/grpc-js on Node doing the same unary echo, two processes
+ * ping-ponging one 32-bit word through shared memory (the latency limit of any shm RPC), and a
+ * minimal promise-per-call shared-memory ring (`baselines/shm_ring.ts`: 32 slots of 64 B, one
+ * promise per call, no meta or dispatch — the throughput limit of a JS shm RPC). The issue-11
+ * targets are checked as ratios of rows of this run (section "targets").
  * Prints a markdown table with ratios and writes bench/results/e2e.{md,json}.
  * `--tcp-only` runs only the verbus TCP and raw TCP echo rows (ECHO 64 B) and writes no files.
  * Only ratios between rows of the same run mean anything.
  * @module
  */
 import { spawn, spawnSync } from "node:child_process";
+import { startServe } from "./serve.ts";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { argv as nodeArgv } from "node:process";
+import { availableParallelism, loadavg } from "node:os";
 
 // deno-lint-ignore no-explicit-any
 const g = globalThis as any;
@@ -36,30 +42,47 @@ const run = (rt: Rt, script: string, a: string[]) =>
     ? [BIN.deno, ["run", "-A", join(ROOT, script), ...a]] as const
     : [BIN.bun, [join(ROOT, script), ...a]] as const;
 
-function json(cmd: readonly [string, readonly string[]]): Record<string, unknown> {
-  const r = spawnSync(cmd[0], [...cmd[1]], { cwd: ROOT, encoding: "utf8", timeout: 300_000 });
-  const line = (r.stdout ?? "").trim().split("\n").filter((l) => l.startsWith("{")).pop();
-  if (!line) throw new Error(`${cmd[1].join(" ")} printed no JSON (exit ${r.status}): ${r.stderr}`);
-  return JSON.parse(line);
+function lastJson(cmd: readonly [string, readonly string[]], stdout: string, why: string) {
+  const line = stdout.trim().split("\n").filter((l) => l.startsWith("{")).pop();
+  if (!line) throw new Error(`${cmd[1].join(" ")} printed no JSON (${why})`);
+  return JSON.parse(line) as Record<string, unknown>;
 }
 
-async function withServer<T>(rt: Rt, fn: (port: number) => T): Promise<T> {
+function json(cmd: readonly [string, readonly string[]]): Record<string, unknown> {
+  const r = spawnSync(cmd[0], [...cmd[1]], { cwd: ROOT, encoding: "utf8", timeout: 300_000 });
+  return lastJson(cmd, r.stdout ?? "", `exit ${r.status}: ${r.stderr}`);
+}
+
+/** Runs the commands at once; their JSON lines, in order. */
+function jsonParallel(
+  cmds: (readonly [string, readonly string[]])[],
+): Promise<Record<string, unknown>[]> {
+  return Promise.all(cmds.map((cmd) =>
+    new Promise<Record<string, unknown>>((res, rej) => {
+      const p = spawn(cmd[0], [...cmd[1]], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+      let out = "", err = "";
+      p.stdout!.on("data", (d) => (out += d));
+      p.stderr!.on("data", (d) => (err += d));
+      const timer = setTimeout(() => p.kill("SIGTERM"), 300_000);
+      p.on("exit", (c) => {
+        clearTimeout(timer);
+        try {
+          res(lastJson(cmd, out, `exit ${c}: ${err}`));
+        } catch (e) {
+          rej(e);
+        }
+      });
+    })
+  ));
+}
+
+async function withServer<T>(rt: Rt, fn: (port: number) => T | Promise<T>): Promise<T> {
   const [bin, a] = run(rt, "cli/main.ts", ["serve", "--port", "0", "--json"]);
-  const p = spawn(bin, [...a], { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] });
-  const port = await new Promise<number>((res, rej) => {
-    let out = "";
-    p.stdout!.on("data", (d) => {
-      out += d;
-      const m = /"port":(\d+)/.exec(out);
-      if (m) res(Number(m[1]));
-    });
-    p.on("exit", (c) => rej(new Error(`server exited ${c}`)));
-  });
+  const server = await startServe(bin, a, ROOT);
   try {
-    return fn(port);
+    return await fn(server.port);
   } finally {
-    p.kill("SIGTERM");
-    await new Promise((r) => p.on("exit", r));
+    await server.stop();
   }
 }
 
@@ -75,18 +98,16 @@ interface Row {
 }
 const rows: Row[] = [];
 
-function bench(
+function benchCmd(
   rt: Rt,
   port: number,
-  name: string,
   op: string,
   bytes: number,
   window: number,
   n: number,
   fabric: string,
-  system: string,
 ) {
-  const r = json(run(rt, "cli/main.ts", [
+  return run(rt, "cli/main.ts", [
     "call",
     "--port",
     String(port),
@@ -103,7 +124,21 @@ function bench(
     String(window),
     "--timeout-ms",
     "30000",
-  ]));
+  ]);
+}
+
+function bench(
+  rt: Rt,
+  port: number,
+  name: string,
+  op: string,
+  bytes: number,
+  window: number,
+  n: number,
+  fabric: string,
+  system: string,
+) {
+  const r = json(benchCmd(rt, port, op, bytes, window, n, fabric));
   const res = r.result as Record<string, number>;
   if (!r.ok) throw new Error(`${system} ${name} failed: ${JSON.stringify(r)}`);
   rows.push({
@@ -118,9 +153,55 @@ function bench(
   });
 }
 
+/** A row of a baseline's JSON line (ECHO 64 B). */
+function baselineRow(rt: string, system: string, inflight: number, r: Record<string, unknown>) {
+  rows.push({
+    runtime: rt,
+    case: "ECHO 64 B",
+    system,
+    inflight,
+    p50_us: r.p50_us as number,
+    p99_us: r.p99_us as number,
+    qps: r.qps as number,
+  });
+}
+
+const CLIENTS = 4;
+
+/** `CLIENTS` clients of `window` in flight each, at once: calls/s summed, median p50, worst p99. */
+async function benchClients(
+  rt: Rt,
+  port: number,
+  window: number,
+  n: number,
+  fabric: string,
+  system: string,
+) {
+  const cmds = Array.from(
+    { length: CLIENTS },
+    () => benchCmd(rt, port, "echo", 64, window, n, fabric),
+  );
+  const rs = await jsonParallel(cmds);
+  for (const r of rs) {
+    if (!r.ok) throw new Error(`${system} ×${CLIENTS} failed: ${JSON.stringify(r)}`);
+  }
+  const res = rs.map((r) => r.result as Record<string, number>);
+  const p50s = res.map((r) => r.p50_us).sort((x, y) => x - y);
+  rows.push({
+    runtime: rt,
+    case: `ECHO 64 B, ${CLIENTS} clients`,
+    system,
+    inflight: window,
+    p50_us: p50s[Math.floor(p50s.length / 2)],
+    p99_us: Math.max(...res.map((r) => r.p99_us)),
+    qps: res.reduce((x, r) => x + r.qps, 0),
+    path: String(rs[0].path),
+  });
+}
+
 for (const rt of ["deno", "bun"] as Rt[]) {
   console.error(`== ${rt} ==`);
-  await withServer(rt, (port) => {
+  await withServer(rt, async (port) => {
     for (const w of [1, 32]) {
       if (tcpOnly) {
         bench(rt, port, "ECHO 64 B", "echo", 64, w, Math.min(2000, N_SMALL), "tcp", "warmup");
@@ -134,6 +215,8 @@ for (const rt of ["deno", "bun"] as Rt[]) {
       bench(rt, port, "ECHO 64 B", "echo", 64, w, N_SMALL, "shm", "verbus shm");
     }
     if (tcpOnly) return;
+    await benchClients(rt, port, 32, N_SMALL / 2, "tcp", "verbus TCP");
+    await benchClients(rt, port, 32, N_SMALL / 2, "shm", "verbus shm");
     bench(rt, port, "LARGE_GET 64 KiB", "large-get", 65536, 1, N_LARGE, "tcp", "verbus TCP");
     bench(rt, port, "LARGE_GET 64 KiB", "large-get", 65536, 1, N_LARGE, "shm", "verbus shm");
     bench(rt, port, "BIGPUT 16 KiB", "put", 16384, 1, N_LARGE, "tcp", "verbus TCP");
@@ -152,17 +235,18 @@ for (const rt of ["deno", "bun"] as Rt[]) {
         "2000",
       ]),
     );
-    rows.push({
-      runtime: rt,
-      case: "ECHO 64 B",
-      system: "raw TCP echo",
-      inflight: w,
-      p50_us: r.p50_us as number,
-      p99_us: r.p99_us as number,
-      qps: r.qps as number,
-    });
+    baselineRow(rt, "raw TCP echo", w, r);
   }
   if (tcpOnly) continue;
+  for (const w of [1, 32]) {
+    const r = json(run(rt, "bench/e2e/baselines/shm_ring.ts", [
+      "--inflight",
+      String(w),
+      "--calls",
+      String(quick ? 50000 : 200000),
+    ]));
+    baselineRow(rt, "shm ring (promise per call)", w, r);
+  }
   const pp = json(run(rt, "bench/e2e/shm_pingpong.ts", ["--iters", quick ? "50000" : "200000"]));
   rows.push({
     runtime: rt,
@@ -218,13 +302,86 @@ for (const rt of ["deno", "bun"]) {
         : null,
     };
   }
+  const c4 = `ECHO 64 B, ${CLIENTS} clients`;
+  summary[`${rt} ECHO ${CLIENTS} clients × 32`] = {
+    shm_vs_tcp_qps: ratio(find(rt, c4, "verbus shm", 32), find(rt, c4, "verbus TCP", 32)),
+  };
+  for (const w of [1, 32]) {
+    const shmRow = find(rt, "ECHO 64 B", "verbus shm", w);
+    (summary[`${rt} ECHO inflight ${w}`] as Record<string, unknown>).shm_vs_ring_qps = ratio(
+      shmRow,
+      find(rt, "ECHO 64 B", "shm ring (promise per call)", w),
+    );
+  }
   for (const c of ["LARGE_GET 64 KiB", "BIGPUT 16 KiB"]) {
     summary[`${rt} ${c}`] = {
       shm_vs_tcp_qps: ratio(find(rt, c, "verbus shm", 1), find(rt, c, "verbus TCP", 1)),
     };
   }
 }
+/** Issue 11's targets, each a ratio of this run's rows. */
+const targets: {
+  target: string;
+  runtime: string;
+  value: number | null;
+  goal: string;
+  met: boolean | null;
+}[] = [];
+const sum = (k: string, f: string) =>
+  (summary[k] as Record<string, number | null> | undefined)?.[f] ?? null;
+for (const rt of ["deno", "bun"]) {
+  const t = (target: string, value: number | null, goal: string, ok: (v: number) => boolean) =>
+    targets.push({ target, runtime: rt, value, goal, met: value === null ? null : ok(value) });
+  t(
+    "shm EAGER p50 at 1 in flight ÷ shm ping-pong p50",
+    sum(`${rt} ECHO inflight 1`, "shm_p50_vs_pingpong_p50"),
+    "≤ 3",
+    (v) => v <= 3,
+  );
+  t(
+    "shm ÷ verbus TCP calls/s, 32 in flight",
+    sum(`${rt} ECHO inflight 32`, "shm_vs_tcp_qps"),
+    "≥ 3",
+    (v) => v >= 3,
+  );
+  t(
+    `shm ÷ verbus TCP calls/s, ${CLIENTS} clients × 32`,
+    sum(`${rt} ECHO ${CLIENTS} clients × 32`, "shm_vs_tcp_qps"),
+    "≥ 3",
+    (v) => v >= 3,
+  );
+  t(
+    "shm ÷ promise-per-call shm ring calls/s, 32 in flight",
+    sum(`${rt} ECHO inflight 32`, "shm_vs_ring_qps"),
+    "≥ 0.25",
+    (v) => v >= 0.25,
+  );
+  t(
+    "verbus TCP ÷ raw TCP echo calls/s, 32 in flight",
+    sum(`${rt} ECHO inflight 32`, "tcp_vs_raw_tcp_qps"),
+    "≥ 0.5",
+    (v) => v >= 0.5,
+  );
+}
 const md = [
+  `ECHO/LARGE_GET/BIGPUT: ${N_SMALL} / ${N_LARGE} calls per row (${CLIENTS}-client rows: ${
+    N_SMALL / 2
+  } per client); load average at the end ${
+    loadavg().map((x) => x.toFixed(2)).join(" ")
+  } on ${availableParallelism()} cores. Only ratios of rows of one run mean anything.`,
+  "",
+  "## Targets (issue 11)",
+  "",
+  "| target | runtime | value | goal | met |",
+  "|---|---|---|---|---|",
+  ...targets.map((t) =>
+    `| ${t.target} | ${t.runtime} | ${t.value ?? "—"} | ${t.goal} | ${
+      t.met === null ? "—" : t.met ? "yes" : "no"
+    } |`
+  ),
+  "",
+  "## Rows",
+  "",
   "| runtime | case | system | path | in flight | p50 µs | p99 µs | calls/s |",
   "|---|---|---|---|---|---|---|---|",
   ...real.map((r) =>
@@ -232,6 +389,8 @@ const md = [
       r.path ?? ""
     } | ${r.inflight} | ${r.p50_us} | ${r.p99_us} | ${r.qps} |`
   ),
+  "",
+  "## Ratios",
   "",
   "| ratio | value |",
   "|---|---|",
@@ -244,7 +403,7 @@ if (!tcpOnly) {
   writeFileSync(join(ROOT, "bench/results/e2e.md"), md + "\n");
   writeFileSync(
     join(ROOT, "bench/results/e2e.json"),
-    JSON.stringify({ rows: real, summary, quick }, null, 2) + "\n",
+    JSON.stringify({ rows: real, summary, targets, quick }, null, 2) + "\n",
   );
 }
 console.log(md);

@@ -131,7 +131,8 @@ export const RULES: Rule[] = [
   {
     file: /^rpc\/session\/client_session\.ts$/,
     // "": the promise executor in submit()
-    fn: /^(submit|#post|methodIndex|get slotSize|get inflight|get failed|get snapshot|)$/,
+    fn:
+      /^(submit|#post|methodIndex|get slotSize|get inflight|get failed|get snapshot|#serverClosed|#fabricFailed|)$/,
     category: "submit",
   },
   {
@@ -154,6 +155,27 @@ export const RULES: Rule[] = [
     fn: /^(msToDeadline|checkDeadlines|#expire)$/,
     category: "loop",
   },
+
+  // --- the client session's parts (one concept per file) -------------------------------------
+  {
+    file: /^rpc\/session\/request_writer\.ts$/,
+    fn: /^(ringOwed|#ring|#ringFromMicrotask|uncork)$/,
+    category: "publish",
+  },
+  { file: /^rpc\/session\/request_writer\.ts$/, category: "submit" }, // post, reserveBulk, cork
+  { file: /^rpc\/session\/fabric_call\.ts$/, category: "submit" }, // the call's promise and its executor
+  { file: /^rpc\/session\/client_slots\.ts$/, fn: /^take$/, category: "submit" },
+  { file: /^rpc\/session\/client_slots\.ts$/, category: "complete" }, // resolve, reject, release
+  { file: /^rpc\/session\/response_reader\.ts$/, fn: /^isReady$/, category: "scan" },
+  { file: /^rpc\/session\/response_reader\.ts$/, category: "complete" }, // read, #readInline, LAZY
+  { file: /^rpc\/session\/(call_deadlines|turn_clock|spin_policy)\.ts$/, category: "loop" },
+  { file: /^rpc\/session\/reclaim_batcher\.ts$/, category: "telemetry" },
+  { file: /^rpc\/session\/server_snapshot\.ts$/, category: "telemetry" },
+  { file: /^rpc\/session\/server_response_writer\.ts$/, category: "encode" },
+  { file: /^rpc\/session\/response_tokens\.ts$/, category: "decode" },
+  { file: /^rpc\/call_handles\.ts$/, category: "submit" },
+  { file: /^rpc\/session\/copy_out\.ts$/, side: "client", category: "complete" }, // answer copy-out
+  { file: /^rpc\/session\/copy_out\.ts$/, side: "server", category: "decode" }, // request copy-out
 
   // --- client API and TCP channel ----------------------------------------------------------
   { file: /^rpc\/client\.ts$/, fn: /^(#ewma|get fabric|#tcp)$/, category: "complete" },

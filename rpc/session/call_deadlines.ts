@@ -47,14 +47,14 @@ export class CallDeadlines {
     const now = performance.now(), slots = this.#slots;
     let next = Infinity;
     for (let k = 0; k < slots.busyCount; k++) {
-      const slot = slots.slot(slots.busyAt(k)), call = slot.call;
-      if (!call) continue;
-      if (call.deadline <= now) {
-        slot.call = null;
-        call.reject(
-          new VerbusError("TIMEOUT", `call to method #${call.method} timed out (fabric)`),
+      const i = slots.busyAt(k), slot = slots.slot(i);
+      if (!slot.pending) continue;
+      if (slot.deadline <= now) {
+        slots.abandon(
+          i,
+          new VerbusError("TIMEOUT", `call to method #${slot.method} timed out (fabric)`),
         );
-      } else if (call.deadline < next) next = call.deadline;
+      } else if (slot.deadline < next) next = slot.deadline;
     }
     this.#earliest = next;
   }

@@ -15,16 +15,21 @@ import { VerbusError } from "../../errors.ts";
 import { Completions, type FabricEndpoint, FAILED, FULL, OK } from "../../transport/fabric.ts";
 import { CONTROL, type RegionLayout, SESSION_CLOSED } from "../region/layout.ts";
 import type { TelemetrySnapshot } from "../region/telemetry.ts";
-import type { CallPath } from "../selector.ts";
 import { CallDeadlines } from "./call_deadlines.ts";
 import { NO_FREE_SLOT, SLOT_CALL, SlotTable } from "./client_slots.ts";
-import { type ClientSessionStats, newInflightCall, type PendingCall } from "./fabric_call.ts";
+import type { ClientCallOptions, ClientCallResult } from "../connect_options.ts";
+import { type CallHooks, type ClientSessionStats, newCallPromise, settle } from "./fabric_call.ts";
 import { ObjectLifecycleProbe } from "./object_lifecycle_probe.ts";
 import { ReclaimBatcher } from "./reclaim_batcher.ts";
 import { type RequestHeader, RequestWriter } from "./request_writer.ts";
 import { ResponseReader } from "./response_reader.ts";
 import { ServerSnapshot, SNAPSHOT_WR_ID } from "./server_snapshot.ts";
 import { StagingArea } from "./staging_area.ts";
+import { turnNow } from "./turn_clock.ts";
+
+/** One call in this many has its latency measured with the real clock (the EWMA's samples). */
+const LATENCY_SAMPLE_MASK = 15;
+const NO_OPTIONS: ClientCallOptions = Object.freeze({});
 
 /**
  * `submit()` could not start the call now — no free slot, no BULK or staging room, or the
@@ -52,7 +57,12 @@ export class ClientSession {
   readonly #endpoint: FabricEndpoint;
   readonly #server: RegionLayout;
   readonly #client: RegionLayout;
-  readonly #methods = new Map<string, number>();
+  /** service → method → index, from the server hello. */
+  readonly #methods = new Map<string, Map<string, number>>();
+  /** The last method looked up (a caller usually names the same one call after call). */
+  #lastService = "";
+  #lastMethod = "";
+  #lastIndex = -1;
   readonly #slots: SlotTable;
   readonly #writer: RequestWriter;
   readonly #reader: ResponseReader;
@@ -67,6 +77,8 @@ export class ClientSession {
   readonly #onFail: (reason: string) => void;
   #failed: string | null = null;
   #seenDoorbell = 0;
+  /** Calls submitted, for sampling their latency (one in {@link LATENCY_SAMPLE_MASK} + 1). */
+  #sampleCount = 0;
   /**
    * The object-lifecycle seam (the `--lifecycle*` demos and tests): the last LAZY reference read,
    * and whether to leave objects unreclaimed (so the server's TTL sweep must free them).
@@ -80,13 +92,19 @@ export class ClientSession {
     lazyReads: 0,
     reclaimsSent: 0,
     staleObjects: 0,
+    completionBatches: 0,
   };
 
   constructor(init: ClientSessionInit) {
     this.#endpoint = init.endpoint;
     this.#server = init.server;
     this.#client = init.client;
-    init.methods.forEach((m, i) => this.#methods.set(m, i));
+    init.methods.forEach((m, i) => {
+      const cut = m.lastIndexOf("/"), service = m.slice(0, cut);
+      let byName = this.#methods.get(service);
+      if (!byName) this.#methods.set(service, byName = new Map());
+      byName.set(m.slice(cut + 1), i);
+    });
     const local = this.#endpoint.local, slotCount = this.#client.config.slots;
     this.#control = new Int32Array(
       local.buffer,
@@ -94,7 +112,7 @@ export class ClientSession {
       (CONTROL.state >> 2) + 1,
     );
     const staging = new StagingArea(local, this.#client.staging, slotCount);
-    this.#writer = new RequestWriter(this.#endpoint, this.#server, staging);
+    this.#writer = new RequestWriter(this.#endpoint, this.#server, staging, this.stats);
     this.#slots = new SlotTable(slotCount, this.#writer.bulkArea, staging);
     this.#reclaims = new ReclaimBatcher(
       this.#server.config.slotSize,
@@ -173,9 +191,19 @@ export class ClientSession {
     return this.#seenDoorbell;
   }
 
+  /** Where settled calls are reported, and the fabric label of their results (the client sets it). */
+  set hooks(hooks: CallHooks) {
+    this.#slots.hooks = hooks;
+  }
+
   /** The method index of "service/method", or -1 when the server did not list it. */
   methodIndex(service: string, method: string): number {
-    return this.#methods.get(`${service}/${method}`) ?? -1;
+    if (service === this.#lastService && method === this.#lastMethod) return this.#lastIndex;
+    const i = this.#methods.get(service)?.get(method) ?? -1;
+    this.#lastService = service;
+    this.#lastMethod = method;
+    this.#lastIndex = i;
+    return i;
   }
 
   /** True (after failing the session) when the fabric endpoint failed. */
@@ -193,8 +221,10 @@ export class ClientSession {
   }
 
   /**
-   * Starts a call. Returns the pending call, {@link RETRY_LATER} or {@link USE_TCP}.
-   * `request`/`attachment` are copied before return.
+   * Starts a call of method index `method`. Returns the caller's promise, {@link RETRY_LATER} or
+   * {@link USE_TCP}. `request`/`attachment` are copied before return; `service`, `methodName`,
+   * `request` and `options` are kept (not copied) until the call settles, for a TCP redo when the
+   * server has no room for the answer (see {@link CallHooks.overflow}).
    */
   submit(
     method: number,
@@ -203,7 +233,10 @@ export class ClientSession {
     path: "EAGER" | "LAZY" | "BULK",
     timeoutMs: number,
     logId: number | bigint = 0,
-  ): PendingCall | typeof RETRY_LATER | typeof USE_TCP {
+    service = "",
+    methodName = "",
+    options: ClientCallOptions = NO_OPTIONS,
+  ): Promise<ClientCallResult> | typeof RETRY_LATER | typeof USE_TCP {
     if (this.#failed !== null || this.#fabricFailed() || this.#serverClosed()) return USE_TCP;
     const total = request.length + attachment.length;
     const bulk = path === "BULK" || total > this.#server.config.slotSize;
@@ -214,10 +247,7 @@ export class ClientSession {
       this.#slots.release(i);
       return RETRY_LATER;
     }
-    const deadline = timeoutMs > 0 ? performance.now() + timeoutMs : Infinity;
-    this.#deadlines.add(deadline);
-    const call = newInflightCall(bulk ? "BULK" as CallPath : path, deadline, method);
-    slot.call = call;
+    const deadline = timeoutMs > 0 ? turnNow() + timeoutMs : Infinity;
     const header = this.#header;
     header.method = method;
     header.preferLazy = path === "LAZY";
@@ -229,10 +259,23 @@ export class ClientSession {
       if (st === FAILED) this.fail("fabric post failed");
       return st === FULL ? RETRY_LATER : USE_TCP;
     }
+    // The call's record is its slot's: only the promise is new.
+    const promise = newCallPromise();
+    slot.resolve = settle.resolve;
+    slot.reject = settle.reject;
+    slot.pending = true;
+    slot.path = bulk ? "BULK" : path;
+    slot.deadline = deadline;
+    slot.method = method;
+    slot.startedAt = (++this.#sampleCount & LATENCY_SAMPLE_MASK) === 0 ? performance.now() : 0;
+    slot.service = service;
+    slot.methodName = methodName;
+    slot.request = request;
+    slot.options = options;
+    this.#deadlines.add(deadline);
     this.stats.submitted++;
-    this.stats.doorbells = this.#writer.doorbells;
     this.#snapshot.countCall();
-    return call;
+    return promise;
   }
 
   /**
@@ -246,7 +289,6 @@ export class ClientSession {
   /** Ends a {@link cork}: rings one doorbell for every call submitted meanwhile. */
   uncork(): void {
     this.#writer.uncork();
-    this.stats.doorbells = this.#writer.doorbells;
   }
 
   /**
@@ -263,6 +305,7 @@ export class ClientSession {
     if (this.#failed !== null || this.#fabricFailed()) return 0;
     this.#seenDoorbell = this.#endpoint.doorbell();
     if (this.#serverClosed()) return 0;
+    this.#writer.ringOwed(); // requests submitted since the last doorbell: tell the server first
     let done = 0;
     const cq = this.#completions, n = this.#endpoint.poll(cq);
     for (let k = 0; k < n; k++) {
@@ -281,6 +324,10 @@ export class ClientSession {
       this.#reclaims.send();
     }
     this.#deadlines.countRound();
+    if (done > 0) {
+      this.stats.completed += done;
+      this.stats.completionBatches++;
+    }
     return done;
   }
 

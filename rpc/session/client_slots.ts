@@ -8,13 +8,24 @@
  * Free slots are a stack (the most recently freed slot is reused first, so the slots in use stay
  * low and the server's scan stays short); busy slots are a dense list for the progress scan.
  *
+ * A slot's record is also its call's record (the caller's promise's settle functions, path,
+ * deadline, and what a TCP redo needs), so a call allocates nothing here: the table settles it
+ * ({@link SlotTable.resolve} builds the result, {@link SlotTable.reject} the error path) and
+ * reports to the session's {@link CallHooks}.
+ *
  * Ownership and threading: one table per client session, on its JS thread. Everything here is
  * preallocated at construction; `take`, `release` and the accessors allocate nothing.
  * @module
  */
+import { VerbusError } from "../../errors.ts";
+import type { ClientCallOptions, ClientCallResult } from "../connect_options.ts";
 import type { BulkAllocator } from "../region/bulk_allocator.ts";
-import type { InflightCall } from "./fabric_call.ts";
+import type { CallPath } from "../selector.ts";
+import { type CallHooks, NO_HOOKS } from "./fabric_call.ts";
 import type { StagingArea } from "./staging_area.ts";
+
+const EMPTY = new Uint8Array(0);
+const NO_OPTIONS: ClientCallOptions = Object.freeze({});
 
 /** What a slot is doing. */
 export type SlotState = typeof SLOT_FREE | typeof SLOT_CALL | typeof SLOT_RECLAIM;
@@ -32,8 +43,24 @@ export interface ClientSlot {
   state: SlotState;
   /** Use count of the slot (u32, wraps): the request carries it, the response echoes it. */
   seq: number;
-  /** The caller's call, or null for a RECLAIM batch or a call whose caller gave up. */
-  call: InflightCall | null;
+  /** A caller waits for this slot's answer (false for a RECLAIM batch, or once the caller gave up). */
+  pending: boolean;
+  /** The caller's promise's settle functions (null when no caller waits). */
+  resolve: ((r: ClientCallResult | Promise<ClientCallResult>) => void) | null;
+  reject: ((e: unknown) => void) | null;
+  /** The path the call was submitted on (BULK when its request went through the BULK area). */
+  path: CallPath;
+  /** `performance.now()` after which the call times out (Infinity = never). */
+  deadline: number;
+  /** The method index (named in a timeout message). */
+  method: number;
+  /** `performance.now()` at submit for a call whose latency is sampled, else 0. */
+  startedAt: number;
+  /** What a TCP redo of the call needs (the server had no room): the caller's own arguments. */
+  service: string;
+  methodName: string;
+  request: Uint8Array;
+  options: ClientCallOptions;
   /** Offset of this request's extent in the server's BULK area, or -1. */
   bulkOffset: number;
   /** Offset of this slot's staging extent (BULK source or LAZY read target), or -1. */
@@ -54,7 +81,11 @@ export class SlotTable {
   readonly #free: Int32Array;
   #freeCount: number;
   readonly #busy: Int32Array;
+  /** Per slot: its position in the busy list (O(1) release). */
+  readonly #busyPos: Int32Array;
   #busyCount = 0;
+  /** Where settled calls are reported (the session sets it). */
+  hooks: CallHooks = NO_HOOKS;
   readonly #bulkArea: BulkAllocator;
   readonly #staging: StagingArea;
 
@@ -66,7 +97,17 @@ export class SlotTable {
     this.#slots = Array.from({ length: count }, () => ({
       state: SLOT_FREE,
       seq: 0,
-      call: null,
+      pending: false,
+      resolve: null,
+      reject: null,
+      path: "EAGER" as CallPath,
+      deadline: Infinity,
+      method: 0,
+      startedAt: 0,
+      service: "",
+      methodName: "",
+      request: EMPTY,
+      options: NO_OPTIONS,
       bulkOffset: -1,
       stagingOffset: -1,
       lazyReadBytes: 0,
@@ -79,6 +120,7 @@ export class SlotTable {
     for (let i = 0; i < count; i++) this.#free[i] = count - 1 - i;
     this.#freeCount = count;
     this.#busy = new Int32Array(count);
+    this.#busyPos = new Int32Array(count);
     this.#bulkArea = bulkArea;
     this.#staging = staging;
   }
@@ -105,14 +147,15 @@ export class SlotTable {
 
   /**
    * Takes a free slot for `state` (CALL or RECLAIM) and bumps its seq; returns its index or
-   * {@link NO_FREE_SLOT}. The caller sets `call` and the extents.
+   * {@link NO_FREE_SLOT}. The caller sets the call fields and the extents.
    */
   take(state: typeof SLOT_CALL | typeof SLOT_RECLAIM): number {
     if (this.#freeCount === 0) return NO_FREE_SLOT;
     const i = this.#free[--this.#freeCount], slot = this.#slots[i];
     slot.seq = (slot.seq + 1) >>> 0;
     slot.state = state;
-    slot.call = null;
+    slot.pending = false;
+    this.#busyPos[i] = this.#busyCount;
     this.#busy[this.#busyCount++] = i;
     return i;
   }
@@ -122,26 +165,71 @@ export class SlotTable {
     const slot = this.#slots[i];
     if (slot.state === SLOT_FREE) return;
     slot.state = SLOT_FREE;
-    slot.call = null;
+    this.#forget(slot);
     slot.lazyReadBytes = 0;
     if (slot.bulkOffset >= 0) this.#bulkArea.free(slot.bulkOffset);
     if (slot.stagingOffset >= 0) this.#staging.free(slot.stagingOffset);
     slot.bulkOffset = slot.stagingOffset = -1;
-    for (let k = 0; k < this.#busyCount; k++) {
-      if (this.#busy[k] === i) {
-        this.#busy[k] = this.#busy[--this.#busyCount];
-        break;
-      }
-    }
+    const k = this.#busyPos[i], last = this.#busy[--this.#busyCount];
+    this.#busy[k] = last;
+    this.#busyPos[last] = k;
     this.#free[this.#freeCount++] = i;
+  }
+
+  /** Drops slot `slot`'s caller (its promise is settled elsewhere, or was). */
+  #forget(slot: ClientSlot): void {
+    slot.pending = false;
+    slot.resolve = slot.reject = null;
+    slot.request = EMPTY;
+    slot.options = NO_OPTIONS;
+  }
+
+  /**
+   * Settles slot `i`'s call with its answer (the public result shape) and reports it to the
+   * hooks; a slot whose caller gave up settles nothing. Call before `release`.
+   */
+  resolve(i: number, response: Uint8Array, attachment: Uint8Array, path: CallPath): void {
+    const slot = this.#slots[i];
+    if (!slot.pending) return;
+    const resolve = slot.resolve!, hooks = this.hooks;
+    const startedAt = slot.startedAt;
+    this.#forget(slot);
+    hooks.completed(path, startedAt);
+    resolve({ response, attachment, path, fabric: hooks.fabricLabel });
+  }
+
+  /**
+   * Settles slot `i`'s call with `error`: FULL (the server had no room) redoes the call over TCP
+   * through the hooks, FABRIC is counted as a fabric error. Call before `release`.
+   */
+  reject(i: number, error: unknown): void {
+    const slot = this.#slots[i];
+    if (!slot.pending) return;
+    const resolve = slot.resolve!, reject = slot.reject!, hooks = this.hooks;
+    const { service, methodName, request, options } = slot;
+    this.#forget(slot);
+    if (error instanceof VerbusError && error.code === "FULL") {
+      resolve(hooks.overflow(service, methodName, request, options));
+      return;
+    }
+    if (error instanceof VerbusError && error.code === "FABRIC") hooks.fabricError();
+    reject(error);
+  }
+
+  /** The caller of slot `i` gave up (timeout): rejects it with `error`; the slot stays busy. */
+  abandon(i: number, error: unknown): void {
+    const slot = this.#slots[i];
+    if (!slot.pending) return;
+    const reject = slot.reject!;
+    this.#forget(slot);
+    reject(error);
   }
 
   /** Rejects every caller still waiting with `error()`; their slots stay busy. */
   rejectAll(error: () => unknown): void {
     for (let k = this.#busyCount - 1; k >= 0; k--) {
-      const slot = this.#slots[this.#busy[k]];
-      slot.call?.reject(error());
-      slot.call = null;
+      const i = this.#busy[k];
+      if (this.#slots[i].pending) this.reject(i, error());
     }
   }
 }

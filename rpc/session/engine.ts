@@ -24,7 +24,7 @@
  */
 import type { FabricEndpoint } from "../../transport/fabric.ts";
 import type { ReadinessSource } from "../../transport/readiness.ts";
-import { cpuYielder } from "../../transport/cpu.ts";
+import { cpuCores, cpuYielder, runnableTasks } from "../../transport/cpu.ts";
 import { ProgressLoop, type ProgressOptions } from "./progress.ts";
 
 /** A session as the engine drives it. */
@@ -49,6 +49,11 @@ export interface Driven {
   msToDeadline?(max: number): number;
   /** Called after every sleep of the engine while it holds the engine (deadline checks). */
   afterSleep?(): void;
+  /**
+   * True when the peer this session awaits answers from is asleep (the spin policy does not spin
+   * for a sleeper). Asked of sessions holding the engine with deadlines (clients with calls in flight).
+   */
+  peerAsleep?(): boolean;
 }
 
 /** A parked wait, reused across idle rounds until it returns. */
@@ -124,7 +129,18 @@ export class ProgressEngine {
       () => this.#holders.size > 0,
       {},
       yieldCpu,
+      { cores: cpuCores(), runnable: runnableTasks, peerAsleep: () => this.#peersAsleep() },
     );
+  }
+
+  /** True when some client waits for answers and every such client's peer sleeps. */
+  #peersAsleep(): boolean {
+    let any = false;
+    for (const d of this.#deadlineHolders) {
+      if (d.peerAsleep === undefined || !d.peerAsleep()) return false;
+      any = true;
+    }
+    return any;
   }
 
   /** This thread's engine (created on first use). */
@@ -139,7 +155,7 @@ export class ProgressEngine {
   }
 
   /** Loop counters: turns and idle sleeps (kept for the host's `loopCounters`). */
-  get loopCounters(): { turns: number; sleeps: number } {
+  get loopCounters(): { turns: number; sleeps: number; shortSpins: number } {
     return { ...this.#loop.counters };
   }
 

@@ -1,48 +1,70 @@
 /**
- * One call on a fabric session, client side: what `ClientSession.submit` hands back
- * ({@link PendingCall}), what it settles with ({@link FabricResult}), and the record the session
- * keeps per call in flight ({@link InflightCall}).
+ * One call on a fabric session, client side: what it settles with ({@link FabricResult}), the
+ * hooks through which the session tells its owner what became of calls ({@link CallHooks}), and
+ * the one allocation a call makes — its promise ({@link newCallPromise}). Everything else a call
+ * needs lives in its slot's preallocated record (`client_slots.ts`).
  *
- * Ownership and threading: created by the session on its JS thread, one per submitted call; the
- * result's byte arrays are fresh copies the caller owns.
+ * Ownership and threading: created by the session on its JS thread; the result's byte arrays are
+ * fresh copies the caller owns.
  * @module
  */
+import type { ClientCallOptions, ClientCallResult } from "../connect_options.ts";
 import type { CallPath } from "../selector.ts";
 
-/** The outcome of a fabric call. The byte arrays are copies: the caller owns them. */
-export interface FabricResult {
-  response: Uint8Array;
-  attachment: Uint8Array;
-  /** The path the call really took (EAGER, LAZY or BULK). */
-  path: CallPath;
+/** The outcome of a fabric call (the public result shape). The byte arrays are copies: the caller owns them. */
+export type FabricResult = ClientCallResult;
+
+/**
+ * What the session reports to its owner (the {@link Client}), per call, without a closure per
+ * call. Set once with `ClientSession.hooks`; every method runs on the session's thread.
+ */
+export interface CallHooks {
+  /** Label of the fabric, put into every result's `fabric`. */
+  readonly fabricLabel: string;
+  /** A call completed on `path`; `startedAt` is its `performance.now()` at submit, or 0 (not sampled). */
+  completed(path: CallPath, startedAt: number): void;
+  /** A call failed with a fabric error (counted against the session's error budget). */
+  fabricError(): void;
+  /**
+   * The server could not take the call (object pool full, no staging room): redo it over TCP.
+   * Returns the promise of the TCP call; the fabric call's promise follows it.
+   */
+  overflow(
+    service: string,
+    method: string,
+    request: Uint8Array,
+    options: ClientCallOptions,
+  ): Promise<ClientCallResult>;
 }
 
-/** A call in flight on the fabric, as its caller sees it. */
-export interface PendingCall {
-  /** Settles once the answer was consumed (or the call failed, timed out, or the session ended). */
-  readonly promise: Promise<FabricResult>;
+/** Hooks that count nothing and send overflowing calls nowhere (a session without an owner). */
+export const NO_HOOKS: CallHooks = {
+  fabricLabel: "fabric",
+  completed() {},
+  fabricError() {},
+  overflow: () => Promise.reject(new Error("no TCP channel to overflow to")),
+};
+
+/** The settle functions of the last {@link newCallPromise}, read right after it returns. */
+export const settle = {
+  resolve: null as ((r: ClientCallResult | Promise<ClientCallResult>) => void) | null,
+  reject: null as ((e: unknown) => void) | null,
+};
+
+function executor(
+  resolve: (r: ClientCallResult | Promise<ClientCallResult>) => void,
+  reject: (e: unknown) => void,
+): void {
+  settle.resolve = resolve;
+  settle.reject = reject;
 }
 
-/** The session's record of a call in flight (one per submitted call; the slot points at it). */
-export interface InflightCall extends PendingCall {
-  resolve(result: FabricResult): void;
-  reject(error: unknown): void;
-  /** The path the call was submitted on (BULK when its request went through the BULK area). */
-  readonly path: CallPath;
-  /** `performance.now()` after which the call times out (Infinity = never). */
-  readonly deadline: number;
-  /** The method index (named in a timeout message). */
-  readonly method: number;
-}
-
-/** Creates the record of a new call (allocates its promise: one per call). */
-export function newInflightCall(path: CallPath, deadline: number, method: number): InflightCall {
-  let resolve!: (r: FabricResult) => void, reject!: (e: unknown) => void;
-  const promise = new Promise<FabricResult>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject, path, deadline, method };
+/**
+ * A call's promise (the one allocation per call beyond its result), through one shared executor
+ * (no closure per call); its settle functions are in {@link settle} until the next call.
+ */
+export function newCallPromise(): Promise<ClientCallResult> {
+  return new Promise<ClientCallResult>(executor);
 }
 
 /** Counters of a client session (`ClientSession.stats`; updated in place, copy to snapshot). */
@@ -51,8 +73,10 @@ export interface ClientSessionStats {
   submitted: number;
   /** Doorbells rung for requests (a batch of calls submitted together rings one). */
   doorbells: number;
-  /** Reserved; not counted (kept for the stats shape). */
+  /** Calls answered (every answer the session settled a call with). */
   completed: number;
+  /** progress() rounds that completed at least one call (completed ÷ this = answers per batch). */
+  completionBatches: number;
   /** LAZY objects read one-sided. */
   lazyReads: number;
   /** RECLAIM batches posted. */

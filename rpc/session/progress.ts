@@ -1,6 +1,6 @@
 /**
  * A progress engine: drives `step()` (poll the rings, reap completions) while there is work,
- * busy-polls for a bounded time when there is none, then sleeps in `idleWait()` — a futex or
+ * busy-polls for a time the spin policy (`spin_policy.ts`) fits to the machine when there is none, then sleeps in `idleWait()` — a futex or
  * completion-channel wait that runs off the JS thread — so an idle process uses no CPU and a
  * busy one answers in microseconds.
  *
@@ -13,6 +13,8 @@
  */
 import { setImmediate } from "node:timers";
 import { z } from "zod";
+import { spinPolicy } from "./spin_policy.ts";
+import { invalidateTurnClock, setTurnClock } from "./turn_clock.ts";
 
 /** The progress-loop options as a zod schema (client and server options embed it). */
 export const progressOptionsSchema = z.object({
@@ -33,22 +35,40 @@ export interface ProgressOptions {
   idleWaitMs?: number;
 }
 
+/** What the loop learns about the machine (defaults: this host's, read through transport/cpu.ts). */
+export interface LoopMachine {
+  /** Cores this process may use. */
+  cores: number;
+  /** Tasks runnable on the host now (-1 = unknown); read about every {@link POLICY_REFRESH_MS}. */
+  runnable(): number;
+  /** True when every peer an answer is awaited from sleeps (evaluated when a spin starts). */
+  peerAsleep(): boolean;
+}
+
+/** How often the loop re-reads the runnable-task count, ms. */
+export const POLICY_REFRESH_MS = 100;
+/** Empty polls between two clock reads of a spin. */
+const POLLS_PER_CLOCK = 16;
+
 /** A started/stopped busy-poll-then-sleep loop. */
 export class ProgressLoop {
   #running = false;
   #wakeup: (() => void) | null = null;
-  #spinMs = 0.02;
+  #spinUs = 20;
   #idleAfterMs = 5;
   #idleWaitMs = 2000;
-  /** Turns taken / idle sleeps taken (tests and stats). */
-  readonly counters = { turns: 0, sleeps: 0 };
+  #runnable = -1;
+  #policyAt = -Infinity;
+  /** Turns taken / idle sleeps taken / spins cut to nothing by the policy (tests and stats). */
+  readonly counters = { turns: 0, sleeps: 0, shortSpins: 0 };
 
   /**
    * @param step does one round of work; returns how much it did (0 = nothing)
    * @param idleWait sleeps until inbound work may exist (resolves true) or `ms` passed (false)
    * @param keepRunning when false after a step with no work, the loop stops (client: no calls)
-   * @param yieldCpu called after a spin that found nothing (sched_yield): on an oversubscribed
-   *   machine the peer we are waiting for may need this very core
+   * @param yieldCpu gives the core away (sched_yield): on an oversubscribed machine the peer we
+   *   are waiting for may need this very core
+   * @param machine cores, runnable tasks and the peers' sleep, for the spin policy
    */
   constructor(
     private readonly step: () => number,
@@ -56,13 +76,18 @@ export class ProgressLoop {
     private readonly keepRunning: () => boolean,
     options: ProgressOptions = {},
     private readonly yieldCpu: () => void = () => {},
+    private readonly machine: LoopMachine = {
+      cores: 2,
+      runnable: () => -1,
+      peerAsleep: () => false,
+    },
   ) {
     this.configure(options);
   }
 
   /** Applies the fields of `options` that are set (defaults: spinUs 20, idleAfterMs 5, idleWaitMs 2000). */
   configure(options: ProgressOptions): void {
-    if (options.spinUs !== undefined) this.#spinMs = options.spinUs / 1000;
+    if (options.spinUs !== undefined) this.#spinUs = options.spinUs;
     if (options.idleAfterMs !== undefined) this.#idleAfterMs = options.idleAfterMs;
     if (options.idleWaitMs !== undefined) this.#idleWaitMs = options.idleWaitMs;
   }
@@ -88,49 +113,98 @@ export class ProgressLoop {
     this.#wakeup?.();
   }
 
+  /**
+   * Polls until work or the spin budget runs out. The clock is read when the first poll finds
+   * nothing and every {@link POLLS_PER_CLOCK} polls after (never in a turn that found work at
+   * once); returns the work found, and the last clock reading in `this.#now` (NaN: none).
+   */
+  #spin(): number {
+    let did = this.step();
+    this.#now = NaN;
+    if (did > 0 || !this.keepRunning()) return did;
+    const t0 = performance.now();
+    this.#now = t0;
+    setTurnClock(t0);
+    if (t0 - this.#policyAt > POLICY_REFRESH_MS) {
+      this.#policyAt = t0;
+      this.#runnable = this.machine.runnable();
+    }
+    const d = spinPolicy({
+      cores: this.machine.cores,
+      runnable: this.#runnable,
+      peerAsleep: this.machine.peerAsleep(),
+      spinUs: this.#spinUs,
+    });
+    if (d.spinUs <= 0) {
+      this.counters.shortSpins++;
+      return 0;
+    }
+    const spinMs = d.spinUs / 1000;
+    for (let k = 1;; k++) {
+      if (d.yieldEachPoll) this.yieldCpu();
+      did = this.step();
+      if (did > 0 || !this.keepRunning()) return did;
+      if (k % POLLS_PER_CLOCK === 0) {
+        const now = performance.now();
+        this.#now = now;
+        if (now - t0 > spinMs) return 0;
+      }
+    }
+  }
+
+  #now = NaN;
+
   async #run(): Promise<void> {
     let lastWork = performance.now();
+    let workSeen = false;
     let micro = 0;
     while (this.#running) {
-      const t0 = performance.now();
-      let did = 0, now = t0;
-      for (;;) {
-        did = this.step();
-        if (did > 0 || !this.keepRunning()) break; // nothing in flight: do not burn the spin
-        now = performance.now();
-        if (now - t0 > this.#spinMs) break;
-      }
+      const did = this.#spin();
       this.counters.turns++;
       if (did > 0) {
-        lastWork = now = performance.now();
+        workSeen = true; // lastWork is set at the next empty turn (no clock read in busy turns)
         if (++micro < 16) {
           await undefined; // microtask: the callers just resolved run before the next poll
           continue;
         }
       } else if (!this.keepRunning()) {
         break;
-      } else if (now - lastWork > this.#idleAfterMs) {
-        this.counters.sleeps++;
-        let guard: ReturnType<typeof setTimeout> | undefined;
-        const woke = await Promise.race([
-          // A failing wait (e.g. its worker died) must not end the loop: sleep on a timer instead.
-          this.idleWait(this.#idleWaitMs).catch(() =>
-            new Promise<boolean>((r) => setTimeout(() => r(false), 10))
-          ),
-          new Promise<boolean>((r) => (this.#wakeup = () => r(true))),
-          // …and a wait that never returns must not park the loop for good.
-          new Promise<boolean>((r) => (guard = setTimeout(() => r(false), this.#idleWaitMs + 250))),
-        ]);
-        clearTimeout(guard);
-        this.#wakeup = null;
-        // Kicked: busy-poll again for a while. Timed out: look once, then sleep again at once.
-        lastWork = woke ? performance.now() : -Infinity;
-        continue;
+      } else {
+        const now = Number.isNaN(this.#now) ? performance.now() : this.#now;
+        if (workSeen) {
+          workSeen = false;
+          lastWork = now;
+        }
+        if (now - lastWork > this.#idleAfterMs) {
+          this.counters.sleeps++;
+          invalidateTurnClock();
+          let guard: ReturnType<typeof setTimeout> | undefined;
+          const woke = await Promise.race([
+            // A failing wait (e.g. its worker died) must not end the loop: sleep on a timer instead.
+            this.idleWait(this.#idleWaitMs).catch(() =>
+              new Promise<boolean>((r) => setTimeout(() => r(false), 10))
+            ),
+            new Promise<boolean>((r) => (this.#wakeup = () => r(true))),
+            // …and a wait that never returns must not park the loop for good.
+            new Promise<boolean>((
+              r,
+            ) => (guard = setTimeout(() => r(false), this.#idleWaitMs + 250))),
+          ]);
+          clearTimeout(guard);
+          this.#wakeup = null;
+          // Kicked: busy-poll again for a while. Timed out: look once, then sleep again at once.
+          lastWork = woke ? performance.now() : -Infinity;
+          workSeen = false;
+          invalidateTurnClock();
+          continue;
+        }
       }
       micro = 0;
       if (did === 0) this.yieldCpu();
+      invalidateTurnClock(); // code that runs while we yield reads the real clock
       await new Promise<void>((r) => setImmediate(r));
     }
+    invalidateTurnClock();
     this.#running = false;
   }
 }

@@ -6,6 +6,11 @@
  * the descriptor's state word READY (state-last publication). Before the first use of a slot
  * higher than any used so far, the server's scan limit is widened.
  *
+ * Doorbells are coalesced: a post leaves the doorbell owed and rings it from a microtask (or
+ * from the session's next progress round, whichever comes first), so the calls a burst of
+ * resolved callers submits in one turn share one flush and one kick; `cork`/`uncork` defers it
+ * explicitly across a batch.
+ *
  * Ownership and threading: one writer per client session, on its JS thread. The descriptor
  * scratch and the scatter-gather list are preallocated; an EAGER/LAZY post allocates nothing.
  * The caller's `request` / `attachment` are copied (or posted) before `post` returns.
@@ -48,11 +53,22 @@ export class RequestWriter {
   /** While corked, posts defer the doorbell: {@link uncork} rings it once for all of them. */
   #corked = 0;
   #doorbellOwed = false;
-  /** Doorbells rung (flush + kick), for stats and tests. */
-  doorbells = 0;
+  #ringScheduled = false;
+  readonly #ringFromMicrotask = () => {
+    this.#ringScheduled = false;
+    if (this.#corked === 0) this.ringOwed();
+  };
+  /** Where doorbells rung are counted (the session's stats). */
+  readonly #stats: { doorbells: number };
 
-  constructor(endpoint: FabricEndpoint, server: RegionLayout, staging: StagingArea) {
+  constructor(
+    endpoint: FabricEndpoint,
+    server: RegionLayout,
+    staging: StagingArea,
+    stats: { doorbells: number } = { doorbells: 0 },
+  ) {
     this.#endpoint = endpoint;
+    this.#stats = stats;
     this.#server = server;
     this.#staging = staging;
     this.bulkArea = new BulkAllocator(
@@ -133,15 +149,23 @@ export class RequestWriter {
     st = ep.write(0, at + 4, this.#descBody, 0);
     if (st === OK) st = ep.writeU32(0, at, READY, 0); // state last, in its own write
     if (st === OK) {
-      if (this.#corked > 0) this.#doorbellOwed = true;
-      else this.#ring();
+      this.#doorbellOwed = true;
+      if (this.#corked === 0 && !this.#ringScheduled) {
+        this.#ringScheduled = true;
+        queueMicrotask(this.#ringFromMicrotask);
+      }
     }
     return st;
   }
 
+  /** Rings the doorbell if a post since the last ring owes it (not while corked). */
+  ringOwed(): void {
+    if (this.#doorbellOwed && this.#corked === 0) this.#ring();
+  }
+
   #ring(): void {
     this.#doorbellOwed = false;
-    this.doorbells++;
+    this.#stats.doorbells++;
     this.#endpoint.flush();
     this.#endpoint.kick();
   }

@@ -10,7 +10,7 @@
  * The slot is released once its result was copied out and no completion for it is outstanding.
  *
  * Ownership and threading: one reader per client session, on its JS thread. Results are fresh
- * copies the caller owns; an EAGER answer allocates only those copies.
+ * copies the caller owns; an EAGER answer allocates only those copies and the result object.
  * @module
  */
 import { VerbusError } from "../../errors.ts";
@@ -28,6 +28,7 @@ import type { ClientSessionStats } from "./fabric_call.ts";
 import type { ObjectLifecycleProbe } from "./object_lifecycle_probe.ts";
 import type { ReclaimBatcher } from "./reclaim_batcher.ts";
 import type { StagingArea } from "./staging_area.ts";
+import { copyOut } from "./copy_out.ts";
 
 const dec = new TextDecoder();
 const EMPTY = new Uint8Array(0);
@@ -117,8 +118,7 @@ export class ResponseReader {
     slot.generation = r[b + RESP.generation] >>> 0;
     slot.responseBytes = len;
     slot.attachmentBytes = att;
-    const call = slot.call;
-    if (!call) { // abandoned (timed out): give the object back without reading it
+    if (!slot.pending) { // abandoned (timed out): give the object back without reading it
       this.#reclaims.queue(slot.object, slot.generation);
       this.#slots.release(i);
       return 0;
@@ -126,16 +126,19 @@ export class ResponseReader {
     const stagingOffset = this.#staging.alloc(size);
     if (stagingOffset < 0) {
       this.#reclaims.queue(slot.object, slot.generation);
+      this.#slots.reject(
+        i,
+        new VerbusError("FULL", `no staging room for a ${size}-byte LAZY result`),
+      );
       this.#slots.release(i);
-      call.reject(new VerbusError("FULL", `no staging room for a ${size}-byte LAZY result`));
       return 1;
     }
     slot.stagingOffset = stagingOffset;
     slot.lazyReadBytes = size;
     const st = this.#endpoint.read(i, this.#staging.view(stagingOffset, size), off, SIGNALED);
     if (st !== OK) {
+      this.#slots.reject(i, new VerbusError("FABRIC", `LAZY read failed to post (status ${st})`));
       this.#slots.release(i);
-      call.reject(new VerbusError("FABRIC", `LAZY read failed to post (status ${st})`));
       if (st === FAILED) this.#fail("fabric read failed");
       return 1;
     }
@@ -161,20 +164,23 @@ export class ResponseReader {
         `slot ${i}: inline response [${off}, +${len + att}) is not inside its slot`,
       );
     }
-    const local = this.#endpoint.local, call = this.#slots.slot(i).call;
+    const local = this.#endpoint.local, slots = this.#slots;
     if (status !== 0) {
       const text = dec.decode(local.subarray(off, off + len));
-      this.#slots.release(i);
-      call?.reject(
+      slots.reject(
+        i,
         status === EOVERCROWDED ? new VerbusError("FULL", text) : new RpcError(status, text),
       );
+      slots.release(i);
       return 1;
     }
-    const response = local.slice(off, off + len),
-      attachment = att ? local.slice(off + len, off + len + att) : EMPTY;
-    this.#slots.release(i);
-    // Answered inline: the call was EAGER (even if it preferred LAZY), unless its request went BULK.
-    call?.resolve({ response, attachment, path: call.path === "BULK" ? "BULK" : "EAGER" });
+    if (slots.slot(i).pending) {
+      const response = copyOut(local, off, len),
+        attachment = att ? copyOut(local, off + len, att) : EMPTY;
+      // Answered inline: the call was EAGER (even if it preferred LAZY), unless its request went BULK.
+      slots.resolve(i, response, attachment, slots.slot(i).path === "BULK" ? "BULK" : "EAGER");
+    }
+    slots.release(i);
     return 1;
   }
 
@@ -185,11 +191,10 @@ export class ResponseReader {
   readCompleted(i: number, status: number): number {
     const slot = this.#slots.slot(i);
     if (!slot || slot.state === SLOT_FREE || slot.lazyReadBytes === 0) return 0;
-    const call = slot.call;
     if (status !== 0) {
       const text = this.#endpoint.statusText(status);
+      this.#slots.reject(i, new VerbusError("FABRIC", `LAZY read completed with ${text}`));
       this.#slots.release(i);
-      call?.reject(new VerbusError("FABRIC", `LAZY read completed with ${text}`));
       this.#fail(`read completion error: ${text}`);
       return 1;
     }
@@ -199,13 +204,14 @@ export class ResponseReader {
     if (!this.#lifecycle.skipReclaim) this.#reclaims.queue(slot.object, slot.generation);
     if (!verifyObject(bytes, slot.generation, total)) {
       this.#stats.staleObjects++;
-      this.#slots.release(i);
-      call?.reject(
+      this.#slots.reject(
+        i,
         new VerbusError(
           "FABRIC",
           `LAZY object ${slot.object} changed under the read (generation ${slot.generation})`,
         ),
       );
+      this.#slots.release(i);
       return 1;
     }
     const data = OBJECT_HEADER_BYTES;
@@ -213,9 +219,9 @@ export class ResponseReader {
     const attachment = slot.attachmentBytes
       ? bytes.slice(data + slot.responseBytes, data + total)
       : EMPTY;
-    this.#slots.release(i);
     // A BULK request keeps its name even when its answer came by reference.
-    call?.resolve({ response, attachment, path: call.path === "BULK" ? "BULK" : "LAZY" });
+    this.#slots.resolve(i, response, attachment, slot.path === "BULK" ? "BULK" : "LAZY");
+    this.#slots.release(i);
     return 1;
   }
 

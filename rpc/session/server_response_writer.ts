@@ -6,12 +6,18 @@
  * publication). The server's own request slot is freed first: the client may reuse the slot the
  * moment it sees READY.
  *
+ * Every write is checked. A body (or attachment) write the fabric refuses fails that call only:
+ * the answer becomes an ERESPONSE error whose text says so (written in the body's place; empty
+ * if that write fails too), and `onBodyFailed` is told. A refused descriptor or state write
+ * cannot tell the client anything: its status is returned (the session then fails).
+ *
  * Ownership and threading: one writer per server session, on the server's JS thread. The
  * descriptor scratch is preallocated; writing an answer allocates nothing. Bodies stay the
  * caller's (they are posted before a method returns).
  * @module
  */
-import type { FabricEndpoint } from "../../transport/fabric.ts";
+import { type FabricEndpoint, OK } from "../../transport/fabric.ts";
+import { ERESPONSE } from "../errors.ts";
 import {
   DESC_WORDS,
   FREE,
@@ -25,6 +31,8 @@ import type { RegionLayout } from "../region/layout.ts";
 import type { ObjectPool } from "../region/object_pool.ts";
 import type { ResponseToken, ResponseTokens } from "./response_tokens.ts";
 
+const enc = new TextEncoder();
+
 /** See the module documentation. */
 export class ServerResponseWriter {
   readonly #endpoint: FabricEndpoint;
@@ -37,14 +45,18 @@ export class ServerResponseWriter {
   /** Descriptor scratch: words 1.. are written as the body, then word 0 (state) alone. */
   readonly #desc = new Uint32Array(DESC_WORDS);
   readonly #descBody = new Uint8Array(this.#desc.buffer, 4);
+  readonly #onBodyFailed: (token: ResponseToken, status: number) => void;
 
+  /** `onBodyFailed` hears of every answer whose body the fabric refused (it became an error). */
   constructor(
     endpoint: FabricEndpoint,
     layouts: { server: RegionLayout; client: RegionLayout },
     requestRing: Int32Array,
     tokens: ResponseTokens,
     pool: ObjectPool,
+    onBodyFailed: (token: ResponseToken, status: number) => void = () => {},
   ) {
+    this.#onBodyFailed = onBodyFailed;
     this.#endpoint = endpoint;
     this.#server = layouts.server;
     this.#client = layouts.client;
@@ -65,17 +77,29 @@ export class ServerResponseWriter {
     attachment: Uint8Array | undefined,
     serverUs: number,
   ): number {
+    const ep = this.#endpoint;
     const at = this.#client.slotLocal.offset + token * this.#client.config.slotSize;
-    if (body.length) this.#endpoint.write(0, at, body, 0);
-    if (attachment?.length) this.#endpoint.write(0, at + body.length, attachment, 0);
+    let st = body.length ? ep.write(0, at, body, 0) : OK;
+    if (st === OK && attachment?.length) st = ep.write(0, at + body.length, attachment, 0);
+    let length = body.length, attach = attachment?.length ?? 0;
+    if (st !== OK) { // the body did not get there: this call fails, the session goes on
+      if (ep.failed) return st;
+      this.#onBodyFailed(token, st);
+      status = ERESPONSE;
+      const text = enc.encode(
+        `the server could not write the answer into the slot (fabric status ${st})`,
+      ).subarray(0, this.#client.config.slotSize);
+      length = ep.write(0, at, text, 0) === OK ? text.length : 0;
+      attach = 0;
+    }
     const d = this.#desc;
     d[RESP.status] = status;
     d[RESP.kind] = KIND_INLINE;
-    d[RESP.length] = body.length;
+    d[RESP.length] = length;
     d[RESP.offset] = at;
     d[RESP.object] = 0;
     d[RESP.generation] = 0;
-    d[RESP.attach] = attachment?.length ?? 0;
+    d[RESP.attach] = attach;
     return this.#publish(token, serverUs);
   }
 
@@ -110,7 +134,8 @@ export class ServerResponseWriter {
     // Free our request slot BEFORE publishing: the client may reuse it the moment it sees READY.
     this.#tokens.close(token);
     Atomics.store(this.#requestRing, token * DESC_WORDS + REQ.state, FREE);
-    ep.write(0, at + 4, this.#descBody, 0);
+    const st = ep.write(0, at + 4, this.#descBody, 0);
+    if (st !== OK) return st;
     return ep.writeU32(0, at, READY, 0); // state last, in its own write
   }
 }

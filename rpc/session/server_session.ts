@@ -38,9 +38,9 @@ import {
 } from "../region/telemetry.ts";
 import { type ResponseToken, ResponseTokens } from "./response_tokens.ts";
 import { ServerResponseWriter } from "./server_response_writer.ts";
+import { copyOut } from "./copy_out.ts";
 
 const enc = new TextEncoder();
-
 const EMPTY = new Uint8Array(0);
 
 /** What a server session needs. */
@@ -84,6 +84,18 @@ export class ServerSession implements ResponseSink {
   readonly #answers: ServerResponseWriter;
   /** Per method index: the last frozen request meta (see #take). */
   readonly #requestMeta: (RpcMeta["request"] | undefined)[] = [];
+  /**
+   * Per ring slot: the meta of the request it carries (its correlationId — the token — never
+   * changes; the request meta is set per take). A slot carries one request until its answer, so
+   * the record is the call's until then.
+   */
+  readonly #slotMeta: RpcMeta[];
+  /** `Date.now()` of the current poll round (read once per round that found work), or -1. */
+  #roundNow = -1;
+  /** Answers whose body the fabric refused (each failed its call only). */
+  bodyWriteFailures = 0;
+  /** Doorbells rung for answers (one per poll round that answered, plus one per late answer). */
+  doorbells = 0;
   /** Where the next round's scan of the request ring starts. */
   #cursor = 0;
   #kickPending = false;
@@ -118,12 +130,25 @@ export class ServerSession implements ResponseSink {
       ttlMs: init.ttlMs,
     });
     this.#tokens = new ResponseTokens(this.#server.config.slots);
+    this.#slotMeta = Array.from(
+      { length: this.#server.config.slots },
+      (_, i): RpcMeta => ({ request: undefined, correlationId: i }),
+    );
     this.#answers = new ServerResponseWriter(
       this.#endpoint,
       { server: this.#server, client: this.#client },
       this.#requestRing,
       this.#tokens,
       this.#pool,
+      (token, st) => {
+        this.#telemetry.inc(TELEMETRY.FAILED);
+        this.bodyWriteFailures++;
+        if (this.bodyWriteFailures === 1) {
+          this.#logger.warn(
+            `fabric session ${this.id}: the answer of slot ${token} could not be written (status ${st}); that call failed (logged once per session)`,
+          );
+        }
+      },
     );
     const ctl = this.#server.control;
     this.#telemetry = new Telemetry(
@@ -197,6 +222,7 @@ export class ServerSession implements ResponseSink {
     this.#cursor = (this.#cursor + handled) % limit;
     if (handled === this.#budget) this.#seenDoorbell = -1; // more may be READY: look again next round
     this.#inPoll = false;
+    this.#roundNow = -1;
     this.#ringClientDoorbell(); // one kick for every answer written during this round
     return handled;
   }
@@ -205,6 +231,7 @@ export class ServerSession implements ResponseSink {
   #ringClientDoorbell(): void {
     if (this.#kickPending && this.#closed === null) {
       this.#kickPending = false;
+      this.doorbells++;
       this.#endpoint.flush();
       this.#endpoint.kick();
     }
@@ -245,8 +272,8 @@ export class ServerSession implements ResponseSink {
     }
     this.#telemetry.set(TELEMETRY.RING_USED, this.#tokens.openCount);
     const local = this.#endpoint.local;
-    const payload = local.slice(off, off + len);
-    const attachment = att ? local.slice(off + len, off + len + att) : EMPTY;
+    const payload = copyOut(local, off, len);
+    const attachment = att ? copyOut(local, off + len, att) : EMPTY;
     if (method === METHOD_RECLAIM) return this.#reclaim(i, payload);
     if (method >= this.#methods.length) {
       return this.fail(`slot ${i}: method index ${method} ≥ ${this.#methods.length} methods`);
@@ -266,9 +293,11 @@ export class ServerSession implements ResponseSink {
       });
       if (!(logLo | logHi)) this.#requestMeta[method] = request;
     }
-    // The answer comes back through send() with this token: the slot index.
-    const meta: RpcMeta = { request, correlationId: i };
-    this.#dispatcher.dispatch(meta, payload, attachment, this, Date.now());
+    // The answer comes back through send() with this token (the slot index, its meta's correlationId).
+    const meta = this.#slotMeta[i];
+    meta.request = request;
+    if (this.#roundNow < 0) this.#roundNow = Date.now(); // one clock read per round
+    this.#dispatcher.dispatch(meta, payload, attachment, this, this.#roundNow);
   }
 
   /** A RECLAIM batch in the request behind `token`: frees the objects, answers empty. */
@@ -294,7 +323,9 @@ export class ServerSession implements ResponseSink {
     if (this.#closed !== null) return;
     const token: ResponseToken = Number(call.meta.correlationId);
     if (!this.#tokens.isOpen(token)) return; // not a request of this session's ring
-    const us = Math.round((Date.now() - call.receivedAt) * 1000);
+    // A synchronous answer (in this round) took no measurable time; a late one reads the clock.
+    const now = this.#inPoll && this.#roundNow >= 0 ? this.#roundNow : Date.now();
+    const us = Math.round((now - call.receivedAt) * 1000);
     const slotSize = this.#client.config.slotSize;
     if (errorCode !== 0) {
       this.#telemetry.inc(TELEMETRY.FAILED);

@@ -13,7 +13,8 @@ import {
   SLOT_RECLAIM,
   SlotTable,
 } from "../../rpc/session/client_slots.ts";
-import { newInflightCall } from "../../rpc/session/fabric_call.ts";
+import { type CallHooks, newCallPromise, settle } from "../../rpc/session/fabric_call.ts";
+import { VerbusError } from "../../errors.ts";
 import { ResponseTokens } from "../../rpc/session/response_tokens.ts";
 import { SNAPSHOT_BYTES, StagingArea } from "../../rpc/session/staging_area.ts";
 
@@ -58,17 +59,68 @@ test("slot table: release gives back the BULK and staging extents", () => {
   assertEquals(staging.alloc(64 * 1024 - SNAPSHOT_BYTES), 0, "all of staging is free again");
 });
 
+/** Puts a waiting caller on slot `i` (as ClientSession.submit does); returns its promise. */
+function waitOn(slots: SlotTable, i: number) {
+  const promise = newCallPromise(), slot = slots.slot(i);
+  slot.resolve = settle.resolve;
+  slot.reject = settle.reject;
+  slot.pending = true;
+  slot.path = "EAGER";
+  slot.service = "s";
+  slot.methodName = "m";
+  return promise;
+}
+
 test("slot table: rejectAll rejects every waiting caller and forgets it", async () => {
   const { slots } = table(2);
   const i = slots.take(SLOT_CALL), j = slots.take(SLOT_RECLAIM);
-  const call = newInflightCall("EAGER", Infinity, 7);
-  slots.slot(i).call = call;
+  const promise = waitOn(slots, i);
   slots.rejectAll(() => new Error("down"));
   let message = "";
-  await call.promise.catch((e) => (message = (e as Error).message));
+  await promise.catch((e) => (message = (e as Error).message));
   assertEquals(message, "down");
-  assertEquals([slots.slot(i).call, slots.slot(j).call], [null, null]);
+  assertEquals([slots.slot(i).pending, slots.slot(j).pending], [false, false]);
+  assertEquals([slots.slot(i).resolve, slots.slot(i).reject], [null, null]);
   assertEquals(slots.busyCount, 2, "slots stay busy until their answers arrive");
+});
+
+test("slot table: settles calls in the public result shape and reports them to the hooks", async () => {
+  const { slots } = table(4);
+  const seen: string[] = [];
+  const hooks: CallHooks = {
+    fabricLabel: "shm",
+    completed: (path, startedAt) => void seen.push(`completed ${path} ${startedAt}`),
+    fabricError: () => void seen.push("fabric error"),
+    overflow: (service, method) => {
+      seen.push(`overflow ${service}/${method}`);
+      return Promise.resolve({
+        response: new Uint8Array([9]),
+        attachment: new Uint8Array(0),
+        path: "TCP_FALLBACK",
+        fabric: "tcp",
+      });
+    },
+  };
+  slots.hooks = hooks;
+  const a = slots.take(SLOT_CALL), b = slots.take(SLOT_CALL), c = slots.take(SLOT_CALL);
+  const pa = waitOn(slots, a), pb = waitOn(slots, b), pc = waitOn(slots, c);
+  slots.resolve(a, new Uint8Array([1, 2]), new Uint8Array(0), "EAGER");
+  slots.resolve(a, new Uint8Array([3]), new Uint8Array(0), "EAGER"); // settled already: ignored
+  slots.reject(b, new VerbusError("FULL", "pool full"));
+  slots.reject(c, new VerbusError("FABRIC", "down"));
+  assertEquals(await pa, {
+    response: new Uint8Array([1, 2]),
+    attachment: new Uint8Array(0),
+    path: "EAGER",
+    fabric: "shm",
+  });
+  assertEquals((await pb).path, "TCP_FALLBACK", "a FULL answer is redone over TCP");
+  let code = "";
+  await pc.catch((e) => (code = (e as VerbusError).code));
+  assertEquals(code, "FABRIC");
+  assertEquals(seen, ["completed EAGER 0", "overflow s/m", "fabric error"]);
+  for (const i of [a, b, c]) slots.release(i);
+  assertEquals([slots.busyCount, slots.freeCount], [0, 4], "O(1) release keeps the lists right");
 });
 
 test("response tokens: named fields per slot; a busy slot cannot be opened twice", () => {

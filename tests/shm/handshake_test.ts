@@ -115,7 +115,7 @@ test("offer → open → connect yields a connected pair: writes, reads, complet
     s.kick();
     assert(await c.waitInbound(back, 10_000), "the client sees the server's kick");
 
-    assertEquals(s.faults.supported, ["fail"]);
+    assertEquals(s.faults.supported, ["fail", "fail-next-write"]);
     const notShm = assertThrows(
       () => s!.faults.inject("bad-remote-key"),
       VerbusError,

@@ -287,7 +287,12 @@ test(
     for (const kind of ["fail", "bad-remote-key", "out-of-bounds"] as FaultKind[]) {
       const { server, client, clientEp, serverEp } = await pair();
       try {
-        assertEquals(clientEp.faults.supported, ["bad-remote-key", "out-of-bounds", "fail"]);
+        assertEquals(clientEp.faults.supported, [
+          "bad-remote-key",
+          "out-of-bounds",
+          "fail",
+          "fail-next-write",
+        ]);
         clientEp.faults.inject(kind, "broken on purpose");
         if (kind === "fail") {
           assertEquals([clientEp.failed, clientEp.failureReason], [true, "broken on purpose"]);

@@ -129,6 +129,11 @@ export class PeerNotifyPage {
     }
   }
 
+  /** True while the page's owner process sleeps in its idle wait. */
+  get sleeping(): boolean {
+    return Atomics.load(this.#words, W_SLEEPING) !== 0;
+  }
+
   /**
    * Drops one reference; the last one unmaps — and unlinks the page when its owner process is
    * gone (a crashed peer cannot remove its own page). Safe to call once per `open`.

@@ -9,8 +9,9 @@
  *  ├──── server region ────┼──────── client region ────────┤
  *  each region begins with its fabric header (transport/control_page.ts: doorbell, sleeping)
  * ```
- * Endpoints are made connected by `handshake.ts`; faults: only `fail` can be injected (copies
- * through a mapping have no remote key and no bounds to break beyond the checks made here).
+ * Endpoints are made connected by `handshake.ts`; faults: `fail` and `fail-next-write` can be
+ * injected (copies through a mapping have no remote key and no bounds to break beyond the checks
+ * made here).
  * @module
  */
 import { VerbusError } from "../../errors.ts";
@@ -54,7 +55,7 @@ export interface ShmNotify {
 }
 
 /** Fault kinds the shm fabric can inject. */
-const SHM_FAULTS: readonly FaultKind[] = ["fail"];
+const SHM_FAULTS: readonly FaultKind[] = ["fail", "fail-next-write"];
 
 /**
  * The shm fabric endpoint of one session side: `local` and the peer's region are views of the
@@ -75,13 +76,19 @@ export class ShmEndpoint implements FabricEndpoint {
   #failed: string | null = null;
   #closed = false;
   #waiters = 0;
+  /** The faults port armed `fail-next-write`: the next write is refused. */
+  #failNextWrite = false;
   /** Where the peer announces work for this side (undefined without notify pages). */
   readonly readiness: ReadinessToken | undefined;
 
-  /** The faults port: `fail` only (other kinds throw INVALID_ARGUMENT). */
+  /** The faults port: `fail` and `fail-next-write` (other kinds throw INVALID_ARGUMENT). */
   readonly faults: FabricFaults = {
     supported: SHM_FAULTS,
     inject: (kind: FaultKind, reason?: string): void => {
+      if (kind === "fail-next-write") {
+        this.#failNextWrite = true;
+        return;
+      }
       if (kind !== "fail") {
         throw new VerbusError(
           "INVALID_ARGUMENT",
@@ -146,6 +153,7 @@ export class ShmEndpoint implements FabricEndpoint {
     const st = this.#usable((flags & SIGNALED) !== 0);
     if (st !== OK) return st;
     if (remoteOff < 0 || remoteOff + src.length > this.remoteSize) return FAILED;
+    if (this.#failNextWrite) return this.#refuseWrite();
     this.#remote.set(src, remoteOff);
     return this.#complete(wrId, flags);
   }
@@ -162,12 +170,18 @@ export class ShmEndpoint implements FabricEndpoint {
     let total = 0;
     for (let i = 0; i < count; i++) total += sg[i].length;
     if (remoteOff < 0 || remoteOff + total > this.remoteSize) return FAILED;
+    if (this.#failNextWrite) return this.#refuseWrite();
     let off = remoteOff;
     for (let i = 0; i < count; i++) {
       this.#remote.set(sg[i], off);
       off += sg[i].length;
     }
     return this.#complete(wrId, flags);
+  }
+
+  #refuseWrite(): number {
+    this.#failNextWrite = false;
+    return FAILED;
   }
 
   writeU32(wrId: number, remoteOff: number, value: number, flags: number): number {
@@ -209,6 +223,14 @@ export class ShmEndpoint implements FabricEndpoint {
     if (Atomics.load(this.#remoteI32, FABRIC_HEADER.sleeping >> 2) !== 0) {
       this.helper.lib.symbols.vb_futex_wake(this.#remoteDoorbell, 1);
     }
+  }
+
+  peerSleeping(): boolean {
+    if (this.#closed) return false;
+    // With notify pages the peer sleeps on its process's page, else on this session's doorbell.
+    return this.notify
+      ? this.notify.peer.sleeping
+      : Atomics.load(this.#remoteI32, FABRIC_HEADER.sleeping >> 2) !== 0;
   }
 
   async waitInbound(seen: number, timeoutMs: number): Promise<boolean> {

@@ -37,6 +37,7 @@ export class UrmaEndpoint implements FabricEndpoint {
   readonly remoteSize: number;
   readonly faults: FabricFaults;
   readonly readiness: ReadinessToken;
+  readonly #faults: UrmaFaults;
   readonly #parts: UrmaEndpointParts;
   readonly #hub: UrmaHub;
   readonly #health: EndpointHealth;
@@ -71,7 +72,7 @@ export class UrmaEndpoint implements FabricEndpoint {
       () => this.#wakeUp.afterReap(),
     );
     this.readiness = { source: hub, token: parts.binding.token };
-    this.faults = new UrmaFaults(
+    this.faults = this.#faults = new UrmaFaults(
       (descriptor, token) => parts.resources.own(hub.ctx.importSegment(descriptor, token)),
       this.#sendSide,
       parts.remoteSize,
@@ -103,6 +104,7 @@ export class UrmaEndpoint implements FabricEndpoint {
 
   write(wrId: number, remoteOff: number, src: Uint8Array, flags: number): number {
     if (!this.#remoteFits(remoteOff, src.length)) return FAILED;
+    if (this.#faults.failNextWrite) return this.#refuseWrite();
     if (src.length === 0) {
       return this.#health.status() || this.#sendSide.completeAtOnce(wrId, flags);
     }
@@ -122,9 +124,16 @@ export class UrmaEndpoint implements FabricEndpoint {
       total += sg[i].length;
     }
     if (!this.#remoteFits(remoteOff, total)) return FAILED;
+    if (this.#faults.failNextWrite) return this.#refuseWrite();
     if (total === 0) return this.#health.status() || this.#sendSide.completeAtOnce(wrId, flags);
     const signaled = (flags & SIGNALED) !== 0;
     return this.#sendSide.writeGather(wrId, remoteOff, sg, this.local.byteOffset, count, signaled);
+  }
+
+  /** The faults port's `fail-next-write`: refuse this write, unposted. */
+  #refuseWrite(): number {
+    this.#faults.failNextWrite = false;
+    return FAILED;
   }
 
   writeU32(wrId: number, remoteOff: number, value: number, flags: number): number {

@@ -2,7 +2,8 @@
  * The faults port of a URMA endpoint (transport/faults.ts): `bad-remote-key` re-imports the
  * peer's segment with a wrong token, so later one-sided requests complete with
  * URMA_CR_REM_ACCESS_ABORT_ERR at the peer; `out-of-bounds` aims later requests past the end of
- * the peer's segment (same status); `fail` fails the endpoint at once. Tests and demos only;
+ * the peer's segment (same status); `fail` fails the endpoint at once; `fail-next-write` makes
+ * the next write return FAILED without posting it. Tests and demos only;
  * one JS thread (the endpoint's).
  * @module
  */
@@ -17,7 +18,14 @@ const WRONG_TOKEN_MASK = 0x5a5a5a5a;
 
 /** Fault injection into one URMA endpoint. */
 export class UrmaFaults implements FabricFaults {
-  readonly supported: readonly FaultKind[] = ["bad-remote-key", "out-of-bounds", "fail"];
+  readonly supported: readonly FaultKind[] = [
+    "bad-remote-key",
+    "out-of-bounds",
+    "fail",
+    "fail-next-write",
+  ];
+  /** Armed by `fail-next-write`: the endpoint refuses its next write (and disarms it). */
+  failNextWrite = false;
 
   constructor(
     /** Imports a segment for this endpoint (closed with it). */
@@ -40,6 +48,9 @@ export class UrmaFaults implements FabricFaults {
         return;
       case "fail":
         this.failEndpoint(reason ?? "fault injected");
+        return;
+      case "fail-next-write":
+        this.failNextWrite = true;
         return;
       default:
         throw new VerbusError("INVALID_ARGUMENT", `urma cannot inject the fault "${kind}"`);

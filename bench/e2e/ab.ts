@@ -1,0 +1,121 @@
+/**
+ * A/B of two checkouts of verbus on this machine, in alternating rounds (the machine is shared and
+ * noisy: only side-by-side ratios mean anything). Per round and case it starts a server of A and
+ * drives it with a client of A (`verbus serve` / `verbus call --async-bench`, same runtime), then
+ * the same for B; prints per case the median calls/s and p50 of each side and the median B/A ratio.
+ *
+ *   deno run -A bench/e2e/ab.ts --a /path/to/base --b . [--runtime deno|bun|both] [--rounds 5]
+ *       [--calls 20000] [--windows 1,32] [--fabric shm] [--out FILE.json]
+ * @module
+ */
+import { spawnSync } from "node:child_process";
+import { type ServerProcess, startServe } from "./serve.ts";
+import { writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { arg, numArg } from "../common/args.ts";
+
+const ROOT = resolve(new URL("../..", import.meta.url).pathname);
+const A = resolve(arg("a", ROOT)), B = resolve(arg("b", ROOT));
+const RUNTIMES = arg("runtime", "both") === "both" ? ["deno", "bun"] : [arg("runtime", "")];
+const ROUNDS = numArg("rounds", 5), CALLS = numArg("calls", 20000);
+const WINDOWS = arg("windows", "1,32").split(",").map(Number);
+const FABRIC = arg("fabric", "shm");
+const BIN: Record<string, string> = {
+  deno: join(ROOT, "node_modules/.bin/deno"),
+  bun: join(ROOT, "node_modules/.bin/bun"),
+};
+
+const cmd = (rt: string, root: string, a: string[]) =>
+  rt === "deno"
+    ? [BIN.deno, [
+      "run",
+      "-A",
+      "--config",
+      join(root, "deno.json"),
+      join(root, "cli/main.ts"),
+      ...a,
+    ]] as const
+    : [BIN.bun, [join(root, "cli/main.ts"), ...a]] as const;
+
+function serve(rt: string, root: string): Promise<ServerProcess> {
+  const [bin, a] = cmd(rt, root, ["serve", "--port", "0", "--json"]);
+  return startServe(bin, a, root);
+}
+
+function client(rt: string, root: string, port: number, w: number, n: number) {
+  const [bin, a] = cmd(rt, root, [
+    "call",
+    "--port",
+    String(port),
+    "--json",
+    "--fabric",
+    FABRIC,
+    "--async-bench",
+    String(n),
+    "--bench-op",
+    "echo",
+    "--bench-bytes",
+    "64",
+    "--async-window",
+    String(w),
+    "--timeout-ms",
+    "30000",
+  ]);
+  const r = spawnSync(bin, [...a], { cwd: root, encoding: "utf8", timeout: 300_000 });
+  const line = (r.stdout ?? "").trim().split("\n").filter((l) => l.startsWith("{")).pop();
+  if (!line) throw new Error(`client printed no JSON (exit ${r.status}): ${r.stderr}`);
+  const j = JSON.parse(line);
+  if (!j.ok) throw new Error(`client failed: ${line}`);
+  return j.result as { qps: number; p50_us: number; p99_us: number };
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+const out: Record<string, unknown>[] = [];
+for (const rt of RUNTIMES) {
+  for (const w of WINDOWS) {
+    const qa: number[] = [], qb: number[] = [], pa: number[] = [], pb: number[] = [];
+    const ratio: number[] = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      const order = r % 2 === 0 ? [A, B] : [B, A];
+      const res: Record<string, { qps: number; p50_us: number }> = {};
+      for (const root of order) {
+        const s = await serve(rt, root);
+        try {
+          client(rt, root, s.port, w, Math.min(2000, CALLS)); // warm-up
+          res[root] = client(rt, root, s.port, w, CALLS);
+        } finally {
+          await s.stop();
+        }
+      }
+      qa.push(res[A].qps), qb.push(res[B].qps), pa.push(res[A].p50_us), pb.push(res[B].p50_us);
+      ratio.push(res[B].qps / res[A].qps);
+      console.error(`${rt} w=${w} round ${r}: A ${res[A].qps} B ${res[B].qps} calls/s`);
+    }
+    const row = {
+      runtime: rt,
+      inflight: w,
+      a_qps: median(qa),
+      b_qps: median(qb),
+      a_p50_us: median(pa),
+      b_p50_us: median(pb),
+      b_over_a_qps: +median(ratio).toFixed(2),
+    };
+    out.push(row);
+    console.log(JSON.stringify(row));
+  }
+}
+const file = arg("out", "");
+if (file) {
+  writeFileSync(
+    file,
+    JSON.stringify(
+      { a: A, b: B, fabric: FABRIC, rounds: ROUNDS, calls: CALLS, rows: out },
+      null,
+      2,
+    ) + "\n",
+  );
+}
