@@ -21,7 +21,7 @@ import { type Driven, ProgressEngine, type Registration } from "./engine.ts";
 import { type ProgressOptions, progressOptionsSchema } from "./progress.ts";
 import type { ServerSession } from "./server_session.ts";
 import { type HandshakeHost, ServerHandshakes } from "./server_handshake.ts";
-import type { ServerState } from "./state_machine.ts";
+import type { HandshakeOutcome } from "./handshake_log.ts";
 
 /** Server-side fabric options (zod: one source for types, defaults and messages). */
 export const fabricHostOptionsSchema = z.object({
@@ -41,7 +41,16 @@ export const fabricHostOptionsSchema = z.object({
   /** Unreclaimed LAZY objects are freed after this long. */
   objectTtlMs: z.number().int().min(1).default(30_000),
   /** A client that does not ACK within this long loses its half-made session. */
-  ackTimeoutMs: z.number().int().min(1).default(10_000),
+  ackTimeoutMs: z.number().int().min(1).max(600_000).default(10_000),
+  /**
+   * Established fabric sessions at most (each holds a region); a Hello past it is answered
+   * FALLBACK_TCP with the reason (logged once while the server stays at the limit).
+   */
+  maxSessions: z.number().int().min(0).max(1 << 20).default(16_384),
+  /** Handshakes in progress (Hello answered, no ACK yet) at most; past it: FALLBACK_TCP. */
+  maxHandshakes: z.number().int().min(1).max(1 << 20).default(256),
+  /** Handshake outcomes kept in `history`, and distinct fallback causes the log remembers. */
+  historyLength: z.number().int().min(1).max(1 << 16).default(256),
   /** Progress-loop tunables. */
   progress: progressOptionsSchema,
 }).strict();
@@ -87,6 +96,7 @@ export class FabricHost {
       dispatcher: () => this.#dispatcher,
       closed: () => this.#closed,
       retire: (key) => this.#retire(key),
+      sessionCount: () => this.#sessions.size,
       adopt: (session, key) => this.#adopt(session, key),
     };
     this.#handshakes = new ServerHandshakes(
@@ -142,8 +152,13 @@ export class FabricHost {
   }
 
   /** Handshake outcomes (tests, stats). */
-  get history(): readonly { peer: string; state: ServerState; reason?: string }[] {
+  get history(): readonly HandshakeOutcome[] {
     return this.#handshakes.history;
+  }
+
+  /** Handshakes between Hello and ACK now (tests, stats). */
+  get handshakesInProgress(): number {
+    return this.#handshakes.inProgress;
   }
 
   /** The process engine's loop counters (turns taken, idle sleeps; shared by every user). */

@@ -28,14 +28,17 @@ const simulateSchema = z.object({
 /** Client → server: who the client is, what it can use, the region it proposes. */
 export const clientHelloSchema = z.object({
   version: z.literal(HELLO_VERSION),
-  bootId: z.string().max(64),
-  pid: z.number().int().nonnegative(),
-  /** Fabrics the client can use, best first. */
-  fabrics: z.array(fabricKindSchema).max(FABRICS.length),
-  /** The region the client proposes (the server may shrink it). */
+  /** The client host's boot id (a UUID), or "" when it could not read it. */
+  bootId: z.union([z.literal(""), z.string().regex(/^[0-9a-f-]{36}$/, "expected a boot id (UUID)")]),
+  /** The client's pid (Linux pids are below 2^22). */
+  pid: z.number().int().min(1).max(1 << 22),
+  /** Fabrics the client can use, best first, each once. */
+  fabrics: z.array(fabricKindSchema).max(FABRICS.length)
+    .refine((fs) => new Set(fs).size === fs.length, "a fabric is listed twice"),
+  /** The region the client proposes (the server clamps every field to its own maximum). */
   region: regionConfigSchema.partial(),
-  /** Per-fabric parameters (each provider validates its own). */
-  params: z.record(z.string(), z.unknown()).default({}),
+  /** Per-fabric parameters, keyed by fabric (each provider validates its own). */
+  params: z.partialRecord(fabricKindSchema, z.unknown()).default({}),
   simulate: simulateSchema.optional(),
 }).strict();
 export type ClientHello = z.output<typeof clientHelloSchema>;
