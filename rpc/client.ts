@@ -62,8 +62,6 @@ export class Client {
   readonly #fabric: FabricLink;
   /** Fabric errors counted against the session (the selector moves to TCP past a threshold). */
   #errors: number;
-  /** Fabric calls attempted (for the `faults.opFail` injection). */
-  #fabricOps = 0;
   #fallbacks = 0;
   readonly #calls: Record<CallPath, number> = { EAGER: 0, LAZY: 0, BULK: 0, TCP_FALLBACK: 0 };
   readonly #latencyUs: Record<CallPath, number> = { EAGER: 0, LAZY: 0, BULK: 0, TCP_FALLBACK: 0 };
@@ -119,9 +117,8 @@ export class Client {
   ): Promise<ClientCallResult> {
     const attachment = options.attachment ?? new Uint8Array(0);
     const s = this.#fabric.current();
-    const faults = this.#settings.faults;
     const forcePath = options.forcePath ?? this.#settings.forcePath;
-    const fabricUp = s !== null && !s.failed && !faults.fabricDown;
+    const fabricUp = s !== null && !s.failed;
     const m = s ? s.methodIndex(service, method) : -1;
     const path = selectPathOnly({
       forcePath,
@@ -142,10 +139,6 @@ export class Client {
         t0,
         s !== null && forcePath !== "TCP_FALLBACK",
       );
-    }
-    if (faults.opFail > 0 && ++this.#fabricOps === faults.opFail) {
-      this.#errors++;
-      return await this.#tcp(service, method, request, options, t0, true);
     }
     const timeoutMs = options.timeoutMs ?? this.#settings.timeoutMs;
     const logId = options.logId ?? 0;

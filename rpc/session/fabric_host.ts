@@ -14,13 +14,14 @@
 import { z } from "zod";
 import type { ServerFabricProvider } from "../../transport/provider.ts";
 import { type FabricKind, fabricKindSchema, serverProviders } from "../../transport/registry.ts";
-import type { Dispatcher, Handler, Logger } from "../protocol/dispatch.ts";
+import type { CallContext, Dispatcher, Handler, Logger } from "../protocol/dispatch.ts";
 import { regionConfigSchema } from "../region/layout.ts";
-import { FABRIC_SERVICE } from "./hello.ts";
+import { EREQUEST, RpcError } from "../errors.ts";
+import { type Bye, byeSchema, decodeHello, FABRIC_SERVICE } from "./hello.ts";
 import { type Driven, ProgressEngine, type Registration } from "./engine.ts";
 import { type ProgressOptions, progressOptionsSchema } from "./progress.ts";
 import type { ServerSession } from "./server_session.ts";
-import { type HandshakeHost, ServerHandshakes } from "./server_handshake.ts";
+import { connectionKey, type HandshakeHost, ServerHandshakes } from "./server_handshake.ts";
 import type { HandshakeOutcome } from "./handshake_log.ts";
 
 /** Server-side fabric options (zod: one source for types, defaults and messages). */
@@ -58,6 +59,8 @@ export const fabricHostOptionsSchema = z.object({
 export type FabricHostOptions = z.input<typeof fabricHostOptionsSchema>;
 type HostOptions = z.output<typeof fabricHostOptionsSchema>;
 
+const NO_BYTES = new Uint8Array(0);
+
 /** A server session as the engine drives it. */
 function drivenSession(session: ServerSession): Driven {
   return {
@@ -79,6 +82,7 @@ export class FabricHost {
   readonly #byConnection = new Map<string, ServerSession>();
   readonly #registrations = new Map<ServerSession, Registration>();
   readonly #engine: ProgressEngine;
+  readonly #logger: Logger;
   #closed = false;
 
   private constructor(
@@ -90,6 +94,7 @@ export class FabricHost {
     engine: ProgressEngine,
   ) {
     this.#providers = providers;
+    this.#logger = logger;
     const methods = Object.entries(services).filter(([s]) => s !== FABRIC_SERVICE)
       .flatMap(([s, ms]) => Object.keys(ms).map((m) => [s, m] as const));
     const host: HandshakeHost = {
@@ -148,7 +153,29 @@ export class FabricHost {
     return {
       Hello: (req, ctx) => this.#handshakes.hello(req, ctx),
       Ack: (req, ctx) => this.#handshakes.ack(req, ctx),
+      Bye: (req, ctx) => this.#bye(req, ctx),
     };
+  }
+
+  /**
+   * The `Bye` handler: the client's session failed (or was taken down); the connection's session
+   * closes now if it is still that one (a stale Bye after a new Hello changes nothing).
+   */
+  #bye(req: Uint8Array, ctx: CallContext): Uint8Array {
+    let bye: Bye;
+    try {
+      bye = decodeHello(byeSchema, req, "client bye");
+    } catch (e) {
+      throw new RpcError(EREQUEST, (e as Error).message);
+    }
+    const key = connectionKey(ctx);
+    const s = this.#byConnection.get(key);
+    if (s && s.id === bye.sessionId) {
+      this.#byConnection.delete(key);
+      this.#logger.info?.(`fabric session ${s.id} (${key}) ended by the client: ${bye.reason}`);
+      s.close(`the client ended it: ${bye.reason}`);
+    }
+    return NO_BYTES;
   }
 
   /** Handshake outcomes (tests, stats). */

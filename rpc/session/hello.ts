@@ -86,6 +86,21 @@ export function decodeHello<T extends z.ZodType>(
   return parseOptions(schema, json, what, "HANDSHAKE");
 }
 
+/**
+ * Client → server, after the session was established: the client's session `sessionId` failed
+ * (or was taken down) for `reason`; the server closes it now rather than at the next Hello.
+ */
+export const byeSchema = z.object({
+  sessionId: z.number().int().min(1).max(2 ** 32),
+  reason: z.string().max(512),
+}).strict();
+export type Bye = z.output<typeof byeSchema>;
+
+/** Encodes a Bye (JSON; the reason is cut to what the schema allows). */
+export function encodeBye(b: Bye): Uint8Array {
+  return enc.encode(JSON.stringify({ ...b, reason: b.reason.slice(0, 512) }));
+}
+
 /** ACK values (4 bytes, big-endian). */
 export const ACK_ON = 1, ACK_OFF = 0;
 

@@ -88,7 +88,7 @@ interface PendingHandshake {
 const NO_BYTES = new Uint8Array(0);
 
 /** The key of a TCP connection (its peer address). */
-const connectionKey = (ctx: CallContext): string => `${ctx.peer.host}:${ctx.peer.port}`;
+export const connectionKey = (ctx: CallContext): string => `${ctx.peer.host}:${ctx.peer.port}`;
 
 /** Clamps every field of the client's proposal to the server's maximum. */
 function negotiate(max: RegionConfig, proposal: ClientHello["region"]): RegionConfig {
