@@ -13,7 +13,7 @@ import { z } from "zod";
 import { VerbusError } from "../../errors.ts";
 import { fabricKindSchema, FABRICS } from "../../transport/registry.ts";
 import { parseOptions } from "../../util/options.ts";
-import { regionConfigSchema } from "../region/layout.ts";
+import { type RegionConfig, regionConfigSchema } from "../region/layout.ts";
 
 /** The built-in handshake service. */
 export const FABRIC_SERVICE = "verbus.Fabric";
@@ -42,6 +42,16 @@ export const clientHelloSchema = z.object({
   simulate: simulateSchema.optional(),
 }).strict();
 export type ClientHello = z.output<typeof clientHelloSchema>;
+
+/** Clamps every field of the client's proposed region to the server's maximum. */
+export function clampRegion(max: RegionConfig, proposal: ClientHello["region"]): RegionConfig {
+  const out = { ...max };
+  for (const k of Object.keys(max) as (keyof RegionConfig)[]) {
+    const v = proposal[k];
+    if (typeof v === "number") out[k] = Math.min(v, max[k]);
+  }
+  return out;
+}
 
 /** Server → client: the decision per fabric, the final region, the chosen fabric's offer. */
 export const serverHelloSchema = z.object({

@@ -26,6 +26,7 @@ import type { CallContext, Dispatcher, Logger } from "../protocol/dispatch.ts";
 import { computeLayout, type RegionConfig, type RegionLayout } from "../region/layout.ts";
 import {
   ACK_ON,
+  clampRegion,
   type ClientHello,
   clientHelloSchema,
   decodeAck,
@@ -90,16 +91,6 @@ const NO_BYTES = new Uint8Array(0);
 /** The key of a TCP connection (its peer address). */
 export const connectionKey = (ctx: CallContext): string => `${ctx.peer.host}:${ctx.peer.port}`;
 
-/** Clamps every field of the client's proposal to the server's maximum. */
-function negotiate(max: RegionConfig, proposal: ClientHello["region"]): RegionConfig {
-  const out = { ...max };
-  for (const k of Object.keys(max) as (keyof RegionConfig)[]) {
-    const v = proposal[k];
-    if (typeof v === "number") out[k] = Math.min(v, max[k]);
-  }
-  return out;
-}
-
 /** Listens for `signal`'s abort; returns the function that removes the listener. */
 function onAbort(signal: AbortSignal, fn: () => void): () => void {
   signal.addEventListener("abort", fn, { once: true });
@@ -111,6 +102,9 @@ export class ServerHandshakes {
   readonly #pending = new Map<string, PendingHandshake>();
   /** Hellos between their start and their answer (their offer is being prepared). */
   #preparing = 0;
+  /** The number of the latest Hello of each connection (keyed by its signal: no leak). */
+  readonly #latest = new WeakMap<AbortSignal, number>();
+  #hellos = 0;
   #nextSession = 1;
   readonly #log: HandshakeLog;
 
@@ -165,7 +159,7 @@ export class ServerHandshakes {
   /** Why a new handshake may not start now (a limit is reached), or undefined. */
   #limitReached(sessions: number): string | undefined {
     const s = this.settings;
-    if (sessions >= s.maxSessions) {
+    if (sessions + this.inProgress >= s.maxSessions) { // a pending handshake holds a region too
       return `server at its fabric session limit (maxSessions ${s.maxSessions})`;
     }
     if (this.inProgress >= s.maxHandshakes) {
@@ -181,6 +175,8 @@ export class ServerHandshakes {
     // ACK after this Hello can never confirm the offer of an earlier one.
     this.#drop(key, "replaced by a new hello");
     this.host.retire(key);
+    const mine = ++this.#hellos;
+    this.#latest.set(ctx.connectionSignal, mine);
     const machine = this.#machine(key);
     let hello: ClientHello;
     try {
@@ -191,7 +187,7 @@ export class ServerHandshakes {
       throw new RpcError(EREQUEST, (e as Error).message);
     }
     machine.to("S_SETUP");
-    const region = negotiate(this.settings.maxRegion, hello.region);
+    const region = clampRegion(this.settings.maxRegion, hello.region);
     const peer: PeerInfo = { bootId: hello.bootId, pid: hello.pid, host: ctx.peer.host };
     const decisions: ServerHello["decisions"] = {};
     let chosen: FabricKind | null = null;
@@ -246,8 +242,11 @@ export class ServerHandshakes {
     } finally {
       this.#preparing--;
     }
-    if (this.host.closed() || ctx.connectionSignal.aborted || this.#pending.has(key)) {
-      // It went away while the offer was made, or a later Hello on it already got its offer.
+    if (
+      this.host.closed() || ctx.connectionSignal.aborted ||
+      this.#latest.get(ctx.connectionSignal) !== mine
+    ) {
+      // It went away while the offer was made, or a later Hello on it took over.
       const reason = this.host.closed()
         ? "server closing"
         : ctx.connectionSignal.aborted

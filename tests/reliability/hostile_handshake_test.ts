@@ -11,7 +11,9 @@ import { connect } from "../../rpc/client.ts";
 import { RpcError } from "../../rpc/errors.ts";
 import { serve, type Server } from "../../rpc/server.ts";
 import { ACK_OFF, ACK_ON, encodeAck, FABRIC_SERVICE } from "../../rpc/session/hello.ts";
+import type { ShmOffer } from "../../transport/shm/handshake.ts";
 import { createClientProvider } from "../../transport/urma/provider.ts";
+import { sessionObjectLive } from "../util/shm.ts";
 import type { UrmaLib } from "../../transport/urma/urma_lib.ts";
 import { assert, assertEquals, assertRejects, test } from "../harness.ts";
 import { loadSim, SIM_PATH, SKIP_NO_SIM } from "../urma/util.ts";
@@ -211,6 +213,23 @@ test("an ACK after a second Hello never confirms the first Hello's offer", async
     );
     assertEquals(server.fabric!.sessions.size, 0);
     assertHeld(await settleTo(base), base, "after the second Hello");
+  } finally {
+    await ch.close();
+    await server.close();
+  }
+}, { skip: SKIP });
+
+test("two Hellos at once on one connection: the later one's offer is the one left pending", async () => {
+  const server = await start();
+  const ch = await connectChannel({ host: "127.0.0.1", port: server.port });
+  try {
+    const base = held();
+    const [a, b] = await Promise.all([sendHello(ch, validHello()), sendHello(ch, validHello())]);
+    const live = (r: typeof a) => r.fabric !== null && sessionObjectLive((r.offer as ShmOffer).name);
+    assertEquals(server.fabric!.handshakesInProgress, 1);
+    assert(live(b) && !live(a), `the second Hello's offer stays: ${JSON.stringify([a.fabric, b.fabric])}`);
+    await ch.call(FABRIC_SERVICE, "Ack", encodeAck(ACK_OFF));
+    assertHeld(await settleTo(base), base, "after both");
   } finally {
     await ch.close();
     await server.close();

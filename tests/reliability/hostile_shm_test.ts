@@ -27,7 +27,7 @@ import { ShmMapping } from "../../transport/shm/shm_object.ts";
 import { assert, assertEquals, assertRejects, test } from "../harness.ts";
 import { otherRuntime, spawnScript } from "../util/proc.ts";
 import { liveSessionObjects } from "../util/shm.ts";
-import { held, sendHello, settleTo, until, validHello, within } from "./util.ts";
+import { fdTargets, held, sendHello, settleTo, until, validHello, within } from "./util.ts";
 
 const SMALL = {
   slots: 16,
@@ -141,7 +141,7 @@ test("a client scribbling on the server's control page and descriptors: server a
       ["counting", (i) => i & 0xff],
     ];
     for (const [what, byte] of patterns) {
-      const base = held();
+      const base = held(), fdsBefore = fdTargets();
       const { ch, endpoint, layout } = await hostileSession(server);
       const garbage = new Uint8Array(layout.requestRing.offset + layout.requestRing.size)
         .map((_, i) => byte(i));
@@ -159,7 +159,8 @@ test("a client scribbling on the server's control page and descriptors: server a
       await ch.close();
       await until(`${what}: the hostile session to end`, () => server.fabric!.sessions.size === 1);
       const now = await settleTo(base);
-      assert(within(now, base), `${what}: ${JSON.stringify(now)} vs ${JSON.stringify(base)}`);
+      const extra = fdTargets().filter((f) => !fdsBefore.includes(f));
+      assert(within(now, base), `${what}: ${JSON.stringify(now)} vs ${JSON.stringify(base)}: ${extra}`);
     }
     assert(warnings.length <= 3, warnings.join("\n"));
     await echoes(server, "after the scribbling");

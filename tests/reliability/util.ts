@@ -4,7 +4,7 @@
  * raw Hello sender, and a wait-until.
  * @module
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { pid } from "node:process";
 import type { Channel } from "../../rpc/channel.ts";
 import {
@@ -22,7 +22,11 @@ import type { UrmaLib } from "../../transport/urma/urma_lib.ts";
 
 /** What this process holds that a session takes. */
 export interface Held {
-  /** Open file descriptors. */
+  /**
+   * Open file descriptors, not counting epoll / eventfd / timerfd ones: the runtimes create those
+   * lazily for their own worker threads (Bun on the first off-thread wait). A URMA leak of
+   * its eventfds shows in `urma` (the simulator counts its objects).
+   */
   fds: number;
   /** Mappings of verbus shared memory (shm objects and memfds) in /proc/self/maps. */
   maps: number;
@@ -32,12 +36,23 @@ export interface Held {
   urma: number;
 }
 
+/** What each open fd of this process is (for messages). */
+export function fdTargets(): string[] {
+  return readdirSync("/proc/self/fd").map((fd) => {
+    try {
+      return `${fd}→${readlinkSync(`/proc/self/fd/${fd}`)}`;
+    } catch {
+      return `${fd}→?`;
+    }
+  });
+}
+
 /** Counts what this process holds now (`sim`: the simulated liburma, when loaded). */
 export function held(sim?: UrmaLib): Held {
   const maps = readFileSync("/proc/self/maps", "utf8").split("\n")
     .filter((l) => /verbus-\d+-\d+|memfd:verbus/.test(l)).length;
   return {
-    fds: readdirSync("/proc/self/fd").length,
+    fds: fdTargets().filter((f) => !/anon_inode:\[(eventpoll|eventfd|timerfd)\]/.test(f)).length,
     maps,
     shm: readdirSync("/dev/shm").filter((n) => new RegExp(`^verbus-${pid}-\\d+$`).test(n)).length,
     urma: sim?.liveObjects()?.total ?? 0,
