@@ -73,7 +73,9 @@ for (const n of [1, 2, 3, 5]) {
         warnings.some((w) => w.includes(`simulated failure of fabric operation ${n}`)),
         `the endpoint's failure is logged: ${warnings.join("\n")}`,
       );
-      assert(c.stats().errors >= 1 && c.stats().fallbacks >= 1, JSON.stringify(c.stats()));
+      // (The failed op may be a call's post — counted as an error — or the session's own read of
+      // the server's control page, which fails the session before any call is posted.)
+      assert(c.stats().fallbacks >= 1, JSON.stringify(c.stats()));
       // The server hears of it (Bye) and the client negotiates a new, healthy session.
       const end = Date.now() + 10_000;
       let back = "";
