@@ -9,16 +9,10 @@ const MEMFD = /memfd:(verbus-\d+-\d+)/;
 
 /** Names (`verbus-<pid>-<session>`) of the session memfds this process maps or holds open. */
 export function liveSessionObjects(): Set<string> {
-  const out = new Set<string>();
+  const out = heldSessionFds();
   for (const l of readFileSync("/proc/self/maps", "utf8").split("\n")) {
     const m = MEMFD.exec(l);
     if (m) out.add(m[1]);
-  }
-  for (const fd of readdirSync("/proc/self/fd")) {
-    try {
-      const m = MEMFD.exec(readlinkSync(`/proc/self/fd/${fd}`));
-      if (m) out.add(m[1]);
-    } catch { /* closed meanwhile */ }
   }
   return out;
 }
