@@ -52,8 +52,9 @@ export function shmName(pid: number, session: number): string {
 const NAME_RE = /^verbus-(\d+)-(?:\d+|n[0-9a-f]+)$/;
 
 /**
- * True when process `pid` runs: signal 0 reaches it (or it belongs to another user) and it is
- * not a zombie (dead, waiting for its parent to reap it: its objects are orphans already).
+ * True when process `pid` runs: signal 0 reaches it (or it belongs to another user), it is not a
+ * zombie (dead, waiting for its parent to reap it: its objects are orphans already) and it is not
+ * in the middle of exiting (its fds are already closed).
  */
 export function processAlive(pid: number): boolean {
   try {
@@ -64,9 +65,16 @@ export function processAlive(pid: number): boolean {
   }
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+    if (stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) === "Z") return false;
   } catch {
     return false; // gone between the signal and the read
+  }
+  // A process that is exiting has closed its files (that is how its peers' sockets closed)
+  // before it turns zombie: no fd left means it is dying.
+  try {
+    return readdirSync(`/proc/${pid}/fd`).length > 0;
+  } catch (e) {
+    return (e as { code?: string }).code !== "ENOENT"; // EACCES: another user's, alive
   }
 }
 
