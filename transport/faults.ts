@@ -1,11 +1,12 @@
 /**
  * The faults port: the one door through which tests and demos break a fabric on purpose. Data
- * path and handshake code never call it; an endpoint exposes it as `endpoint.faults`, and a
- * fabric that cannot inject a kind says so in `supported` (inject then throws INVALID_ARGUMENT).
+ * path code never calls it; an endpoint exposes it as `endpoint.faults`, and a fabric that cannot
+ * inject a kind says so in `supported` (inject then throws INVALID_ARGUMENT). The client
+ * handshake wraps a fresh endpoint with {@link failingNthOp} only when `faults.opFail` asks for it.
  * One JS thread (the endpoint's).
  * @module
  */
-import { FAILED, type FabricEndpoint } from "./fabric.ts";
+import { type FabricEndpoint, FAILED } from "./fabric.ts";
 
 /**
  * What can be broken:
@@ -44,8 +45,7 @@ export function failingNthOp(
   reason = `simulated failure of fabric operation ${n}`,
 ): FabricEndpoint {
   let left = n;
-  const counted = (op: (...a: never[]) => number) =>
-  (...args: never[]): number => {
+  const counted = (op: (...a: never[]) => number) => (...args: never[]): number => {
     if (--left === 0) {
       endpoint.fail(reason);
       return FAILED;
@@ -58,7 +58,11 @@ export function failingNthOp(
     Object.defineProperty(wrapper, name, { value: counted(op) });
   }
   // Methods of a class with private fields must run on the endpoint itself, not on the wrapper.
-  for (let p = Object.getPrototypeOf(endpoint); p && p !== Object.prototype; p = Object.getPrototypeOf(p)) {
+  for (
+    let p = Object.getPrototypeOf(endpoint);
+    p && p !== Object.prototype;
+    p = Object.getPrototypeOf(p)
+  ) {
     for (const [name, d] of Object.entries(Object.getOwnPropertyDescriptors(p))) {
       if (name === "constructor" || Object.hasOwn(wrapper, name)) continue;
       if (typeof d.value === "function") {

@@ -29,7 +29,10 @@ const simulateSchema = z.object({
 export const clientHelloSchema = z.object({
   version: z.literal(HELLO_VERSION),
   /** The client host's boot id (a UUID), or "" when it could not read it. */
-  bootId: z.union([z.literal(""), z.string().regex(/^[0-9a-f-]{36}$/, "expected a boot id (UUID)")]),
+  bootId: z.union([
+    z.literal(""),
+    z.string().regex(/^[0-9a-f-]{36}$/, "expected a boot id (UUID)"),
+  ]),
   /** The client's pid (Linux pids are below 2^22). */
   pid: z.number().int().min(1).max(1 << 22),
   /** Fabrics the client can use, best first, each once. */

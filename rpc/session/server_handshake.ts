@@ -36,7 +36,7 @@ import {
   type ServerHello,
 } from "./hello.ts";
 import { ServerSession } from "./server_session.ts";
-import { type HandshakeOutcome, HandshakeLog } from "./handshake_log.ts";
+import { HandshakeLog, type HandshakeOutcome } from "./handshake_log.ts";
 import { serverMachine, type ServerState, type StateMachine } from "./state_machine.ts";
 
 /** What the handshake needs from the host it establishes sessions for. */
@@ -227,7 +227,10 @@ export class ServerHandshakes {
     let layouts: { server: RegionLayout; client: RegionLayout };
     this.#preparing++;
     try {
-      layouts = { server: computeLayout("server", region), client: computeLayout("client", region) };
+      layouts = {
+        server: computeLayout("server", region),
+        client: computeLayout("client", region),
+      };
       const sizes: SessionSizes = {
         server: layouts.server.size,
         client: layouts.client.size,

@@ -82,7 +82,10 @@ test("verbus serve and doctor: every option in both forms", () => {
   const spaced = parseServeArgs(argv(SERVE_SAMPLES, "space"));
   assertEquals(parseServeArgs(argv(SERVE_SAMPLES, "eq")), spaced);
   assertEquals([spaced.port, spaced.urma, spaced["batch-budget"]], [8000, "sim", 32]);
-  assertEquals(parseDoctorArgs(["--urma=sim", "--json"]), parseDoctorArgs(["--urma", "sim", "--json"]));
+  assertEquals(
+    parseDoctorArgs(["--urma=sim", "--json"]),
+    parseDoctorArgs(["--urma", "sim", "--json"]),
+  );
   assertEquals(parseDoctorArgs(["--urma=sim"]).urma, "sim");
 });
 

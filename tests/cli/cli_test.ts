@@ -119,7 +119,8 @@ test("fault flags and forced paths from the command line", async () => {
       assertEquals(path(["--simulate-server-pressure", "objpool"]), "TCP_FALLBACK");
       assertEquals(path(["--fabric", "tcp"]), "TCP_FALLBACK");
       // What is reported comes from what happened: the session really is down.
-      const run = (extra: string[]) => lines(verbus(["call", "--port", p, "--json", ...extra]).out)[0];
+      const run = (extra: string[]) =>
+        lines(verbus(["call", "--port", p, "--json", ...extra]).out)[0];
       const lc = run(["--lifecycle", "3", "--simulate-fabric-down"]);
       assertEquals([lc.ok, lc.fabric, lc.path], [false, "tcp", "-"], JSON.stringify(lc));
       const bench = run(["--async-bench", "20", "--simulate-fabric-down"]);

@@ -51,9 +51,17 @@ test("8 sessions at once: each gets exactly its own answers over its own region"
     if (FABRIC === "shm") {
       assertEquals(namedSessionObjects(pid), [], "no session object has a name anyone could open");
       const mine = (set: Set<string>) => [...set].filter((n) => !before.has(n));
-      assertEquals(mine(heldSessionFds()), [], "every memfd fd was closed once both sides mapped it");
+      assertEquals(
+        mine(heldSessionFds()),
+        [],
+        "every memfd fd was closed once both sides mapped it",
+      );
       assertEquals(mine(liveSessionObjects()).length, 8, "each session maps its one object");
-      assertEquals(myNotifyPages().length, 1, "one notify page serves every session of the process");
+      assertEquals(
+        myNotifyPages().length,
+        1,
+        "one notify page serves every session of the process",
+      );
     }
     await clients[3].close();
     await until(() => server.fabric!.sessions.size === 7, 2000, "session 3 to end");

@@ -17,7 +17,7 @@ import { sessionObjectLive } from "../util/shm.ts";
 import type { UrmaLib } from "../../transport/urma/urma_lib.ts";
 import { assert, assertEquals, assertRejects, test } from "../harness.ts";
 import { loadSim, SIM_PATH, SKIP_NO_SIM } from "../urma/util.ts";
-import { held, type Held, sendHello, settleTo, sleep, until, validHello, within } from "./util.ts";
+import { type Held, held, sendHello, settleTo, sleep, until, validHello, within } from "./util.ts";
 
 const SMALL = {
   slots: 8,
@@ -161,9 +161,15 @@ async function endingsRelease(
       const base = held(sim);
       const ch = await connectChannel({ host: "127.0.0.1", port: server.port });
       const connected = held(sim);
-      const reply = await sendHello(ch, validHello(params.fabrics as never, params.params as never));
+      const reply = await sendHello(
+        ch,
+        validHello(params.fabrics as never, params.params as never),
+      );
       assertEquals(reply.fabric, params.fabrics && (params.fabrics as string[])[0], what);
-      assert(JSON.stringify(held(sim)) !== JSON.stringify(connected), `${what}: the offer took something`);
+      assert(
+        JSON.stringify(held(sim)) !== JSON.stringify(connected),
+        `${what}: the offer took something`,
+      );
       await end({ ch, server });
       await ch.close();
       const outcome = server.fabric!.history.find((h) => reason.test(h.reason ?? ""));
@@ -181,20 +187,30 @@ test("shm: each end of a pending handshake releases its object, mapping and fds"
   await endingsRelease("shm", {}, () => Promise.resolve({ fabrics: ["shm"], params: { shm: {} } }));
 }, { skip: SKIP, timeoutMs: 60_000 });
 
-test("urma (simulated): each end of a pending handshake releases every simulator object", async () => {
-  const sim = await loadSim();
-  let provider: Awaited<ReturnType<typeof createClientProvider>> | null = null;
-  try {
-    await endingsRelease("urma", { fabrics: ["urma"], providerOptions: SIM }, async () => {
-      if (provider && typeof provider !== "string") provider.close();
-      provider = await createClientProvider({ library: SIM_PATH });
-      if (typeof provider === "string") throw new Error(provider);
-      return { fabrics: ["urma"], params: { urma: provider.params() } };
-    }, sim, "urma (simulated)");
-  } finally {
-    if (provider && typeof provider !== "string") (provider as { close(): void }).close();
-  }
-}, { skip: SKIP_NO_SIM || SKIP, timeoutMs: 90_000 });
+test(
+  "urma (simulated): each end of a pending handshake releases every simulator object",
+  async () => {
+    const sim = await loadSim();
+    let provider: Awaited<ReturnType<typeof createClientProvider>> | null = null;
+    try {
+      await endingsRelease(
+        "urma",
+        { fabrics: ["urma"], providerOptions: SIM },
+        async () => {
+          if (provider && typeof provider !== "string") provider.close();
+          provider = await createClientProvider({ library: SIM_PATH });
+          if (typeof provider === "string") throw new Error(provider);
+          return { fabrics: ["urma"], params: { urma: provider.params() } };
+        },
+        sim,
+        "urma (simulated)",
+      );
+    } finally {
+      if (provider && typeof provider !== "string") (provider as { close(): void }).close();
+    }
+  },
+  { skip: SKIP_NO_SIM || SKIP, timeoutMs: 90_000 },
+);
 
 test("an ACK after a second Hello never confirms the first Hello's offer", async () => {
   const server = await start();
@@ -205,7 +221,11 @@ test("an ACK after a second Hello never confirms the first Hello's offer", async
     assertEquals(first.fabric, "shm");
     const second = await sendHello(ch, { ...validHello(), fabrics: [] });
     assertEquals(second.fabric, null, "the second Hello offers nothing");
-    assertEquals(server.fabric!.handshakesInProgress, 0, "the first offer ended with the second Hello");
+    assertEquals(
+      server.fabric!.handshakesInProgress,
+      0,
+      "the first offer ended with the second Hello",
+    );
     await assertRejects(
       () => ch.call(FABRIC_SERVICE, "Ack", encodeAck(ACK_ON)),
       RpcError,
@@ -219,58 +239,73 @@ test("an ACK after a second Hello never confirms the first Hello's offer", async
   }
 }, { skip: SKIP });
 
-test("two Hellos at once on one connection: the later one's offer is the one left pending", async () => {
-  const server = await start();
-  const ch = await connectChannel({ host: "127.0.0.1", port: server.port });
-  try {
-    const base = held();
-    const [a, b] = await Promise.all([sendHello(ch, validHello()), sendHello(ch, validHello())]);
-    const live = (r: typeof a) => r.fabric !== null && sessionObjectLive((r.offer as ShmOffer).name);
-    assertEquals(server.fabric!.handshakesInProgress, 1);
-    assert(live(b) && !live(a), `the second Hello's offer stays: ${JSON.stringify([a.fabric, b.fabric])}`);
-    await ch.call(FABRIC_SERVICE, "Ack", encodeAck(ACK_OFF));
-    assertHeld(await settleTo(base), base, "after both");
-  } finally {
-    await ch.close();
-    await server.close();
-  }
-}, { skip: SKIP });
-
-test("a Hello storm on one connection: no listener, history entry or log line per Hello stays", async () => {
-  const warnings: string[] = [];
-  const server = await start({ historyLength: 16 }, warnings);
-  const ch = await connectChannel({ host: "127.0.0.1", port: server.port });
-  // Count the abort listeners added and removed while the storm runs.
-  const proto = EventTarget.prototype;
-  const add = proto.addEventListener, remove = proto.removeEventListener;
-  let net = 0;
-  proto.addEventListener = function (this: EventTarget, type: string, ...rest: unknown[]) {
-    if (type === "abort") net++;
-    return (add as (...a: unknown[]) => void).call(this, type, ...rest);
-  } as typeof add;
-  proto.removeEventListener = function (this: EventTarget, type: string, ...rest: unknown[]) {
-    if (type === "abort") net--;
-    return (remove as (...a: unknown[]) => void).call(this, type, ...rest);
-  } as typeof remove;
-  try {
-    const base = held();
-    for (let i = 0; i < 200; i++) await sendHello(ch, validHello());
-    await ch.call(FABRIC_SERVICE, "Ack", encodeAck(ACK_OFF));
-    for (let i = 0; i < 200; i++) {
-      await sendHello(ch, { ...validHello(), fabrics: [] }); // refused every time
+test(
+  "two Hellos at once on one connection: the later one's offer is the one left pending",
+  async () => {
+    const server = await start();
+    const ch = await connectChannel({ host: "127.0.0.1", port: server.port });
+    try {
+      const base = held();
+      const [a, b] = await Promise.all([sendHello(ch, validHello()), sendHello(ch, validHello())]);
+      const live = (r: typeof a) =>
+        r.fabric !== null && sessionObjectLive((r.offer as ShmOffer).name);
+      assertEquals(server.fabric!.handshakesInProgress, 1);
+      assert(
+        live(b) && !live(a),
+        `the second Hello's offer stays: ${JSON.stringify([a.fabric, b.fabric])}`,
+      );
+      await ch.call(FABRIC_SERVICE, "Ack", encodeAck(ACK_OFF));
+      assertHeld(await settleTo(base), base, "after both");
+    } finally {
+      await ch.close();
+      await server.close();
     }
-    assert(net <= 4, `abort listeners left after 400 Hellos: ${net}`);
-    assertEquals(server.fabric!.history.length, 16, "history keeps the last historyLength");
-    assert(warnings.length <= 4, `log lines for 400 Hellos: ${warnings.length}\n${warnings.join("\n")}`);
-    assertHeld(await settleTo(base), base, "after the storm");
-  } finally {
-    proto.addEventListener = add;
-    proto.removeEventListener = remove;
-    await ch.close();
-  }
-  await stillServes(server);
-  await server.close();
-}, { skip: SKIP, timeoutMs: 60_000 });
+  },
+  { skip: SKIP },
+);
+
+test(
+  "a Hello storm on one connection: no listener, history entry or log line per Hello stays",
+  async () => {
+    const warnings: string[] = [];
+    const server = await start({ historyLength: 16 }, warnings);
+    const ch = await connectChannel({ host: "127.0.0.1", port: server.port });
+    // Count the abort listeners added and removed while the storm runs.
+    const proto = EventTarget.prototype;
+    const add = proto.addEventListener, remove = proto.removeEventListener;
+    let net = 0;
+    proto.addEventListener = function (this: EventTarget, type: string, ...rest: unknown[]) {
+      if (type === "abort") net++;
+      return (add as (...a: unknown[]) => void).call(this, type, ...rest);
+    } as typeof add;
+    proto.removeEventListener = function (this: EventTarget, type: string, ...rest: unknown[]) {
+      if (type === "abort") net--;
+      return (remove as (...a: unknown[]) => void).call(this, type, ...rest);
+    } as typeof remove;
+    try {
+      const base = held();
+      for (let i = 0; i < 200; i++) await sendHello(ch, validHello());
+      await ch.call(FABRIC_SERVICE, "Ack", encodeAck(ACK_OFF));
+      for (let i = 0; i < 200; i++) {
+        await sendHello(ch, { ...validHello(), fabrics: [] }); // refused every time
+      }
+      assert(net <= 4, `abort listeners left after 400 Hellos: ${net}`);
+      assertEquals(server.fabric!.history.length, 16, "history keeps the last historyLength");
+      assert(
+        warnings.length <= 4,
+        `log lines for 400 Hellos: ${warnings.length}\n${warnings.join("\n")}`,
+      );
+      assertHeld(await settleTo(base), base, "after the storm");
+    } finally {
+      proto.addEventListener = add;
+      proto.removeEventListener = remove;
+      await ch.close();
+    }
+    await stillServes(server);
+    await server.close();
+  },
+  { skip: SKIP, timeoutMs: 60_000 },
+);
 
 test("maxHandshakes: Hellos past it stay on TCP with the reason, logged once", async () => {
   const warnings: string[] = [];
@@ -286,7 +321,11 @@ test("maxHandshakes: Hellos past it stay on TCP with the reason, logged once", a
       assertEquals(r.fabric, null);
       assert(r.decisions.shm?.reason?.includes("maxHandshakes 2"), JSON.stringify(r.decisions));
     }
-    assertEquals(warnings.filter((w) => w.includes("maxHandshakes")).length, 1, warnings.join("\n"));
+    assertEquals(
+      warnings.filter((w) => w.includes("maxHandshakes")).length,
+      1,
+      warnings.join("\n"),
+    );
     assertEquals(server.fabric!.handshakesInProgress, 2);
     await chans[0].call(FABRIC_SERVICE, "Ack", encodeAck(ACK_OFF));
     assertEquals((await sendHello(chans[4], validHello())).fabric, "shm", "room again below it");

@@ -13,12 +13,7 @@ import { ACK_ON, encodeAck, FABRIC_SERVICE } from "../../rpc/session/hello.ts";
 import { computeLayout } from "../../rpc/region/layout.ts";
 import { errno, loadLibc } from "../../ffi/libc.ts";
 import { cstringArg } from "../../ffi/strings.ts";
-import {
-  F_ADD_SEALS,
-  MFD_ALLOW_SEALING,
-  MFD_CLOEXEC,
-  O_RDWR,
-} from "../../ffi/symbols/libc.ts";
+import { F_ADD_SEALS, MFD_ALLOW_SEALING, MFD_CLOEXEC, O_RDWR } from "../../ffi/symbols/libc.ts";
 import { VerbusError } from "../../errors.ts";
 import { hostBootId } from "../../transport/host.ts";
 import type { ShmOffer } from "../../transport/shm/handshake.ts";
@@ -79,7 +74,11 @@ test("another process cannot truncate, grow, unlink or re-seal a pending session
     const fd = s.open(cstringArg(`/proc/${offer.pid}/fd/${offer.fd}`), O_RDWR, 0);
     assert(fd >= 0, `the attacker opens it (errno ${errno(libc)})`);
     try {
-      assertEquals([s.ftruncate(fd, 0), errno(libc)], [-1, EPERM], "shrink refused (F_SEAL_SHRINK)");
+      assertEquals(
+        [s.ftruncate(fd, 0), errno(libc)],
+        [-1, EPERM],
+        "shrink refused (F_SEAL_SHRINK)",
+      );
       assertEquals([s.ftruncate(fd, offer.size * 2), errno(libc)], [-1, EPERM], "grow refused");
       assertEquals(s.fcntl(fd, F_ADD_SEALS, 8 /* F_SEAL_WRITE */), -1, "no new seal (F_SEAL_SEAL)");
       assert([EPERM, EBUSY].includes(errno(libc)), `errno ${errno(libc)}`);
@@ -160,7 +159,10 @@ test("a client scribbling on the server's control page and descriptors: server a
       await until(`${what}: the hostile session to end`, () => server.fabric!.sessions.size === 1);
       const now = await settleTo(base);
       const extra = fdTargets().filter((f) => !fdsBefore.includes(f));
-      assert(within(now, base), `${what}: ${JSON.stringify(now)} vs ${JSON.stringify(base)}: ${extra}`);
+      assert(
+        within(now, base),
+        `${what}: ${JSON.stringify(now)} vs ${JSON.stringify(base)}: ${extra}`,
+      );
     }
     assert(warnings.length <= 3, warnings.join("\n"));
     await echoes(server, "after the scribbling");
@@ -204,7 +206,10 @@ test("a hostile server's offer: not sealed, too short or not there is refused be
     }
     const now = held();
     assertEquals(now.maps, base.maps, "nothing was mapped");
-    assert(now.fds <= base.fds + 2, `no fd left open: ${JSON.stringify(now)} vs ${JSON.stringify(base)}`);
+    assert(
+      now.fds <= base.fds + 2,
+      `no fd left open: ${JSON.stringify(now)} vs ${JSON.stringify(base)}`,
+    );
   } finally {
     s.close(loose);
     short.close();
@@ -213,22 +218,26 @@ test("a hostile server's offer: not sealed, too short or not there is refused be
   assertEquals(liveSessionObjects().size, 0, "every object released");
 });
 
-test(`a ${otherRuntime()} client killed mid-call: session, memfd and fds released; others served`, async () => {
-  const { server } = await start();
-  const base = held();
-  const child = await spawnScript(otherRuntime(), "tests/fixtures/fabric_client.ts", {
-    args: ["--port", String(server.port)],
-  });
-  try {
-    await until("the child's session", () => server.fabric!.sessions.size === 1);
-    await new Promise((r) => setTimeout(r, 200)); // calls in flight
-    await child.kill("SIGKILL");
-    await until("its session to be closed", () => server.fabric!.sessions.size === 0);
-    const now = await settleTo(base);
-    assert(within(now, base), `held ${JSON.stringify(now)} vs ${JSON.stringify(base)}`);
-    await echoes(server, "after the kill");
-  } finally {
-    await child.kill();
-    await server.close();
-  }
-}, { timeoutMs: 30_000 });
+test(
+  `a ${otherRuntime()} client killed mid-call: session, memfd and fds released; others served`,
+  async () => {
+    const { server } = await start();
+    const base = held();
+    const child = await spawnScript(otherRuntime(), "tests/fixtures/fabric_client.ts", {
+      args: ["--port", String(server.port)],
+    });
+    try {
+      await until("the child's session", () => server.fabric!.sessions.size === 1);
+      await new Promise((r) => setTimeout(r, 200)); // calls in flight
+      await child.kill("SIGKILL");
+      await until("its session to be closed", () => server.fabric!.sessions.size === 0);
+      const now = await settleTo(base);
+      assert(within(now, base), `held ${JSON.stringify(now)} vs ${JSON.stringify(base)}`);
+      await echoes(server, "after the kill");
+    } finally {
+      await child.kill();
+      await server.close();
+    }
+  },
+  { timeoutMs: 30_000 },
+);

@@ -35,7 +35,9 @@ function arg(name: string, dflt: number): number {
   const i = argv.indexOf(`--${name}`);
   const v = eq ? eq.slice(name.length + 3) : i >= 0 ? argv[i + 1] : undefined;
   const n = v === undefined ? dflt : Number(v);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name}: expected a positive number, got ${v}`);
+  if (!Number.isFinite(n) || n <= 0) {
+    throw new Error(`--${name}: expected a positive number, got ${v}`);
+  }
   return n;
 }
 const SECONDS = arg("seconds", 600), SESSIONS = arg("sessions", 64), WINDOW = arg("window", 32);
@@ -155,7 +157,9 @@ try {
   const fabrics = [...new Set(clients.map((c) => c.fabric))];
   sample();
   console.log(
-    `soak (${RUNTIME} → ${SERVER_RUNTIME} server): ${SESSIONS} sessions (${fabrics.join(", ")}) × ${WINDOW} in flight, ` +
+    `soak (${RUNTIME} → ${SERVER_RUNTIME} server): ${SESSIONS} sessions (${
+      fabrics.join(", ")
+    }) × ${WINDOW} in flight, ` +
       `${SECONDS} s; server pid ${server.pid}, RSS ${rss[0].rss_mib} MiB`,
   );
   const end = performance.now() + SECONDS * 1000;
@@ -212,9 +216,13 @@ try {
   console.log(
     `soak (${RUNTIME}) done: ${report.calls} calls (${report.calls_per_s}/s), ` +
       `${report.failures} failures, ${report.lostWrites} lost and ${report.duplicatedWrites} ` +
-      `duplicated KV writes of ${report.kvChecks} checked; paths ${JSON.stringify(report.paths)}; ` +
+      `duplicated KV writes of ${report.kvChecks} checked; paths ${
+        JSON.stringify(report.paths)
+      }; ` +
       `server RSS start ${report.rss_mib.start} / peak ${report.rss_mib.peak} / end ` +
-      `${report.rss_mib.end} MiB (anon ${JSON.stringify(report.anon_mib)}) with ${report.regions_left_mapped} session regions left mapped; server alive: ${report.server_alive} → ${OUT}`,
+      `${report.rss_mib.end} MiB (anon ${
+        JSON.stringify(report.anon_mib)
+      }) with ${report.regions_left_mapped} session regions left mapped; server alive: ${report.server_alive} → ${OUT}`,
   );
   if (
     report.failures || report.lostWrites || report.duplicatedWrites || !report.server_alive ||

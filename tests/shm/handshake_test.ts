@@ -212,7 +212,6 @@ test("connect() without the client's stamp fails with HANDSHAKE and releases the
     stampRegion(m.bytes.subarray(ov.clientOffset), ROLE_CLIENT, newNonce());
     const e2 = await assertRejects(() => other.connect(), VerbusError, "another session's nonce");
     assertEquals(e2.code, "HANDSHAKE");
-
   } finally {
     m.close();
     other.abort("test over");

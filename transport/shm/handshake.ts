@@ -272,9 +272,7 @@ export async function connectShmSession(
     if (e instanceof VerbusError && e.code === "HANDSHAKE") throw e;
     throw new VerbusError(
       "HANDSHAKE",
-      `cannot map ${offer.name} (${
-        (e as Error).message
-      }): not the same host, or not the same user`,
+      `cannot map ${offer.name} (${(e as Error).message}): not the same host, or not the same user`,
       { cause: e },
     );
   }

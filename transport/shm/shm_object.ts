@@ -173,7 +173,10 @@ export class ShmMapping extends NativeHandle {
       }
       const actual = Number(s.lseek(fd, 0, SEEK_END)); // sealed: it can no longer change
       if (actual !== size) {
-        throw new VerbusError("NATIVE_CALL", `${name} has ${actual} bytes after ftruncate to ${size}`);
+        throw new VerbusError(
+          "NATIVE_CALL",
+          `${name} has ${actual} bytes after ftruncate to ${size}`,
+        );
       }
       return new ShmMapping(libc, f, mapFd(libc, f, fd, size, name), name, size, fd);
     } catch (e) {
@@ -188,7 +191,12 @@ export class ShmMapping extends NativeHandle {
    * HANDSHAKE naming what is wrong (not sealed, another size) and NATIVE_CALL when it cannot be
    * opened or mapped; nothing stays open or mapped then.
    */
-  static async openSealed(pid: number, fd: number, size: number, name: string): Promise<ShmMapping> {
+  static async openSealed(
+    pid: number,
+    fd: number,
+    size: number,
+    name: string,
+  ): Promise<ShmMapping> {
     const f = await ffi();
     const libc = await loadLibc();
     const s = libc.symbols;
