@@ -12,7 +12,9 @@ import { RpcError } from "../../rpc/errors.ts";
 import { serve, type Server } from "../../rpc/server.ts";
 import { ACK_OFF, ACK_ON, encodeAck, FABRIC_SERVICE } from "../../rpc/session/hello.ts";
 import type { ShmOffer } from "../../transport/shm/handshake.ts";
+import type { ClientFabricProvider } from "../../transport/provider.ts";
 import { createClientProvider } from "../../transport/urma/provider.ts";
+import { endingsRelease } from "./handshake_endings.ts";
 import { sessionObjectLive } from "../util/shm.ts";
 import type { UrmaLib } from "../../transport/urma/urma_lib.ts";
 import { assert, assertEquals, assertRejects, test } from "../harness.ts";
@@ -120,94 +122,42 @@ test("every Hello field out of range is refused naming the field; nothing is tak
   }
 }, { skip: SKIP });
 
-/** Every way a pending handshake ends, driven on `ch`; each must give back what it took. */
-const ENDINGS: [string, (ctx: EndCtx) => Promise<void>, RegExp][] = [
-  ["ACK 0", async ({ ch }) => {
-    await ch.call(FABRIC_SERVICE, "Ack", encodeAck(ACK_OFF));
-  }, /ACK 0/],
-  ["ACK 1 without the client's proof", async ({ ch }) => {
-    await assertRejects(() => ch.call(FABRIC_SERVICE, "Ack", encodeAck(ACK_ON)), RpcError);
-  }, /prov|proof/],
-  ["a malformed ACK", async ({ ch }) => {
-    await assertRejects(() => ch.call(FABRIC_SERVICE, "Ack", new Uint8Array(3)), RpcError);
-  }, /4 bytes/],
-  ["no ACK in time", async ({ server }) => {
-    await until("the ACK timeout", () => server.fabric!.handshakesInProgress === 0);
-  }, /no ACK in time/],
-  ["a new Hello that is refused", async ({ ch }) => {
-    await assertRejects(() => sendHello(ch, { ...validHello(), pid: 0 }), RpcError);
-  }, /replaced by a new hello/],
-  ["the connection closed", async ({ ch, server }) => {
-    await ch.close();
-    await until("the close", () => server.fabric!.handshakesInProgress === 0);
-  }, /connection closed/],
-];
-interface EndCtx {
-  ch: Awaited<ReturnType<typeof connectChannel>>;
-  server: Server;
-}
-
-async function endingsRelease(
-  label: string,
-  fabric: Record<string, unknown>,
-  hello: () => Promise<Record<string, unknown>>,
-  sim?: UrmaLib,
-  want = "shm",
-): Promise<void> {
-  const server = await start({ ...fabric, ackTimeoutMs: 300 });
-  try {
-    for (const [what, end, reason] of ENDINGS) {
-      const params = await hello();
-      const base = held(sim);
-      const ch = await connectChannel({ host: "127.0.0.1", port: server.port });
-      const connected = held(sim);
-      const reply = await sendHello(
-        ch,
-        validHello(params.fabrics as never, params.params as never),
-      );
-      assertEquals(reply.fabric, params.fabrics && (params.fabrics as string[])[0], what);
-      assert(
-        JSON.stringify(held(sim)) !== JSON.stringify(connected),
-        `${what}: the offer took something`,
-      );
-      await end({ ch, server });
-      await ch.close();
-      const outcome = server.fabric!.history.find((h) => reason.test(h.reason ?? ""));
-      assert(outcome, `${label} ${what}: ${JSON.stringify(server.fabric!.history)}`);
-      assertHeld(await settleTo(base, sim), base, `${label} ${what}`);
-      assertEquals(server.fabric!.handshakesInProgress, 0);
-    }
-    await stillServes(server, want);
-  } finally {
-    await server.close();
-  }
-}
+/** The counts of {@link held} as a record (fds may only go down). */
+const counts = (sim?: UrmaLib) => () => ({ ...held(sim) });
 
 test("shm: each end of a pending handshake releases its object, mapping and fds", async () => {
-  await endingsRelease("shm", {}, () => Promise.resolve({ fabrics: ["shm"], params: { shm: {} } }));
+  await endingsRelease({
+    label: "shm",
+    host: "127.0.0.1",
+    fabric: { fabrics: ["shm"] },
+    client: {},
+    want: "shm",
+    hello: () => Promise.resolve({ fabrics: ["shm"], params: { shm: {} } }),
+    release: () => {},
+    count: counts(),
+  });
 }, { skip: SKIP, timeoutMs: 60_000 });
 
 test(
   "urma (simulated): each end of a pending handshake releases every simulator object",
   async () => {
     const sim = await loadSim();
-    let provider: Awaited<ReturnType<typeof createClientProvider>> | null = null;
-    try {
-      await endingsRelease(
-        "urma",
-        { fabrics: ["urma"], providerOptions: SIM },
-        async () => {
-          if (provider && typeof provider !== "string") provider.close();
-          provider = await createClientProvider({ library: SIM_PATH });
-          if (typeof provider === "string") throw new Error(provider);
-          return { fabrics: ["urma"], params: { urma: provider.params() } };
-        },
-        sim,
-        "urma (simulated)",
-      );
-    } finally {
-      if (provider && typeof provider !== "string") (provider as { close(): void }).close();
-    }
+    let provider: ClientFabricProvider | null = null;
+    await endingsRelease({
+      label: "urma",
+      host: "127.0.0.1",
+      fabric: { fabrics: ["urma"], providerOptions: SIM },
+      client: { fabric: "urma", providerOptions: SIM },
+      want: "urma (simulated)",
+      hello: async () => {
+        const p = await createClientProvider({ library: SIM_PATH });
+        if (typeof p === "string") throw new Error(p);
+        provider = p;
+        return { fabrics: ["urma"], params: { urma: p.params() } };
+      },
+      release: () => provider?.close(),
+      count: counts(sim),
+    });
   },
   { skip: SKIP_NO_SIM || SKIP, timeoutMs: 90_000 },
 );
