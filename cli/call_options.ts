@@ -26,9 +26,11 @@ options:
   --source-addr A            bind the RDMA connection to local address A
   --rdma-mode poll|event     how this client waits for RDMA completions (default event)
   --force-path eager|lazy|bulk|tcp
-  --simulate-fabric-down     --simulate-op-fail N      --simulate-errors N
-  --simulate-server-pressure ring|objpool
-  --timeout-ms N             --json`;
+  --simulate-fabric-down     the session goes down once made (the server is told); calls go TCP
+  --simulate-op-fail N       the session's Nth fabric operation really fails; that call goes TCP
+  --simulate-errors N        --simulate-server-pressure ring|objpool
+  --timeout-ms N             --json
+Every option is also accepted as --name=value.`;
 
 const num = z.coerce.number().int();
 const schema = z.object({
