@@ -14,21 +14,14 @@ import { ACK_OFF, ACK_ON, encodeAck, FABRIC_SERVICE } from "../../rpc/session/he
 import type { ShmOffer } from "../../transport/shm/handshake.ts";
 import type { ClientFabricProvider } from "../../transport/provider.ts";
 import { createClientProvider } from "../../transport/urma/provider.ts";
-import { endingsRelease } from "./handshake_endings.ts";
+import { endingsRelease, SMALL_REGION } from "./handshake_endings.ts";
 import { sessionObjectLive } from "../util/shm.ts";
 import type { UrmaLib } from "../../transport/urma/urma_lib.ts";
 import { assert, assertEquals, assertRejects, test } from "../harness.ts";
 import { loadSim, SIM_PATH, SKIP_NO_SIM } from "../urma/util.ts";
 import { type Held, held, sendHello, settleTo, sleep, until, validHello, within } from "./util.ts";
 
-const SMALL = {
-  slots: 8,
-  slotSize: 4096,
-  bulkSize: 1 << 16,
-  objectSlabs: 2,
-  objectSlabSize: 65536,
-  stagingSize: 1 << 16,
-};
+const SMALL = SMALL_REGION;
 const SKIP = existsSync("/dev/shm") ? false : "no /dev/shm on this host";
 const SIM = { urma: { library: SIM_PATH } };
 const enc = new TextEncoder();
