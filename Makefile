@@ -9,7 +9,7 @@ APT_PKGS := rdma-core ibverbs-providers libibverbs-dev librdmacm-dev ibverbs-uti
 RESULTS := build/test-results
 export NO_COLOR := 1
 
-.PHONY: all setup deps helper demo test test-quick test-vm check binary bench bench-ffi bench-e2e bench-vm bench-profile bench-scale clean
+.PHONY: all setup deps helper demo test test-quick test-vm check binary bench bench-ffi bench-e2e bench-vm bench-profile bench-scale soak clean
 
 all: setup
 
@@ -71,6 +71,14 @@ bench-profile: setup
 # see bench/scale/README.md.
 bench-scale: setup
 	$(DENO) run -A bench/scale/run.ts $(SCALE_ARGS)
+
+# The soak (not in CI): 64 sessions x 32 calls in flight, mixed ops, on each runtime in turn;
+# SOAK_SECONDS per runtime (default 600), SOAK_ARGS for --sessions / --window. Reports calls,
+# failures, lost or duplicated KV writes and the server's RSS over time (build/soak/*.json).
+SOAK_SECONDS ?= 600
+soak: setup
+	$(DENO) run -A tests/reliability/soak.ts --seconds $(SOAK_SECONDS) $(SOAK_ARGS)
+	$(BUN) tests/reliability/soak.ts --seconds $(SOAK_SECONDS) $(SOAK_ARGS)
 
 # Inside the Soft-RoCE VM: verbus over verbs against perftest (results in build/bench/).
 bench-vm: setup

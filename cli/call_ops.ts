@@ -49,6 +49,7 @@ export async function runBench(client: Client, spec: BenchSpec): Promise<OpRepor
   const req = request(spec);
   const lat = new Float64Array(spec.n);
   const paths: Record<string, number> = {};
+  const fabrics = new Set<string>();
   let next = 0, failed = 0, firstError = "";
   const t0 = performance.now();
   const worker = async () => {
@@ -62,6 +63,7 @@ export async function runBench(client: Client, spec: BenchSpec): Promise<OpRepor
           expectedResponseBytes: req.expect,
         });
         paths[r.path] = (paths[r.path] ?? 0) + 1;
+        fabrics.add(r.fabric);
       } catch (e) {
         failed++;
         firstError ||= (e as Error).message;
@@ -74,12 +76,12 @@ export async function runBench(client: Client, spec: BenchSpec): Promise<OpRepor
   const sorted = lat.slice().sort();
   const pick = (q: number) =>
     round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] * 1000);
-  const one = Object.keys(paths).length === 1 ? Object.keys(paths)[0] as CallPath : "mixed";
+  const one = onePath(paths);
   return {
     ok: failed === 0,
     op: `bench:${spec.op}`,
     path: one,
-    fabric: client.fabric,
+    fabric: [...fabrics].join("+") || client.fabric, // what the calls took ("tcp+shm": both)
     latency_us: pick(0.5),
     result: {
       count: spec.n,
@@ -100,7 +102,34 @@ async function snapshot(client: Client): Promise<TelemetrySnapshot> {
   return s;
 }
 
-/** The `--lifecycle*` demos: each reports the server's object counters before and after. */
+/** The one path `paths` counted, "mixed" for several, "-" for none. */
+function onePath(paths: Record<string, number>): CallPath | "mixed" | "-" {
+  const keys = Object.keys(paths);
+  return keys.length === 0 ? "-" : keys.length === 1 ? keys[0] as CallPath : "mixed";
+}
+
+/** What each lifecycle demo must have made the server count, or why it did not. */
+function lifecycleShortfall(
+  kind: string,
+  n: number,
+  c: Record<string, number>,
+): string | undefined {
+  if (kind === "lifecycle") {
+    return c.allocated === n && c.reclaimed === n
+      ? undefined
+      : `expected ${n} objects allocated and reclaimed, the server counted ${c.allocated} and ${c.reclaimed}`;
+  }
+  if (kind === "lifecycle-timeout") {
+    return c.ttl_reclaimed >= 1 ? undefined : "the server's TTL sweep freed no object";
+  }
+  return c.stale_refs >= 1 ? undefined : "the server counted no stale reference";
+}
+
+/**
+ * The `--lifecycle*` demos: each reports the server's object counters before and after. `path`
+ * and `fabric` are those the calls really took; `ok` says the calls went LAZY over the fabric and
+ * the server counted what the demo is about.
+ */
 export async function runLifecycle(
   client: Client,
   kind: "lifecycle" | "lifecycle-stale" | "lifecycle-repeat-reclaim" | "lifecycle-timeout",
@@ -108,11 +137,13 @@ export async function runLifecycle(
   timeoutMs: number,
 ): Promise<OpReport> {
   const t0 = performance.now();
+  const paths: Record<string, number> = {};
+  let fabric = client.fabric;
   const report = (ok: boolean, result: unknown, error?: string): OpReport => ({
     ok,
     op: kind,
-    path: "LAZY",
-    fabric: client.fabric,
+    path: onePath(paths),
+    fabric,
     latency_us: round((performance.now() - t0) * 1000),
     result,
     ...(error ? { error } : {}),
@@ -120,11 +151,14 @@ export async function runLifecycle(
   try {
     const session = client.session;
     const before = await snapshot(client);
-    const lazyGet = () =>
-      client.call(DEMO_SERVICE, "LargeGet", encodeKeyRequest("big:64k"), {
+    const lazyGet = async () => {
+      const r = await client.call(DEMO_SERVICE, "LargeGet", encodeKeyRequest("big:64k"), {
         timeoutMs,
         forcePath: "LAZY",
       });
+      paths[r.path] = (paths[r.path] ?? 0) + 1;
+      fabric = r.fabric;
+    };
     if (kind === "lifecycle") {
       for (let i = 0; i < n; i++) await lazyGet();
       await client.drain();
@@ -153,14 +187,18 @@ export async function runLifecycle(
     }
     const after = await snapshot(client);
     const d = (k: keyof TelemetrySnapshot) => Number(after[k]) - Number(before[k]);
-    return report(true, {
+    const counts = {
       allocated: d("objAllocs"),
       reclaimed: d("objReclaims"),
       ttl_reclaimed: d("objTtlReclaims"),
       stale_refs: d("objStaleRefs"),
       bad_refs: d("objBadRefs"),
-      pool_used_slabs: after.objectPoolUsed,
-    });
+    };
+    const notLazy = Object.keys(paths).filter((p) => p !== "LAZY");
+    const why = notLazy.length
+      ? `calls went ${notLazy.join(", ")}, not LAZY`
+      : lifecycleShortfall(kind, n, counts);
+    return report(why === undefined, { ...counts, pool_used_slabs: after.objectPoolUsed }, why);
   } catch (e) {
     return report(false, null, (e as Error).message);
   }

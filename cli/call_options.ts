@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { FABRICS } from "../mod.ts";
-import { parseCommandLine } from "./options.ts";
+import { parseCommandLine, splitArgs } from "./options.ts";
 
 /** Usage of `verbus call` (printed with --help and after a usage error). */
 export const CALL_HELP = `usage: verbus call --host H --port P [ops] [options]
@@ -26,9 +26,11 @@ options:
   --source-addr A            bind the RDMA connection to local address A
   --rdma-mode poll|event     how this client waits for RDMA completions (default event)
   --force-path eager|lazy|bulk|tcp
-  --simulate-fabric-down     --simulate-op-fail N      --simulate-errors N
-  --simulate-server-pressure ring|objpool
-  --timeout-ms N             --json`;
+  --simulate-fabric-down     the session goes down once made (the server is told); calls go TCP
+  --simulate-op-fail N       the session's Nth fabric operation really fails; that call goes TCP
+  --simulate-errors N        --simulate-server-pressure ring|objpool
+  --timeout-ms N             --json
+Every option is also accepted as --name=value.`;
 
 const num = z.coerce.number().int();
 const schema = z.object({
@@ -91,25 +93,19 @@ const FLAGS = [
 ];
 const PAIRS = ["put", "bigput", "image-put"];
 
+/** Every option `verbus call` takes (tests check each parses in both forms). */
+export const CALL_OPTIONS: readonly string[] = Object.keys(schema.shape);
+
 /**
- * Parses and validates the arguments of `verbus call`; throws naming the bad option. Splits argv
- * itself (node:util's parser does not take two-value options like `--put K V`).
+ * Parses and validates the arguments of `verbus call` (`--name value` or `--name=value`);
+ * throws naming the bad option.
  */
 export function parseCallArgs(args: string[]): CallArgs {
-  const values: Record<string, unknown> = {};
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i];
-    if (!a.startsWith("--")) throw new Error(`unexpected argument ${JSON.stringify(a)}`);
-    const k = a.slice(2);
-    if (!(k in schema.shape)) throw new Error(`unknown option --${k}`);
-    if (FLAGS.includes(k)) values[k] = true;
-    else if (PAIRS.includes(k)) {
-      if (args[i + 2] === undefined) throw new Error(`--${k} takes two values`);
-      values[k] = [args[++i], args[++i]];
-    } else {
-      if (args[i + 1] === undefined) throw new Error(`--${k} needs a value`);
-      values[k] = args[++i];
-    }
-  }
+  const names = CALL_OPTIONS;
+  const values = splitArgs(args, {
+    flags: FLAGS,
+    pairs: PAIRS,
+    values: names.filter((k) => !FLAGS.includes(k) && !PAIRS.includes(k)),
+  });
   return parseCommandLine(schema, values);
 }

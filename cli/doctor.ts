@@ -4,7 +4,9 @@
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import { z } from "zod";
 import { buildDirs, type HostCapabilities, probeHost } from "../mod.ts";
+import { parseCommandLine, splitArgs, usageError } from "./options.ts";
 
 /** What doctor says about one native library. */
 type LibraryStatus = HostCapabilities["libraries"]["libibverbs"];
@@ -93,30 +95,30 @@ function formatDoctor(c: HostCapabilities): string {
   return out.join("\n");
 }
 
+const schema = z.object({
+  urma: z.string().min(1, "--urma needs a value").optional(),
+  json: z.boolean().default(false),
+}).strict();
+
+/** Parses `verbus doctor`'s argv (`--urma sim` or `--urma=sim`, `--json`); throws naming the option. */
+export function parseDoctorArgs(args: string[]): z.output<typeof schema> {
+  return parseCommandLine(schema, splitArgs(args, { flags: ["json"], values: ["urma"] }));
+}
+
 /** Entry point of `verbus doctor`. */
 export async function main(args: string[]): Promise<number> {
   if (args.includes("--help") || args.includes("-h")) {
     console.log(HELP);
     return 0;
   }
-  let urma: string | undefined;
-  const rest: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i];
-    if (a === "--json") continue;
-    if (a.startsWith("--urma=")) urma = a.slice(7);
-    else if (a === "--urma") urma = args[++i];
-    else rest.push(a);
+  let o: z.output<typeof schema>;
+  try {
+    o = parseDoctorArgs(args);
+  } catch (e) {
+    return usageError("doctor", e, HELP);
   }
-  if (rest.length || urma === "") {
-    console.error(
-      `verbus doctor: ${
-        rest.length ? `unknown option ${rest[0]}` : "--urma needs a value"
-      }\n\n${HELP}`,
-    );
-    return 2;
-  }
+  const urma = o.urma;
   const caps = await probeHost(urma === "sim" ? simulatorPath() : urma);
-  console.log(args.includes("--json") ? JSON.stringify(caps, null, 2) : formatDoctor(caps));
+  console.log(o.json ? JSON.stringify(caps, null, 2) : formatDoctor(caps));
   return 0;
 }

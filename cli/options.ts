@@ -21,3 +21,46 @@ export function usageError(command: string, e: unknown, help: string): number {
   console.error(`verbus ${command}: ${msg}\n\n${help}`);
   return 2;
 }
+
+/** How a command's options take their values. */
+export interface ArgSpec {
+  /** Options that take one value (`--port 8000` or `--port=8000`). */
+  readonly values: readonly string[];
+  /** Options without a value (`--json`); `--json=true|false` is accepted too. */
+  readonly flags?: readonly string[];
+  /** Options that take two values (`--put K V`, or `--put=K V`). */
+  readonly pairs?: readonly string[];
+}
+
+/**
+ * Splits argv into `{ "flag-name": value }` for {@link parseCommandLine}: every option is
+ * accepted as `--name value` and as `--name=value`. Throws naming the option that is unknown,
+ * lacks its value, or is a flag given a value other than true/false.
+ */
+export function splitArgs(args: readonly string[], spec: ArgSpec): Record<string, unknown> {
+  const values: Record<string, unknown> = {};
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    if (!a.startsWith("--")) throw new Error(`unexpected argument ${JSON.stringify(a)}`);
+    const eq = a.indexOf("=");
+    const k = eq < 0 ? a.slice(2) : a.slice(2, eq);
+    const inline = eq < 0 ? undefined : a.slice(eq + 1);
+    const next = (): string => {
+      if (args[i + 1] === undefined) throw new Error(`--${k} needs a value`);
+      return args[++i];
+    };
+    if (spec.flags?.includes(k)) {
+      if (inline !== undefined && inline !== "true" && inline !== "false") {
+        throw new Error(`--${k} takes no value (or =true / =false), got ${JSON.stringify(inline)}`);
+      }
+      values[k] = inline !== "false";
+    } else if (spec.pairs?.includes(k)) {
+      const first = inline ?? next();
+      if (args[i + 1] === undefined) throw new Error(`--${k} takes two values`);
+      values[k] = [first, args[++i]];
+    } else if (spec.values.includes(k)) {
+      values[k] = inline ?? next();
+    } else throw new Error(`unknown option --${k}`);
+  }
+  return values;
+}

@@ -3,14 +3,13 @@
  * example.EchoService) on TCP, offering the shm fabric to same-host clients.
  * @module
  */
-import { parseArgs } from "node:util";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
 import { demoService } from "../examples/demo/mod.ts";
 import { type FabricKind, FABRICS, RUNTIME, serve } from "../mod.ts";
-import { parseCommandLine, usageError } from "./options.ts";
+import { parseCommandLine, splitArgs, usageError } from "./options.ts";
 import { simulatorPath } from "./doctor.ts";
 
 const HELP = `usage: verbus serve --port P [--host H] [--image-dir D] [--fabric LIST|none]
@@ -41,32 +40,29 @@ const schema = z.object({
   json: z.boolean().default(false),
 }).strict();
 
+/** The validated options of `verbus serve`. */
+export type ServeArgs = z.output<typeof schema>;
+/** Every option `verbus serve` takes. */
+export const SERVE_OPTIONS: readonly string[] = Object.keys(schema.shape);
+
+/** Parses `verbus serve`'s argv (`--name value` or `--name=value`); throws naming the bad option. */
+export function parseServeArgs(args: string[]): ServeArgs {
+  const values = splitArgs(args, {
+    flags: ["json"],
+    values: SERVE_OPTIONS.filter((k) => k !== "json"),
+  });
+  return parseCommandLine(schema, values);
+}
+
 /** Entry point of `verbus serve`. */
 export async function main(args: string[]): Promise<number> {
   if (args.includes("--help") || args.includes("-h")) {
     console.log(HELP);
     return 0;
   }
-  let o: z.output<typeof schema>;
+  let o: ServeArgs;
   try {
-    const { values } = parseArgs({
-      args,
-      options: {
-        port: { type: "string" },
-        host: { type: "string" },
-        "image-dir": { type: "string" },
-        fabric: { type: "string" },
-        "object-ttl-ms": { type: "string" },
-        "batch-budget": { type: "string" },
-        urma: { type: "string" },
-        "rdma-addr": { type: "string" },
-        "rdma-port": { type: "string" },
-        "rdma-mode": { type: "string" },
-        json: { type: "boolean" },
-      },
-      strict: true,
-    });
-    o = parseCommandLine(schema, values);
+    o = parseServeArgs(args);
   } catch (e) {
     return usageError("serve", e, HELP);
   }

@@ -53,8 +53,6 @@ export class Client {
   readonly #fabric: FabricLink;
   /** Fabric errors counted against the session (the selector moves to TCP past a threshold). */
   #errors: number;
-  /** Fabric calls attempted (for the `faults.opFail` injection). */
-  #fabricOps = 0;
   #fallbacks = 0;
   readonly #calls: Record<CallPath, number> = { EAGER: 0, LAZY: 0, BULK: 0, TCP_FALLBACK: 0 };
   readonly #latencyUs: Record<CallPath, number> = { EAGER: 0, LAZY: 0, BULK: 0, TCP_FALLBACK: 0 };
@@ -153,13 +151,12 @@ export class Client {
     try {
       const attachment = options.attachment ?? EMPTY;
       const s = this.#fabric.current();
-      const faults = this.#settings.faults;
       const forcePath = options.forcePath ?? this.#settings.forcePath;
       const m = s ? s.methodIndex(service, method) : -1;
       const bytes = request.length + attachment.length;
       const sel = this.#selectInput;
       sel.forcePath = forcePath;
-      sel.fabricUp = s !== null && !s.failed && !faults.fabricDown && m >= 0;
+      sel.fabricUp = s !== null && !s.failed && m >= 0;
       sel.errorCount = this.#errors;
       sel.requestBytes = bytes;
       sel.expectedResponseBytes = options.expectedResponseBytes;
@@ -174,10 +171,6 @@ export class Client {
           options,
           s !== null && forcePath !== "TCP_FALLBACK",
         );
-      }
-      if (faults.opFail > 0 && ++this.#fabricOps === faults.opFail) {
-        this.#errors++;
-        return this.#tcp(service, method, request, options, true);
       }
       const timeoutMs = options.timeoutMs ?? this.#settings.timeoutMs;
       const logId = options.logId ?? 0;

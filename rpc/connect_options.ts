@@ -16,9 +16,17 @@ import { progressOptionsSchema } from "./session/progress.ts";
 
 /** Fault injection (tests and demos): what `verbus call --simulate-*` sets. */
 export const faultsSchema = z.object({
-  /** Treat the fabric as down: every call goes over TCP. */
+  /**
+   * Take the fabric session down once it is established: the server is told (it closes its
+   * side), calls go over TCP, and the client re-negotiates after `reestablishMs`.
+   */
   fabricDown: z.boolean().default(false),
-  /** The Nth fabric operation fails (1-based); that call retries over TCP. 0 = never. */
+  /**
+   * The first session's Nth fabric operation (1-based: writes, publications, reads) really fails
+   * inside the endpoint, which fails the session: a call whose request was not yet published
+   * goes over TCP once; a call the server already has fails with FABRIC (never run twice).
+   * 0 = never.
+   */
   opFail: z.number().int().min(0).default(0),
   /** Start with this many fabric errors counted (over the threshold → TCP). */
   errors: z.number().int().min(0).default(0),

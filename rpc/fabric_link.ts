@@ -129,7 +129,13 @@ export class FabricLink {
     this.#renegotiation = (async () => {
       this.#unregister();
       s.close();
-      const outcome = await establishFabric(this.#channel, this.#settings).catch(() => null);
+      // A simulated fault (op failure, fabric down) hits the first session only: the
+      // re-negotiated one is healthy.
+      const settings = {
+        ...this.#settings,
+        faults: { ...this.#settings.faults, opFail: 0, fabricDown: false },
+      };
+      const outcome = await establishFabric(this.#channel, settings).catch(() => null);
       if (outcome?.session) {
         this.#outcome = outcome;
         this.#register(outcome.session);

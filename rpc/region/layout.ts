@@ -48,7 +48,7 @@ export const regionConfigSchema = z.object({
   /** BULK area in the server region. */
   bulkSize: z.number().int().min(0).max(4096 * MIB).multipleOf(64).default(16 * MIB),
   /** Object pool slabs (LAZY results). */
-  objectSlabs: z.number().int().min(0).max(1 << 20).default(256),
+  objectSlabs: z.number().int().min(1).max(1 << 20).default(256),
   /** Bytes per slab. */
   objectSlabSize: z.number().int().min(4096).max(64 * MIB).multipleOf(64).default(64 * KIB),
   /** Client staging area for BULK sources and LAZY read targets. */

@@ -12,6 +12,7 @@
 import { pid } from "node:process";
 import { z } from "zod";
 import type { FabricEndpoint } from "../../transport/fabric.ts";
+import { failingNthOp } from "../../transport/faults.ts";
 import type { ClientFabricProvider, SessionSizes } from "../../transport/provider.ts";
 import { clientProviders, type FabricKind, FABRICS } from "../../transport/registry.ts";
 import type { Channel } from "../channel.ts";
@@ -26,6 +27,7 @@ import {
   type ClientHello,
   decodeHello,
   encodeAck,
+  encodeBye,
   encodeHello,
   FABRIC_SERVICE,
   HELLO_VERSION,
@@ -60,7 +62,12 @@ export interface HandshakeOptions {
   fabric: FabricChoice;
   region: RegionConfigInput;
   refreshEvery: number;
-  faults: { serverPressure?: "ring" | "objpool" };
+  /**
+   * Fault injection: `opFail` N makes the session's Nth fabric operation fail inside the
+   * endpoint (transport/faults.ts); `fabricDown` takes the session down as soon as it is
+   * established (the server is told, calls go over TCP, the client re-negotiates later).
+   */
+  faults: { serverPressure?: "ring" | "objpool"; opFail?: number; fabricDown?: boolean };
   logger?: Logger;
   timeoutMs: number;
   /**
@@ -165,16 +172,23 @@ export async function establishFabric(
       maxMessage: reply.region.slotSize,
     };
     endpoint = await provider.open(reply.offer, sizes);
+    if (options.faults.opFail) endpoint = failingNthOp(endpoint, options.faults.opFail);
+    const sessionId = reply.sessionId;
     session = new ClientSession({
       endpoint,
       server: serverLayout,
       client: clientLayout,
       methods: reply.methods,
       refreshEvery: options.refreshEvery,
-      onFail: (reason) =>
+      onFail: (reason) => {
         log(
           `fabric session with ${channel.host}:${channel.port} failed, calls go over TCP: ${reason}`,
-        ),
+        );
+        // Tell the server, so it releases the session now (it may already be gone: no matter).
+        channel.call(FABRIC_SERVICE, "Bye", encodeBye({ sessionId, reason }), {
+          timeoutMs: options.timeoutMs,
+        }).catch(() => {});
+      },
     });
   } catch (e) {
     endpoint?.close();
@@ -196,5 +210,6 @@ export async function establishFabric(
     return done(null, "tcp", reply.decisions);
   }
   machine.to("ESTABLISHED");
+  if (options.faults.fabricDown) session.fail("simulated fabric down (faults.fabricDown)");
   return done(session, provider.label, reply.decisions);
 }

@@ -256,7 +256,7 @@ export class ClientSession {
     const st = this.#writer.post(i, slot, header, request, attachment);
     if (st !== OK) {
       this.#slots.release(i);
-      if (st === FAILED) this.fail("fabric post failed");
+      if (st === FAILED) this.fail(`fabric post failed: ${this.#endpoint.failureReason ?? "?"}`);
       return st === FULL ? RETRY_LATER : USE_TCP;
     }
     // The call's record is its slot's: only the promise is new.

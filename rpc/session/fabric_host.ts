@@ -14,14 +14,15 @@
 import { z } from "zod";
 import type { ServerFabricProvider } from "../../transport/provider.ts";
 import { type FabricKind, fabricKindSchema, serverProviders } from "../../transport/registry.ts";
-import type { Dispatcher, Handler, Logger } from "../protocol/dispatch.ts";
+import type { CallContext, Dispatcher, Handler, Logger } from "../protocol/dispatch.ts";
 import { regionConfigSchema } from "../region/layout.ts";
-import { FABRIC_SERVICE } from "./hello.ts";
+import { EREQUEST, RpcError } from "../errors.ts";
+import { type Bye, byeSchema, decodeHello, FABRIC_SERVICE } from "./hello.ts";
 import { type Driven, ProgressEngine, type Registration } from "./engine.ts";
 import { type ProgressOptions, progressOptionsSchema } from "./progress.ts";
 import type { ServerSession } from "./server_session.ts";
-import { type HandshakeHost, ServerHandshakes } from "./server_handshake.ts";
-import type { ServerState } from "./state_machine.ts";
+import { connectionKey, type HandshakeHost, ServerHandshakes } from "./server_handshake.ts";
+import type { HandshakeOutcome } from "./handshake_log.ts";
 
 /** Server-side fabric options (zod: one source for types, defaults and messages). */
 export const fabricHostOptionsSchema = z.object({
@@ -41,13 +42,24 @@ export const fabricHostOptionsSchema = z.object({
   /** Unreclaimed LAZY objects are freed after this long. */
   objectTtlMs: z.number().int().min(1).default(30_000),
   /** A client that does not ACK within this long loses its half-made session. */
-  ackTimeoutMs: z.number().int().min(1).default(10_000),
+  ackTimeoutMs: z.number().int().min(1).max(600_000).default(10_000),
+  /**
+   * Established fabric sessions at most (each holds a region); a Hello past it is answered
+   * FALLBACK_TCP with the reason (logged once while the server stays at the limit).
+   */
+  maxSessions: z.number().int().min(0).max(1 << 20).default(16_384),
+  /** Handshakes in progress (Hello answered, no ACK yet) at most; past it: FALLBACK_TCP. */
+  maxHandshakes: z.number().int().min(1).max(1 << 20).default(256),
+  /** Handshake outcomes kept in `history`, and distinct fallback causes the log remembers. */
+  historyLength: z.number().int().min(1).max(1 << 16).default(256),
   /** Progress-loop tunables. */
   progress: progressOptionsSchema,
 }).strict();
 /** Server-side fabric options as a caller writes them (every field optional). */
 export type FabricHostOptions = z.input<typeof fabricHostOptionsSchema>;
 type HostOptions = z.output<typeof fabricHostOptionsSchema>;
+
+const NO_BYTES = new Uint8Array(0);
 
 /** A server session as the engine drives it. */
 function drivenSession(session: ServerSession): Driven {
@@ -70,6 +82,7 @@ export class FabricHost {
   readonly #byConnection = new Map<string, ServerSession>();
   readonly #registrations = new Map<ServerSession, Registration>();
   readonly #engine: ProgressEngine;
+  readonly #logger: Logger;
   #closed = false;
 
   private constructor(
@@ -81,12 +94,14 @@ export class FabricHost {
     engine: ProgressEngine,
   ) {
     this.#providers = providers;
+    this.#logger = logger;
     const methods = Object.entries(services).filter(([s]) => s !== FABRIC_SERVICE)
       .flatMap(([s, ms]) => Object.keys(ms).map((m) => [s, m] as const));
     const host: HandshakeHost = {
       dispatcher: () => this.#dispatcher,
       closed: () => this.#closed,
       retire: (key) => this.#retire(key),
+      sessionCount: () => this.#sessions.size,
       adopt: (session, key) => this.#adopt(session, key),
     };
     this.#handshakes = new ServerHandshakes(
@@ -138,12 +153,39 @@ export class FabricHost {
     return {
       Hello: (req, ctx) => this.#handshakes.hello(req, ctx),
       Ack: (req, ctx) => this.#handshakes.ack(req, ctx),
+      Bye: (req, ctx) => this.#bye(req, ctx),
     };
   }
 
+  /**
+   * The `Bye` handler: the client's session failed (or was taken down); the connection's session
+   * closes now if it is still that one (a stale Bye after a new Hello changes nothing).
+   */
+  #bye(req: Uint8Array, ctx: CallContext): Uint8Array {
+    let bye: Bye;
+    try {
+      bye = decodeHello(byeSchema, req, "client bye");
+    } catch (e) {
+      throw new RpcError(EREQUEST, (e as Error).message);
+    }
+    const key = connectionKey(ctx);
+    const s = this.#byConnection.get(key);
+    if (s && s.id === bye.sessionId) {
+      this.#byConnection.delete(key);
+      this.#logger.info?.(`fabric session ${s.id} (${key}) ended by the client: ${bye.reason}`);
+      s.close(`the client ended it: ${bye.reason}`);
+    }
+    return NO_BYTES;
+  }
+
   /** Handshake outcomes (tests, stats). */
-  get history(): readonly { peer: string; state: ServerState; reason?: string }[] {
+  get history(): readonly HandshakeOutcome[] {
     return this.#handshakes.history;
+  }
+
+  /** Handshakes between Hello and ACK now (tests, stats). */
+  get handshakesInProgress(): number {
+    return this.#handshakes.inProgress;
   }
 
   /** The process engine's loop counters (turns taken, idle sleeps; shared by every user). */

@@ -13,7 +13,7 @@ import { z } from "zod";
 import { VerbusError } from "../../errors.ts";
 import { fabricKindSchema, FABRICS } from "../../transport/registry.ts";
 import { parseOptions } from "../../util/options.ts";
-import { regionConfigSchema } from "../region/layout.ts";
+import { type RegionConfig, regionConfigSchema } from "../region/layout.ts";
 
 /** The built-in handshake service. */
 export const FABRIC_SERVICE = "verbus.Fabric";
@@ -28,17 +28,33 @@ const simulateSchema = z.object({
 /** Client → server: who the client is, what it can use, the region it proposes. */
 export const clientHelloSchema = z.object({
   version: z.literal(HELLO_VERSION),
-  bootId: z.string().max(64),
-  pid: z.number().int().nonnegative(),
-  /** Fabrics the client can use, best first. */
-  fabrics: z.array(fabricKindSchema).max(FABRICS.length),
-  /** The region the client proposes (the server may shrink it). */
+  /** The client host's boot id (a UUID), or "" when it could not read it. */
+  bootId: z.union([
+    z.literal(""),
+    z.string().regex(/^[0-9a-f-]{36}$/, "expected a boot id (UUID)"),
+  ]),
+  /** The client's pid (Linux pids are below 2^22). */
+  pid: z.number().int().min(1).max(1 << 22),
+  /** Fabrics the client can use, best first, each once. */
+  fabrics: z.array(fabricKindSchema).max(FABRICS.length)
+    .refine((fs) => new Set(fs).size === fs.length, "a fabric is listed twice"),
+  /** The region the client proposes (the server clamps every field to its own maximum). */
   region: regionConfigSchema.partial(),
-  /** Per-fabric parameters (each provider validates its own). */
-  params: z.record(z.string(), z.unknown()).default({}),
+  /** Per-fabric parameters, keyed by fabric (each provider validates its own). */
+  params: z.partialRecord(fabricKindSchema, z.unknown()).default({}),
   simulate: simulateSchema.optional(),
 }).strict();
 export type ClientHello = z.output<typeof clientHelloSchema>;
+
+/** Clamps every field of the client's proposed region to the server's maximum. */
+export function clampRegion(max: RegionConfig, proposal: ClientHello["region"]): RegionConfig {
+  const out = { ...max };
+  for (const k of Object.keys(max) as (keyof RegionConfig)[]) {
+    const v = proposal[k];
+    if (typeof v === "number") out[k] = Math.min(v, max[k]);
+  }
+  return out;
+}
 
 /** Server → client: the decision per fabric, the final region, the chosen fabric's offer. */
 export const serverHelloSchema = z.object({
@@ -81,6 +97,21 @@ export function decodeHello<T extends z.ZodType>(
     throw new VerbusError("HANDSHAKE", `${what}: not JSON (${(e as Error).message})`);
   }
   return parseOptions(schema, json, what, "HANDSHAKE");
+}
+
+/**
+ * Client → server, after the session was established: the client's session `sessionId` failed
+ * (or was taken down) for `reason`; the server closes it now rather than at the next Hello.
+ */
+export const byeSchema = z.object({
+  sessionId: z.number().int().min(1).max(2 ** 32),
+  reason: z.string().max(512),
+}).strict();
+export type Bye = z.output<typeof byeSchema>;
+
+/** Encodes a Bye (JSON; the reason is cut to what the schema allows). */
+export function encodeBye(b: Bye): Uint8Array {
+  return enc.encode(JSON.stringify({ ...b, reason: b.reason.slice(0, 512) }));
 }
 
 /** ACK values (4 bytes, big-endian). */

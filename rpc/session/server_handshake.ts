@@ -26,6 +26,7 @@ import type { CallContext, Dispatcher, Logger } from "../protocol/dispatch.ts";
 import { computeLayout, type RegionConfig, type RegionLayout } from "../region/layout.ts";
 import {
   ACK_ON,
+  clampRegion,
   type ClientHello,
   clientHelloSchema,
   decodeAck,
@@ -35,6 +36,7 @@ import {
   type ServerHello,
 } from "./hello.ts";
 import { ServerSession } from "./server_session.ts";
+import { HandshakeLog, type HandshakeOutcome } from "./handshake_log.ts";
 import { serverMachine, type ServerState, type StateMachine } from "./state_machine.ts";
 
 /** What the handshake needs from the host it establishes sessions for. */
@@ -45,6 +47,8 @@ export interface HandshakeHost {
   closed(): boolean;
   /** Closes the established session of connection `key`, if any (a new hello replaces it). */
   retire(key: string): void;
+  /** Established sessions now (for the `maxSessions` limit). */
+  sessionCount(): number;
   /** Takes over a session that just became ESTABLISHED on connection `key`. */
   adopt(session: ServerSession, key: string): void;
 }
@@ -59,6 +63,12 @@ export interface HandshakeSettings {
   readonly largeThreshold: number;
   readonly objectTtlMs: number;
   readonly ackTimeoutMs: number;
+  /** Established fabric sessions at most; a Hello past it stays on TCP. */
+  readonly maxSessions: number;
+  /** Handshakes between Hello and ACK at most; a Hello past it stays on TCP. */
+  readonly maxHandshakes: number;
+  /** Outcomes kept in the history, and distinct causes remembered by the log-once. */
+  readonly historyLength: number;
 }
 
 /** A handshake between its hello and its ACK: the offer is prepared, nothing is connected. */
@@ -72,29 +82,31 @@ interface PendingHandshake {
   readonly peer: NetAddress;
   readonly pressure?: "ring" | "objpool";
   readonly ackTimer: ReturnType<typeof setTimeout>;
+  /** Removes the connection-close listener this handshake added. */
+  readonly unlisten: () => void;
 }
 
 const NO_BYTES = new Uint8Array(0);
 
 /** The key of a TCP connection (its peer address). */
-const connectionKey = (ctx: CallContext): string => `${ctx.peer.host}:${ctx.peer.port}`;
+export const connectionKey = (ctx: CallContext): string => `${ctx.peer.host}:${ctx.peer.port}`;
 
-/** Clamps every field of the client's proposal to the server's maximum. */
-function negotiate(max: RegionConfig, proposal: ClientHello["region"]): RegionConfig {
-  const out = { ...max };
-  for (const k of Object.keys(max) as (keyof RegionConfig)[]) {
-    const v = proposal[k];
-    if (typeof v === "number") out[k] = Math.min(v, max[k]);
-  }
-  return out;
+/** Listens for `signal`'s abort; returns the function that removes the listener. */
+function onAbort(signal: AbortSignal, fn: () => void): () => void {
+  signal.addEventListener("abort", fn, { once: true });
+  return () => signal.removeEventListener("abort", fn);
 }
 
 /** The server's handshakes, one per connection at a time. */
 export class ServerHandshakes {
   readonly #pending = new Map<string, PendingHandshake>();
+  /** Hellos between their start and their answer (their offer is being prepared). */
+  #preparing = 0;
+  /** The number of the latest Hello of each connection (keyed by its signal: no leak). */
+  readonly #latest = new WeakMap<AbortSignal, number>();
+  #hellos = 0;
   #nextSession = 1;
-  /** Handshake outcomes (tests, stats). */
-  readonly history: { peer: string; state: ServerState; reason?: string }[] = [];
+  readonly #log: HandshakeLog;
 
   /**
    * @param unavailable why a fabric of `settings.fabrics` has no provider here
@@ -107,31 +119,65 @@ export class ServerHandshakes {
     private readonly unavailable: Partial<Record<FabricKind, string>>,
     private readonly methods: readonly (readonly [string, string])[],
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.#log = new HandshakeLog(
+      settings.historyLength,
+      (l) => this.logger.info?.(l) ?? this.logger.warn(l),
+    );
+  }
+
+  /** The last `historyLength` handshake outcomes, oldest first (tests, stats). */
+  get history(): HandshakeOutcome[] {
+    return this.#log.outcomes();
+  }
+
+  /** Handshakes between Hello and ACK (or still preparing their offer). */
+  get inProgress(): number {
+    return this.#pending.size + this.#preparing;
+  }
+
+  #machine(key: string): StateMachine<ServerState> {
+    const name = `fabric handshake with ${key}`;
+    return serverMachine(name, (l) => this.#log.once(l.slice(name.length + 2), l));
+  }
 
   #record(peer: string, machine: StateMachine<ServerState>): void {
     const last = machine.history[machine.history.length - 1];
-    this.history.push({
+    this.#log.record({
       peer,
       state: machine.state,
       ...(last?.reason ? { reason: last.reason } : {}),
     });
   }
 
-  /** Ends a handshake on TCP with `reason` (logged once by the machine) and records it. */
+  /** Ends a handshake on TCP with `reason` (logged once per cause) and records it. */
   #fallBack(key: string, machine: StateMachine<ServerState>, reason: string): void {
     machine.to("FALLBACK_TCP", reason);
     this.#record(key, machine);
   }
 
+  /** Why a new handshake may not start now (a limit is reached), or undefined. */
+  #limitReached(sessions: number): string | undefined {
+    const s = this.settings;
+    if (sessions + this.inProgress >= s.maxSessions) { // a pending handshake holds a region too
+      return `server at its fabric session limit (maxSessions ${s.maxSessions})`;
+    }
+    if (this.inProgress >= s.maxHandshakes) {
+      return `too many fabric handshakes in progress (maxHandshakes ${s.maxHandshakes})`;
+    }
+    return undefined;
+  }
+
   /** The `Hello` handler: decides each fabric, prepares the chosen one's offer, answers. */
   async hello(req: Uint8Array, ctx: CallContext): Promise<Uint8Array> {
     const key = connectionKey(ctx);
-    this.host.retire(key); // the client negotiates again (its session failed): the old one goes
-    const machine = serverMachine(
-      `fabric handshake with ${key}`,
-      (l) => this.logger.info?.(l) ?? this.logger.warn(l),
-    );
+    // The client negotiates again: its pending handshake and its old session end here, so an
+    // ACK after this Hello can never confirm the offer of an earlier one.
+    this.#drop(key, "replaced by a new hello");
+    this.host.retire(key);
+    const mine = ++this.#hellos;
+    this.#latest.set(ctx.connectionSignal, mine);
+    const machine = this.#machine(key);
     let hello: ClientHello;
     try {
       hello = decodeHello(clientHelloSchema, req, "client hello");
@@ -141,7 +187,7 @@ export class ServerHandshakes {
       throw new RpcError(EREQUEST, (e as Error).message);
     }
     machine.to("S_SETUP");
-    const region = negotiate(this.settings.maxRegion, hello.region);
+    const region = clampRegion(this.settings.maxRegion, hello.region);
     const peer: PeerInfo = { bootId: hello.bootId, pid: hello.pid, host: ctx.peer.host };
     const decisions: ServerHello["decisions"] = {};
     let chosen: FabricKind | null = null;
@@ -170,54 +216,70 @@ export class ServerHandshakes {
       );
       return encodeHello(reply);
     }
+    const limit = this.#limitReached(this.host.sessionCount());
+    if (limit !== undefined) {
+      decisions[provider.kind] = { state: "OFF", reason: limit };
+      this.#fallBack(key, machine, limit); // one log line for every Hello refused this way
+      return encodeHello(reply);
+    }
     const sessionId = this.#nextSession++;
-    const serverLayout = computeLayout("server", region);
-    const clientLayout = computeLayout("client", region);
-    const sizes: SessionSizes = {
-      server: serverLayout.size,
-      client: clientLayout.size,
-      maxMessage: region.slotSize,
-    };
     let offer: ServerOffer;
+    let layouts: { server: RegionLayout; client: RegionLayout };
+    this.#preparing++;
     try {
+      layouts = {
+        server: computeLayout("server", region),
+        client: computeLayout("client", region),
+      };
+      const sizes: SessionSizes = {
+        server: layouts.server.size,
+        client: layouts.client.size,
+        maxMessage: region.slotSize,
+      };
       offer = await provider.offer({ sessionId, sizes, peer, params: hello.params[provider.kind] });
     } catch (e) {
       const reason = `server could not set up ${provider.kind}: ${(e as Error).message}`;
       decisions[provider.kind] = { state: "OFF", reason };
       this.#fallBack(key, machine, reason);
       return encodeHello(reply);
+    } finally {
+      this.#preparing--;
     }
-    if (this.host.closed() || ctx.connectionSignal.aborted) { // went away while the offer was made
-      const reason = this.host.closed() ? "server closing" : "connection closed";
+    if (
+      this.host.closed() || ctx.connectionSignal.aborted ||
+      this.#latest.get(ctx.connectionSignal) !== mine
+    ) {
+      // It went away while the offer was made, or a later Hello on it took over.
+      const reason = this.host.closed()
+        ? "server closing"
+        : ctx.connectionSignal.aborted
+        ? "connection closed"
+        : "replaced by a new hello";
       offer.abort(reason);
+      decisions[provider.kind] = { state: "OFF", reason };
       this.#fallBack(key, machine, reason);
       return encodeHello(reply);
     }
     reply.sessionId = sessionId;
     reply.fabric = provider.kind;
     reply.offer = offer.offer;
-    this.#drop(key, "replaced by a new hello");
     const pending: PendingHandshake = {
       machine,
       sessionId,
       kind: provider.kind,
       offer,
-      serverLayout,
-      clientLayout,
+      serverLayout: layouts.server,
+      clientLayout: layouts.client,
       peer: ctx.peer,
       pressure: hello.simulate?.serverPressure,
       ackTimer: setTimeout(
         () => this.#drop(key, "no ACK in time", pending),
         this.settings.ackTimeoutMs,
       ),
+      // The offer lives as long as the TCP connection (not the Hello call's deadline).
+      unlisten: onAbort(ctx.connectionSignal, () => this.#drop(key, "connection closed", pending)),
     };
     this.#pending.set(key, pending);
-    // The offer lives as long as the TCP connection (not the Hello call's deadline).
-    ctx.connectionSignal.addEventListener(
-      "abort",
-      () => this.#drop(key, "connection closed", pending),
-      { once: true },
-    );
     machine.to("S_HELLO_SEND");
     machine.to("S_ACK_WAIT");
     return encodeHello(reply);
@@ -231,15 +293,23 @@ export class ServerHandshakes {
     return p ? p.refuse(peer, params) : `server does not offer ${f}`;
   }
 
+  /** Takes the pending handshake of `key` out of the table: its timer and listener are gone. */
+  #take(key: string, only?: PendingHandshake): PendingHandshake | undefined {
+    const pending = this.#pending.get(key);
+    if (!pending || (only && pending !== only)) return undefined;
+    this.#pending.delete(key);
+    clearTimeout(pending.ackTimer);
+    pending.unlisten();
+    return pending;
+  }
+
   /**
    * Ends the pending handshake of `key` (only if it is still `only`, when given): the offer is
    * aborted and the handshake recorded as FALLBACK_TCP with `reason`.
    */
   #drop(key: string, reason: string, only?: PendingHandshake): void {
-    const pending = this.#pending.get(key);
-    if (!pending || (only && pending !== only)) return;
-    this.#pending.delete(key);
-    clearTimeout(pending.ackTimer);
+    const pending = this.#take(key, only);
+    if (!pending) return;
     pending.offer.abort(reason);
     this.#fallBack(key, pending.machine, reason);
   }
@@ -247,8 +317,7 @@ export class ServerHandshakes {
   /** The `Ack` handler: ACK 1 connects the offer and establishes the session; ACK 0 drops it. */
   async ack(req: Uint8Array, ctx: CallContext): Promise<Uint8Array> {
     const key = connectionKey(ctx);
-    const pending = this.#pending.get(key);
-    if (!pending) {
+    if (!this.#pending.has(key)) {
       throw new RpcError(EREQUEST, "ACK without a pending fabric hello on this connection");
     }
     let value: number;
@@ -263,8 +332,7 @@ export class ServerHandshakes {
       return NO_BYTES;
     }
     // This ACK now owns the offer: no other end of the handshake can reach it.
-    this.#pending.delete(key);
-    clearTimeout(pending.ackTimer);
+    const pending = this.#take(key)!;
     let endpoint: FabricEndpoint;
     try {
       endpoint = await pending.offer.connect();
@@ -281,9 +349,8 @@ export class ServerHandshakes {
       return NO_BYTES;
     }
     const session = this.#startSession(pending, endpoint, key);
-    ctx.connectionSignal.addEventListener("abort", () => session.close("connection closed"), {
-      once: true,
-    });
+    const unlisten = onAbort(ctx.connectionSignal, () => session.close("connection closed"));
+    session.signal.addEventListener("abort", unlisten, { once: true });
     return NO_BYTES;
   }
 

@@ -118,6 +118,15 @@ test("fault flags and forced paths from the command line", async () => {
       assertEquals(path(["--simulate-server-pressure", "ring"]), "TCP_FALLBACK");
       assertEquals(path(["--simulate-server-pressure", "objpool"]), "TCP_FALLBACK");
       assertEquals(path(["--fabric", "tcp"]), "TCP_FALLBACK");
+      // What is reported comes from what happened: the session really is down.
+      const run = (extra: string[]) =>
+        lines(verbus(["call", "--port", p, "--json", ...extra]).out)[0];
+      const lc = run(["--lifecycle", "3", "--simulate-fabric-down"]);
+      assertEquals([lc.ok, lc.fabric, lc.path], [false, "tcp", "-"], JSON.stringify(lc));
+      const bench = run(["--async-bench", "20", "--simulate-fabric-down"]);
+      assertEquals([bench.path, bench.fabric], ["TCP_FALLBACK", "tcp"], JSON.stringify(bench));
+      const healthy = run(["--lifecycle", "2", "--port=" + p]);
+      assertEquals([healthy.ok, healthy.fabric, healthy.path], [true, "shm", "LAZY"]);
     },
   );
 }, { timeoutMs: 180_000 });

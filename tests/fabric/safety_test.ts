@@ -6,6 +6,7 @@
  */
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { pid } from "node:process";
+import { heldSessionFds, liveSessionObjects } from "../util/shm.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 import { FLAG_BULK, METHOD_RECLAIM, READY, REQ } from "../../rpc/region/descriptors.ts";
 import type { Client } from "../../rpc/client.ts";
@@ -22,13 +23,15 @@ import {
   until,
 } from "./util.ts";
 
-/** This process's session objects (`verbus-<pid>-<session>`; its one notify page is not one). */
-const myShm = () => readdirSync("/dev/shm").filter((n) => new RegExp(`^verbus-${pid}-\\d+$`).test(n));
+/** Session objects of processes `pids` in /dev/shm (there are none: sessions are sealed memfds). */
+const namedSessionObjects = (...pids: number[]) =>
+  readdirSync("/dev/shm").filter((n) => pids.some((p) => new RegExp(`^verbus-${p}-\\d+$`).test(n)));
 /** This process's notify pages (one at most: the shm readiness source of the whole process). */
 const myNotifyPages = () =>
   readdirSync("/dev/shm").filter((n) => new RegExp(`^verbus-${pid}-n[0-9a-f]+$`).test(n));
 
 test("8 sessions at once: each gets exactly its own answers over its own region", async () => {
+  const before = liveSessionObjects();
   const { server } = await startServer();
   const clients = await Promise.all(Array.from({ length: 8 }, () => client(server)));
   try {
@@ -46,8 +49,19 @@ test("8 sessions at once: each gets exactly its own answers over its own region"
       assertEquals([l.path, l.response], ["LAZY", expectedSized(30_000 + k)], `client ${k} LAZY`);
     }));
     if (FABRIC === "shm") {
-      assertEquals(myShm(), [], "every session's shm name was unlinked once both sides mapped it");
-      assertEquals(myNotifyPages().length, 1, "one notify page serves every session of the process");
+      assertEquals(namedSessionObjects(pid), [], "no session object has a name anyone could open");
+      const mine = (set: Set<string>) => [...set].filter((n) => !before.has(n));
+      assertEquals(
+        mine(heldSessionFds()),
+        [],
+        "every memfd fd was closed once both sides mapped it",
+      );
+      assertEquals(mine(liveSessionObjects()).length, 8, "each session maps its one object");
+      assertEquals(
+        myNotifyPages().length,
+        1,
+        "one notify page serves every session of the process",
+      );
     }
     await clients[3].close();
     await until(() => server.fabric!.sessions.size === 7, 2000, "session 3 to end");
@@ -205,7 +219,8 @@ test(
       const r = await c.call("test.Fabric", "Echo", pattern(64, 7));
       assertEquals([r.path, r.response], ["EAGER", pattern(64, 7)]);
       await c.close();
-      assertEquals(myShm(), [], "no shm object left behind");
+      await until(() => liveSessionObjects().size === 0, 5000, "the dead client's memfd to go");
+      assertEquals(namedSessionObjects(pid, child.pid), [], "no shm object left behind");
       const dead = readdirSync("/dev/shm").filter((n) => n.startsWith(`verbus-${child.pid}-`));
       assertEquals(dead, [], "the dead client's notify page was removed with its last session");
     } finally {

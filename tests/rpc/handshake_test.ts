@@ -5,7 +5,8 @@
  * the server closing — and each end is recorded with its reason.
  * @module
  */
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync as pathExists } from "node:fs";
+import { liveSessionObjects, sessionObjectLive } from "../util/shm.ts";
 import { pid } from "node:process";
 import { type Channel, connect } from "../../rpc/channel.ts";
 import { RpcError } from "../../rpc/errors.ts";
@@ -32,7 +33,7 @@ const SMALL = {
   objectSlabSize: 65536,
   stagingSize: 1 << 16,
 };
-const SKIP = existsSync("/dev/shm") ? false : "no /dev/shm on this host";
+const SKIP = pathExists("/proc/self/fd") ? false : "no /proc on this host";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function start(ackTimeoutMs = 10_000): Promise<Server> {
@@ -45,11 +46,10 @@ async function start(ackTimeoutMs = 10_000): Promise<Server> {
   });
 }
 
-/** This process's session objects in /dev/shm. */
-const ownObjects = () =>
-  new Set(readdirSync("/dev/shm").filter((n) => n.startsWith(`verbus-${pid}-`)));
+/** This process's session objects (sealed memfds, mapped or held open). */
+const ownObjects = liveSessionObjects;
 
-/** Sends a shm hello; returns the shm object the server created for it (its /dev/shm path). */
+/** Sends a shm hello; returns the session object the server created for it (its name). */
 async function hello(ch: Channel): Promise<string> {
   const before = ownObjects();
   const h: ClientHello = {
@@ -65,7 +65,7 @@ async function hello(ch: Channel): Promise<string> {
   assertEquals(reply.fabric, "shm", JSON.stringify(reply.decisions));
   const created = [...ownObjects()].filter((n) => !before.has(n));
   assertEquals(created.length, 1, `one new session object: ${created}`);
-  return `/dev/shm/${created[0]}`;
+  return created[0];
 }
 
 async function until(what: string, cond: () => boolean, ms = 3000): Promise<void> {
@@ -86,7 +86,7 @@ test("ACK 0 releases the offer and records the decline", async () => {
   try {
     const path = await hello(ch);
     await ch.call(FABRIC_SERVICE, "Ack", encodeAck(ACK_OFF));
-    assert(!existsSync(path), "the shm object is gone after ACK 0");
+    assert(!sessionObjectLive(path), "the shm object is gone after ACK 0");
     assertEquals(lastOutcome(server)?.state, "FALLBACK_TCP");
     assert(lastOutcome(server)?.reason?.includes("ACK 0"), lastOutcome(server)?.reason);
     assertEquals(server.fabric!.sessions.size, 0);
@@ -101,7 +101,7 @@ test("no ACK in time releases the offer", async () => {
   const ch = await connect({ host: "127.0.0.1", port: server.port });
   try {
     const path = await hello(ch);
-    await until("the ACK timeout", () => !existsSync(path));
+    await until("the ACK timeout", () => !sessionObjectLive(path));
     assertEquals(lastOutcome(server)?.reason, "no ACK in time");
     await assertRejects(() => ch.call(FABRIC_SERVICE, "Ack", encodeAck(ACK_ON)), RpcError);
   } finally {
@@ -116,7 +116,7 @@ test("a closed connection releases its pending offer", async () => {
   try {
     const path = await hello(ch);
     await ch.close();
-    await until("the connection close", () => !existsSync(path));
+    await until("the connection close", () => !sessionObjectLive(path));
     assertEquals(lastOutcome(server)?.reason, "connection closed");
   } finally {
     await server.close();
@@ -130,13 +130,13 @@ test("a new hello on the connection releases the earlier offer", async () => {
     const first = await hello(ch);
     const second = await hello(ch);
     assert(first !== second, "each hello gets its own session object");
-    assert(!existsSync(first), "the first offer is gone");
+    assert(!sessionObjectLive(first), "the first offer is gone");
     assert(
       server.fabric!.history.some((h) => h.reason === "replaced by a new hello"),
       JSON.stringify(server.fabric!.history),
     );
     await ch.call(FABRIC_SERVICE, "Ack", encodeAck(ACK_OFF));
-    assert(!existsSync(second), "the second offer is gone after ACK 0");
+    assert(!sessionObjectLive(second), "the second offer is gone after ACK 0");
   } finally {
     await ch.close();
     await server.close();
@@ -154,7 +154,7 @@ test("ACK 1 without the client's proof is refused and releases the offer", async
       "not confirmed",
     );
     assert(e.message.length > 0);
-    assert(!existsSync(path), "the shm object is gone after a failed connect");
+    assert(!sessionObjectLive(path), "the shm object is gone after a failed connect");
     assertEquals(lastOutcome(server)?.state, "FALLBACK_TCP");
     assertEquals(server.fabric!.sessions.size, 0);
   } finally {
@@ -169,7 +169,7 @@ test("closing the server releases a pending offer", async () => {
   try {
     const path = await hello(ch);
     await server.close();
-    assert(!existsSync(path), "the shm object is gone after server.close()");
+    assert(!sessionObjectLive(path), "the shm object is gone after server.close()");
     assertEquals(lastOutcome(server)?.reason, "server closing");
   } finally {
     await ch.close();

@@ -5,13 +5,13 @@
  * session's shm object.
  * @module
  */
-import { existsSync } from "node:fs";
+import { heldSessionFds, sessionObjectLive as existsSync } from "../util/shm.ts";
 import { pid } from "node:process";
 import { assert, assertEquals, assertRejects, assertThrows, test } from "../harness.ts";
 import { VerbusError } from "../../errors.ts";
 import { Completions, type FabricEndpoint, OK, SIGNALED } from "../../transport/fabric.ts";
 import { FABRIC_HEADER_BYTES, ROLE_CLIENT } from "../../transport/control_page.ts";
-import { newNonce, stampRegion } from "../../transport/proof.ts";
+import { newNonce, nonceFromHex, stampRegion } from "../../transport/proof.ts";
 import type {
   ClientFabricProvider,
   PeerInfo,
@@ -27,7 +27,8 @@ import type { ShmOffer } from "../../transport/shm/handshake.ts";
 const SIZES: SessionSizes = { server: 8192, client: 12288, maxMessage: 4096 };
 const SAME_HOST: PeerInfo = { bootId: hostBootId(), pid, host: "127.0.0.1" };
 let nextSession = 900_000 + Math.floor(Math.random() * 50_000);
-const objectPath = (o: ServerOffer) => `/dev/shm${(o.offer as ShmOffer).name}`;
+/** The session object of an offer (its memfd's label). */
+const objectPath = (o: ServerOffer) => (o.offer as ShmOffer).name;
 
 async function providers(): Promise<
   { server: ServerFabricProvider; client: ClientFabricProvider }
@@ -81,7 +82,10 @@ test("offer → open → connect yields a connected pair: writes, reads, complet
   try {
     c = await client.open(offer.offer, SIZES);
     s = await offer.connect();
-    assert(!existsSync(objectPath(offer)), "the name is unlinked once both sides mapped it");
+    assert(
+      !heldSessionFds().has(objectPath(offer).slice(1)),
+      "the server's memfd fd is closed once both sides mapped it",
+    );
     offer.abort("late abort after connect is a no-op");
     assertEquals([s.kind, c.kind, s.simulated], ["shm", "shm", false]);
     assertEquals([s.local.length, s.remoteSize], [SIZES.server, SIZES.client]);
@@ -203,7 +207,7 @@ test("connect() without the client's stamp fails with HANDSHAKE and releases the
   // A client region stamped with some other nonce is refused too.
   const other = await offerFor(server);
   const ov = other.offer as ShmOffer;
-  const m = await ShmMapping.open(ov.name, ov.size);
+  const m = await ShmMapping.openSealed(ov.pid, ov.fd, ov.size, ov.name);
   try {
     stampRegion(m.bytes.subarray(ov.clientOffset), ROLE_CLIENT, newNonce());
     const e2 = await assertRejects(() => other.connect(), VerbusError, "another session's nonce");
@@ -213,6 +217,20 @@ test("connect() without the client's stamp fails with HANDSHAKE and releases the
     other.abort("test over");
   }
   assert(o.name !== ov.name);
+
+  // Another process that opens the memfd can read the server's nonce from the mapping; the
+  // client's stamp needs the client nonce, which only the Hello's answer carried.
+  const third = await offerFor(server);
+  const tv = third.offer as ShmOffer;
+  const m3 = await ShmMapping.openSealed(tv.pid, tv.fd, tv.size, tv.name);
+  try {
+    stampRegion(m3.bytes.subarray(tv.clientOffset), ROLE_CLIENT, nonceFromHex(tv.nonce));
+    const e3 = await assertRejects(() => third.connect(), VerbusError, "another session's nonce");
+    assertEquals(e3.code, "HANDSHAKE");
+  } finally {
+    m3.close();
+    third.abort("test over");
+  }
 });
 
 test("offer() refuses region sizes that are not whole pages", async () => {

@@ -2,14 +2,18 @@
  * Control path of the shm fabric for one session: it turns a session's sizes into a pair of
  * connected {@link ShmEndpoint}s, one in each process.
  *
- * Server: {@link prepareShmSession} creates the session's object (`/verbus-<pid>-<session>`, the
- * server's region then the client's), stamps the server's region with a fresh nonce
- * (`transport/proof.ts`) and returns the offer. Client: {@link connectShmSession} maps the object
- * by name, checks the server's stamp through the mapping, stamps its own region with the same
+ * Server: {@link PreparedShmSession.prepare} creates the session's object — a memfd sealed against
+ * shrinking and growing (`shm_object.ts`), the server's region then the client's —, stamps the
+ * server's region with a fresh nonce (`transport/proof.ts`) and returns the offer: where the
+ * client opens the memfd (`/proc/<server pid>/fd/<fd>`), the sizes, the server's nonce and a
+ * second, client nonce. Client: {@link connectShmSession} checks the seals and the size before it
+ * maps, checks the server's stamp through the mapping, stamps its own region with the client
  * nonce and yields its endpoint. Server again, on the client's ACK:
- * {@link PreparedShmSession.connect} checks the client's stamp — only a process on this host that
- * really mapped the object can have written it — unlinks the name (both sides now hold a
- * mapping) and yields the server's endpoint. {@link PreparedShmSession.abort} closes and unlinks.
+ * {@link PreparedShmSession.connect} checks the client's stamp — the client nonce travelled only in
+ * the Hello answer on this TCP connection and is never written by the server into shared memory,
+ * so the stamp was written by the peer that got that answer, and it mapped the object —, closes
+ * its fd (both sides now hold a mapping) and yields the server's endpoint.
+ * {@link PreparedShmSession.abort} closes the fd and unmaps.
  *
  * ```
  *  0                      serverSize                 serverSize + clientSize
@@ -34,8 +38,12 @@ const PAGE = 4096;
 
 /** What the server tells the client about the session's object (JSON, in the server's hello). */
 export interface ShmOffer {
-  /** The object's name, `/verbus-<server pid>-<session>`. */
+  /** The object's label, `/verbus-<server pid>-<session>` (in /proc/<pid>/maps; no name to open). */
   name: string;
+  /** The server process: the client opens `/proc/<pid>/fd/<fd>`. */
+  pid: number;
+  /** The server's fd of the sealed memfd (open until the ACK). */
+  fd: number;
   /** Bytes of the whole object (server region + client region). */
   size: number;
   /** Where the server's region starts in the object (0). */
@@ -48,6 +56,8 @@ export interface ShmOffer {
   clientSize: number;
   /** The session nonce (32 hex digits) the server stamped into its region's header. */
   nonce: string;
+  /** The nonce the client stamps into its region (32 hex digits; never in shared memory before). */
+  clientNonce: string;
   /** The server process's notify page (absent: no readiness; the client polls the session). */
   notify?: string;
 }
@@ -111,7 +121,7 @@ export class PreparedShmSession {
     mapping: ShmMapping,
     /** The offer for the client (JSON). */
     readonly offer: ShmOffer,
-    private readonly nonce: Uint8Array,
+    private readonly clientNonce: Uint8Array,
     private readonly helper: Helper,
     private readonly pages: NotifyPages | null,
     private readonly ownToken: number,
@@ -134,12 +144,12 @@ export class PreparedShmSession {
     const size = sizes.server + sizes.client;
     let mapping: ShmMapping;
     try {
-      mapping = await ShmMapping.create(name, size);
+      mapping = await ShmMapping.createSealed(name, size);
     } catch (e) {
       pages?.peer.release();
       throw e;
     }
-    const nonce = newNonce();
+    const nonce = newNonce(), clientNonce = newNonce();
     const serverRegion = mapping.bytes.subarray(0, sizes.server);
     stampRegion(serverRegion, ROLE_SERVER, nonce);
     const ownToken = pages ? pages.own.allocate() : -1;
@@ -148,15 +158,18 @@ export class PreparedShmSession {
       mapping,
       {
         name,
+        pid,
+        fd: mapping.fd,
         size,
         serverOffset: 0,
         serverSize: sizes.server,
         clientOffset: sizes.server,
         clientSize: sizes.client,
         nonce: nonceToHex(nonce),
+        clientNonce: nonceToHex(clientNonce),
         ...(pages ? { notify: pages.own.name } : {}),
       },
-      nonce,
+      clientNonce,
       helper,
       pages,
       ownToken,
@@ -179,16 +192,16 @@ export class PreparedShmSession {
       );
     }
     const clientHeader = mapping.bytes.subarray(this.offer.clientOffset);
-    const why = checkStamp(clientHeader, ROLE_CLIENT, this.nonce);
+    const why = checkStamp(clientHeader, ROLE_CLIENT, this.clientNonce);
     if (why !== undefined) {
       this.abort(why);
       throw new VerbusError(
         "HANDSHAKE",
         `shm ${this.offer.name}: the client did not prove it mapped the offered object (${why}); ` +
-          "check that client and server run on the same host and share /dev/shm",
+          "check that client and server run on the same host as the same user",
       );
     }
-    mapping.unlink(); // both sides hold a mapping: the name is no longer needed
+    mapping.unlink(); // both sides hold a mapping: nobody needs to open the memfd any more
     this.#mapping = null;
     this.#connected = true;
     const halves: ShmHalves = {
@@ -250,17 +263,16 @@ export async function connectShmSession(
     pages?.peer.release();
     throw new VerbusError("HANDSHAKE", mismatch);
   }
-  const nonce = nonceFromHex(offer.nonce);
+  const nonce = nonceFromHex(offer.nonce), clientNonce = nonceFromHex(offer.clientNonce);
   let mapping: ShmMapping;
   try {
-    mapping = await ShmMapping.open(offer.name, offer.size);
+    mapping = await ShmMapping.openSealed(offer.pid, offer.fd, offer.size, offer.name);
   } catch (e) {
     pages?.peer.release();
+    if (e instanceof VerbusError && e.code === "HANDSHAKE") throw e;
     throw new VerbusError(
       "HANDSHAKE",
-      `cannot map ${offer.name} (${
-        (e as Error).message
-      }): not the same host, or /dev/shm is not shared`,
+      `cannot map ${offer.name} (${(e as Error).message}): not the same host, or not the same user`,
       { cause: e },
     );
   }
@@ -282,7 +294,7 @@ export async function connectShmSession(
   const ownToken = pages ? pages.own.allocate() : -1;
   const notify = sessionNotify(pages, ownToken, readToken(serverRegion));
   writeToken(clientRegion, notify ? ownToken : -1);
-  stampRegion(clientRegion, ROLE_CLIENT, nonce); // last: the server checks it on the ACK
+  stampRegion(clientRegion, ROLE_CLIENT, clientNonce); // last: the server checks it on the ACK
   return new ShmEndpoint(
     mapping,
     {

@@ -40,12 +40,15 @@ export const shmParamsSchema = z.object({
 /** The shm offer as the client validates it (the server's hello carries it). */
 export const shmOfferSchema: z.ZodType<ShmOffer> = z.object({
   name: z.string().regex(/^\/verbus-\d+-\d+$/),
-  size: z.number().int().positive(),
+  pid: z.number().int().min(1).max(1 << 22),
+  fd: z.number().int().min(0).max(1 << 20),
+  size: z.number().int().positive().max(2 ** 46),
   serverOffset: z.number().int().nonnegative(),
   serverSize: z.number().int().positive(),
   clientOffset: z.number().int().nonnegative(),
   clientSize: z.number().int().positive(),
   nonce: z.string().regex(NONCE_HEX),
+  clientNonce: z.string().regex(NONCE_HEX),
   notify: z.string().regex(NOTIFY_NAME_RE, "expected /verbus-<pid>-n<16 hex digits>").optional(),
 }).strict();
 

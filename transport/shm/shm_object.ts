@@ -1,7 +1,16 @@
 /**
- * POSIX shared-memory objects for the shm fabric: create (server) / open (client) a named
- * object, map it, unmap it, unlink it — and remove objects a dead process left behind.
- * Names are `/verbus-<pid>-<session>`; the creating pid in the name is what crash recovery uses.
+ * Shared memory for the shm fabric: named POSIX objects (notify pages; `/verbus-<pid>-…`, the
+ * creating pid in the name is what crash recovery uses) and sealed memfds (session regions).
+ *
+ * A session region is a memfd sealed with `F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL` before it
+ * is mapped: no process — not the peer, not another process of the same user — can change its
+ * size under a mapping, so nobody can make a mapping SIGBUS. It has no name anywhere: the peer
+ * opens it through `/proc/<creator pid>/fd/<fd>` (which the kernel grants only to processes
+ * allowed to ptrace-read the creator, i.e. the ones that could read its memory anyway), checks
+ * the seals and the size (`lseek(SEEK_END)`, the `st_size` fstat reports) before it maps, and
+ * closes its fd once mapped; the creator closes its own once the peer proved it mapped, so the
+ * object lives exactly as long as the two mappings and dies with the processes (a crash leaves
+ * nothing behind).
  * Control path only.
  * @module
  */
@@ -13,15 +22,25 @@ import { errno, loadLibc } from "../../ffi/libc.ts";
 import type { Library } from "../../ffi/loader.ts";
 import { cstringArg } from "../../ffi/strings.ts";
 import {
+  F_ADD_SEALS,
+  F_GET_SEALS,
+  F_SEAL_GROW,
+  F_SEAL_SEAL,
+  F_SEAL_SHRINK,
   type LIBC_SYMBOLS,
   MAP_FAILED_ADDR,
   MAP_SHARED,
+  MFD_ALLOW_SEALING,
+  MFD_CLOEXEC,
+  O_CLOEXEC,
   O_CREAT,
   O_EXCL,
   O_RDWR,
   PROT_READ,
   PROT_WRITE,
+  SEEK_END,
 } from "../../ffi/symbols/libc.ts";
+import { VerbusError } from "../../errors.ts";
 import type { FfiBackend, NonNullPtr } from "../../ffi/types.ts";
 
 /** The shm object name of session `session` created by process `pid`. */
@@ -33,8 +52,9 @@ export function shmName(pid: number, session: number): string {
 const NAME_RE = /^verbus-(\d+)-(?:\d+|n[0-9a-f]+)$/;
 
 /**
- * True when process `pid` runs: signal 0 reaches it (or it belongs to another user) and it is
- * not a zombie (dead, waiting for its parent to reap it: its objects are orphans already).
+ * True when process `pid` runs: signal 0 reaches it (or it belongs to another user), it is not a
+ * zombie (dead, waiting for its parent to reap it: its objects are orphans already) and it is not
+ * in the middle of exiting (its fds are already closed).
  */
 export function processAlive(pid: number): boolean {
   try {
@@ -45,9 +65,16 @@ export function processAlive(pid: number): boolean {
   }
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+    if (stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) === "Z") return false;
   } catch {
     return false; // gone between the signal and the read
+  }
+  // A process that is exiting has closed its files (that is how its peers' sockets closed)
+  // before it turns zombie: no fd left means it is dying.
+  try {
+    return readdirSync(`/proc/${pid}/fd`).length > 0;
+  } catch (e) {
+    return (e as { code?: string }).code !== "ENOENT"; // EACCES: another user's, alive
   }
 }
 
@@ -72,13 +99,38 @@ export async function removeStaleShmObjects(dir = "/dev/shm"): Promise<string[]>
   return removed;
 }
 
-/** A mapped shm object. The mapping lives until close(); the name until unlink(). */
+/** The seals a session memfd carries (both sides insist on all of them). */
+export const SESSION_SEALS = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+
+/** Maps `size` bytes of `fd` shared, read-write; throws NATIVE_CALL naming `what`. */
+function mapFd(
+  libc: Library<typeof LIBC_SYMBOLS>,
+  f: FfiBackend,
+  fd: number,
+  size: number,
+  what: string,
+): NonNullPtr {
+  const p = libc.symbols.mmap(null, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p === null || f.address(p) === MAP_FAILED_ADDR) {
+    throw new NativeError("mmap", errno(libc), `${what}, ${size} bytes`);
+  }
+  return p as NonNullPtr;
+}
+
+/**
+ * A mapped shm object. The mapping lives until close(); the way others open it (a name, or the
+ * creator's memfd fd) until unlink().
+ */
 export class ShmMapping extends NativeHandle {
   /** The whole mapping as bytes (zero-copy view of shared memory). */
   readonly bytes: Uint8Array;
   /** Base address of the mapping. */
   readonly address: bigint;
   #unlinked = false;
+  /** A sealed memfd's fd, held open by its creator until unlink() (-1: none). */
+  #fd: number;
+  /** A named POSIX object (unlink() removes the name) rather than a memfd. */
+  readonly #named: boolean;
 
   private constructor(
     private readonly libc: Library<typeof LIBC_SYMBOLS>,
@@ -86,12 +138,97 @@ export class ShmMapping extends NativeHandle {
     ptr: NonNullPtr,
     readonly name: string,
     readonly size: number,
+    opener: number | "named",
   ) {
     super(`shm ${name}`, ptr, null, (p) => {
       libc.symbols.munmap(p, size);
     });
     this.bytes = new Uint8Array(f.view(ptr, size));
     this.address = f.address(ptr);
+    this.#fd = opener === "named" ? -1 : opener;
+    this.#named = opener === "named";
+  }
+
+  /** The fd of a sealed memfd its creator still holds (-1 once unlinked, or for a named object). */
+  get fd(): number {
+    return this.#fd;
+  }
+
+  /**
+   * Creates a sealed memfd of `size` bytes (`name` only labels it in /proc/<pid>/maps), maps it
+   * and keeps its fd open: a peer opens `/proc/<this pid>/fd/<fd>` until {@link unlink}.
+   */
+  static async createSealed(name: string, size: number): Promise<ShmMapping> {
+    const f = await ffi();
+    const libc = await loadLibc();
+    const s = libc.symbols;
+    const fd = s.memfd_create(cstringArg(name.replace(/^\//, "")), MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) throw new NativeError("memfd_create", errno(libc), `${name}, ${size} bytes`);
+    try {
+      if (s.ftruncate(fd, size) !== 0) {
+        throw new NativeError("ftruncate", errno(libc), `${name} to ${size} bytes`);
+      }
+      if (s.fcntl(fd, F_ADD_SEALS, SESSION_SEALS) !== 0) {
+        throw new NativeError("fcntl", errno(libc), `F_ADD_SEALS on ${name}`);
+      }
+      const actual = Number(s.lseek(fd, 0, SEEK_END)); // sealed: it can no longer change
+      if (actual !== size) {
+        throw new VerbusError(
+          "NATIVE_CALL",
+          `${name} has ${actual} bytes after ftruncate to ${size}`,
+        );
+      }
+      return new ShmMapping(libc, f, mapFd(libc, f, fd, size, name), name, size, fd);
+    } catch (e) {
+      s.close(fd);
+      throw e;
+    }
+  }
+
+  /**
+   * Opens the sealed memfd `fd` of process `pid` (through /proc), checks that it carries
+   * {@link SESSION_SEALS} and is exactly `size` bytes, maps it and closes the fd. Throws
+   * HANDSHAKE naming what is wrong (not sealed, another size) and NATIVE_CALL when it cannot be
+   * opened or mapped; nothing stays open or mapped then.
+   */
+  static async openSealed(
+    pid: number,
+    fd: number,
+    size: number,
+    name: string,
+  ): Promise<ShmMapping> {
+    const f = await ffi();
+    const libc = await loadLibc();
+    const s = libc.symbols;
+    const path = `/proc/${pid}/fd/${fd}`;
+    const own = s.open(cstringArg(path), O_RDWR | O_CLOEXEC, 0);
+    if (own < 0) throw new NativeError("open", errno(libc), path);
+    try {
+      const seals = s.fcntl(own, F_GET_SEALS, 0);
+      if (seals < 0 || (seals & SESSION_SEALS) !== SESSION_SEALS) {
+        throw new VerbusError(
+          "HANDSHAKE",
+          `${path} (${name}) is not a sealed memfd (seals ${seals}, need shrink, grow and seal): ` +
+            "its size could change under the mapping",
+        );
+      }
+      const actual = Number(s.lseek(own, 0, SEEK_END));
+      if (actual !== size) {
+        throw new VerbusError(
+          "HANDSHAKE",
+          `${path} (${name}) has ${actual} bytes, the offer says ${size}`,
+        );
+      }
+      return new ShmMapping(libc, f, mapFd(libc, f, own, size, path), name, size, -1);
+    } finally {
+      s.close(own);
+    }
+  }
+
+  /** Unmaps (and closes a memfd's fd still held; a name stays until unlink()). Safe twice. */
+  override close(): void {
+    if (this.#fd >= 0) this.unlink();
+    super.close();
   }
 
   /** Creates (O_EXCL) and maps a new object of `size` bytes (zero-filled by the kernel). */
@@ -125,7 +262,7 @@ export class ShmMapping extends NativeHandle {
         if (create) s.shm_unlink(cname);
         throw new NativeError("mmap", e, `${name}, ${size} bytes`);
       }
-      return new ShmMapping(libc, f, p as NonNullPtr, name, size);
+      return new ShmMapping(libc, f, p as NonNullPtr, name, size, "named");
     } finally {
       s.close(fd);
     }
@@ -136,10 +273,16 @@ export class ShmMapping extends NativeHandle {
     return this.f.fromAddress(this.address + BigInt(offset)) as NonNullPtr;
   }
 
-  /** Removes the name (the memory stays until every process unmapped it). Safe twice. */
+  /**
+   * Removes the way others open the object — its name, or (memfd) the fd its creator held — while
+   * the memory stays until every process unmapped it. Safe twice.
+   */
   unlink(): void {
     if (this.#unlinked) return;
     this.#unlinked = true;
-    this.libc.symbols.shm_unlink(cstringArg(this.name));
+    if (this.#fd >= 0) {
+      this.libc.symbols.close(this.#fd);
+      this.#fd = -1;
+    } else if (this.#named) this.libc.symbols.shm_unlink(cstringArg(this.name));
   }
 }

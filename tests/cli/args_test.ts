@@ -1,0 +1,102 @@
+/**
+ * The command line takes every option both as `--name value` and as `--name=value` (`verbus
+ * call`, `serve`, `doctor`), flags as `--json` or `--json=true|false`, and names what is wrong.
+ */
+import { assert, assertEquals, assertThrows, test } from "../harness.ts";
+import { CALL_OPTIONS, parseCallArgs } from "../../cli/call_options.ts";
+import { parseDoctorArgs } from "../../cli/doctor.ts";
+import { parseServeArgs, SERVE_OPTIONS } from "../../cli/serve.ts";
+import { splitArgs } from "../../cli/options.ts";
+
+/** A sample value for every option of `verbus call` (null: a flag; two strings: a pair). */
+const CALL_SAMPLES: Record<string, string | [string, string] | null> = {
+  host: "127.0.0.2",
+  port: "8000",
+  ping: null,
+  echo: "a=b",
+  put: ["k", "v=w"],
+  get: "k",
+  mget: "a,b",
+  profile: "7",
+  "large-get": "big:64k",
+  bigput: ["bk", "20000"],
+  "image-put": ["x.png", "/tmp/x"],
+  "image-chunk-size": "4096",
+  "brpc-echo": "hi",
+  lifecycle: "3",
+  "lifecycle-stale": null,
+  "lifecycle-repeat-reclaim": null,
+  "lifecycle-timeout": null,
+  "async-bench": "100",
+  "bench-op": "put",
+  "async-window": "8",
+  "bench-bytes": "128",
+  stats: null,
+  fabric: "urma",
+  urma: "sim",
+  "source-addr": "10.0.0.1",
+  "rdma-mode": "poll",
+  "force-path": "lazy",
+  "simulate-fabric-down": null,
+  "simulate-op-fail": "2",
+  "simulate-errors": "3",
+  "simulate-server-pressure": "ring",
+  "timeout-ms": "900",
+  json: null,
+};
+
+const SERVE_SAMPLES: Record<string, string | null> = {
+  port: "8000",
+  host: "0.0.0.0",
+  "image-dir": "/tmp/img",
+  fabric: "shm,urma",
+  urma: "sim",
+  "rdma-addr": "10.77.0.2",
+  "rdma-port": "7471",
+  "rdma-mode": "event",
+  "object-ttl-ms": "1500",
+  "batch-budget": "32",
+  json: null,
+};
+
+function argv(samples: Record<string, string | [string, string] | null>, form: "space" | "eq") {
+  return Object.entries(samples).flatMap(([k, v]) => {
+    if (v === null) return [`--${k}`];
+    if (Array.isArray(v)) return form === "eq" ? [`--${k}=${v[0]}`, v[1]] : [`--${k}`, ...v];
+    return form === "eq" ? [`--${k}=${v}`] : [`--${k}`, v];
+  });
+}
+
+test("verbus call: every option parses the same as --name value and --name=value", () => {
+  assertEquals(Object.keys(CALL_SAMPLES).sort(), [...CALL_OPTIONS].sort(), "a sample per option");
+  const spaced = parseCallArgs(argv(CALL_SAMPLES, "space"));
+  const eq = parseCallArgs(argv(CALL_SAMPLES, "eq"));
+  assertEquals(eq, spaced);
+  assertEquals([eq.port, eq.urma, eq.echo, eq.put], [8000, "sim", "a=b", ["k", "v=w"]]);
+  assertEquals(eq["simulate-fabric-down"], true);
+  assertEquals(parseCallArgs(["--port=1", "--json=false"]).json, false);
+});
+
+test("verbus serve and doctor: every option in both forms", () => {
+  assertEquals(Object.keys(SERVE_SAMPLES).sort(), [...SERVE_OPTIONS].sort(), "a sample per option");
+  const spaced = parseServeArgs(argv(SERVE_SAMPLES, "space"));
+  assertEquals(parseServeArgs(argv(SERVE_SAMPLES, "eq")), spaced);
+  assertEquals([spaced.port, spaced.urma, spaced["batch-budget"]], [8000, "sim", 32]);
+  assertEquals(
+    parseDoctorArgs(["--urma=sim", "--json"]),
+    parseDoctorArgs(["--urma", "sim", "--json"]),
+  );
+  assertEquals(parseDoctorArgs(["--urma=sim"]).urma, "sim");
+});
+
+test("what is wrong is named: unknown option, missing value, a flag given a value", () => {
+  const spec = { values: ["port"], flags: ["json"], pairs: ["put"] };
+  assertThrows(() => splitArgs(["--nope=1"], spec), Error, "unknown option --nope");
+  assertThrows(() => splitArgs(["--port"], spec), Error, "--port needs a value");
+  assertThrows(() => splitArgs(["--json=yes"], spec), Error, "--json takes no value");
+  assertThrows(() => splitArgs(["--put=k"], spec), Error, "--put takes two values");
+  assertThrows(() => splitArgs(["port"], spec), Error, "unexpected argument");
+  assertEquals(splitArgs(["--port=", "--json"], spec), { port: "", json: true });
+  const e = assertThrows(() => parseServeArgs(["--port=99999"]), Error, "port");
+  assert(/65535/.test(e.message), e.message);
+});
