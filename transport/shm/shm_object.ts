@@ -12,17 +12,9 @@ import { NativeHandle } from "../../ffi/handle.ts";
 import { errno, loadLibc } from "../../ffi/libc.ts";
 import type { Library } from "../../ffi/loader.ts";
 import { cstringArg } from "../../ffi/strings.ts";
-import {
-  type LIBC_SYMBOLS,
-  MAP_FAILED_ADDR,
-  MAP_SHARED,
-  O_CREAT,
-  O_EXCL,
-  O_RDWR,
-  PROT_READ,
-  PROT_WRITE,
-} from "../../ffi/symbols/libc.ts";
+import { type LIBC_SYMBOLS, O_CREAT, O_EXCL, O_RDWR } from "../../ffi/symbols/libc.ts";
 import type { FfiBackend, NonNullPtr } from "../../ffi/types.ts";
+import { type Mapped, MapArena } from "./map_arena.ts";
 
 /** The shm object name of session `session` created by process `pid`. */
 export function shmName(pid: number, session: number): string {
@@ -72,7 +64,10 @@ export async function removeStaleShmObjects(dir = "/dev/shm"): Promise<string[]>
   return removed;
 }
 
-/** A mapped shm object. The mapping lives until close(); the name until unlink(). */
+/**
+ * A mapped shm object, mapped by this thread's {@link MapArena}. The mapping lives until close();
+ * the name until unlink().
+ */
 export class ShmMapping extends NativeHandle {
   /** The whole mapping as bytes (zero-copy view of shared memory). */
   readonly bytes: Uint8Array;
@@ -83,15 +78,13 @@ export class ShmMapping extends NativeHandle {
   private constructor(
     private readonly libc: Library<typeof LIBC_SYMBOLS>,
     private readonly f: FfiBackend,
-    ptr: NonNullPtr,
+    mapped: Mapped,
     readonly name: string,
     readonly size: number,
   ) {
-    super(`shm ${name}`, ptr, null, (p) => {
-      libc.symbols.munmap(p, size);
-    });
-    this.bytes = new Uint8Array(f.view(ptr, size));
-    this.address = f.address(ptr);
+    super(`shm ${name}`, f.fromAddress(mapped.address) as NonNullPtr, null, mapped.release);
+    this.bytes = mapped.bytes;
+    this.address = mapped.address;
   }
 
   /** Creates (O_EXCL) and maps a new object of `size` bytes (zero-filled by the kernel). */
@@ -119,13 +112,15 @@ export class ShmMapping extends NativeHandle {
         s.shm_unlink(cname);
         throw new NativeError("ftruncate", e, `${name} to ${size} bytes`);
       }
-      const p = s.mmap(null, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-      if (p === null || f.address(p) === MAP_FAILED_ADDR) {
-        const e = errno(libc);
+      // Past a budget, in a SharedArrayBuffer chunk: see map_arena.ts (V8's external memory).
+      let mapped: Mapped;
+      try {
+        mapped = (await MapArena.shared()).map(fd, size, name);
+      } catch (e) {
         if (create) s.shm_unlink(cname);
-        throw new NativeError("mmap", e, `${name}, ${size} bytes`);
+        throw e;
       }
-      return new ShmMapping(libc, f, p as NonNullPtr, name, size);
+      return new ShmMapping(libc, f, mapped, name, size);
     } finally {
       s.close(fd);
     }
