@@ -14,7 +14,7 @@ import type { Library } from "../../ffi/loader.ts";
 import { cstringArg } from "../../ffi/strings.ts";
 import { type LIBC_SYMBOLS, O_CREAT, O_EXCL, O_RDWR } from "../../ffi/symbols/libc.ts";
 import type { FfiBackend, NonNullPtr } from "../../ffi/types.ts";
-import { type Mapped, MapArena } from "./map_arena.ts";
+import { MapArena, type Mapped } from "./map_arena.ts";
 
 /** The shm object name of session `session` created by process `pid`. */
 export function shmName(pid: number, session: number): string {
