@@ -90,7 +90,7 @@ const options = {
   logger,
   ...(SOURCE ? { providerOptions: { verbs: { sourceAddr: SOURCE } } } : {}),
 };
-const setupStart = performance.now();
+const setupStart = performance.now(), setupCpuStart = cpuMs();
 const progress = setInterval(
   () =>
     emit({ event: "progress", sessions: clients.length, failed, elapsedMs: Math.round(elapsed()) }),
@@ -124,7 +124,12 @@ await Promise.race([
 ]);
 clearInterval(progress);
 const setupS = (performance.now() - setupStart) / 1000;
+const setupClientCpuMs = cpuMs() - setupCpuStart;
 const onFabric = clients.filter((c) => c.fabric === FABRIC).length;
+out.serverAfterSetup = await serverStats();
+// CPU time per session set up (all threads, GC included): does a handshake cost more with more
+// sessions open? Robust to a busy machine, unlike sessions/s.
+const perSession = (ms: number) => Math.round((ms / Math.max(1, clients.length)) * 1000) / 1000;
 out.setup = {
   reached: clients.length,
   onFabric,
@@ -133,12 +138,15 @@ out.setup = {
   complete: clients.length === N,
   seconds: Math.round(setupS * 100) / 100,
   sessionsPerS: Math.round(clients.length / setupS),
+  serverCpuMsPerSession: perSession(
+    (out.serverAfterSetup as ProcStats).cpuMs - (out.serverBefore as ProcStats).cpuMs,
+  ),
+  clientCpuMsPerSession: perSession(setupClientCpuMs),
   concurrency: CONCURRENCY,
   fallbackReasons: tally(fallbacks),
   errors: tally(errors),
 };
 emit({ event: "setup", ...(out.setup as object) });
-out.serverAfterSetup = await serverStats();
 emit({ event: "serverAfterSetup", ...(out.serverAfterSetup as object) });
 if (clients.length === 0) {
   emit({ event: "result", ...out, warnings: tally(warnings) });
