@@ -71,7 +71,9 @@ const out: Record<string, unknown> = { runtime: RUNTIME, fabric: FABRIC, request
 
 // The control connection: TCP only, so it is not one of the measured fabric sessions.
 const control = await connect(addr, { fabric: "tcp", timeoutMs: 30_000 });
-async function serverStats(): Promise<ProcStats & { connections: number }> {
+async function serverStats(): Promise<
+  ProcStats & { connections: number; loop?: { turns: number; sleeps: number } | null }
+> {
   const r = await control.call(SERVICE, "Stats", new Uint8Array(0));
   return JSON.parse(new TextDecoder().decode(r.response));
 }
@@ -195,6 +197,13 @@ const s2 = await serverStats();
 out.idle = {
   ms: IDLE_MS,
   serverCpuPct: r1(((s2.cpuMs - s1.cpuMs) / (s2.atMs - s1.atMs)) * 100),
+  // Engine turns and sleeps per second while idle (null: a verbus without loopCounters).
+  serverLoopPerS: s1.loop && s2.loop
+    ? {
+      turns: r1(((s2.loop.turns - s1.loop.turns) * 1000) / (s2.atMs - s1.atMs)),
+      sleeps: r1(((s2.loop.sleeps - s1.loop.sleeps) * 1000) / (s2.atMs - s1.atMs)),
+    }
+    : null,
   clientCpuPct: r1(((c2 - c1) / (w2 - w1)) * 100),
   server: s2,
 };
