@@ -13,36 +13,32 @@ import { client, pattern, SHM_ONLY, SMALL_REGION, startServer, until } from "./u
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-test(
-  "an idle session is never polled: 200 calls on one of 24 sessions poll only that one",
-  async () => {
-    const { server } = await startServer();
-    const clients = await Promise.all(Array.from({ length: 24 }, () => client(server)));
-    try {
-      for (const c of clients) await c.call("test.Fabric", "Echo", pattern(8, 1)); // everyone once
-      await sleep(50);
-      const sessions = [...server.fabric!.sessions];
-      const before = sessions.map((s) => s.rounds);
-      const engine = await ProgressEngine.forThread();
-      const roundsBefore = engine.counters.sessionRounds;
-      const active = clients[5];
-      for (let i = 0; i < 200; i++) {
-        const r = await active.call("test.Fabric", "Echo", pattern(64, i));
-        assertEquals([r.path, r.response], ["EAGER", pattern(64, i)]);
-      }
-      const polled = sessions.filter((s, i) => s.rounds !== before[i]);
-      assertEquals(polled.length, 1, "exactly one server session was polled");
-      const rounds = engine.counters.sessionRounds - roundsBefore;
-      // Two active sessions (the client's and the server's) over 200 calls: a few rounds each per
-      // call. Polling every session every turn would take 48 per turn.
-      assert(rounds < 200 * 12, `${rounds} session rounds for 200 calls`);
-    } finally {
-      await Promise.all(clients.map((c) => c.close()));
-      await server.close();
+test("an idle session is never polled: 200 calls on one of 24 sessions poll only that one", async () => {
+  const { server } = await startServer();
+  const clients = await Promise.all(Array.from({ length: 24 }, () => client(server)));
+  try {
+    for (const c of clients) await c.call("test.Fabric", "Echo", pattern(8, 1)); // everyone once
+    await sleep(50);
+    const sessions = [...server.fabric!.sessions];
+    const before = sessions.map((s) => s.rounds);
+    const engine = await ProgressEngine.forThread();
+    const roundsBefore = engine.counters.sessionRounds;
+    const active = clients[5];
+    for (let i = 0; i < 200; i++) {
+      const r = await active.call("test.Fabric", "Echo", pattern(64, i));
+      assertEquals([r.path, r.response], ["EAGER", pattern(64, i)]);
     }
-  },
-  { skip: SHM_ONLY, timeoutMs: 30_000 },
-);
+    const polled = sessions.filter((s, i) => s.rounds !== before[i]);
+    assertEquals(polled.length, 1, "exactly one server session was polled");
+    const rounds = engine.counters.sessionRounds - roundsBefore;
+    // Two active sessions (the client's and the server's) over 200 calls: a few rounds each per
+    // call. Polling every session every turn would take 48 per turn.
+    assert(rounds < 200 * 12, `${rounds} session rounds for 200 calls`);
+  } finally {
+    await Promise.all(clients.map((c) => c.close()));
+    await server.close();
+  }
+}, { skip: SHM_ONLY, timeoutMs: 30_000 });
 
 test("a new session is one look for a sleeping engine, not a busy-poll", async () => {
   const { server } = await startServer();
@@ -87,11 +83,8 @@ test("one wait serves every session: 40 idle sessions park one wait", async () =
 /** `n` clients each make `calls` calls with random pauses of 0–`pauseMs`; every answer checked. */
 async function stress(port: number, n: number, calls: number, pauseMs: number): Promise<void> {
   const clients = await Promise.all(
-    Array.from(
-      { length: n },
-      () =>
-        connect({ host: "127.0.0.1", port }, { region: SMALL_REGION, logger: { warn: () => {} } }),
-    ),
+    Array.from({ length: n }, () =>
+      connect({ host: "127.0.0.1", port }, { region: SMALL_REGION, logger: { warn: () => {} } })),
   );
   try {
     await Promise.all(clients.map(async (c, k) => {
@@ -109,18 +102,14 @@ async function stress(port: number, n: number, calls: number, pauseMs: number): 
   }
 }
 
-test(
-  "no wake-up is lost: 32 sessions, random pauses across the spin and sleep thresholds",
-  async () => {
-    const { server } = await startServer();
-    try {
-      await stress(server.port, 32, 30, 25);
-    } finally {
-      await server.close();
-    }
-  },
-  { skip: SHM_ONLY, timeoutMs: 60_000 },
-);
+test("no wake-up is lost: 32 sessions, random pauses across the spin and sleep thresholds", async () => {
+  const { server } = await startServer();
+  try {
+    await stress(server.port, 32, 30, 25);
+  } finally {
+    await server.close();
+  }
+}, { skip: SHM_ONLY, timeoutMs: 60_000 });
 
 test(`no wake-up is lost across processes: 16 sessions to a ${otherRuntime()} server`, async () => {
   await withChild(otherRuntime(), "tests/fixtures/fabric_server.ts", {}, async (child) => {
