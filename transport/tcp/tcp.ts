@@ -123,12 +123,7 @@ export interface TcpTransport {
 const COALESCE_LIMIT = 256 * 1024;
 /** Output slab size: frames are encoded back to back into it and leave in one write. */
 const SLAB_SIZE = 256 * 1024;
-/**
- * A connection's first slab; each next one doubles up to {@link SLAB_SIZE}. Most connections of a
- * fabric server carry a handshake and then idle: a 256 KiB slab each cost Deno ~0.2 ms (and GC
- * pressure) per connection, 2.5 GB for 10,000 (bench/scale).
- */
-const FIRST_SLAB_SIZE = 8 * 1024;
+const FIRST_SLAB_SIZE = 8 * 1024; // first slab, doubling to SLAB_SIZE: fabric connections idle
 /** Writes up to this size are copied into the slab; bigger ones are queued as they are. */
 const COPY_LIMIT = 16 * 1024;
 
