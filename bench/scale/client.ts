@@ -74,7 +74,9 @@ const out: Record<string, unknown> = { runtime: RUNTIME, fabric: FABRIC, request
 
 // The control connection: TCP only, so it is not one of the measured fabric sessions.
 const control = await connect(addr, { fabric: "tcp", timeoutMs: 30_000 });
-async function serverStats(): Promise<ProcStats & { connections: number }> {
+async function serverStats(): Promise<
+  ProcStats & { connections: number; loop?: { turns: number; sleeps: number } | null }
+> {
   const r = await control.call(SERVICE, "Stats", new Uint8Array(0));
   return JSON.parse(new TextDecoder().decode(r.response));
 }
@@ -93,7 +95,7 @@ const options = {
   logger,
   ...(SOURCE ? { providerOptions: { verbs: { sourceAddr: SOURCE } } } : {}),
 };
-const setupStart = performance.now();
+const setupStart = performance.now(), setupCpuStart = cpuMs();
 const progress = setInterval(
   () =>
     emit({ event: "progress", sessions: clients.length, failed, elapsedMs: Math.round(elapsed()) }),
@@ -127,7 +129,12 @@ await Promise.race([
 ]);
 clearInterval(progress);
 const setupS = (performance.now() - setupStart) / 1000;
+const setupClientCpuMs = cpuMs() - setupCpuStart;
 const onFabric = clients.filter(onAsked).length;
+out.serverAfterSetup = await serverStats();
+// CPU time per session set up (all threads, GC included): does a handshake cost more with more
+// sessions open? Robust to a busy machine, unlike sessions/s.
+const perSession = (ms: number) => Math.round((ms / Math.max(1, clients.length)) * 1000) / 1000;
 out.setup = {
   reached: clients.length,
   onFabric,
@@ -136,12 +143,15 @@ out.setup = {
   complete: clients.length === N,
   seconds: Math.round(setupS * 100) / 100,
   sessionsPerS: Math.round(clients.length / setupS),
+  serverCpuMsPerSession: perSession(
+    (out.serverAfterSetup as ProcStats).cpuMs - (out.serverBefore as ProcStats).cpuMs,
+  ),
+  clientCpuMsPerSession: perSession(setupClientCpuMs),
   concurrency: CONCURRENCY,
   fallbackReasons: tally(fallbacks),
   errors: tally(errors),
 };
 emit({ event: "setup", ...(out.setup as object) });
-out.serverAfterSetup = await serverStats();
 emit({ event: "serverAfterSetup", ...(out.serverAfterSetup as object) });
 if (clients.length === 0) {
   emit({ event: "result", ...out, warnings: tally(warnings) });
@@ -190,6 +200,13 @@ const s2 = await serverStats();
 out.idle = {
   ms: IDLE_MS,
   serverCpuPct: r1(((s2.cpuMs - s1.cpuMs) / (s2.atMs - s1.atMs)) * 100),
+  // Engine turns and sleeps per second while idle (null: a verbus without loopCounters).
+  serverLoopPerS: s1.loop && s2.loop
+    ? {
+      turns: r1(((s2.loop.turns - s1.loop.turns) * 1000) / (s2.atMs - s1.atMs)),
+      sleeps: r1(((s2.loop.sleeps - s1.loop.sleeps) * 1000) / (s2.atMs - s1.atMs)),
+    }
+    : null,
   clientCpuPct: r1(((c2 - c1) / (w2 - w1)) * 100),
   server: s2,
 };

@@ -63,6 +63,13 @@ export interface ProcStats {
   cpuMs: number;
   /** Wall clock (`performance.now()`), ms, when sampled. */
   atMs: number;
+  /** JS heap used, MiB (`process.memoryUsage().heapUsed`; absent where that is missing). */
+  heapMiB?: number;
+  /**
+   * Memory the JS engine charges for ArrayBuffers, MiB (`process.memoryUsage().external`): on
+   * Deno, past about 8 GB V8 garbage-collects without pause (see transport/shm/map_arena.ts).
+   */
+  externalMiB?: number;
 }
 
 /** CPU time (user + system, all threads) in ms: `process.cpuUsage()` (µs), else `/proc/self/stat`. */
@@ -79,6 +86,15 @@ export function cpuMs(): number {
   return (Number(f[11]) + Number(f[12])) * 10; // utime, stime in ticks (CLK_TCK 100)
 }
 
+/** The JS engine's heap and external memory, MiB (absent where `process.memoryUsage` is missing). */
+function jsMemory(): { heapMiB?: number; externalMiB?: number } {
+  const p = g.process;
+  if (!p || typeof p.memoryUsage !== "function") return {};
+  const m = p.memoryUsage();
+  const mib = (x: number) => Math.round(x / 1048576);
+  return { heapMiB: mib(m.heapUsed), externalMiB: mib(m.external) };
+}
+
 /** Samples this process: RSS, threads, fds, CPU time. Reads `/proc/self`. */
 export function procStats(): ProcStats {
   const status = readFileSync("/proc/self/status", "utf8");
@@ -89,6 +105,7 @@ export function procStats(): ProcStats {
     fds: readdirSync("/proc/self/fd").length - 1, // minus the one readdir itself holds
     cpuMs: cpuMs(),
     atMs: performance.now(),
+    ...jsMemory(),
   };
 }
 

@@ -58,9 +58,9 @@ function row(r: CountResult): string {
   const s = r.serverAfterSetup, su = r.setup, e = r.echo, i = r.idle, w = r.wake;
   const reached = su ? `${su.reached}${su.complete ? "" : " (partial)"}` : "–";
   return `| ${r.sessions} | ${reached} | ${f(su?.seconds, 2)} | ${f(su?.sessionsPerS, 0)} | ` +
-    `${f(e?.p50Us)} | ${f(e?.p99Us)} | ${f(e?.bestRoundP50Us)} | ${f(mib(s?.rssKiB), 0)} | ${
-      f(s?.threads, 0)
-    } | ` +
+    `${f(su?.serverCpuMsPerSession, 2)} / ${f(su?.clientCpuMsPerSession, 2)} | ` +
+    `${f(e?.p50Us)} | ${f(e?.p99Us)} | ${f(e?.bestRoundP50Us)} | ${f(mib(s?.rssKiB), 0)} | ` +
+    `${f(s?.externalMiB, 0)} | ${f(s?.threads, 0)} | ` +
     `${f(s?.fds, 0)} | ${f(i?.serverCpuPct)} | ${f(i?.clientCpuPct)} | ${f(w?.totalMs, 0)}` +
     `${w && !w.complete ? ` (${w.answered})` : ""} | ${f(w?.p50Us)} | ${f(w?.p99Us)} | ` +
     `${f((w?.maxUs ?? NaN) / 1000)} |`;
@@ -74,6 +74,8 @@ function ratioRow(r: CountResult, b: CountResult): string {
     "echo.p99Us",
     "echo.bestRoundP50Us",
     "setup.sessionsPerS",
+    "setup.serverCpuMsPerSession",
+    "setup.clientCpuMsPerSession",
     "serverAfterSetup.rssKiB",
     "serverAfterSetup.threads",
     "serverAfterSetup.fds",
@@ -117,18 +119,18 @@ export function markdown(rep: Report): string {
       "",
       `## ${rt}`,
       "",
-      "| sessions | reached | setup s | sessions/s | ECHO p50 µs | ECHO p99 µs | best-round p50 µs | " +
-        "server RSS MiB | " +
+      "| sessions | reached | setup s | sessions/s | setup CPU ms/session (server / client) | " +
+        "ECHO p50 µs | ECHO p99 µs | best-round p50 µs | server RSS MiB | server JS external MiB | " +
         "threads | fds | idle server CPU % | idle client CPU % | wake-all ms | wake p50 µs | " +
         "wake p99 µs | wake max ms |",
-      "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+      "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
       ...rs.map(row),
       "",
       "Ratios against 10 sessions:",
       "",
-      "| sessions | ECHO p50 | ECHO p99 | best-round p50 | sessions/s | RSS | threads | fds | idle CPU | " +
-        "wake p50 | wake p99 |",
-      "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+      "| sessions | ECHO p50 | ECHO p99 | best-round p50 | sessions/s | setup CPU/session server | " +
+        "client | RSS | threads | fds | idle CPU | wake p50 | wake p99 |",
+      "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
       ...(base ? rs.filter((r) => r !== base).map((r) => ratioRow(r, base)) : ["(no baseline)"]),
       "",
       "Status and what broke:",

@@ -41,7 +41,15 @@ const server = await serve({
             return -1;
           }
         })();
-        return enc.encode(JSON.stringify({ ...procStats(), connections }));
+        // The engine's turns and idle sleeps: an idle server should take ~1 turn per sleep.
+        const loop = (() => {
+          try {
+            return server.fabric?.loopCounters ?? null;
+          } catch {
+            return null;
+          }
+        })();
+        return enc.encode(JSON.stringify({ ...procStats(), connections, loop }));
       },
     },
   },

@@ -51,6 +51,7 @@ export const LIBC_SPEC: LibrarySpec<typeof LIBC_SYMBOLS> = {
 
 /** mmap/open constants (Linux x86_64). */
 export const PROT_READ = 1, PROT_WRITE = 2, MAP_SHARED = 1, MAP_FAILED_ADDR = 0xffffffffffffffffn;
+export const MAP_PRIVATE = 2, MAP_FIXED = 0x10, MAP_ANONYMOUS = 0x20;
 export const O_RDONLY = 0, O_RDWR = 2, O_CREAT = 0o100, O_EXCL = 0o200, O_TRUNC = 0o1000;
 /** memfd_create flags, fcntl seal commands and seals, lseek whence (Linux). */
 export const MFD_CLOEXEC = 1, MFD_ALLOW_SEALING = 2;

@@ -192,17 +192,19 @@ export class ProgressEngine {
     } else {
       this.#withoutReadiness.push(entry);
     }
-    const activate = () => {
+    const activate = (spin: boolean) => {
       if (!entry.active && this.#all.has(entry)) {
         entry.active = true;
         this.#nextActive.push(entry);
       }
-      this.#loop.start();
+      this.#loop.start(spin);
     };
-    activate();
+    // The first turn is one look: a sleeping engine does not busy-poll for every new session (a
+    // server taking 1,000 sessions/s would never sleep).
+    activate(false);
     let removed = false;
     return {
-      activate,
+      activate: () => activate(true),
       remove: () => {
         if (removed) return;
         removed = true;
@@ -238,7 +240,7 @@ export class ProgressEngine {
   hold(holder: object, deadlines?: Driven): void {
     this.#holders.add(holder);
     if (deadlines) this.#deadlineHolders.add(deadlines);
-    this.#loop.start();
+    this.#loop.start(false); // running is enough: a busy-poll is for work (activate, wake)
   }
 
   /** Ends `holder`'s hold (the engine stops when no hold is left). */

@@ -53,7 +53,7 @@ const POLLS_PER_CLOCK = 16;
 /** A started/stopped busy-poll-then-sleep loop. */
 export class ProgressLoop {
   #running = false;
-  #wakeup: (() => void) | null = null;
+  #wakeup: ((spin: boolean) => void) | null = null;
   #spinUs = 20;
   #idleAfterMs = 5;
   #idleWaitMs = 2000;
@@ -97,10 +97,14 @@ export class ProgressLoop {
     return this.#running;
   }
 
-  /** Starts the loop if it is not running; wakes it if it sleeps. */
-  start(): void {
+  /**
+   * Starts the loop if it is not running; wakes it if it sleeps. `spin` false: a sleeping loop
+   * takes one turn and sleeps again (a new session's first look), instead of busy-polling for
+   * `idleAfterMs` as it does for submitted work.
+   */
+  start(spin = true): void {
     if (this.#running) {
-      this.#wakeup?.();
+      this.#wakeup?.(spin);
       return;
     }
     this.#running = true;
@@ -110,7 +114,7 @@ export class ProgressLoop {
   /** Stops the loop after the current turn. */
   stop(): void {
     this.#running = false;
-    this.#wakeup?.();
+    this.#wakeup?.(true);
   }
 
   /**
@@ -184,7 +188,7 @@ export class ProgressLoop {
             this.idleWait(this.#idleWaitMs).catch(() =>
               new Promise<boolean>((r) => setTimeout(() => r(false), 10))
             ),
-            new Promise<boolean>((r) => (this.#wakeup = () => r(true))),
+            new Promise<boolean>((r) => (this.#wakeup = r)),
             // …and a wait that never returns must not park the loop for good.
             new Promise<boolean>((
               r,
@@ -192,7 +196,8 @@ export class ProgressLoop {
           ]);
           clearTimeout(guard);
           this.#wakeup = null;
-          // Kicked: busy-poll again for a while. Timed out: look once, then sleep again at once.
+          // Kicked (or inbound): busy-poll again for a while. Timed out, or started without a spin:
+          // look once, then sleep again at once.
           lastWork = woke ? performance.now() : -Infinity;
           workSeen = false;
           invalidateTurnClock();

@@ -40,6 +40,28 @@ test("an idle session is never polled: 200 calls on one of 24 sessions poll only
   }
 }, { skip: SHM_ONLY, timeoutMs: 30_000 });
 
+test("a new session is one look for a sleeping engine, not a busy-poll", async () => {
+  const { server } = await startServer();
+  const clients = [await client(server)];
+  try {
+    const engine = await ProgressEngine.forThread();
+    await sleep(50); // asleep now (idleAfterMs is 5 ms)
+    const before = engine.loopCounters;
+    for (let i = 0; i < 20; i++) {
+      clients.push(await client(server));
+      await sleep(20); // asleep again before the next one
+    }
+    const turns = engine.loopCounters.turns - before.turns;
+    const sleeps = engine.loopCounters.sleeps - before.sleeps;
+    // Each new session (a server and a client registration) takes a turn or two. A 5 ms busy-poll
+    // per registration took hundreds of turns per session.
+    assert(turns < 20 * 6, `${turns} engine turns (${sleeps} sleeps) for 20 new sessions`);
+  } finally {
+    await Promise.all(clients.map((c) => c.close()));
+    await server.close();
+  }
+}, { skip: SHM_ONLY });
+
 test("one wait serves every session: 40 idle sessions park one wait", async () => {
   const { server } = await startServer();
   const clients = await Promise.all(Array.from({ length: 40 }, () => client(server)));

@@ -345,3 +345,48 @@ test(
   },
   { timeoutMs: 60_000 },
 );
+
+test("output slabs start at 8 KiB and double up to 256 KiB; bytes keep their order across them", async () => {
+  const { a, b, listener } = await pair();
+  try {
+    const slabs: Uint8Array[] = [];
+    const parts: Uint8Array[] = [];
+    for (let i = 0; i < 160; i++) {
+      const p = pattern(4000, i);
+      const off = a.reserve(p.length);
+      if (slabs.at(-1) !== a.writeBuffer) slabs.push(a.writeBuffer);
+      a.writeBuffer.set(p, off);
+      a.commit(p.length);
+      parts.push(p);
+    }
+    // An idle connection after a handshake holds 8 KiB, not 256 KiB (10,000 of them: 2.5 GB).
+    assertEquals(slabs.map((x) => x.length), [8192, 16384, 32768, 65536, 131072, 262144, 262144]);
+    const bytes = await collect(b, 160 * 4000);
+    for (let i = 0; i < parts.length; i++) {
+      assertEquals(bytes.subarray(i * 4000, (i + 1) * 4000), parts[i], `part ${i}`);
+    }
+  } finally {
+    a.close();
+    b.close();
+    listener.close();
+  }
+});
+
+test(
+  "Deno: a connection's first read buffer is 32 KiB (most fabric connections then idle)",
+  async () => {
+    const { a, b, listener } = await pair();
+    try {
+      const first = new Promise<Uint8Array>((r) => b.onData(r));
+      a.write(pattern(100, 1));
+      const chunk = await first;
+      assertEquals(chunk, pattern(100, 1));
+      assertEquals(chunk.buffer.byteLength, 32 * 1024);
+    } finally {
+      a.close();
+      b.close();
+      listener.close();
+    }
+  },
+  { skip: RUNTIME === "deno" ? false : "Bun's socket hands over its own buffers" },
+);

@@ -28,20 +28,17 @@ import {
   F_SEAL_SEAL,
   F_SEAL_SHRINK,
   type LIBC_SYMBOLS,
-  MAP_FAILED_ADDR,
-  MAP_SHARED,
   MFD_ALLOW_SEALING,
   MFD_CLOEXEC,
   O_CLOEXEC,
   O_CREAT,
   O_EXCL,
   O_RDWR,
-  PROT_READ,
-  PROT_WRITE,
   SEEK_END,
 } from "../../ffi/symbols/libc.ts";
 import { VerbusError } from "../../errors.ts";
 import type { FfiBackend, NonNullPtr } from "../../ffi/types.ts";
+import { MapArena, type Mapped } from "./map_arena.ts";
 
 /** The shm object name of session `session` created by process `pid`. */
 export function shmName(pid: number, session: number): string {
@@ -102,24 +99,9 @@ export async function removeStaleShmObjects(dir = "/dev/shm"): Promise<string[]>
 /** The seals a session memfd carries (both sides insist on all of them). */
 export const SESSION_SEALS = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
 
-/** Maps `size` bytes of `fd` shared, read-write; throws NATIVE_CALL naming `what`. */
-function mapFd(
-  libc: Library<typeof LIBC_SYMBOLS>,
-  f: FfiBackend,
-  fd: number,
-  size: number,
-  what: string,
-): NonNullPtr {
-  const p = libc.symbols.mmap(null, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (p === null || f.address(p) === MAP_FAILED_ADDR) {
-    throw new NativeError("mmap", errno(libc), `${what}, ${size} bytes`);
-  }
-  return p as NonNullPtr;
-}
-
 /**
- * A mapped shm object. The mapping lives until close(); the way others open it (a name, or the
- * creator's memfd fd) until unlink().
+ * A mapped shm object, mapped by this thread's {@link MapArena}. The mapping lives until close();
+ * the way others open it (a name, or the creator's memfd fd) until unlink().
  */
 export class ShmMapping extends NativeHandle {
   /** The whole mapping as bytes (zero-copy view of shared memory). */
@@ -135,16 +117,14 @@ export class ShmMapping extends NativeHandle {
   private constructor(
     private readonly libc: Library<typeof LIBC_SYMBOLS>,
     private readonly f: FfiBackend,
-    ptr: NonNullPtr,
+    mapped: Mapped,
     readonly name: string,
     readonly size: number,
     opener: number | "named",
   ) {
-    super(`shm ${name}`, ptr, null, (p) => {
-      libc.symbols.munmap(p, size);
-    });
-    this.bytes = new Uint8Array(f.view(ptr, size));
-    this.address = f.address(ptr);
+    super(`shm ${name}`, f.fromAddress(mapped.address) as NonNullPtr, null, mapped.release);
+    this.bytes = mapped.bytes;
+    this.address = mapped.address;
     this.#fd = opener === "named" ? -1 : opener;
     this.#named = opener === "named";
   }
@@ -178,7 +158,9 @@ export class ShmMapping extends NativeHandle {
           `${name} has ${actual} bytes after ftruncate to ${size}`,
         );
       }
-      return new ShmMapping(libc, f, mapFd(libc, f, fd, size, name), name, size, fd);
+      // Past a budget, in a SharedArrayBuffer chunk: see map_arena.ts (V8's external memory).
+      const mapped = (await MapArena.shared()).map(fd, size, name);
+      return new ShmMapping(libc, f, mapped, name, size, fd);
     } catch (e) {
       s.close(fd);
       throw e;
@@ -219,7 +201,8 @@ export class ShmMapping extends NativeHandle {
           `${path} (${name}) has ${actual} bytes, the offer says ${size}`,
         );
       }
-      return new ShmMapping(libc, f, mapFd(libc, f, own, size, path), name, size, -1);
+      const mapped = (await MapArena.shared()).map(own, size, path);
+      return new ShmMapping(libc, f, mapped, name, size, -1);
     } finally {
       s.close(own);
     }
@@ -256,13 +239,15 @@ export class ShmMapping extends NativeHandle {
         s.shm_unlink(cname);
         throw new NativeError("ftruncate", e, `${name} to ${size} bytes`);
       }
-      const p = s.mmap(null, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-      if (p === null || f.address(p) === MAP_FAILED_ADDR) {
-        const e = errno(libc);
+      // Past a budget, in a SharedArrayBuffer chunk: see map_arena.ts (V8's external memory).
+      let mapped: Mapped;
+      try {
+        mapped = (await MapArena.shared()).map(fd, size, name);
+      } catch (e) {
         if (create) s.shm_unlink(cname);
-        throw new NativeError("mmap", e, `${name}, ${size} bytes`);
+        throw e;
       }
-      return new ShmMapping(libc, f, p as NonNullPtr, name, size, "named");
+      return new ShmMapping(libc, f, mapped, name, size, "named");
     } finally {
       s.close(fd);
     }

@@ -18,6 +18,7 @@ const PAUSED_BY_WRITES = 2;
 const COALESCE_LIMIT = 256 * 1024;
 /** Output slab size: frames are encoded back to back into it and leave in one write. */
 const SLAB_SIZE = 256 * 1024;
+const FIRST_SLAB_SIZE = 8 * 1024; // first slab, doubling to SLAB_SIZE: fabric connections idle
 /** Writes up to this size are copied into the slab; bigger ones are queued as they are. */
 const COPY_LIMIT = 16 * 1024;
 
@@ -36,6 +37,7 @@ export abstract class ConnBase implements TcpConn {
   #queue: Uint8Array[] = [];
   #queued = 0;
   #slab: Uint8Array = EMPTY;
+  #nextSlab = FIRST_SLAB_SIZE;
   #runStart = 0;
   #used = 0;
   #dedicated: Uint8Array | null = null;
@@ -111,7 +113,8 @@ export abstract class ConnBase implements TcpConn {
     }
     if (this.#used + n > this.#slab.length) {
       this.#sealRun();
-      this.#slab = new Uint8Array(SLAB_SIZE);
+      this.#slab = new Uint8Array(Math.max(this.#nextSlab, n));
+      this.#nextSlab = Math.min(SLAB_SIZE, this.#nextSlab * 2);
       this.#runStart = this.#used = 0;
     }
     return this.#used;
