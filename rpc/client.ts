@@ -36,6 +36,8 @@ import { type ClientSession, RETRY_LATER, USE_TCP } from "./session/client_sessi
 import type { FabricResult } from "./session/fabric_call.ts";
 import { establishFabric, type FabricOutcome } from "./session/client_handshake.ts";
 import { ProgressEngine } from "./session/engine.ts";
+import { CallHandles } from "./call_handles.ts";
+import type { AgentClient, AgentClientOptions } from "./agent/agent_client.ts";
 
 export { connectOptionsSchema, faultsSchema };
 export type { BatchCall, ClientCallOptions, ClientCallResult, ClientOptions };
@@ -67,11 +69,7 @@ export class Client {
   #fallbacks = 0;
   readonly #calls: Record<CallPath, number> = { EAGER: 0, LAZY: 0, BULK: 0, TCP_FALLBACK: 0 };
   readonly #latencyUs: Record<CallPath, number> = { EAGER: 0, LAZY: 0, BULK: 0, TCP_FALLBACK: 0 };
-  readonly #handles = new Map<
-    number,
-    { promise: Promise<ClientCallResult>; result?: ClientCallResult; error?: unknown }
-  >();
-  #nextHandle = 1;
+  readonly #handles = new CallHandles<ClientCallResult>();
 
   /** @internal use {@link connect}. */
   constructor(
@@ -222,46 +220,21 @@ export class Client {
     request: Uint8Array,
     options: ClientCallOptions = {},
   ): number {
-    const h = this.#nextHandle++;
-    const entry: {
-      promise: Promise<ClientCallResult>;
-      result?: ClientCallResult;
-      error?: unknown;
-    } = {
-      promise: this.call(service, method, request, options),
-    };
-    entry.promise.then((r) => (entry.result = r), (e) => (entry.error = e));
-    this.#handles.set(h, entry);
-    return h;
+    return this.#handles.add(this.call(service, method, request, options));
   }
 
   /** Advances the fabric session once; returns how many calls completed. */
   progress(): number {
     return this.#fabric.session?.progress() ?? 0;
   }
-
   /** The result of a finished call (the handle is then released), or undefined while running. Throws its error. */
   poll(handle: number): ClientCallResult | undefined {
-    const e = this.#handles.get(handle);
-    if (!e) throw new VerbusError("NOT_FOUND", `no call with handle ${handle}`);
-    if (e.error !== undefined) {
-      this.#handles.delete(handle);
-      throw e.error;
-    }
-    if (e.result === undefined) return undefined;
-    this.#handles.delete(handle);
-    return e.result;
+    return this.#handles.poll(handle);
   }
 
   /** Waits for a call started with submit(); releases the handle. */
-  async wait(handle: number): Promise<ClientCallResult> {
-    const e = this.#handles.get(handle);
-    if (!e) throw new VerbusError("NOT_FOUND", `no call with handle ${handle}`);
-    try {
-      return await e.promise;
-    } finally {
-      this.#handles.delete(handle);
-    }
+  wait(handle: number): Promise<ClientCallResult> {
+    return this.#handles.wait(handle);
   }
 
   /** Refreshes the server snapshot now (one-sided read of its control page) and waits for it. */
@@ -340,12 +313,32 @@ export class Client {
  * Connects to a verbus (or brpc) server: TCP first, then the fabric handshake (unless
  * `fabric: "tcp"`). A refused or failed handshake leaves the client on TCP, with the reason in
  * `client.handshake`. Options are validated (INVALID_OPTIONS names the bad field).
+ * `connect("agent:NAME")` instead joins the same-host agent NAME (`verbus agent`) and yields an
+ * {@link AgentClient}: the same call API, every call forwarded over the agent's one connection.
  */
 export async function connect(
+  address: `agent:${string}`,
+  options?: AgentClientOptions,
+): Promise<AgentClient>;
+/** (See above; an `agent:NAME` address typed as plain `string` still yields an AgentClient.) */
+export async function connect(
   address: string | { host: string; port: number },
-  options: ClientOptions = {},
-): Promise<Client> {
-  const settings = parseOptions(connectOptionsSchema, options, "connect() options");
+  options?: ClientOptions,
+): Promise<Client>;
+export async function connect(
+  address: string | { host: string; port: number },
+  options: ClientOptions | AgentClientOptions = {},
+): Promise<Client | AgentClient> {
+  if (typeof address === "string" && address.startsWith("agent:")) {
+    // The same-host agent (rpc/agent/): loaded only when asked for.
+    const { connectAgent } = await import("./agent/agent_client.ts");
+    return await connectAgent(address.slice(6), options as AgentClientOptions);
+  }
+  const settings = parseOptions(
+    connectOptionsSchema,
+    options as ClientOptions,
+    "connect() options",
+  );
   // Everything that is not the fabric's is the TCP channel's.
   const {
     fabric: _fabric,
