@@ -186,11 +186,22 @@ export class AgentClient {
     }
   }
 
+  /** Waits until a slot is given back, or at most until the deadline (then TIMEOUT). */
   async #waitForSlot(deadline: number): Promise<void> {
-    if (performance.now() > deadline) {
-      throw new TimeoutError("no free agent slot before the deadline");
+    const left = deadline - performance.now();
+    if (left <= 0) {
+      throw new TimeoutError(`no free slot of agent "${this.name}" before the deadline`);
     }
-    await new Promise<void>((r) => this.#slotWaiters.push(r));
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await new Promise<void>((r) => {
+      this.#slotWaiters.push(r);
+      timer = setTimeout(() => {
+        const i = this.#slotWaiters.indexOf(r);
+        if (i >= 0) this.#slotWaiters.splice(i, 1); // a later release wakes someone else
+        r();
+      }, left);
+    });
+    clearTimeout(timer);
   }
 
   #releaseSlot(k: number): void {
