@@ -187,8 +187,9 @@ export class Agent {
 }
 
 /**
- * Starts an agent: connects to the remote server at `address` (the best fabric, then TCP), then
- * creates the ring `agent:<name>` that local processes join with `connect("agent:<name>")`.
+ * Starts an agent: creates the ring `agent:<name>` that local processes join with
+ * `connect("agent:<name>")`, then connects to the remote server at `address` (the best fabric,
+ * then TCP); calls posted meanwhile wait in the ring.
  * Throws LISTEN_FAILED when an agent of that name already runs, INVALID_OPTIONS on bad options.
  */
 export async function startAgent(
@@ -208,11 +209,12 @@ export async function startAgent(
     slots: o.slots,
     slotBytes: o.slotBytes,
   };
-  const remote = await connect(address, o.client as ClientOptions);
+  // The ring first: a name already taken fails before anything reaches the server.
+  const ring = await createAgentRing(o.name, sizes);
   try {
-    return new Agent(await createAgentRing(o.name, sizes), remote, o);
+    return new Agent(ring, await connect(address, o.client as ClientOptions), o);
   } catch (e) {
-    await remote.close();
+    ring.close();
     throw e;
   }
 }

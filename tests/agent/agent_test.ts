@@ -11,6 +11,7 @@
  */
 import { assert, assertEquals, test } from "../harness.ts";
 import { connect } from "../../rpc/client.ts";
+import { startAgent } from "../../rpc/agent/agent.ts";
 import type { VerbusError } from "../../errors.ts";
 import { DemoClient } from "../../examples/demo/client.ts";
 import { verifyLargeObject } from "../../examples/demo/large_object.ts";
@@ -19,6 +20,7 @@ import type { Child } from "../util/proc.ts";
 import {
   agentName,
   producerResult,
+  runVerbus,
   startAgentChild,
   startProducer,
   startTestServer,
@@ -264,4 +266,47 @@ test(
     }
   },
   { timeoutMs: 300_000 },
+);
+
+test(
+  "verbus agent: bad options name the option; a second agent of one name is refused; no agent is NOT_FOUND",
+  async () => {
+    const bad = runVerbus(["agent", "--listen", "x"]);
+    assert(bad.code === 2 && bad.output.includes("connect"), `exit ${bad.code}: ${bad.output}`);
+    const port = runVerbus(["agent", "--connect", "127.0.0.1:99999x"]);
+    assert(
+      port.code === 2 && port.output.includes("HOST:PORT"),
+      `exit ${port.code}: ${port.output}`,
+    );
+    let msg = "";
+    await startAgent("127.0.0.1:1", { name: "bad name!" }).catch((
+      e,
+    ) => (msg = `${e.code}: ${e.message}`));
+    assert(msg.startsWith("INVALID_OPTIONS") && msg.includes("name"), msg);
+    await connect("agent:nobody-here").catch((e) => (msg = `${e.code}: ${e.message}`));
+    assert(msg.startsWith("NOT_FOUND") && msg.includes("nobody-here"), msg);
+    const s = await startTestServer();
+    const name = agentName("twice");
+    const agent = await startAgentChild(name, s.server.port);
+    try {
+      const second = runVerbus([
+        "agent",
+        "--connect",
+        `127.0.0.1:${s.server.port}`,
+        "--listen",
+        name,
+      ]);
+      assert(
+        second.code === 1 && second.output.includes(`already runs (pid ${agent.pid})`),
+        `exit ${second.code}: ${second.output}`,
+      );
+      const c = await connect(`agent:${name}`);
+      assertEquals((await c.call("verbus.Demo", "Echo", enc.encode("still"))).via, "agent");
+      await c.close();
+    } finally {
+      await stopAgent(agent, name);
+      await s.server.close();
+    }
+  },
+  { timeoutMs: 180_000 },
 );

@@ -5,13 +5,15 @@
  * what it waited for.
  * @module
  */
+import { spawnSync } from "node:child_process";
 import { unlinkSync } from "node:fs";
+import { join } from "node:path";
 import { agentObjectName } from "../../transport/shm/agent_ring.ts";
 import { demoService } from "../../examples/demo/service.ts";
 import { KvStore } from "../../examples/demo/kv_store.ts";
 import { RUNTIME, type RuntimeName } from "../../ffi/runtime.ts";
 import { serve, type Server } from "../../rpc/server.ts";
-import { type Child, spawnScript } from "../util/proc.ts";
+import { type Child, REPO_ROOT, runtimeBinary, spawnScript } from "../util/proc.ts";
 
 /** A KV store that counts how often each key was put (duplicates and losses show). */
 export class CountingKv extends KvStore {
@@ -119,4 +121,20 @@ export async function stopAgent(agent: Child | undefined, name: string): Promise
   try {
     unlinkSync(`/dev/shm${agentObjectName(name)}`);
   } catch { /* removed by the agent */ }
+}
+
+/** Runs `verbus <args>` on this runtime to its end: exit code and output. */
+export function runVerbus(args: string[]): { code: number | null; output: string } {
+  const rt = RUNTIME as RuntimeName;
+  const main = join(REPO_ROOT, "cli/main.ts");
+  const r = spawnSync(
+    runtimeBinary(rt),
+    rt === "deno" ? ["run", "-A", main, ...args] : [main, ...args],
+    {
+      cwd: REPO_ROOT,
+      encoding: "utf8",
+      timeout: 120_000,
+    },
+  );
+  return { code: r.status, output: `${r.stdout ?? ""}${r.stderr ?? ""}` };
 }

@@ -39,6 +39,7 @@ export class AgentRingHost extends AgentRingBase implements HostApi {
   #rejected = 0;
   #producersReclaimed = 0;
   #closed = false;
+  #scratch: Uint8Array | null = null;
 
   private constructor(mapping: ShmMapping, helper: Helper, sizes: AgentRingSizes) {
     super(mapping, helper, sizes);
@@ -126,13 +127,16 @@ export class AgentRingHost extends AgentRingBase implements HostApi {
     return this.slotBytes(p, k, length);
   }
 
-  /** The whole data area of a TAKEN slot, to write the response into. */
+  /** The whole data area of a TAKEN slot, to write the response into (after close: scratch). */
   responseArea(p: number, k: number): Uint8Array {
+    // A call still running when the agent closed answers into scratch, never into the unmapping.
+    if (this.#closed) return this.#scratch ??= new Uint8Array(this.slotData);
     return this.slotBytes(p, k, this.slotData);
   }
 
   /** Publishes the response of slot (p, k): length, then READY; wakes the producer. */
   respond(p: number, k: number, length: number): void {
+    if (this.#closed) return;
     const w = this.words, sw = this.slotWord(p, k);
     if (this.#inflight[p] > 0) this.#inflight[p]--;
     if (Atomics.load(w, sw) !== SLOT.TAKEN) return; // scribbled: the producer is broken anyway
