@@ -13,7 +13,8 @@ import { parseCommandLine, usageError } from "./options.ts";
 const HELP = `usage: verbus agent --connect HOST:PORT [--listen NAME] [--fabric auto|${
   FABRICS.join("|")
 }|tcp]
-                    [--producers N] [--slots N] [--slot-bytes N] [--reclaim-ms N] [--json]
+                    [--producers N] [--slots N] [--slot-bytes N] [--reclaim-ms N]
+                    [--idle-after-ms N] [--json]
 
   --connect HOST:PORT   the remote verbus server (one connection, the best fabric both hosts share)
   --listen NAME         the agent's name; local processes call through it as agent:NAME
@@ -23,6 +24,7 @@ const HELP = `usage: verbus agent --connect HOST:PORT [--listen NAME] [--fabric 
   --slot-bytes N        the largest request or response through the agent (default 65536)
   --reclaim-ms N        a ring position claimed and never published is reclaimed after N ms
                         (its producer died mid-write; default 1000)
+  --idle-after-ms N     with no request for N ms, sleep in the futex instead of polling (default 0.2)
 
 Prints one line when ready ("... listening on agent:NAME ..."); stops on SIGINT / SIGTERM.`;
 
@@ -36,6 +38,7 @@ const schema = z.object({
   slots: z.coerce.number().int().min(1).max(1024).default(32),
   "slot-bytes": z.coerce.number().int().min(256).max(1 << 24).default(65536),
   "reclaim-ms": z.coerce.number().int().min(1).max(600_000).default(1000),
+  "idle-after-ms": z.coerce.number().min(0).max(1000).default(0.2),
   json: z.boolean().default(false),
 }).strict();
 
@@ -60,6 +63,7 @@ export async function main(args: string[]): Promise<number> {
         slots: { type: "string" },
         "slot-bytes": { type: "string" },
         "reclaim-ms": { type: "string" },
+        "idle-after-ms": { type: "string" },
         json: { type: "boolean" },
       },
       strict: true,
@@ -79,6 +83,7 @@ export async function main(args: string[]): Promise<number> {
     entries: Math.min(65536, pow2(o.producers * o.slots)),
     slotBytes: pow2(o["slot-bytes"]),
     reclaimMs: o["reclaim-ms"],
+    idleAfterMs: o["idle-after-ms"],
     client: {
       fabric: o.fabric,
       logger: { warn: (m: string) => console.error(`verbus agent: ${m}`) },

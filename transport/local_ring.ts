@@ -42,8 +42,13 @@ export interface AgentRingHost {
   request(producer: number, slot: number, length: number): Uint8Array;
   /** The data area to write a response into. */
   responseArea(producer: number, slot: number): Uint8Array;
-  /** Publishes a response of `length` bytes (0: the request was rejected) and wakes its producer. */
+  /**
+   * Publishes a response of `length` bytes (0: the request was rejected) and moves its
+   * producer's doorbell; a sleeping producer is woken by the next {@link flushWakes}.
+   */
   respond(producer: number, slot: number, length: number): void;
+  /** Wakes the sleeping producers answered since the last call (one syscall each at most). */
+  flushWakes(): number;
   /** Frees the table entries of dead or departed producers (about once a second). */
   sweep(): void;
   doorbell(): number;

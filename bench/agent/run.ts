@@ -2,7 +2,8 @@
  * The agent benchmark (issue 15 item 5). Runs under Deno:
  *
  *   node_modules/.bin/deno run -A bench/agent/run.ts [--runtime deno|bun|both] [--procs 8]
- *       [--rounds 2] [--seconds 5] [--window 32] [--bytes 16] [--out bench/results] [--name agent]
+ *       [--rounds 2] [--seconds 5] [--window 32] [--bytes 16] [--idle-after-ms 0.2]
+ *       [--out bench/results] [--name agent]
  *
  * Per runtime: one `verbus serve` (shm + TCP), then rounds alternating A/B — A: `verbus agent`
  * and `--procs` worker processes calling through it; B: the same workers, each with its own
@@ -26,6 +27,7 @@ const RUNTIMES =
   (arg("runtime", "both") === "both" ? ["deno", "bun"] : [arg("runtime", "")]) as Rt[];
 const PROCS = numArg("procs", 8), ROUNDS = numArg("rounds", 2), SECONDS = numArg("seconds", 5);
 const WINDOW = numArg("window", 32), BYTES = numArg("bytes", 16);
+const IDLE = arg("idle-after-ms", "0.2"); // the agent client's and the agent's
 const OUT = resolve(arg("out", join(ROOT, "bench/results"))), NAME = arg("name", "agent");
 const BIN: Record<Rt, string> = {
   deno: join(ROOT, "node_modules/.bin/deno"),
@@ -102,7 +104,15 @@ async function round(rt: Rt, mode: Round["mode"], port: number, serverPid: numbe
   const name = `bench-${process.pid}-${Math.random().toString(36).slice(2, 6)}`;
   const go = join(tmpdir(), `${name}.go`);
   const agent = mode === "agent"
-    ? start(rt, "cli/main.ts", ["agent", "--connect", `127.0.0.1:${port}`, "--listen", name])
+    ? start(rt, "cli/main.ts", [
+      "agent",
+      "--connect",
+      `127.0.0.1:${port}`,
+      "--listen",
+      name,
+      "--idle-after-ms",
+      IDLE,
+    ])
     : null;
   if (agent) await until(agent, /listening on agent:/, "agent");
   const target = agent ? ["--agent", name] : ["--address", `127.0.0.1:${port}`];
@@ -117,6 +127,8 @@ async function round(rt: Rt, mode: Round["mode"], port: number, serverPid: numbe
       String(WINDOW),
       "--bytes",
       String(BYTES),
+      "--idle-after-ms",
+      IDLE,
     ]));
   try {
     for (const [i, w] of workers.entries()) await until(w, /^ready$/m, `worker ${i}`);
@@ -191,16 +203,25 @@ for (const rt of RUNTIMES) {
   } finally {
     await stop(server);
   }
-  const best = (m: Round["mode"]) =>
-    Math.max(...rounds.filter((x) => x.mode === m).map((x) => x.callsPerSec));
-  const ratio = best("agent") / best("direct");
+  // Each round ran both modes back to back: its ratio is the A/B figure (the machine is shared).
+  const paired = Array.from({ length: ROUNDS }, (_, r) => {
+    const [x, y] = rounds.slice(2 * r, 2 * r + 2);
+    return (x.mode === "agent" ? x : y).callsPerSec / (x.mode === "agent" ? y : x).callsPerSec;
+  });
+  const sorted = [...paired].sort((a, b) => a - b);
+  const median = sorted.length % 2
+    ? sorted[(sorted.length - 1) / 2]
+    : (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2;
   (report.runtimes as Record<string, unknown>)[rt] = {
     rounds,
-    bestAgent: best("agent"),
-    bestDirect: best("direct"),
-    ratio,
+    pairedRatios: paired,
+    medianRatio: median,
   };
-  md.push(`| ${rt} | **agent / direct (best rounds)** | | **${ratio.toFixed(2)}** | | | | |`);
+  md.push(
+    `| ${rt} | **agent / direct, per round** | | ${
+      paired.map((x) => x.toFixed(2)).join(", ")
+    } (median **${median.toFixed(2)}**) | | | | |`,
+  );
 }
 mkdirSync(OUT, { recursive: true });
 writeFileSync(join(OUT, `${NAME}.json`), JSON.stringify(report, null, 2) + "\n");

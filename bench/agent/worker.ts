@@ -5,7 +5,7 @@
  * `result {"calls":N,"seconds":S,"fabric":…,"via":…}`.
  *
  *   deno run -A bench/agent/worker.ts (--agent NAME | --address H:P) --go FILE [--seconds 5]
- *       [--window 32] [--bytes 16]
+ *       [--window 32] [--bytes 16] [--idle-after-ms 0.2 (agent client)]
  * @module
  */
 import { existsSync } from "node:fs";
@@ -17,7 +17,8 @@ const seconds = numArg("seconds", 5), window = numArg("window", 32), bytes = num
 if (!go || (!agent && !address)) {
   throw new Error("worker: --go FILE and --agent NAME or --address H:P");
 }
-const c = agent ? await connect(`agent:${agent}`) : await connect(address);
+const idleAfterMs = numArg("idle-after-ms", 0.2);
+const c = agent ? await connect(`agent:${agent}`, { idleAfterMs }) : await connect(address);
 const req = new Uint8Array(bytes);
 let fabric = "", via = "direct";
 for (let i = 0; i < 200; i++) {

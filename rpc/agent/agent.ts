@@ -23,6 +23,7 @@ import {
   createAgentRing,
   type DrainBuffers,
 } from "../../transport/local_ring.ts";
+import { cpuYielder } from "../../transport/cpu.ts";
 import { parseOptions } from "../../util/options.ts";
 import { type Client, connect } from "../client.ts";
 import type { ClientOptions } from "../connect_options.ts";
@@ -46,6 +47,8 @@ export const agentOptionsSchema = z.object({
   reclaimMs: z.number().int().min(1).max(600_000).default(1000),
   /** How often dead producers are looked for. */
   sweepMs: z.number().int().min(10).max(60_000).default(250),
+  /** With no request for this long (ms), the agent sleeps in its futex instead of polling. */
+  idleAfterMs: z.number().min(0).max(1000).default(0.2),
   /** The deadline of a forwarded call whose producer gave none. */
   timeoutMs: z.number().int().min(1).default(30_000),
   /** Options of the remote connection (`connect()`'s; validated there). */
@@ -84,10 +87,19 @@ export class Agent {
   #failed = 0;
   #badRecords = 0;
   #running = true;
+  #wakeScheduled = false;
   readonly #done: Promise<void>;
 
+  readonly #yieldCpu: () => void;
+
   /** @internal use {@link startAgent}. */
-  constructor(ring: AgentRingHost, remote: Client, opts: z.output<typeof agentOptionsSchema>) {
+  constructor(
+    ring: AgentRingHost,
+    remote: Client,
+    opts: z.output<typeof agentOptionsSchema>,
+    yieldCpu: () => void,
+  ) {
+    this.#yieldCpu = yieldCpu;
     this.#ring = ring;
     this.#remote = remote;
     this.#opts = opts;
@@ -111,20 +123,24 @@ export class Agent {
 
   async #loop(): Promise<void> {
     const ring = this.#ring, out = this.#out, reclaim = this.#opts.reclaimMs;
-    let lastSweep = 0, idle = 0;
+    let lastSweep = 0, lastWork = 0;
     while (this.#running) {
       const seen = ring.doorbell();
       const now = performance.now();
       const n = ring.drain(out, now, reclaim);
       for (let i = 0; i < n; i++) this.#forward(out.producer[i], out.slot[i], out.length[i]);
+      ring.flushWakes(); // records the drain itself answered (rejected ones)
       if (now - lastSweep >= this.#opts.sweepMs) {
         lastSweep = now;
         ring.sweep();
       }
-      if (n > 0) idle = 0;
-      // Spin a few turns (the next request is often already on its way), then sleep.
-      if (n > 0 || ++idle < 16) await new Promise((r) => setImmediate(r));
-      else await ring.wait(seen, Math.min(this.#opts.sweepMs, reclaim));
+      if (n > 0) lastWork = now;
+      // Poll on while work came lately (giving the core away between looks, as the progress
+      // engine does), then sleep in the doorbell's futex.
+      if (now - lastWork < this.#opts.idleAfterMs) {
+        if (n === 0) this.#yieldCpu();
+        await new Promise((r) => setImmediate(r));
+      } else await ring.wait(seen, Math.min(this.#opts.sweepMs, reclaim));
     }
   }
 
@@ -135,7 +151,7 @@ export class Agent {
       req = decodeRequest(ring.request(p, k, length));
     } catch (e) {
       this.#badRecords++;
-      ring.respond(p, k, encodeError(ring.responseArea(p, k), e));
+      this.#answer(p, k, encodeError(ring.responseArea(p, k), e));
       return;
     }
     this.#forwarded++;
@@ -157,12 +173,28 @@ export class Agent {
           ),
         );
       }
-      ring.respond(p, k, len);
+      this.#answer(p, k, len);
     }, (e) => {
       this.#failed++;
-      ring.respond(p, k, encodeError(ring.responseArea(p, k), e));
+      this.#answer(p, k, encodeError(ring.responseArea(p, k), e));
     });
   }
+
+  /**
+   * Answers slot (p, k), and wakes its producer at the end of this turn: answers that complete
+   * together (one batch from the remote session) cost one wake-up per producer, not one per call.
+   */
+  #answer(p: number, k: number, length: number): void {
+    this.#ring.respond(p, k, length);
+    if (this.#wakeScheduled) return;
+    this.#wakeScheduled = true;
+    setImmediate(this.#flush);
+  }
+
+  readonly #flush = () => {
+    this.#wakeScheduled = false;
+    this.#ring.flushWakes();
+  };
 
   /** Counters, and the ring's. */
   stats(): AgentStats {
@@ -212,7 +244,12 @@ export async function startAgent(
   // The ring first: a name already taken fails before anything reaches the server.
   const ring = await createAgentRing(o.name, sizes);
   try {
-    return new Agent(ring, await connect(address, o.client as ClientOptions), o);
+    return new Agent(
+      ring,
+      await connect(address, o.client as ClientOptions),
+      o,
+      await cpuYielder(),
+    );
   } catch (e) {
     ring.close();
     throw e;

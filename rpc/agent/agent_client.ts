@@ -17,6 +17,7 @@ import { setImmediate } from "node:timers";
 import { z } from "zod";
 import { TimeoutError, VerbusError } from "../../errors.ts";
 import { type AgentRingProducer, joinAgentRing } from "../../transport/local_ring.ts";
+import { cpuYielder } from "../../transport/cpu.ts";
 import { parseOptions } from "../../util/options.ts";
 import type {
   BatchCall,
@@ -38,6 +39,8 @@ export const agentClientOptionsSchema = z.object({
     .optional(),
   /** `connect()` options of the fallback connection. */
   fallbackOptions: z.record(z.string(), z.unknown()).default({}),
+  /** With calls in flight and no answer for this long (ms), sleep in the futex instead of polling. */
+  idleAfterMs: z.number().min(0).max(1000).default(0.2),
 }).strict();
 /** Options of an agent client as users write them. */
 export type AgentClientOptions = z.input<typeof agentClientOptionsSchema>;
@@ -92,8 +95,16 @@ export class AgentClient {
   #joins = 0;
   readonly #handles = new CallHandles<AgentCallResult>();
 
+  readonly #yieldCpu: () => void;
+
   /** @internal use `connect("agent:NAME")`. */
-  constructor(name: string, port: AgentRingProducer, o: z.output<typeof agentClientOptionsSchema>) {
+  constructor(
+    name: string,
+    port: AgentRingProducer,
+    o: z.output<typeof agentClientOptionsSchema>,
+    yieldCpu: () => void,
+  ) {
+    this.#yieldCpu = yieldCpu;
     this.name = name;
     this.#o = o;
     this.#port = null;
@@ -245,13 +256,12 @@ export class AgentClient {
     if (this.#pumping) return;
     this.#pumping = true;
     try {
-      let idle = 0, lastCheck = performance.now();
+      let lastWork = performance.now(), lastCheck = lastWork;
       while (this.#inflight > 0 && this.#port) {
         const port = this.#port;
         const seen = port.doorbell();
         if (this.progress() > 0) {
-          idle = 0;
-          lastCheck = performance.now();
+          lastWork = lastCheck = performance.now();
           continue;
         }
         const now = performance.now();
@@ -264,7 +274,8 @@ export class AgentClient {
             break;
           }
         }
-        if (++idle < 16) {
+        if (now - lastWork < this.#o.idleAfterMs) {
+          this.#yieldCpu(); // answers are due: poll, giving the core away between looks
           await new Promise((r) => setImmediate(r));
           continue;
         }
@@ -385,5 +396,5 @@ export async function connectAgent(
   options: AgentClientOptions = {},
 ): Promise<AgentClient> {
   const o = parseOptions(agentClientOptionsSchema, options, 'connect("agent:…") options');
-  return new AgentClient(name, await joinAgentRing(name), o);
+  return new AgentClient(name, await joinAgentRing(name), o, await cpuYielder());
 }

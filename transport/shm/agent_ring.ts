@@ -117,6 +117,8 @@ export function checkSizes(s: AgentRingSizes): void {
 export abstract class AgentRingBase {
   #parked = 0;
   #unmapped = false;
+  /** Doorbell word → its pointer (made once: a pointer costs an allocation). */
+  readonly #pointers = new Map<number, NonNullPtr>();
   protected readonly words: Int32Array;
   protected readonly ring: MpscRing;
   protected readonly slotBase: number;
@@ -191,9 +193,15 @@ export abstract class AgentRingBase {
   /** Bumps the doorbell word `word`; wakes its sleeper. */
   protected bump(word: number, sleepWord: number): void {
     Atomics.add(this.words, word, 1);
-    if (Atomics.load(this.words, sleepWord) !== 0) {
-      this.helper.lib.symbols.vb_futex_wake(this.mapping.pointerAt(word << 2) as NonNullPtr, 1);
-    }
+    this.wakeIfSleeping(word, sleepWord);
+  }
+
+  /** Wakes the sleeper of doorbell `word` if its flag says it sleeps (one syscall, else none). */
+  protected wakeIfSleeping(word: number, sleepWord: number): void {
+    if (this.#unmapped || Atomics.load(this.words, sleepWord) === 0) return;
+    let ptr = this.#pointers.get(word);
+    if (!ptr) this.#pointers.set(word, ptr = this.mapping.pointerAt(word << 2) as NonNullPtr);
+    this.helper.lib.symbols.vb_futex_wake(ptr, 1);
   }
 
   /** The agent's counters as the shared header has them. */

@@ -40,12 +40,18 @@ export class AgentRingHost extends AgentRingBase implements HostApi {
   #producersReclaimed = 0;
   #closed = false;
   #scratch: Uint8Array | null = null;
+  /** Producers answered since the last flushWakes, once each. */
+  readonly #toWake: Uint32Array;
+  readonly #toWakeFlag: Uint8Array;
+  #toWakeCount = 0;
 
   private constructor(mapping: ShmMapping, helper: Helper, sizes: AgentRingSizes) {
     super(mapping, helper, sizes);
     this.name = mapping.name;
     this.#inflight = new Uint32Array(sizes.producers);
     this.#stuck = new Int32Array(sizes.producers * sizes.slots);
+    this.#toWake = new Uint32Array(sizes.producers);
+    this.#toWakeFlag = new Uint8Array(sizes.producers);
   }
 
   /**
@@ -134,7 +140,7 @@ export class AgentRingHost extends AgentRingBase implements HostApi {
     return this.slotBytes(p, k, this.slotData);
   }
 
-  /** Publishes the response of slot (p, k): length, then READY; wakes the producer. */
+  /** Publishes the response of slot (p, k): length, then READY, then its doorbell; the wake-up waits for {@link flushWakes}. */
   respond(p: number, k: number, length: number): void {
     if (this.#closed) return;
     const w = this.words, sw = this.slotWord(p, k);
@@ -142,8 +148,26 @@ export class AgentRingHost extends AgentRingBase implements HostApi {
     if (Atomics.load(w, sw) !== SLOT.TAKEN) return; // scribbled: the producer is broken anyway
     Atomics.store(w, sw + 2, length);
     Atomics.store(w, sw, SLOT.READY);
-    const t = this.tableWord(p);
-    this.bump(t + 1, t + 2);
+    Atomics.add(w, this.tableWord(p) + 1, 1); // the doorbell moves now: no wake-up can be lost
+    if (this.#toWakeFlag[p] === 0) {
+      this.#toWakeFlag[p] = 1;
+      this.#toWake[this.#toWakeCount++] = p;
+    }
+  }
+
+  /**
+   * Wakes the producers answered since the last call that sleep: one futex wake per producer
+   * per flush, however many of its calls were answered. Returns how many producers it looked at.
+   */
+  flushWakes(): number {
+    const n = this.#toWakeCount;
+    for (let i = 0; i < n; i++) {
+      const p = this.#toWake[i], t = this.tableWord(p);
+      this.#toWakeFlag[p] = 0;
+      this.wakeIfSleeping(t + 1, t + 2);
+    }
+    this.#toWakeCount = 0;
+    return n;
   }
 
   /** Gives back the table entries of dead or departed producers with nothing running. */
