@@ -14,7 +14,7 @@ const HELP = `usage: verbus agent --connect HOST:PORT [--listen NAME] [--fabric 
   FABRICS.join("|")
 }|tcp]
                     [--producers N] [--slots N] [--slot-bytes N] [--reclaim-ms N]
-                    [--idle-after-ms N] [--json]
+                    [--idle-after-ms N] [--source-addr A] [--rdma-mode poll|event] [--json]
 
   --connect HOST:PORT   the remote verbus server (one connection, the best fabric both hosts share)
   --listen NAME         the agent's name; local processes call through it as agent:NAME
@@ -25,6 +25,8 @@ const HELP = `usage: verbus agent --connect HOST:PORT [--listen NAME] [--fabric 
   --reclaim-ms N        a ring position claimed and never published is reclaimed after N ms
                         (its producer died mid-write; default 1000)
   --idle-after-ms N     with no request for N ms, sleep in the futex instead of polling (default 0.2)
+  --source-addr A       bind the RDMA connection to local address A
+  --rdma-mode poll|event  how the verbs session waits for completions
 
 Prints one line when ready ("... listening on agent:NAME ..."); stops on SIGINT / SIGTERM.`;
 
@@ -39,6 +41,8 @@ const schema = z.object({
   "slot-bytes": z.coerce.number().int().min(256).max(1 << 24).default(65536),
   "reclaim-ms": z.coerce.number().int().min(1).max(600_000).default(1000),
   "idle-after-ms": z.coerce.number().min(0).max(1000).default(0.2),
+  "source-addr": z.string().min(1).optional(),
+  "rdma-mode": z.enum(["poll", "event"]).optional(),
   json: z.boolean().default(false),
 }).strict();
 
@@ -64,6 +68,8 @@ export async function main(args: string[]): Promise<number> {
         "slot-bytes": { type: "string" },
         "reclaim-ms": { type: "string" },
         "idle-after-ms": { type: "string" },
+        "source-addr": { type: "string" },
+        "rdma-mode": { type: "string" },
         json: { type: "boolean" },
       },
       strict: true,
@@ -86,6 +92,12 @@ export async function main(args: string[]): Promise<number> {
     idleAfterMs: o["idle-after-ms"],
     client: {
       fabric: o.fabric,
+      providerOptions: {
+        verbs: {
+          ...(o["source-addr"] ? { sourceAddr: o["source-addr"] } : {}),
+          ...(o["rdma-mode"] ? { mode: o["rdma-mode"] } : {}),
+        },
+      },
       logger: { warn: (m: string) => console.error(`verbus agent: ${m}`) },
     },
   });

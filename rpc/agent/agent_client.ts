@@ -14,55 +14,25 @@
  * @module
  */
 import { setImmediate } from "node:timers";
-import { z } from "zod";
+import type { z } from "zod";
 import { TimeoutError, VerbusError } from "../../errors.ts";
 import { type AgentRingProducer, joinAgentRing } from "../../transport/local_ring.ts";
 import { cpuYielder } from "../../transport/cpu.ts";
 import { parseOptions } from "../../util/options.ts";
-import type {
-  BatchCall,
-  ClientCallOptions,
-  ClientCallResult,
-  ClientOptions,
-} from "../connect_options.ts";
+import type { BatchCall, ClientCallOptions, ClientOptions } from "../connect_options.ts";
 import type { Client } from "../client.ts";
 import type { CallPath } from "../selector.ts";
+import {
+  type AgentCallResult,
+  type AgentClientOptions,
+  agentClientOptionsSchema,
+  type AgentClientStats,
+} from "./agent_client_options.ts";
 import { decodeResponse, encodeRequest, requestBytes } from "./record.ts";
 import { CallHandles } from "../call_handles.ts";
 
-/** Options of `connect("agent:NAME", options)`. */
-export const agentClientOptionsSchema = z.object({
-  /** Deadline of a call (ms) unless the call gives its own. */
-  timeoutMs: z.number().int().min(1).default(30_000),
-  /** The remote server, for calls the agent cannot take (ring FULL, too large, no agent). */
-  fallback: z.union([z.string().min(1), z.object({ host: z.string(), port: z.number().int() })])
-    .optional(),
-  /** `connect()` options of the fallback connection. */
-  fallbackOptions: z.record(z.string(), z.unknown()).default({}),
-  /** With calls in flight and no answer for this long (ms), sleep in the futex instead of polling. */
-  idleAfterMs: z.number().min(0).max(1000).default(0.2),
-}).strict();
-/** Options of an agent client as users write them. */
-export type AgentClientOptions = z.input<typeof agentClientOptionsSchema>;
-
-/** A call's answer through the agent ("direct": over the fallback connection). */
-export interface AgentCallResult extends ClientCallResult {
-  via: "agent" | "direct";
-}
-
-/** Counters of an agent client. */
-export interface AgentClientStats {
-  fabric: string;
-  calls: Record<CallPath, number>;
-  /** Calls that went over the fallback connection, and why. */
-  direct: number;
-  /** Times the ring was FULL when a call was posted. */
-  full: number;
-  /** Times this client joined an agent (1 + reconnections). */
-  joins: number;
-  /** The agent ring's counters (null while not joined). */
-  ring: Record<string, number> | null;
-}
+export { agentClientOptionsSchema };
+export type { AgentCallResult, AgentClientOptions, AgentClientStats };
 
 interface Pending {
   seq: number;
@@ -157,7 +127,11 @@ export class AgentClient {
     try {
       port = await this.#ensurePort();
     } catch (e) {
-      if (this.#o.fallback && e instanceof VerbusError && e.code === "NOT_FOUND") {
+      // No agent by that name, or every producer entry of its ring taken: our own connection.
+      if (
+        this.#o.fallback && e instanceof VerbusError &&
+        (e.code === "NOT_FOUND" || e.code === "FULL")
+      ) {
         return await this.#callDirect(service, method, request, options);
       }
       throw e;
@@ -176,6 +150,10 @@ export class AgentClient {
       if (this.#port !== port) return await this.call(service, method, request, options);
       const k = this.#free.pop()!;
       const len = encodeRequest(port.area(k), fields);
+      if (len < 0) {
+        this.#releaseSlot(k);
+        throw new VerbusError("BOUNDS", `service or method name of over 65535 bytes`);
+      }
       const seq = ++this.#seq >>> 0;
       if (port.post(k, len, seq)) {
         return await new Promise<AgentCallResult>((resolve, reject) => {
@@ -246,7 +224,8 @@ export class AgentClient {
       }
       this.#calls[answer.path]++;
       this.#fabric = answer.fabric;
-      p!.resolve({ ...answer, via: "agent" });
+      const { response, attachment, path, fabric } = answer;
+      p!.resolve({ response, attachment, path, fabric, via: "agent" });
     }
     return done;
   }
@@ -257,7 +236,8 @@ export class AgentClient {
     this.#pumping = true;
     try {
       let lastWork = performance.now(), lastCheck = lastWork;
-      while (this.#inflight > 0 && this.#port) {
+      // Abandoned slots (their caller's deadline passed) still come back: reap them too.
+      while ((this.#inflight > 0 || this.#abandoned.size > 0) && this.#port) {
         const port = this.#port;
         const seen = port.doorbell();
         if (this.progress() > 0) {

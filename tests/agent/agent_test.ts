@@ -144,7 +144,7 @@ test(
   async () => {
     const s = await startTestServer();
     const name = agentName("kill");
-    const agent = await startAgentChild(name, s.server.port, ["--reclaim-ms", "300"]);
+    const agent = await startAgentChild(name, s.server.port, { extra: ["--reclaim-ms", "300"] });
     let stall: Child | undefined, busy: Child | undefined;
     const c = await connect(`agent:${name}`);
     try {
@@ -223,7 +223,7 @@ test(
   async () => {
     const s = await startTestServer();
     const name = agentName("hostile");
-    const agent = await startAgentChild(name, s.server.port, ["--reclaim-ms", "200"]);
+    const agent = await startAgentChild(name, s.server.port, { extra: ["--reclaim-ms", "200"] });
     const hostile: Child[] = [];
     const honest: Child[] = [];
     try {
@@ -309,4 +309,40 @@ test(
     }
   },
   { timeoutMs: 180_000 },
+);
+
+test(
+  "calls past their deadline fail with TIMEOUT and give their slots back (2 slots, 5 late calls)",
+  async () => {
+    const s = await startTestServer();
+    const name = agentName("late");
+    const agent = await startAgentChild(name, s.server.port, { extra: ["--slots", "2"] });
+    const c = await connect(`agent:${name}`);
+    try {
+      const late = await Promise.all(
+        Array.from(
+          { length: 5 },
+          (_, i) =>
+            c.call("test.Agent", "Hold", enc.encode(`late${i}`), { timeoutMs: 300 }).then(
+              () => "answered",
+              (e: VerbusError) => e.code,
+            ),
+        ),
+      );
+      assertEquals(late, ["TIMEOUT", "TIMEOUT", "TIMEOUT", "TIMEOUT", "TIMEOUT"]);
+      s.release();
+      for (let i = 0; i < 20; i++) {
+        const r = await c.call("verbus.Demo", "Echo", enc.encode(`after${i}`), {
+          timeoutMs: 30_000,
+        });
+        assertEquals(new TextDecoder().decode(r.response), `after${i}`);
+      }
+    } finally {
+      await c.close();
+      await stopAgent(agent, name);
+      s.release();
+      await s.server.close();
+    }
+  },
+  { timeoutMs: 120_000 },
 );

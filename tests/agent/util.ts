@@ -34,8 +34,10 @@ export interface AgentTestServer {
   release(): void;
 }
 
-/** Starts the server in this process (shm + TCP). */
-export async function startTestServer(): Promise<AgentTestServer> {
+/** Starts the server in this process (shm + TCP unless `options` say otherwise: host, fabric). */
+export async function startTestServer(
+  options: Record<string, unknown> = {},
+): Promise<AgentTestServer> {
   const kv = new CountingKv();
   let waiting: (() => void)[] = [];
   const server = await serve({
@@ -46,6 +48,7 @@ export async function startTestServer(): Promise<AgentTestServer> {
         Hold: (req) => new Promise<Uint8Array>((r) => waiting.push(() => r(req))),
       },
     },
+    ...options,
   });
   return {
     server,
@@ -64,20 +67,38 @@ export function agentName(tag: string): string {
   return `t-${tag}-${Math.random().toString(36).slice(2, 8)}`;
 }
 
+/** Where and how {@link startAgentChild} starts the agent. */
+export interface AgentChildOptions {
+  /** More arguments (after --connect and --listen). */
+  extra?: string[];
+  /** The server's host (default 127.0.0.1). */
+  host?: string;
+  /** The script (default `cli/main.ts agent`; `tests/agent/fixtures/agent.ts` takes API options). */
+  script?: string;
+  /** How long to wait for its ready line (default 60 s). */
+  timeoutMs?: number;
+}
+
 /** Starts `verbus agent` (this runtime) in a child process and waits for its ready line. */
-export function startAgentChild(name: string, port: number, extra: string[] = []): Promise<Child> {
-  return spawnScript(RUNTIME as RuntimeName, "cli/main.ts", {
-    args: ["agent", "--connect", `127.0.0.1:${port}`, "--listen", name, ...extra],
+export function startAgentChild(
+  name: string,
+  port: number,
+  o: AgentChildOptions = {},
+): Promise<Child> {
+  const script = o.script ?? "cli/main.ts";
+  const connect = ["--connect", `${o.host ?? "127.0.0.1"}:${port}`, "--listen", name];
+  return spawnScript(RUNTIME as RuntimeName, script, {
+    args: [...(script === "cli/main.ts" ? ["agent"] : []), ...connect, ...(o.extra ?? [])],
     ready: /listening on agent:/,
-    timeoutMs: 60_000,
+    timeoutMs: o.timeoutMs ?? 60_000,
   });
 }
 
 /** Starts a producer fixture (tests/agent/fixtures/producer.ts) and waits until it joined. */
-export function startProducer(name: string, args: string[]): Promise<Child> {
+export function startProducer(name: string, args: string[], timeoutMs = 90_000): Promise<Child> {
   return spawnScript(RUNTIME as RuntimeName, "tests/agent/fixtures/producer.ts", {
     args: ["--agent", name, ...args],
-    timeoutMs: 90_000,
+    timeoutMs,
   });
 }
 

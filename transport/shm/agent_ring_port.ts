@@ -49,6 +49,12 @@ export class AgentRingPort extends AgentRingBase implements AgentRingProducer {
     } catch {
       throw new VerbusError("NOT_FOUND", `no agent "${name}" on this host (${shm} does not exist)`);
     }
+    if (size < 4096) {
+      throw new VerbusError(
+        "HANDSHAKE",
+        `agent "${name}" (${shm}): ${size} bytes is no agent ring`,
+      );
+    }
     const mapping = await ShmMapping.open(shm, size);
     const h = new Int32Array(mapping.bytes.buffer, mapping.bytes.byteOffset, 64);
     const sizes: AgentRingSizes = {
