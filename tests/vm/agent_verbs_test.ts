@@ -1,8 +1,9 @@
 /**
  * The same-host agent over RDMA verbs (Soft-RoCE VM): the server on rxe1 (10.77.0.2) offers
- * verbs only; `verbus agent` connects once from rxe0 (10.77.0.1) over verbs; four producer
- * processes put and get through it. Every call is answered with the agent's remote fabric
- * "verbs", every put ran once, and the server saw one connection: one QP for four processes.
+ * verbs only; `verbus agent` connects once from rxe0 (10.77.0.1) over verbs; two producer
+ * processes put and get through it (few: process start-up is slow under TCG), then this one.
+ * Every call is answered with the agent's remote fabric "verbs", every put ran once, and the
+ * server saw one connection: one QP for three processes.
  */
 import { assert, assertEquals, test } from "../harness.ts";
 import { connect } from "../../rpc/client.ts";
@@ -18,7 +19,7 @@ import type { Child } from "../util/proc.ts";
 import { CLIENT_ADDR, kernelResourceCounts, SERVER_ADDR } from "./fabric_verbs_util.ts";
 
 test(
-  "4 processes through one agent whose remote leg is verbs: one connection, one QP",
+  "3 processes through one agent whose remote leg is verbs: one connection, one QP",
   async () => {
     const s = await startTestServer({
       host: SERVER_ADDR,
@@ -36,16 +37,20 @@ test(
     const producers: Child[] = [];
     try {
       assert(agent.output().includes("over verbs"), `agent: ${agent.output()}`);
-      for (let i = 0; i < 4; i++) {
+      for (let i = 0; i < 2; i++) {
         producers.push(
-          await startProducer(name, ["--id", String(i), "--calls", "40", "--window", "16"]),
+          await startProducer(
+            name,
+            ["--id", String(i), "--calls", "40", "--window", "16"],
+            300_000,
+          ),
         );
       }
       const results = await Promise.all(producers.map((p) => producerResult(p, 400_000)));
       results.forEach((r, i) =>
         assertEquals([r.ok, r.badCount], [40, 0], `producer ${i}: ${r.bad.join("; ")}`)
       );
-      for (let i = 0; i < 4; i++) {
+      for (let i = 0; i < 2; i++) {
         for (let j = 0; j < 40; j++) {
           assertEquals(
             s.kv.puts.get(`p${i}-${j}`),
@@ -61,7 +66,7 @@ test(
       assertEquals(s.server.stats().connectionsTotal, 1, "the server saw one connection");
       const after = kernelResourceCounts();
       const qps = (after["rxe1.qp"] ?? 0) - (before["rxe1.qp"] ?? 0);
-      assert(qps <= 1, `server-side QPs for 5 processes: ${qps} (${JSON.stringify(after)})`);
+      assert(qps <= 1, `server-side QPs for 3 processes: ${qps} (${JSON.stringify(after)})`);
     } finally {
       await Promise.all(producers.map((p) => p.kill()));
       await stopAgent(agent, name);
