@@ -22,7 +22,11 @@
  * The agent treats producers as hostile: a descriptor must name an attached producer's slot in
  * state POSTED (taken by CAS, so one slot never runs twice), a length must fit the slot (else the
  * slot is answered with length 0, "rejected"), and a producer whose process died — or that left —
- * gets its table entry back once none of its calls is still running (counted).
+ * gets its table entry back once none of its calls is still running (counted). What is defended
+ * is the agent and the other producers' progress against garbage in the ring, in descriptors, in
+ * a producer's own table entry and slots; a process of the same user can also write the header's
+ * identity words or another producer's slots, which this layout does not defend (nor could it:
+ * that process could as well signal the agent).
  *
  * The agent's side is `agent_ring_host.ts`, a producer's `agent_ring_port.ts`; this file holds the
  * layout and what both share.
