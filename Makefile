@@ -9,7 +9,7 @@ APT_PKGS := rdma-core ibverbs-providers libibverbs-dev librdmacm-dev ibverbs-uti
 RESULTS := build/test-results
 export NO_COLOR := 1
 
-.PHONY: all setup deps helper demo test test-quick test-vm check binary bench bench-ffi bench-e2e bench-vm bench-profile bench-scale soak clean
+.PHONY: all setup deps helper demo test test-quick test-vm check binary bench bench-ffi bench-e2e bench-vm bench-profile bench-scale soak bench-agent clean
 
 all: setup
 
@@ -79,6 +79,12 @@ SOAK_SECONDS ?= 600
 soak: setup
 	$(DENO) run -A tests/reliability/soak.ts --seconds $(SOAK_SECONDS) $(SOAK_ARGS)
 	$(BUN) tests/reliability/soak.ts --seconds $(SOAK_SECONDS) $(SOAK_ARGS)
+
+# 8 processes through one `verbus agent` vs 8 with their own connections (issue 15), both
+# runtimes, into bench/results/agent.{md,json}; options (e.g. AGENT_ARGS="--procs 8 --rounds 3"):
+# see the header of bench/agent/run.ts.
+bench-agent: setup
+	$(DENO) run -A bench/agent/run.ts $(AGENT_ARGS)
 
 # Inside the Soft-RoCE VM: verbus over verbs against perftest (results in build/bench/).
 bench-vm: setup

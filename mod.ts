@@ -92,3 +92,14 @@ export type { FabricKind } from "./transport/registry.ts";
 export type { FabricEndpoint } from "./transport/fabric.ts";
 export { probeHost } from "./transport/capabilities.ts";
 export type { FabricName, HostCapabilities } from "./transport/capabilities.ts";
+
+// The same-host agent: many local processes share one remote connection through a shared-memory
+// MPSC ring (`verbus agent`; clients join with `connect("agent:NAME")`).
+export { Agent, agentOptionsSchema, startAgent } from "./rpc/agent/agent.ts";
+export type { AgentOptions, AgentStats } from "./rpc/agent/agent.ts";
+export { AgentClient, agentClientOptionsSchema, connectAgent } from "./rpc/agent/agent_client.ts";
+export type {
+  AgentCallResult,
+  AgentClientOptions,
+  AgentClientStats,
+} from "./rpc/agent/agent_client.ts";

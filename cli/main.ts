@@ -3,7 +3,7 @@
  * `bun cli/main.ts <command>`; each command lives in its own file and is loaded on demand. The
  * CLI uses only the public API (`mod.ts`) and the example services (`examples/demo/mod.ts`).
  *
- * Commands: `doctor`, `serve`, `call` (see `verbus <command> --help`).
+ * Commands: `doctor`, `serve`, `call`, `agent` (see `verbus <command> --help`).
  * @module
  */
 import { RUNTIME } from "../util/runtime.ts";
@@ -14,6 +14,7 @@ commands:
   doctor   what this host can do: runtime, helper, libibverbs / librdmacm / liburma, devices
   serve    run a verbus server (TCP baidu_std; fabrics where the host has them)
   call     call a verbus (or brpc) server
+  agent    share one connection to a remote server among this host's processes
 
 run 'verbus <command> --help' for the options of one command.`;
 
@@ -37,6 +38,7 @@ const COMMANDS: Record<string, () => Promise<{ main(args: string[]): Promise<num
   doctor: () => import("./doctor.ts"),
   serve: () => import("./serve.ts"),
   call: () => import("./call.ts"),
+  agent: () => import("./agent.ts"),
 };
 
 /** Runs the command line and returns the exit code (the compiled binary calls this too). */

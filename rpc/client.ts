@@ -14,6 +14,7 @@ import { setImmediate } from "node:timers";
 import { type CallOptions, type Channel, connect as connectChannel } from "./channel.ts";
 import {
   type BatchCall,
+  channelOptionsOf,
   type ClientCallOptions,
   type ClientCallResult,
   type ClientOptions,
@@ -38,10 +39,10 @@ import { type ClientSession, RETRY_LATER, USE_TCP } from "./session/client_sessi
 import type { CallHooks } from "./session/fabric_call.ts";
 import { establishFabric, type FabricOutcome } from "./session/client_handshake.ts";
 import { ProgressEngine } from "./session/engine.ts";
+import type { AgentClient, AgentClientOptions } from "./agent/agent_client.ts";
 
 export { connectOptionsSchema, faultsSchema };
 export type { BatchCall, ClientCallOptions, ClientCallResult, ClientOptions, ClientStats };
-
 const EMPTY = new Uint8Array(0);
 const NO_OPTIONS: ClientCallOptions = Object.freeze({});
 
@@ -56,7 +57,7 @@ export class Client {
   #fallbacks = 0;
   readonly #calls: Record<CallPath, number> = { EAGER: 0, LAZY: 0, BULK: 0, TCP_FALLBACK: 0 };
   readonly #latencyUs: Record<CallPath, number> = { EAGER: 0, LAZY: 0, BULK: 0, TCP_FALLBACK: 0 };
-  readonly #handles = new CallHandles();
+  readonly #handles = new CallHandles<ClientCallResult>();
   /** The selector's input, refilled per call (no object per call). */
   readonly #selectInput: SelectInput = {
     forcePath: undefined,
@@ -283,7 +284,6 @@ export class Client {
   progress(): number {
     return this.#fabric.session?.progress() ?? 0;
   }
-
   /** The result of a finished call (the handle is then released), or undefined while running. Throws its error. */
   poll(handle: number): ClientCallResult | undefined {
     return this.#handles.poll(handle);
@@ -360,26 +360,33 @@ export class Client {
  * Connects to a verbus (or brpc) server: TCP first, then the fabric handshake (unless
  * `fabric: "tcp"`). A refused or failed handshake leaves the client on TCP, with the reason in
  * `client.handshake`. Options are validated (INVALID_OPTIONS names the bad field).
+ * `connect("agent:NAME")` instead joins the same-host agent NAME (`verbus agent`) and yields an
+ * {@link AgentClient}: the same call API, every call forwarded over the agent's one connection.
  */
 export async function connect(
+  address: `agent:${string}`,
+  options?: AgentClientOptions,
+): Promise<AgentClient>;
+/** (See above; an `agent:NAME` address typed as plain `string` still yields an AgentClient.) */
+export async function connect(
   address: string | { host: string; port: number },
-  options: ClientOptions = {},
-): Promise<Client> {
-  const settings = parseOptions(connectOptionsSchema, options, "connect() options");
-  // Everything that is not the fabric's is the TCP channel's.
-  const {
-    fabric: _fabric,
-    region: _region,
-    selector: _selector,
-    forcePath: _forcePath,
-    refreshEvery: _refreshEvery,
-    faults: _faults,
-    progress: _progress,
-    providerOptions: _providerOptions,
-    reestablishMs: _reestablishMs,
-    ...channelOptions
-  } = settings;
-  const channel = await connectChannel(address, channelOptions);
+  options?: ClientOptions,
+): Promise<Client>;
+export async function connect(
+  address: string | { host: string; port: number },
+  options: ClientOptions | AgentClientOptions = {},
+): Promise<Client | AgentClient> {
+  if (typeof address === "string" && address.startsWith("agent:")) {
+    // The same-host agent (rpc/agent/): loaded only when asked for.
+    const { connectAgent } = await import("./agent/agent_client.ts");
+    return await connectAgent(address.slice(6), options as AgentClientOptions);
+  }
+  const settings = parseOptions(
+    connectOptionsSchema,
+    options as ClientOptions,
+    "connect() options",
+  );
+  const channel = await connectChannel(address, channelOptionsOf(settings));
   let outcome: FabricOutcome;
   try {
     outcome = await establishFabric(channel, settings);

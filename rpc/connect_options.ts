@@ -60,6 +60,23 @@ export type ClientOptions = z.input<typeof connectOptionsSchema>;
 /** `connect()` options after validation (defaults filled in). */
 export type ConnectSettings = z.output<typeof connectOptionsSchema>;
 
+/** The part of `settings` that is the TCP channel's: everything that is not the fabric's. */
+export function channelOptionsOf(settings: ConnectSettings): z.output<typeof ChannelOptionsSchema> {
+  const {
+    fabric: _fabric,
+    region: _region,
+    selector: _selector,
+    forcePath: _forcePath,
+    refreshEvery: _refreshEvery,
+    faults: _faults,
+    progress: _progress,
+    providerOptions: _providerOptions,
+    reestablishMs: _reestablishMs,
+    ...channelOptions
+  } = settings;
+  return channelOptions;
+}
+
 /** Options of one call. */
 export interface ClientCallOptions extends CallOptions {
   /** Force this call's path. */

@@ -39,5 +39,19 @@ echo "== async bench: 20000 ECHO 64 B, 32 in flight =="
 $BUN cli/main.ts call --port "$PORT" --async-bench 20000 --bench-op echo --async-window 32
 $BUN cli/main.ts call --port "$PORT" --async-bench 20000 --bench-op echo --async-window 32 --fabric tcp
 echo
+echo "== verbus agent (deno): three local processes share its one connection to the server =="
+$DENO run -A cli/main.ts agent --connect "127.0.0.1:$PORT" --listen "demo-$PORT" &
+AGENT=$!
+trap 'kill $AGENT $SRV 2>/dev/null; wait $AGENT $SRV 2>/dev/null || true' EXIT
+for _ in $(seq 200); do [ -e "/dev/shm/verbus-agent-$(id -u)-demo-$PORT" ] && break; sleep 0.1; done
+$BUN examples/agent_client.ts "demo-$PORT" 1 &
+P1=$!
+$DENO run -A examples/agent_client.ts "demo-$PORT" 2 &
+P2=$!
+$BUN examples/agent_client.ts "demo-$PORT" 3 &
+P3=$!
+wait $P1 $P2 $P3
+kill -TERM $AGENT && wait $AGENT || true
+echo
 echo "== stats =="
 $DENO run -A cli/main.ts call --port "$PORT" --ping --stats

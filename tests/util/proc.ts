@@ -54,6 +54,8 @@ export interface SpawnOptions {
   args?: string[];
   /** How long to wait for the `listening on` line (default 20 s). */
   timeoutMs?: number;
+  /** The ready line, instead of `listening on <port>` (the port is then 0 unless it captures one). */
+  ready?: RegExp;
 }
 
 /**
@@ -95,14 +97,14 @@ export function spawnScript(
     }
     const onChunk = (b: Uint8Array) => {
       out += new TextDecoder().decode(b);
-      const m = /listening on (?:[\w.:[\]-]*:)?(\d+)/.exec(out);
+      const m = (options.ready ?? /listening on (?:[\w.:[\]-]*:)?(\d+)/).exec(out);
       if (m && !done) {
         done = true;
         clearTimeout(timer);
         resolvePort({
           runtime,
           pid: proc.pid!,
-          port: Number(m[1]),
+          port: Number(m[1] ?? 0),
           output: () => out,
           exited,
           kill,

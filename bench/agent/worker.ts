@@ -1,0 +1,43 @@
+/**
+ * One process of the agent benchmark: connects (through the agent, `--agent NAME`, or on its own,
+ * `--address HOST:PORT`), warms up, prints `ready`, waits for the `--go` file, then keeps
+ * `--window` ECHO calls of `--bytes` bytes in flight for `--seconds` and prints
+ * `result {"calls":N,"seconds":S,"fabric":…,"via":…}`.
+ *
+ *   deno run -A bench/agent/worker.ts (--agent NAME | --address H:P) --go FILE [--seconds 5]
+ *       [--window 32] [--bytes 16] [--idle-after-ms 0.2 (agent client)]
+ * @module
+ */
+import { existsSync } from "node:fs";
+import { connect } from "../../mod.ts";
+import { arg, exit, numArg, sleep } from "../common/args.ts";
+
+const agent = arg("agent", ""), address = arg("address", ""), go = arg("go", "");
+const seconds = numArg("seconds", 5), window = numArg("window", 32), bytes = numArg("bytes", 16);
+if (!go || (!agent && !address)) {
+  throw new Error("worker: --go FILE and --agent NAME or --address H:P");
+}
+const idleAfterMs = numArg("idle-after-ms", 0.2);
+const c = agent ? await connect(`agent:${agent}`, { idleAfterMs }) : await connect(address);
+const req = new Uint8Array(bytes);
+let fabric = "", via = "direct";
+for (let i = 0; i < 200; i++) {
+  const r = await c.call("verbus.Demo", "Echo", req);
+  fabric = r.fabric;
+  if ("via" in r) via = String(r.via);
+}
+console.log("ready");
+while (!existsSync(go)) await sleep(5);
+let calls = 0, running = true;
+const t0 = performance.now();
+setTimeout(() => (running = false), seconds * 1000);
+await Promise.all(Array.from({ length: window }, async () => {
+  while (running) {
+    await c.call("verbus.Demo", "Echo", req);
+    calls++;
+  }
+}));
+const secs = (performance.now() - t0) / 1000;
+console.log(`result ${JSON.stringify({ calls, seconds: secs, fabric, via })}`);
+await c.close();
+exit(0);

@@ -1,0 +1,257 @@
+/**
+ * The same-host agent (`verbus agent`): ONE connection to a remote verbus server — over the best
+ * fabric the two hosts share, through {@link connect} — shared by every local process that joins
+ * its shared-memory ring (`transport/local_ring.ts`). N processes then cost the server one
+ * session, one QP, one region instead of N.
+ *
+ * Loop: drain the ring (producers' posted requests), decode each record (bounds-checked: a bad
+ * record is answered with an error naming what was wrong), forward it with `Client.call` — which
+ * picks EAGER / LAZY / BULK / TCP for the remote leg like any client — and write the answer back
+ * into the producer's slot. Idle, the loop sleeps in one futex wait on the ring's doorbell
+ * (producers wake it only while it sleeps); about every `sweepMs` it gives back the table entries
+ * of producers that died or left, and reclaims ring positions claimed and never published.
+ *
+ * Threading: the JS thread that started it (the remote client's progress engine shares it).
+ * @module
+ */
+import { setImmediate } from "node:timers";
+import { z } from "zod";
+import { VerbusError } from "../../errors.ts";
+import {
+  type AgentRingHost,
+  type AgentRingSizes,
+  createAgentRing,
+  type DrainBuffers,
+} from "../../transport/local_ring.ts";
+import { cpuYielder } from "../../transport/cpu.ts";
+import { parseOptions } from "../../util/options.ts";
+import { type Client, connect } from "../client.ts";
+import type { ClientOptions } from "../connect_options.ts";
+import { decodeRequest, encodeError, encodeResponse } from "./record.ts";
+
+/** Options of {@link startAgent}; unknown keys are rejected and messages name the field. */
+export const agentOptionsSchema = z.object({
+  /** The agent's name: local processes join it as `agent:<name>`. */
+  name: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, "expected 1-64 of [A-Za-z0-9_.-]").default(
+    "default",
+  ),
+  /** Ring entries (a power of two ≥ producers × slots, else producers may see FULL). */
+  entries: z.number().int().min(2).max(65536).default(1024),
+  /** Processes that may be joined at once. */
+  producers: z.number().int().min(1).max(1024).default(32),
+  /** Calls in flight per process. */
+  slots: z.number().int().min(1).max(1024).default(32),
+  /** Bytes per slot (a power of two): the largest request or response through the agent. */
+  slotBytes: z.number().int().min(256).max(1 << 24).default(64 * 1024),
+  /** A position claimed and not published for this long is reclaimed (its producer died). */
+  reclaimMs: z.number().int().min(1).max(600_000).default(1000),
+  /** How often dead producers are looked for. */
+  sweepMs: z.number().int().min(10).max(60_000).default(250),
+  /** With no request for this long (ms), the agent sleeps in its futex instead of polling. */
+  idleAfterMs: z.number().min(0).max(1000).default(0.2),
+  /** The deadline of a forwarded call whose producer gave none. */
+  timeoutMs: z.number().int().min(1).default(30_000),
+  /** Options of the remote connection (`connect()`'s; validated there). */
+  client: z.record(z.string(), z.unknown()).default({}),
+}).strict();
+/** {@link startAgent} options as users write them. */
+export type AgentOptions = z.input<typeof agentOptionsSchema>;
+
+/** What an agent counts. */
+export interface AgentStats {
+  /** Calls forwarded to the remote server, and how many of them failed. */
+  forwarded: number;
+  failed: number;
+  /** Requests answered with an error because their record was malformed. */
+  badRecords: number;
+  /** The ring's counters (delivered, reclaimed, garbage, rejected, producersReclaimed, attached). */
+  ring: Record<string, number>;
+  /** The remote fabric ("shm", "verbs", "urma", "tcp"). */
+  fabric: string;
+}
+
+const BATCH = 64;
+
+/** A running agent. Create with {@link startAgent}; stop with {@link Agent.close}. */
+export class Agent {
+  readonly #ring: AgentRingHost;
+  readonly #remote: Client;
+  readonly #opts: z.output<typeof agentOptionsSchema>;
+  readonly #out: DrainBuffers = {
+    desc: new Uint32Array(BATCH),
+    producer: new Uint32Array(BATCH),
+    slot: new Uint32Array(BATCH),
+    length: new Uint32Array(BATCH),
+  };
+  #forwarded = 0;
+  #failed = 0;
+  #badRecords = 0;
+  #running = true;
+  #wakeScheduled = false;
+  readonly #done: Promise<void>;
+
+  readonly #yieldCpu: () => void;
+
+  /** @internal use {@link startAgent}. */
+  constructor(
+    ring: AgentRingHost,
+    remote: Client,
+    opts: z.output<typeof agentOptionsSchema>,
+    yieldCpu: () => void,
+  ) {
+    this.#yieldCpu = yieldCpu;
+    this.#ring = ring;
+    this.#remote = remote;
+    this.#opts = opts;
+    this.#done = this.#loop();
+  }
+
+  /** The agent's name (`agent:<name>`). */
+  get name(): string {
+    return this.#opts.name;
+  }
+
+  /** The remote client (its fabric, handshake and stats). */
+  get remote(): Client {
+    return this.#remote;
+  }
+
+  /** The ring's shm object name. */
+  get ringName(): string {
+    return this.#ring.name;
+  }
+
+  async #loop(): Promise<void> {
+    const ring = this.#ring, out = this.#out, reclaim = this.#opts.reclaimMs;
+    let lastSweep = 0, lastWork = 0;
+    while (this.#running) {
+      const seen = ring.doorbell();
+      const now = performance.now();
+      const n = ring.drain(out, now, reclaim);
+      for (let i = 0; i < n; i++) this.#forward(out.producer[i], out.slot[i], out.length[i]);
+      ring.flushWakes(); // records the drain itself answered (rejected ones)
+      if (now - lastSweep >= this.#opts.sweepMs) {
+        lastSweep = now;
+        ring.sweep();
+      }
+      if (n > 0) lastWork = now;
+      // Poll on while work came lately (giving the core away between looks, as the progress
+      // engine does), then sleep in the doorbell's futex.
+      if (now - lastWork < this.#opts.idleAfterMs) {
+        if (n === 0) this.#yieldCpu();
+        await new Promise((r) => setImmediate(r));
+      } else await ring.wait(seen, Math.min(this.#opts.sweepMs, reclaim));
+    }
+  }
+
+  #forward(p: number, k: number, length: number): void {
+    const ring = this.#ring;
+    let req;
+    try {
+      req = decodeRequest(ring.request(p, k, length));
+    } catch (e) {
+      this.#badRecords++;
+      this.#answer(p, k, encodeError(ring.responseArea(p, k), e));
+      return;
+    }
+    this.#forwarded++;
+    this.#remote.call(req.service, req.method, req.request, {
+      attachment: req.attachment,
+      timeoutMs: req.timeoutMs || this.#opts.timeoutMs,
+      forcePath: req.forcePath,
+      expectedResponseBytes: req.expectedResponseBytes || undefined,
+      logId: req.logId,
+    }).then((r) => {
+      const area = ring.responseArea(p, k);
+      let len = encodeResponse(area, r);
+      if (len < 0) {
+        len = encodeError(
+          area,
+          new VerbusError(
+            "BOUNDS",
+            `the response (${r.response.length} bytes) does not fit the agent's ${ring.slotData}-byte slot`,
+          ),
+        );
+      }
+      this.#answer(p, k, len);
+    }, (e) => {
+      this.#failed++;
+      this.#answer(p, k, encodeError(ring.responseArea(p, k), e));
+    });
+  }
+
+  /**
+   * Answers slot (p, k), and wakes its producer at the end of this turn: answers that complete
+   * together (one batch from the remote session) cost one wake-up per producer, not one per call.
+   */
+  #answer(p: number, k: number, length: number): void {
+    this.#ring.respond(p, k, length);
+    if (this.#wakeScheduled) return;
+    this.#wakeScheduled = true;
+    setImmediate(this.#flush);
+  }
+
+  readonly #flush = () => {
+    this.#wakeScheduled = false;
+    this.#ring.flushWakes();
+  };
+
+  /** Counters, and the ring's. */
+  stats(): AgentStats {
+    return {
+      forwarded: this.#forwarded,
+      failed: this.#failed,
+      badRecords: this.#badRecords,
+      ring: this.#ring.counters(),
+      fabric: this.#remote.fabric,
+    };
+  }
+
+  /** Stops the loop, closes the ring (producers see CLOSED at once) and the remote client. Safe twice. */
+  async close(): Promise<void> {
+    if (!this.#running) return;
+    this.#running = false;
+    this.#ring.wake();
+    await this.#done;
+    this.#ring.close();
+    await this.#remote.close();
+  }
+}
+
+/**
+ * Starts an agent: creates the ring `agent:<name>` that local processes join with
+ * `connect("agent:<name>")`, then connects to the remote server at `address` (the best fabric,
+ * then TCP); calls posted meanwhile wait in the ring.
+ * Throws LISTEN_FAILED when an agent of that name already runs, INVALID_OPTIONS on bad options.
+ */
+export async function startAgent(
+  address: string | { host: string; port: number },
+  options: AgentOptions = {},
+): Promise<Agent> {
+  const o = parseOptions(agentOptionsSchema, options, "startAgent() options");
+  if (o.entries & (o.entries - 1) || o.slotBytes & (o.slotBytes - 1)) {
+    throw new VerbusError(
+      "INVALID_OPTIONS",
+      "startAgent() options: entries and slotBytes must be powers of two",
+    );
+  }
+  const sizes: AgentRingSizes = {
+    entries: o.entries,
+    producers: o.producers,
+    slots: o.slots,
+    slotBytes: o.slotBytes,
+  };
+  // The ring first: a name already taken fails before anything reaches the server.
+  const ring = await createAgentRing(o.name, sizes);
+  try {
+    return new Agent(
+      ring,
+      await connect(address, o.client as ClientOptions),
+      o,
+      await cpuYielder(),
+    );
+  } catch (e) {
+    ring.close();
+    throw e;
+  }
+}

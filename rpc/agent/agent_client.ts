@@ -1,0 +1,380 @@
+/**
+ * A process's calls through a same-host agent (`connect("agent:NAME")`): each call is written
+ * into one of this process's slots in the agent's ring and answered there; the agent forwards it
+ * over its one remote connection. Same API and result shape as {@link Client} (`call`,
+ * `callMany`, `submit` / `progress` / `poll` / `wait`, `stats`, `close`), plus `via: "agent"`;
+ * `path` and `fabric` are those the agent's remote call took.
+ *
+ * When the agent goes away (closed, killed), the calls in flight fail with CONNECTION_CLOSED
+ * naming why, and the next call joins the agent of that name again (a restarted one), or fails
+ * with NOT_FOUND while there is none. A call that finds the ring FULL waits for room until its
+ * deadline, or goes over this process's own connection when `fallback` names the server.
+ *
+ * Threading: the JS thread that created it. Waits for answers park one futex wait off-thread.
+ * @module
+ */
+import { setImmediate } from "node:timers";
+import type { z } from "zod";
+import { TimeoutError, VerbusError } from "../../errors.ts";
+import { type AgentRingProducer, joinAgentRing } from "../../transport/local_ring.ts";
+import { cpuYielder } from "../../transport/cpu.ts";
+import { parseOptions } from "../../util/options.ts";
+import type { BatchCall, ClientCallOptions, ClientOptions } from "../connect_options.ts";
+import type { Client } from "../client.ts";
+import type { CallPath } from "../selector.ts";
+import {
+  type AgentCallResult,
+  type AgentClientOptions,
+  agentClientOptionsSchema,
+  type AgentClientStats,
+} from "./agent_client_options.ts";
+import { decodeResponse, encodeRequest, requestBytes } from "./record.ts";
+import { CallHandles } from "../call_handles.ts";
+
+export { agentClientOptionsSchema };
+export type { AgentCallResult, AgentClientOptions, AgentClientStats };
+
+interface Pending {
+  seq: number;
+  deadline: number;
+  resolve(r: AgentCallResult): void;
+  reject(e: unknown): void;
+}
+
+/** See the module documentation. Create with `connect("agent:NAME")`. */
+export class AgentClient {
+  readonly name: string;
+  readonly #o: z.output<typeof agentClientOptionsSchema>;
+  #port: AgentRingProducer | null;
+  #joining: Promise<AgentRingProducer> | null = null;
+  #free: number[] = [];
+  #pending: (Pending | null)[] = [];
+  /** Slots whose caller gave up (deadline): freed when the agent's answer arrives. */
+  #abandoned = new Set<number>();
+  #slotWaiters: (() => void)[] = [];
+  #seq = 0;
+  #inflight = 0;
+  #pumping = false;
+  #parked: Promise<boolean> | null = null;
+  #direct: Promise<Client> | null = null;
+  #fabric = "agent";
+  #closed = false;
+  readonly #calls: Record<CallPath, number> = { EAGER: 0, LAZY: 0, BULK: 0, TCP_FALLBACK: 0 };
+  #directCalls = 0;
+  #full = 0;
+  #joins = 0;
+  readonly #handles = new CallHandles<AgentCallResult>();
+
+  readonly #yieldCpu: () => void;
+
+  /** @internal use `connect("agent:NAME")`. */
+  constructor(
+    name: string,
+    port: AgentRingProducer,
+    o: z.output<typeof agentClientOptionsSchema>,
+    yieldCpu: () => void,
+  ) {
+    this.#yieldCpu = yieldCpu;
+    this.name = name;
+    this.#o = o;
+    this.#port = null;
+    this.#adopt(port);
+  }
+
+  #adopt(port: AgentRingProducer): void {
+    this.#port = port;
+    this.#joins++;
+    this.#free = Array.from({ length: port.sizes.slots }, (_, i) => port.sizes.slots - 1 - i);
+    this.#pending = new Array(port.sizes.slots).fill(null);
+    this.#abandoned.clear();
+  }
+
+  /** The remote fabric of the agent's last answer ("agent" before the first). */
+  get fabric(): string {
+    return this.#fabric;
+  }
+
+  async #ensurePort(): Promise<AgentRingProducer> {
+    if (this.#closed) throw new VerbusError("CLOSED", `agent client "${this.name}" is closed`);
+    if (this.#port) return this.#port;
+    this.#joining ??= joinAgentRing(this.name).then((p) => {
+      this.#adopt(p);
+      return p;
+    }).finally(() => (this.#joining = null));
+    return await this.#joining;
+  }
+
+  /** Makes one call through the agent; resolves like `Client.call` plus `via`. */
+  async call(
+    service: string,
+    method: string,
+    request: Uint8Array,
+    options: ClientCallOptions = {},
+  ): Promise<AgentCallResult> {
+    const timeoutMs = options.timeoutMs ?? this.#o.timeoutMs;
+    const deadline = performance.now() + timeoutMs;
+    const fields = {
+      service,
+      method,
+      request,
+      attachment: options.attachment ?? new Uint8Array(0),
+      timeoutMs,
+      forcePath: options.forcePath,
+      expectedResponseBytes: options.expectedResponseBytes,
+      logId: options.logId,
+    };
+    let port: AgentRingProducer;
+    try {
+      port = await this.#ensurePort();
+    } catch (e) {
+      // No agent by that name, or every producer entry of its ring taken: our own connection.
+      if (
+        this.#o.fallback && e instanceof VerbusError &&
+        (e.code === "NOT_FOUND" || e.code === "FULL")
+      ) {
+        return await this.#callDirect(service, method, request, options);
+      }
+      throw e;
+    }
+    if (requestBytes(fields) > port.slotData) {
+      if (this.#o.fallback) return await this.#callDirect(service, method, request, options);
+      throw new VerbusError(
+        "BOUNDS",
+        `request of ${
+          request.length + fields.attachment.length
+        } bytes does not fit agent "${this.name}"'s ${port.slotData}-byte slot (set fallback to call directly)`,
+      );
+    }
+    for (;;) {
+      while (this.#free.length === 0 && this.#port === port) await this.#waitForSlot(deadline);
+      if (this.#port !== port) return await this.call(service, method, request, options);
+      const k = this.#free.pop()!;
+      const len = encodeRequest(port.area(k), fields);
+      if (len < 0) {
+        this.#releaseSlot(k);
+        throw new VerbusError("BOUNDS", `service or method name of over 65535 bytes`);
+      }
+      const seq = ++this.#seq >>> 0;
+      if (port.post(k, len, seq)) {
+        return await new Promise<AgentCallResult>((resolve, reject) => {
+          this.#pending[k] = { seq, deadline, resolve, reject };
+          this.#inflight++;
+          this.#pump();
+        });
+      }
+      this.#free.push(k);
+      this.#full++;
+      if (this.#o.fallback) return await this.#callDirect(service, method, request, options);
+      if (performance.now() > deadline) {
+        throw new VerbusError(
+          "FULL",
+          `agent "${this.name}"'s ring stayed full for ${timeoutMs} ms`,
+        );
+      }
+      await new Promise((r) => setTimeout(r, 1));
+    }
+  }
+
+  /** Waits until a slot is given back, or at most until the deadline (then TIMEOUT). */
+  async #waitForSlot(deadline: number): Promise<void> {
+    const left = deadline - performance.now();
+    if (left <= 0) {
+      throw new TimeoutError(`no free slot of agent "${this.name}" before the deadline`);
+    }
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await new Promise<void>((r) => {
+      this.#slotWaiters.push(r);
+      timer = setTimeout(() => {
+        const i = this.#slotWaiters.indexOf(r);
+        if (i >= 0) this.#slotWaiters.splice(i, 1); // a later release wakes someone else
+        r();
+      }, left);
+    });
+    clearTimeout(timer);
+  }
+
+  #releaseSlot(k: number): void {
+    this.#free.push(k);
+    this.#slotWaiters.shift()?.();
+  }
+
+  /** Reaps answered slots; returns how many calls completed. Main thread only. */
+  progress(): number {
+    const port = this.#port;
+    if (!port) return 0;
+    let done = 0;
+    for (let k = 0; k < this.#pending.length; k++) {
+      const p = this.#pending[k];
+      if (!p && !this.#abandoned.has(k)) continue;
+      const len = port.ready(k);
+      if (len < 0) continue;
+      const answer = decodeResponse(port.response(k, len));
+      port.release(k);
+      this.#pending[k] = null;
+      if (this.#abandoned.delete(k)) {
+        this.#releaseSlot(k);
+        continue;
+      }
+      this.#inflight--;
+      this.#releaseSlot(k);
+      done++;
+      if (!answer.ok) {
+        p!.reject(answer.error);
+        continue;
+      }
+      this.#calls[answer.path]++;
+      this.#fabric = answer.fabric;
+      const { response, attachment, path, fabric } = answer;
+      p!.resolve({ response, attachment, path, fabric, via: "agent" });
+    }
+    return done;
+  }
+
+  /** Drives answers while calls are in flight: spins a few turns, then one parked futex wait. */
+  async #pump(): Promise<void> {
+    if (this.#pumping) return;
+    this.#pumping = true;
+    try {
+      let lastWork = performance.now(), lastCheck = lastWork;
+      // Abandoned slots (their caller's deadline passed) still come back: reap them too.
+      while ((this.#inflight > 0 || this.#abandoned.size > 0) && this.#port) {
+        const port = this.#port;
+        const seen = port.doorbell();
+        if (this.progress() > 0) {
+          lastWork = lastCheck = performance.now();
+          continue;
+        }
+        const now = performance.now();
+        this.#expire(now);
+        if (now - lastCheck > 200) {
+          lastCheck = now;
+          const gone = port.agentGone();
+          if (gone) {
+            this.#fail(port, gone);
+            break;
+          }
+        }
+        if (now - lastWork < this.#o.idleAfterMs) {
+          this.#yieldCpu(); // answers are due: poll, giving the core away between looks
+          await new Promise((r) => setImmediate(r));
+          continue;
+        }
+        this.#parked ??= port.wait(seen, 100).finally(() => (this.#parked = null));
+        await this.#parked;
+      }
+    } finally {
+      this.#pumping = false;
+    }
+  }
+
+  #expire(now: number): void {
+    for (let k = 0; k < this.#pending.length; k++) {
+      const p = this.#pending[k];
+      if (!p || now <= p.deadline) continue;
+      this.#pending[k] = null;
+      this.#abandoned.add(k);
+      this.#inflight--;
+      p.reject(new TimeoutError(`call through agent "${this.name}" timed out`));
+    }
+  }
+
+  /** The agent went away: every call in flight fails; the next call joins again. */
+  #fail(port: AgentRingProducer, why: string): void {
+    this.#port = null;
+    port.close();
+    const e = new VerbusError(
+      "CONNECTION_CLOSED",
+      `agent "${this.name}": ${why}; the call was not answered`,
+    );
+    for (const p of this.#pending) p?.reject(e);
+    this.#pending = [];
+    this.#inflight = 0;
+    for (const w of this.#slotWaiters.splice(0)) w();
+  }
+
+  async #callDirect(
+    service: string,
+    method: string,
+    request: Uint8Array,
+    options: ClientCallOptions,
+  ): Promise<AgentCallResult> {
+    this.#directCalls++;
+    this.#direct ??= import("../client.ts").then((m) =>
+      m.connect(this.#o.fallback!, this.#o.fallbackOptions as ClientOptions)
+    );
+    const r = await (await this.#direct).call(service, method, request, options);
+    return { ...r, via: "direct" };
+  }
+
+  /** Many calls at once (answers in order, or the first error), like `Client.callMany`. */
+  callMany(calls: readonly BatchCall[]): Promise<AgentCallResult[]> {
+    return Promise.all(calls.map((c) => this.call(c.service, c.method, c.request, c.options)));
+  }
+
+  /** Starts a call without waiting; returns a handle for poll()/wait(). */
+  submit(
+    service: string,
+    method: string,
+    request: Uint8Array,
+    options: ClientCallOptions = {},
+  ): number {
+    return this.#handles.add(this.call(service, method, request, options));
+  }
+
+  /** The result of a finished call (the handle is then released), or undefined while running. Throws its error. */
+  poll(handle: number): AgentCallResult | undefined {
+    return this.#handles.poll(handle);
+  }
+
+  /** Waits for a call started with submit(); releases the handle. */
+  wait(handle: number): Promise<AgentCallResult> {
+    return this.#handles.wait(handle);
+  }
+
+  /** Local counters and the agent ring's. */
+  stats(): AgentClientStats {
+    return {
+      fabric: this.#fabric,
+      calls: { ...this.#calls },
+      direct: this.#directCalls,
+      full: this.#full,
+      joins: this.#joins,
+      ring: this.#port?.counters() ?? null,
+    };
+  }
+
+  /** Human-readable stats. */
+  formatStats(): string {
+    const s = this.stats();
+    return [
+      `agent        ${this.name} (remote fabric ${s.fabric}; joined ${s.joins}×)`,
+      `calls        ${Object.entries(s.calls).map(([p, n]) => `${p} ${n}`).join(", ")}`,
+      `direct       ${s.direct}    ring full ${s.full}`,
+      ...(s.ring
+        ? [`agent ring   ${Object.entries(s.ring).map(([k, v]) => `${k} ${v}`).join(", ")}`]
+        : []),
+    ].join("\n");
+  }
+
+  /** Leaves the agent's ring (calls in flight fail with CLOSED) and closes the fallback. Safe twice. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    const port = this.#port;
+    if (port) this.#fail(port, "the client was closed");
+    if (this.#direct) await (await this.#direct).close();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+}
+
+/** Joins agent `name` (`connect("agent:NAME")`). Throws NOT_FOUND when no agent runs by that name. */
+export async function connectAgent(
+  name: string,
+  options: AgentClientOptions = {},
+): Promise<AgentClient> {
+  const o = parseOptions(agentClientOptionsSchema, options, 'connect("agent:…") options');
+  return new AgentClient(name, await joinAgentRing(name), o, await cpuYielder());
+}

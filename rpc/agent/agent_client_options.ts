@@ -1,0 +1,44 @@
+/**
+ * The options and result types of the agent client (`connect("agent:NAME", options)`,
+ * `rpc/agent/agent_client.ts`). One zod schema gives the types, the defaults and the messages.
+ *
+ * Pure declarations: any thread.
+ * @module
+ */
+import { z } from "zod";
+import type { ClientCallResult } from "../connect_options.ts";
+import type { CallPath } from "../selector.ts";
+
+/** Options of `connect("agent:NAME", options)`. */
+export const agentClientOptionsSchema = z.object({
+  /** Deadline of a call (ms) unless the call gives its own. */
+  timeoutMs: z.number().int().min(1).default(30_000),
+  /** The remote server, for calls the agent cannot take (ring FULL, too large, no agent). */
+  fallback: z.union([z.string().min(1), z.object({ host: z.string(), port: z.number().int() })])
+    .optional(),
+  /** `connect()` options of the fallback connection. */
+  fallbackOptions: z.record(z.string(), z.unknown()).default({}),
+  /** With calls in flight and no answer for this long (ms), sleep in the futex instead of polling. */
+  idleAfterMs: z.number().min(0).max(1000).default(0.2),
+}).strict();
+/** Options of an agent client as users write them. */
+export type AgentClientOptions = z.input<typeof agentClientOptionsSchema>;
+
+/** A call's answer through the agent ("direct": over the fallback connection). */
+export interface AgentCallResult extends ClientCallResult {
+  via: "agent" | "direct";
+}
+
+/** Counters of an agent client. */
+export interface AgentClientStats {
+  fabric: string;
+  calls: Record<CallPath, number>;
+  /** Calls that went over the fallback connection, and why. */
+  direct: number;
+  /** Times the ring was FULL when a call was posted. */
+  full: number;
+  /** Times this client joined an agent (1 + reconnections). */
+  joins: number;
+  /** The agent ring's counters (null while not joined). */
+  ring: Record<string, number> | null;
+}

@@ -1,0 +1,230 @@
+/**
+ * The records a producer and the agent exchange in a ring slot (`transport/local_ring.ts` moves
+ * them as opaque bytes). The agent treats every request as hostile: each length is checked
+ * against the record's real size before any byte is read, and a bad record is answered with an
+ * error response naming what was wrong.
+ *
+ * Request (little-endian):
+ * ```
+ *   0 u8 version   1 u8 forced path (0 none, 1 EAGER, 2 LAZY, 3 BULK, 4 TCP_FALLBACK)
+ *   2 u16 service bytes   4 u16 method bytes   6 u16 0
+ *   8 u32 request bytes  12 u32 attachment bytes  16 u32 timeout ms (0: the agent's default)
+ *  20 u32 expected response bytes  24 u64 log id
+ *  32 service | method | request | attachment
+ * ```
+ * Response:
+ * ```
+ *   0 u8 status (0 OK, 1 RPC_ERROR, 2 other error)  1 u8 path (0 EAGER … 3 TCP_FALLBACK)
+ *   2 u16 fabric bytes   4 u32 response bytes   8 u32 attachment bytes  12 i32 brpc error code
+ *  16 u16 error-code bytes  18 u16 error-text bytes  20 u32 0
+ *  24 fabric | response | attachment | error code | error text
+ * ```
+ * Threading: any; encoders write into the caller's area and allocate nothing but string bytes.
+ * @module
+ */
+import { VerbusError, type VerbusErrorCode } from "../../errors.ts";
+import { RpcError } from "../errors.ts";
+import type { Int64 } from "../protocol/rpc_meta.ts";
+import type { CallPath } from "../selector.ts";
+
+const VERSION = 1;
+/** Bytes of a request record's fixed part. */
+export const REQUEST_HEADER = 32;
+/** Bytes of a response record's fixed part. */
+export const RESPONSE_HEADER = 24;
+const PATHS: readonly CallPath[] = ["EAGER", "LAZY", "BULK", "TCP_FALLBACK"];
+const enc = new TextEncoder();
+const dec = new TextDecoder("utf-8", { fatal: true });
+
+/** A request as the agent decoded it (views into the slot: valid until it answers). */
+export interface AgentRequest {
+  service: string;
+  method: string;
+  request: Uint8Array;
+  attachment: Uint8Array;
+  timeoutMs: number;
+  forcePath: CallPath | undefined;
+  expectedResponseBytes: number;
+  logId: Int64;
+}
+
+/** A call's fields as a producer sends them. */
+export interface RequestFields {
+  service: string;
+  method: string;
+  request: Uint8Array;
+  attachment: Uint8Array;
+  timeoutMs: number;
+  forcePath?: CallPath;
+  expectedResponseBytes?: number;
+  logId?: Int64;
+}
+
+/** Bytes the request record of `f` takes (service and method counted as UTF-8 upper bounds). */
+export function requestBytes(f: RequestFields): number {
+  return REQUEST_HEADER + (f.service.length + f.method.length) * 3 + f.request.length +
+    f.attachment.length;
+}
+
+/** Writes the request record of `f` into `area`; returns its length, or −1 when it does not fit. */
+export function encodeRequest(area: Uint8Array, f: RequestFields): number {
+  if (requestBytes(f) > area.length) return -1;
+  const v = new DataView(area.buffer, area.byteOffset, REQUEST_HEADER);
+  let at = REQUEST_HEADER;
+  const s = enc.encodeInto(f.service, area.subarray(at)).written;
+  at += s;
+  const m = enc.encodeInto(f.method, area.subarray(at)).written;
+  at += m;
+  if (s > 0xffff || m > 0xffff) return -1;
+  area.set(f.request, at);
+  at += f.request.length;
+  area.set(f.attachment, at);
+  at += f.attachment.length;
+  const logId = f.logId ?? 0;
+  v.setUint8(0, VERSION);
+  v.setUint8(1, f.forcePath ? PATHS.indexOf(f.forcePath) + 1 : 0);
+  v.setUint16(2, s, true);
+  v.setUint16(4, m, true);
+  v.setUint16(6, 0, true);
+  v.setUint32(8, f.request.length, true);
+  v.setUint32(12, f.attachment.length, true);
+  v.setUint32(16, f.timeoutMs >>> 0, true);
+  v.setUint32(20, (f.expectedResponseBytes ?? 0) >>> 0, true);
+  if (typeof logId === "number" && logId >= 0 && logId < 2 ** 32) {
+    v.setUint32(24, logId, true); // the common case, without a BigInt
+    v.setUint32(28, 0, true);
+  } else v.setBigUint64(24, BigInt.asUintN(64, BigInt(logId)), true);
+  return at;
+}
+
+/** Decodes a request record; throws BOUNDS / PROTOCOL naming the bad field. */
+export function decodeRequest(rec: Uint8Array): AgentRequest {
+  if (rec.length < REQUEST_HEADER) {
+    throw new VerbusError(
+      "BOUNDS",
+      `request record of ${rec.length} bytes (header is ${REQUEST_HEADER})`,
+    );
+  }
+  const v = new DataView(rec.buffer, rec.byteOffset, rec.length);
+  if (v.getUint8(0) !== VERSION) {
+    throw new VerbusError(
+      "PROTOCOL",
+      `request record version ${v.getUint8(0)} (expected ${VERSION})`,
+    );
+  }
+  const fp = v.getUint8(1);
+  if (fp > PATHS.length) throw new VerbusError("PROTOCOL", `request record forced path ${fp}`);
+  const s = v.getUint16(2, true), m = v.getUint16(4, true);
+  const r = v.getUint32(8, true), a = v.getUint32(12, true);
+  const total = REQUEST_HEADER + s + m + r + a;
+  if (total !== rec.length) {
+    throw new VerbusError(
+      "BOUNDS",
+      `request record lengths (service ${s}, method ${m}, request ${r}, attachment ${a}) sum to ${total}, the record has ${rec.length}`,
+    );
+  }
+  let at = REQUEST_HEADER;
+  const text = (n: number, what: string) => {
+    try {
+      return dec.decode(rec.subarray(at, at += n));
+    } catch {
+      throw new VerbusError("PROTOCOL", `request record ${what} is not UTF-8`);
+    }
+  };
+  const service = text(s, "service"), method = text(m, "method");
+  const request = rec.subarray(at, at += r);
+  const attachment = rec.subarray(at, at += a);
+  return {
+    service,
+    method,
+    request,
+    attachment,
+    timeoutMs: v.getUint32(16, true),
+    forcePath: fp === 0 ? undefined : PATHS[fp - 1],
+    expectedResponseBytes: v.getUint32(20, true),
+    logId: v.getUint32(28, true) === 0 ? v.getUint32(24, true) : v.getBigInt64(24, true),
+  };
+}
+
+/** A successful answer, or −1 when it does not fit `area`. */
+export function encodeResponse(
+  area: Uint8Array,
+  r: { response: Uint8Array; attachment?: Uint8Array; path: CallPath; fabric: string },
+): number {
+  const att = r.attachment ?? new Uint8Array(0);
+  if (RESPONSE_HEADER + r.fabric.length * 3 + r.response.length + att.length > area.length) {
+    return -1;
+  }
+  const v = new DataView(area.buffer, area.byteOffset, RESPONSE_HEADER);
+  let at = RESPONSE_HEADER;
+  const f = enc.encodeInto(r.fabric, area.subarray(at)).written;
+  at += f;
+  area.set(r.response, at);
+  at += r.response.length;
+  area.set(att, at);
+  at += att.length;
+  v.setUint8(0, 0);
+  v.setUint8(1, PATHS.indexOf(r.path));
+  v.setUint16(2, f, true);
+  v.setUint32(4, r.response.length, true);
+  v.setUint32(8, att.length, true);
+  v.setInt32(12, 0, true);
+  v.setUint32(16, 0, true);
+  v.setUint32(20, 0, true);
+  return at;
+}
+
+/** An error answer (RpcError keeps its brpc code); texts are cut to fit. */
+export function encodeError(area: Uint8Array, e: unknown): number {
+  const rpc = e instanceof RpcError;
+  const code = rpc ? "RPC_ERROR" : e instanceof VerbusError ? e.code : "FABRIC";
+  const text = rpc ? e.errorText : e instanceof Error ? e.message : String(e);
+  const v = new DataView(area.buffer, area.byteOffset, RESPONSE_HEADER);
+  let at = RESPONSE_HEADER;
+  const c = enc.encodeInto(code, area.subarray(at, at + 32)).written;
+  at += c;
+  const t = enc.encodeInto(text, area.subarray(at, Math.min(area.length, at + 4096))).written;
+  at += t;
+  v.setUint8(0, rpc ? 1 : 2);
+  v.setUint8(1, 0);
+  v.setUint16(2, 0, true);
+  v.setUint32(4, 0, true);
+  v.setUint32(8, 0, true);
+  v.setInt32(12, rpc ? e.errorCode : 0, true);
+  v.setUint16(16, c, true);
+  v.setUint16(18, t, true);
+  v.setUint32(20, 0, true);
+  return at;
+}
+
+/** A decoded answer: the call's result (bytes copied out of the slot) or its error. */
+export type AgentAnswer =
+  | { ok: true; response: Uint8Array; attachment: Uint8Array; path: CallPath; fabric: string }
+  | { ok: false; error: VerbusError };
+
+/** Decodes a response record (copying its bytes); a malformed one becomes a PROTOCOL error. */
+export function decodeResponse(rec: Uint8Array): AgentAnswer {
+  const bad = (why: string): AgentAnswer => ({
+    ok: false,
+    error: new VerbusError("PROTOCOL", `agent response ${why}`),
+  });
+  if (rec.length === 0) return bad("is empty: the agent rejected the request record");
+  if (rec.length < RESPONSE_HEADER) return bad(`of ${rec.length} bytes`);
+  const v = new DataView(rec.buffer, rec.byteOffset, rec.length);
+  const status = v.getUint8(0), path = v.getUint8(1), f = v.getUint16(2, true);
+  const r = v.getUint32(4, true), a = v.getUint32(8, true);
+  const c = v.getUint16(16, true), t = v.getUint16(18, true);
+  if (RESPONSE_HEADER + f + r + a + c + t !== rec.length || path >= PATHS.length || status > 2) {
+    return bad("has inconsistent lengths");
+  }
+  let at = RESPONSE_HEADER;
+  const text = (n: number) => new TextDecoder().decode(rec.subarray(at, at += n));
+  const fabric = text(f);
+  const response = rec.slice(at, at += r);
+  const attachment = rec.slice(at, at += a);
+  if (status === 0) return { ok: true, response, attachment, path: PATHS[path], fabric };
+  const code = text(c), message = text(t);
+  if (status === 1) return { ok: false, error: new RpcError(v.getInt32(12, true), message) };
+  const known = /^[A-Z_]{1,32}$/.test(code) ? code as VerbusErrorCode : "FABRIC";
+  return { ok: false, error: new VerbusError(known, `agent: ${message}`) };
+}

@@ -1,0 +1,105 @@
+/**
+ * The transport-level entry to the same-host agent's shared-memory ring
+ * (`transport/shm/agent_ring*.ts`, loaded on first use): the rpc layer reaches the ring only
+ * through the interfaces and the two functions here, never through `transport/shm/` itself.
+ * The ring carries opaque records; their format belongs to the rpc layer (`rpc/agent/`).
+ *
+ * Threading: one JS thread per side. Control path (create/open may allocate, await and throw);
+ * the data-path methods allocate nothing.
+ * @module
+ */
+
+/** The sizes of an agent's ring (fixed when the agent creates it). */
+export interface AgentRingSizes {
+  /** Ring entries (a power of two; at least producers × slots for no FULL under full load). */
+  readonly entries: number;
+  /** Producer table entries (processes that may be attached at once). */
+  readonly producers: number;
+  /** Slots per producer (its calls in flight through the agent). */
+  readonly slots: number;
+  /** Bytes per slot, its 16-byte header included (a power of two). */
+  readonly slotBytes: number;
+}
+
+/** Preallocated output of {@link AgentRingHost.drain}; all arrays of one length. */
+export interface DrainBuffers {
+  readonly desc: Uint32Array;
+  readonly producer: Uint32Array;
+  readonly slot: Uint32Array;
+  readonly length: Uint32Array;
+}
+
+/** The agent's side of the ring (the single consumer). */
+export interface AgentRingHost {
+  /** The shm object's name. */
+  readonly name: string;
+  readonly sizes: AgentRingSizes;
+  /** Bytes a record (request or response) may have. */
+  readonly slotData: number;
+  /** Takes posted requests into `out`; returns how many (each must be answered). */
+  drain(out: DrainBuffers, nowMs: number, reclaimMs: number): number;
+  /** A drained request's bytes (shared memory; valid until `respond`). */
+  request(producer: number, slot: number, length: number): Uint8Array;
+  /** The data area to write a response into. */
+  responseArea(producer: number, slot: number): Uint8Array;
+  /**
+   * Publishes a response of `length` bytes (0: the request was rejected) and moves its
+   * producer's doorbell; a sleeping producer is woken by the next {@link flushWakes}.
+   */
+  respond(producer: number, slot: number, length: number): void;
+  /** Wakes the sleeping producers answered since the last call (one syscall each at most). */
+  flushWakes(): number;
+  /** Frees the table entries of dead or departed producers (about once a second). */
+  sweep(): void;
+  doorbell(): number;
+  /** Sleeps off-thread until a producer posts or `timeoutMs` passes. */
+  wait(seen: number, timeoutMs: number): Promise<boolean>;
+  wake(): void;
+  /** delivered, reclaimed, garbage, rejected, producersReclaimed, attached, recovered. */
+  counters(): Record<string, number>;
+  /** Marks the ring CLOSED, unlinks and unmaps it. Safe twice. */
+  close(): void;
+}
+
+/** A producer's side: one table entry and its slots. */
+export interface AgentRingProducer {
+  readonly sizes: AgentRingSizes;
+  readonly slotData: number;
+  readonly agentPid: number;
+  /** Slot k's data area (write the request record here). */
+  area(slot: number): Uint8Array;
+  /** Posts slot k (`length` bytes); false: the ring is FULL (nothing was sent). */
+  post(slot: number, length: number, seq: number): boolean;
+  /** The response length of slot k when the agent answered it, else −1. */
+  ready(slot: number): number;
+  response(slot: number, length: number): Uint8Array;
+  /** Gives slot k back (after reading its response). */
+  release(slot: number): void;
+  doorbell(): number;
+  /** Sleeps off-thread until the agent answers or `timeoutMs` passes. */
+  wait(seen: number, timeoutMs: number): Promise<boolean>;
+  /** Why the agent cannot answer any more, or null while it runs. */
+  agentGone(): string | null;
+  counters(): Record<string, number>;
+  /** Leaves the table and unmaps. Safe twice. */
+  close(): void;
+}
+
+/** Creates agent `name`'s ring (replacing one a dead agent left). Throws LISTEN_FAILED if one runs. */
+export async function createAgentRing(name: string, sizes: AgentRingSizes): Promise<AgentRingHost> {
+  const m = await import("./shm/agent_ring_host.ts");
+  return await m.AgentRingHost.create(name, sizes);
+}
+
+/** Joins agent `name`'s ring as a producer. Throws NOT_FOUND (no agent), HANDSHAKE or FULL. */
+export async function joinAgentRing(name: string): Promise<AgentRingProducer> {
+  const m = await import("./shm/agent_ring_port.ts");
+  const port = await m.AgentRingPort.open(name);
+  try {
+    port.attach();
+  } catch (e) {
+    port.close();
+    throw e;
+  }
+  return port;
+}

@@ -1,0 +1,217 @@
+/**
+ * The same-host agent's shared-memory object: one POSIX shm object per agent, named
+ * `/verbus-agent-<uid>-<name>` (mode 0600: any process of the same user may join), holding the
+ * MPSC request ring (`mpsc_ring.ts`), a table of producers and each producer's own slots. A
+ * producer writes its request record into one of its slots, then the slot's length word, then the
+ * slot's state (POSTED), then publishes the slot's descriptor in the ring and rings the agent's
+ * doorbell (a futex word; woken only when the agent sleeps). The agent answers in the same slot,
+ * length before state (READY), and rings that producer's own doorbell.
+ *
+ * Layout (byte offsets; u32 words, little-endian):
+ * ```
+ *      0 magic 'VBAG'  4 version  8 agent pid  12 state (1 READY, 2 CLOSED)  16 entries N
+ *     20 producers P  24 slots per producer K  28 slot bytes S  32 epoch
+ *     64 ring tail (producers CAS)    128 ring head (agent)    192 doorbell  196 agent sleeping
+ *    256 counters (agent): delivered, reclaimed, garbage, rejected, producers reclaimed, attached,
+ *        recovered (descriptors re-enqueued after a scribble lost them)
+ *   4096 producer table, P × 64 B: owner (0 free, pid, -1 leaving), doorbell, sleeping
+ *    R   ring entries, N × 4 B                       (R = the table's end, rounded to 4 KiB)
+ *    D   slots, P × K × S B: state, seq, length, 0, then S − 16 data bytes
+ *        state: 0 FREE (producer's), 1 POSTED, 2 TAKEN (agent's), 3 READY (producer's again)
+ * ```
+ * The agent treats producers as hostile: a descriptor must name an attached producer's slot in
+ * state POSTED (taken by CAS, so one slot never runs twice), a length must fit the slot (else the
+ * slot is answered with length 0, "rejected"), and a producer whose process died — or that left —
+ * gets its table entry back once none of its calls is still running (counted). What is defended
+ * is the agent and the other producers' progress against garbage in the ring, in descriptors, in
+ * a producer's own table entry and slots; a process of the same user can also write the header's
+ * identity words or another producer's slots, which this layout does not defend (nor could it:
+ * that process could as well signal the agent).
+ *
+ * The agent's side is `agent_ring_host.ts`, a producer's `agent_ring_port.ts`; this file holds the
+ * layout and what both share.
+ *
+ * Threading: one JS thread per side; futex waits run off-thread (helper, nonblocking FFI).
+ * @module
+ */
+import { userInfo } from "node:os";
+import { VerbusError } from "../../errors.ts";
+import type { Helper } from "../../ffi/helper.ts";
+import type { NonNullPtr } from "../../ffi/types.ts";
+import type { AgentRingSizes } from "../local_ring.ts";
+import { MpscRing } from "./mpsc_ring.ts";
+import type { ShmMapping } from "./shm_object.ts";
+
+/** The header's magic ('VBAG') and version. */
+export const MAGIC = 0x47414256; // 'VBAG'
+export const VERSION = 1;
+/** Header word indexes. */
+export const H = {
+  magic: 0,
+  version: 1,
+  agentPid: 2,
+  state: 3,
+  entries: 4,
+  producers: 5,
+  slots: 6,
+  slotBytes: 7,
+  epoch: 8,
+  tail: 16,
+  head: 32,
+  doorbell: 48,
+  sleeping: 49,
+  counters: 64,
+} as const;
+/** Counter words after `H.counters`, in this order. */
+const COUNTERS = [
+  "delivered",
+  "reclaimed",
+  "garbage",
+  "rejected",
+  "producersReclaimed",
+  "attached",
+];
+/** Header states. */
+export const STATE_READY = 1, STATE_CLOSED = 2;
+const TABLE = 4096, ENTRY_BYTES = 64;
+const SLOT_HEADER = 16;
+/** Slot states. */
+export const SLOT = { FREE: 0, POSTED: 1, TAKEN: 2, READY: 3 } as const;
+/** A table owner word: the producer left (the agent frees the entry when nothing of it runs). */
+export const OWNER_LEAVING = -1;
+
+/** The shm name of agent `name` for the current user. */
+export function agentObjectName(name: string): string {
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(name)) {
+    throw new VerbusError(
+      "INVALID_ARGUMENT",
+      `agent name "${name}" must be 1-64 of [A-Za-z0-9_.-]`,
+    );
+  }
+  return `/verbus-agent-${userInfo().uid}-${name}`;
+}
+
+const align = (n: number) => Math.ceil(n / 4096) * 4096;
+
+/** Byte offsets of the areas for `sizes`. */
+export function areas(s: AgentRingSizes): { entries: number; slots: number; total: number } {
+  const entries = align(TABLE + s.producers * ENTRY_BYTES);
+  const slots = align(entries + s.entries * 4);
+  return { entries, slots, total: slots + s.producers * s.slots * s.slotBytes };
+}
+
+/** Checks sizes (agent options, or a header read from shm). Throws naming the bad one. */
+export function checkSizes(s: AgentRingSizes): void {
+  const bad = (what: string) => {
+    throw new VerbusError("INVALID_OPTIONS", `agent ring: ${what}`);
+  };
+  const pow2 = (n: number) => Number.isInteger(n) && n > 0 && (n & (n - 1)) === 0;
+  if (!pow2(s.entries) || s.entries < 2 || s.entries > 65536) bad(`entries ${s.entries}`);
+  if (!Number.isInteger(s.producers) || s.producers < 1 || s.producers > 1024) {
+    bad(`producers ${s.producers}`);
+  }
+  if (!Number.isInteger(s.slots) || s.slots < 1 || s.slots > 1024) bad(`slots ${s.slots}`);
+  if (s.producers * s.slots > 0xfffe) bad(`producers × slots ${s.producers * s.slots} > 65534`);
+  if (!pow2(s.slotBytes) || s.slotBytes < 256 || s.slotBytes > 1 << 24) {
+    bad(`slot bytes ${s.slotBytes}`);
+  }
+}
+
+/** The mapping, its words and ring, shared by both sides. */
+export abstract class AgentRingBase {
+  #parked = 0;
+  #unmapped = false;
+  /** Doorbell word → its pointer (made once: a pointer costs an allocation). */
+  readonly #pointers = new Map<number, NonNullPtr>();
+  protected readonly words: Int32Array;
+  protected readonly ring: MpscRing;
+  protected readonly slotBase: number;
+  /** Producers, slots per producer, bytes of a slot's data area. */
+  readonly sizes: AgentRingSizes;
+  /** Bytes a record (request or response) may have. */
+  readonly slotData: number;
+
+  protected constructor(
+    protected readonly mapping: ShmMapping,
+    protected readonly helper: Helper,
+    sizes: AgentRingSizes,
+  ) {
+    const b = mapping.bytes;
+    this.words = new Int32Array(b.buffer, b.byteOffset, b.byteLength >> 2);
+    this.sizes = sizes;
+    const a = areas(sizes);
+    this.slotBase = a.slots;
+    this.slotData = sizes.slotBytes - SLOT_HEADER;
+    this.ring = new MpscRing(this.words, {
+      tail: H.tail,
+      head: H.head,
+      entries: a.entries >> 2,
+      capacity: sizes.entries,
+    });
+  }
+
+  /** Word index of slot (p, k)'s header. */
+  protected slotWord(p: number, k: number): number {
+    return (this.slotBase + (p * this.sizes.slots + k) * this.sizes.slotBytes) >> 2;
+  }
+
+  /** Slot (p, k)'s data area (zero-copy view of shared memory). */
+  protected slotBytes(p: number, k: number, length: number): Uint8Array {
+    const at = this.slotBase + (p * this.sizes.slots + k) * this.sizes.slotBytes + SLOT_HEADER;
+    return this.mapping.bytes.subarray(at, at + length);
+  }
+
+  protected tableWord(p: number): number {
+    return (TABLE + p * ENTRY_BYTES) >> 2;
+  }
+
+  /** Sleeps on the doorbell word `word` until it moves past `seen` (or `timeoutMs`). */
+  protected async park(
+    word: number,
+    sleepWord: number,
+    seen: number,
+    ms: number,
+  ): Promise<boolean> {
+    if (this.#unmapped) return false;
+    this.#parked++;
+    Atomics.store(this.words, sleepWord, 1);
+    try {
+      if (Atomics.load(this.words, word) !== seen) return true;
+      const ptr = this.mapping.pointerAt(word << 2);
+      const rc = await this.helper.lib.nonblocking.vb_futex_wait(ptr, seen >>> 0, ms);
+      return rc === 0 || rc === 1;
+    } finally {
+      // A close() while this wait was parked left the unmap to us: the futex still named it.
+      if (--this.#parked === 0 && this.#unmapped) this.mapping.close();
+      else if (!this.#unmapped) Atomics.store(this.words, sleepWord, 0);
+    }
+  }
+
+  /** Unmaps now, or when the last parked wait returns (it still sleeps on the mapping). */
+  protected unmap(): void {
+    if (this.#unmapped) return;
+    this.#unmapped = true;
+    if (this.#parked === 0) this.mapping.close();
+  }
+
+  /** Bumps the doorbell word `word`; wakes its sleeper. */
+  protected bump(word: number, sleepWord: number): void {
+    Atomics.add(this.words, word, 1);
+    this.wakeIfSleeping(word, sleepWord);
+  }
+
+  /** Wakes the sleeper of doorbell `word` if its flag says it sleeps (one syscall, else none). */
+  protected wakeIfSleeping(word: number, sleepWord: number): void {
+    if (this.#unmapped || Atomics.load(this.words, sleepWord) === 0) return;
+    let ptr = this.#pointers.get(word);
+    if (!ptr) this.#pointers.set(word, ptr = this.mapping.pointerAt(word << 2) as NonNullPtr);
+    this.helper.lib.symbols.vb_futex_wake(ptr, 1);
+  }
+
+  /** The agent's counters as the shared header has them. */
+  counters(): Record<string, number> {
+    return Object.fromEntries(
+      COUNTERS.map((c, i) => [c, Atomics.load(this.words, H.counters + i)]),
+    );
+  }
+}

@@ -1,0 +1,258 @@
+/**
+ * The agent's side of the agent ring (layout: `agent_ring.ts`): creates the shm object, drains
+ * posted requests — every descriptor, owner and length checked, a slot taken by CAS —, answers
+ * them in the producers' slots, and sweeps: frees the entries of dead or departed producers and
+ * re-enqueues descriptors a scribbler destroyed.
+ *
+ * Threading: the agent's JS thread; its wait runs off-thread.
+ * @module
+ */
+import { pid } from "node:process";
+import { VerbusError } from "../../errors.ts";
+import type { Helper } from "../../ffi/helper.ts";
+import { loadHelper } from "../../ffi/helper.ts";
+import type { AgentRingHost as HostApi, AgentRingSizes, DrainBuffers } from "../local_ring.ts";
+import {
+  agentObjectName,
+  AgentRingBase,
+  areas,
+  checkSizes,
+  H,
+  MAGIC,
+  OWNER_LEAVING,
+  SLOT,
+  STATE_CLOSED,
+  STATE_READY,
+  VERSION,
+} from "./agent_ring.ts";
+import { AgentRingPort } from "./agent_ring_port.ts";
+import { RING_FULL } from "./mpsc_ring.ts";
+import { processAlive, ShmMapping } from "./shm_object.ts";
+
+/** The agent's side: creates the object, drains requests, answers them. */
+export class AgentRingHost extends AgentRingBase implements HostApi {
+  readonly name: string;
+  readonly #inflight: Uint32Array;
+  /** Per slot: the seq it was POSTED with at the last sweep (0: not POSTED then). */
+  readonly #stuck: Int32Array;
+  #recovered = 0;
+  #rejected = 0;
+  #producersReclaimed = 0;
+  #closed = false;
+  #scratch: Uint8Array | null = null;
+  /** Producers answered since the last flushWakes, once each. */
+  readonly #toWake: Uint32Array;
+  readonly #toWakeFlag: Uint8Array;
+  #toWakeCount = 0;
+
+  private constructor(mapping: ShmMapping, helper: Helper, sizes: AgentRingSizes) {
+    super(mapping, helper, sizes);
+    this.name = mapping.name;
+    this.#inflight = new Uint32Array(sizes.producers);
+    this.#stuck = new Int32Array(sizes.producers * sizes.slots);
+    this.#toWake = new Uint32Array(sizes.producers);
+    this.#toWakeFlag = new Uint8Array(sizes.producers);
+  }
+
+  /**
+   * Creates agent `name`'s object. An object left by a dead agent is replaced; one whose agent
+   * still runs is an error (LISTEN_FAILED naming its pid).
+   */
+  static async create(name: string, sizes: AgentRingSizes): Promise<AgentRingHost> {
+    checkSizes(sizes);
+    const shm = agentObjectName(name);
+    const helper = await loadHelper();
+    try {
+      const old = await AgentRingPort.open(name, helper, true);
+      const owner = old.agentPid;
+      old.close();
+      if (processAlive(owner)) {
+        throw new VerbusError("LISTEN_FAILED", `agent "${name}" already runs (pid ${owner})`);
+      }
+    } catch (e) {
+      if (e instanceof VerbusError && e.code === "LISTEN_FAILED") throw e;
+    }
+    const stale = await ShmMapping.open(shm, 4096).catch(() => null);
+    if (stale) {
+      stale.unlink();
+      stale.close();
+    }
+    const mapping = await ShmMapping.create(shm, areas(sizes).total);
+    const host = new AgentRingHost(mapping, helper, sizes);
+    const w = host.words;
+    w[H.version] = VERSION;
+    w[H.agentPid] = pid;
+    w[H.entries] = sizes.entries;
+    w[H.producers] = sizes.producers;
+    w[H.slots] = sizes.slots;
+    w[H.slotBytes] = sizes.slotBytes;
+    w[H.epoch] = crypto.getRandomValues(new Int32Array(1))[0];
+    host.ring.resetAsConsumer();
+    w[H.state] = STATE_READY;
+    Atomics.store(w, H.magic, MAGIC); // published last
+    return host;
+  }
+
+  /**
+   * Takes up to `out.producer.length` posted requests: fills `out` (producer, slot, length) and
+   * returns how many. Each is TAKEN: answer it with {@link respond}. Bad descriptors and records
+   * are counted and dropped (a bad length is answered with length 0).
+   */
+  drain(out: DrainBuffers, nowMs: number, reclaimMs: number): number {
+    const k = this.sizes.slots, w = this.words;
+    const got = this.ring.drain(out.desc, this.sizes.producers * k, nowMs, reclaimMs);
+    let n = 0;
+    for (let i = 0; i < got; i++) {
+      const d = out.desc[i] - 1, p = (d / k) | 0, s = d - p * k;
+      const sw = this.slotWord(p, s);
+      if (
+        Atomics.load(w, this.tableWord(p)) <= 0 ||
+        Atomics.compareExchange(w, sw, SLOT.POSTED, SLOT.TAKEN) !== SLOT.POSTED
+      ) {
+        this.#rejected++; // not attached, not posted, or posted twice
+        continue;
+      }
+      const len = Atomics.load(w, sw + 2);
+      this.#inflight[p]++;
+      if (len <= 0 || len > this.slotData) {
+        this.#rejected++;
+        this.respond(p, s, 0);
+        continue;
+      }
+      out.producer[n] = p;
+      out.slot[n] = s;
+      out.length[n] = len;
+      n++;
+    }
+    this.#publishCounters();
+    return n;
+  }
+
+  /** The request bytes of a drained slot (valid until {@link respond}). */
+  request(p: number, k: number, length: number): Uint8Array {
+    return this.slotBytes(p, k, length);
+  }
+
+  /** The whole data area of a TAKEN slot, to write the response into (after close: scratch). */
+  responseArea(p: number, k: number): Uint8Array {
+    // A call still running when the agent closed answers into scratch, never into the unmapping.
+    if (this.#closed) return this.#scratch ??= new Uint8Array(this.slotData);
+    return this.slotBytes(p, k, this.slotData);
+  }
+
+  /** Publishes the response of slot (p, k): length, then READY, then its doorbell; the wake-up waits for {@link flushWakes}. */
+  respond(p: number, k: number, length: number): void {
+    if (this.#closed) return;
+    const w = this.words, sw = this.slotWord(p, k);
+    if (this.#inflight[p] > 0) this.#inflight[p]--;
+    if (Atomics.load(w, sw) !== SLOT.TAKEN) return; // scribbled: the producer is broken anyway
+    Atomics.store(w, sw + 2, length);
+    Atomics.store(w, sw, SLOT.READY);
+    Atomics.add(w, this.tableWord(p) + 1, 1); // the doorbell moves now: no wake-up can be lost
+    if (this.#toWakeFlag[p] === 0) {
+      this.#toWakeFlag[p] = 1;
+      this.#toWake[this.#toWakeCount++] = p;
+    }
+  }
+
+  /**
+   * Wakes the producers answered since the last call that sleep: one futex wake per producer
+   * per flush, however many of its calls were answered. Returns how many producers it looked at.
+   */
+  flushWakes(): number {
+    const n = this.#toWakeCount;
+    for (let i = 0; i < n; i++) {
+      const p = this.#toWake[i], t = this.tableWord(p);
+      this.#toWakeFlag[p] = 0;
+      this.wakeIfSleeping(t + 1, t + 2);
+    }
+    this.#toWakeCount = 0;
+    return n;
+  }
+
+  /** Gives back the table entries of dead or departed producers with nothing running. */
+  sweep(): void {
+    const w = this.words;
+    let attached = 0;
+    for (let p = 0; p < this.sizes.producers; p++) {
+      const t = this.tableWord(p), owner = Atomics.load(w, t);
+      if (owner === 0) continue;
+      if (owner < 0 && owner !== OWNER_LEAVING) {
+        Atomics.compareExchange(w, t, owner, 0); // a value no producer writes: garbage
+        continue;
+      }
+      if (owner > 0 && processAlive(owner)) {
+        attached++;
+        this.#recover(p);
+        continue;
+      }
+      if (this.#inflight[p] > 0) continue; // its calls still run: the entry stays taken
+      if (Atomics.compareExchange(w, t, owner, 0) === owner && owner > 0) {
+        this.#producersReclaimed++;
+      }
+    }
+    Atomics.store(w, H.counters + 5, attached);
+    this.#publishCounters();
+  }
+
+  /**
+   * Re-enqueues producer p's slots that stayed POSTED (same seq) since the last sweep: their
+   * descriptor was lost (a scribbled entry). Taking a slot is a CAS, so a late duplicate of a
+   * descriptor is rejected, never run twice.
+   */
+  #recover(p: number): void {
+    const w = this.words, k = this.sizes.slots;
+    for (let s = 0; s < k; s++) {
+      const i = p * k + s, sw = this.slotWord(p, s);
+      if (Atomics.load(w, sw) !== SLOT.POSTED) {
+        this.#stuck[i] = 0;
+        continue;
+      }
+      const seq = Atomics.load(w, sw + 1) | 1; // never 0 (0 = not seen)
+      if (this.#stuck[i] !== seq) {
+        this.#stuck[i] = seq;
+        continue;
+      }
+      this.#stuck[i] = 0;
+      const pos = this.ring.claim();
+      if (pos !== RING_FULL && this.ring.publish(pos, i + 1)) this.#recovered++;
+    }
+  }
+
+  #publishCounters(): void {
+    const w = this.words, c = this.ring.counters;
+    Atomics.store(w, H.counters, c.delivered);
+    Atomics.store(w, H.counters + 1, c.reclaimed);
+    Atomics.store(w, H.counters + 2, c.garbage);
+    Atomics.store(w, H.counters + 3, this.#rejected);
+    Atomics.store(w, H.counters + 4, this.#producersReclaimed);
+    Atomics.store(w, H.counters + 6, this.#recovered);
+  }
+
+  /** The agent's doorbell (pass to {@link wait}). */
+  doorbell(): number {
+    return Atomics.load(this.words, H.doorbell);
+  }
+
+  /** Sleeps until a producer posts (doorbell moves past `seen`) or `timeoutMs`. */
+  wait(seen: number, timeoutMs: number): Promise<boolean> {
+    return this.park(H.doorbell, H.sleeping, seen, timeoutMs);
+  }
+
+  /** Wakes this agent's own wait (shutdown). */
+  wake(): void {
+    this.bump(H.doorbell, H.sleeping);
+  }
+
+  /** Marks the object CLOSED (producers see it at once), unlinks and unmaps it. Safe twice. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    Atomics.store(this.words, H.state, STATE_CLOSED);
+    for (let p = 0; p < this.sizes.producers; p++) {
+      this.bump(this.tableWord(p) + 1, this.tableWord(p) + 2);
+    }
+    this.mapping.unlink();
+    this.unmap();
+  }
+}
