@@ -2,12 +2,16 @@
  * The process's one progress engine over URMA (simulated): every URMA session of a process
  * shares the hub's one JFC and JFCE (counted in the simulator), an idle session is never polled,
  * one parked wait serves every session, no wake-up is lost (many sessions, random pauses, in one
- * process and across processes and runtimes), and a JFC that fills up fails the sessions on it
+ * process and across processes and runtimes), a post that finds the JFC full reaps it and goes
+ * on, and a JFC that overruns (more notifications than it holds before a reap) fails the sessions on it
  * with the reason — nothing hangs, the clients go on — while new sessions get a fresh JFC.
  */
 import { assert, assertEquals, test } from "../harness.ts";
 import { ProgressEngine } from "../../rpc/session/engine.ts";
-import { UrmaHub } from "../../transport/urma/hub.ts";
+import { Completions, OK, SIGNALED } from "../../transport/fabric.ts";
+import { type HubOptions, UrmaHub } from "../../transport/urma/hub.ts";
+import type { Client } from "../../rpc/client.ts";
+import type { Server } from "../../rpc/server.ts";
 import { otherRuntime, withChild } from "../util/proc.ts";
 import { stress } from "../fabric/stress.ts";
 import { client, pattern, startServer, until } from "../fabric/util.ts";
@@ -135,20 +139,53 @@ test(`no URMA wake-up is lost across processes: 16 sessions to a ${other} server
   });
 }, { skip: SKIP_CROSS, timeoutMs: 90_000 });
 
+/** Notifications each session endpoint sends its peer in one turn: more than a tiny JFC holds. */
+const KICKS = 20;
+
+/**
+ * Runs `body` with this process's hub opened with `options` (tests shrink its JFCs), a server and
+ * `count` clients on it; closes them all, waits for the sessions' objects, closes the hub.
+ */
+async function onTinyHub(
+  options: HubOptions,
+  count: number,
+  body: (tiny: UrmaHub, server: Server, clients: Client[]) => Promise<void>,
+): Promise<void> {
+  const u = await loadSim();
+  await closeHubs(u);
+  const tiny = UrmaHub.forProcess(u, undefined, 0, options);
+  const { server } = await startServer(urma);
+  const clients = await Promise.all(
+    Array.from({ length: count }, () => client(server, urmaClient)),
+  );
+  try {
+    for (const c of clients) assertEquals(c.fabric, "urma (simulated)");
+    await body(tiny, server, clients);
+  } finally {
+    await Promise.all(clients.map((c) => c.close()));
+    await server.close();
+    await until(() => sessionObjects(u) === 0, 5000, "the sessions to close");
+    tiny.close(); // the next user gets a normal hub
+  }
+}
+
 test(
   "a JFC that fills up fails its sessions naming the JFC; nothing hangs, clients go on, new sessions work",
-  async () => {
-    const u = await loadSim();
-    await closeHubs(u);
-    // A hub that lies about what its jetties need: 16 jetties on a 64-record JFC.
-    const tiny = UrmaHub.forProcess(u, undefined, 0, { jfcDepth: 64, cqesPerJetty: 4 });
-    const { server } = await startServer(urma);
-    const clients = await Promise.all(Array.from({ length: 6 }, () => client(server, urmaClient)));
-    try {
-      for (const c of clients) assertEquals(c.fabric, "urma (simulated)");
-      const first = tiny.jfcs[0];
-      // 6 clients × 16 calls at once: far more records than 64 before anyone reaps. A call in
-      // flight on a session that fails is rejected naming the reason; it never hangs.
+  // A hub that lies about what its jetties need: 16 records each, on JFCs of 16 — so every jetty
+  // has a JFC of its own (a peer's notifications land on a JFC its own posts do not fill: the
+  // simulator refuses a post on a full JFC, and the poster reaps and goes on, see below).
+  () =>
+    onTinyHub({ jfcDepth: 16, cqesPerJetty: 16 }, 6, async (tiny, server, clients) => {
+      const placed = [...tiny.jfcs];
+      // In one turn (no reap in between), whatever the call path coalesces into one doorbell:
+      // every session endpoint, on both sides, notifies its peer KICKS times — each a receive
+      // record on the JFC of the peer's jetty, more than it holds — and 6 × 16 calls start. A
+      // call in flight on a session that fails is rejected naming the reason; it never hangs.
+      const endpoints = [
+        ...clients.map((c) => c.session!.endpoint),
+        ...[...server.fabric!.sessions].map((s) => s.endpoint),
+      ];
+      for (const ep of endpoints) for (let k = 0; k < KICKS; k++) ep.kick();
       const calls = clients.flatMap((c, k) =>
         Array.from(
           { length: 16 },
@@ -159,9 +196,17 @@ test(
       );
       const settled = await Promise.allSettled(calls);
       for (const o of settled) {
-        if (o.status === "rejected") assert(/JFC/.test(String(o.reason)), String(o.reason));
+        if (o.status === "rejected") {
+          assert(/the shared JFC failed .*overrun/.test(String(o.reason)), String(o.reason));
+        }
       }
-      assert(settled.some((o) => o.status === "rejected"), "the overrun showed");
+      const broken = placed.filter((j) => j.broken !== null);
+      assert(
+        broken.length > 0,
+        "the overrun showed (the device reported it, the hub broke the JFC)",
+      );
+      assert(broken.every((j) => /overrun/.test(j.broken!)), broken.map((j) => j.broken).join());
+      assert(settled.some((o) => o.status === "rejected"), "calls on the broken JFC failed");
       for (const [k, c] of clients.entries()) { // and every client goes on (TCP or a new session)
         const r = await c.call("test.Fabric", "Echo", pattern(8, k), { timeoutMs: 8000 });
         assertEquals(r.response, pattern(8, k));
@@ -171,18 +216,45 @@ test(
         assertEquals(fresh.fabric, "urma (simulated)", JSON.stringify(fresh.handshake));
         const r = await fresh.call("test.Fabric", "Echo", pattern(8, 9));
         assertEquals([r.path, r.response], ["EAGER", pattern(8, 9)]);
-        if (first.broken !== null) {
-          assert(tiny.jfcs.some((j) => j !== first && j.broken === null), "on a fresh JFC");
-        }
+        assert(tiny.jfcs.some((j) => !broken.includes(j) && j.broken === null), "on a fresh JFC");
       } finally {
         await fresh.close();
       }
-    } finally {
-      await Promise.all(clients.map((c) => c.close()));
-      await server.close();
-      await until(() => sessionObjects(u) === 0, 5000, "the sessions to close");
-      tiny.close(); // the next user gets a normal hub
-    }
-  },
+    }),
   { skip: SKIP_NO_SIM, timeoutMs: 60_000 },
+);
+
+test(
+  "a post that finds the JFC full reaps it and posts the rest: the endpoint stays up, every completion arrives",
+  // 8 records per JFC: one batch of 12 signaled reads brings 12 send records before a reap.
+  () =>
+    onTinyHub({ jfcDepth: 8, cqesPerJetty: 1 }, 1, async (tiny, _server, [c]) => {
+      const ep = c.session!.endpoint;
+      const staging = c.session!.layouts.client.staging; // read targets nobody else uses now
+      const dst = ep.local.subarray(staging.offset, staging.offset + 12 * 64);
+      for (let k = 0; k < 12; k++) {
+        assertEquals(ep.read(1000 + k, dst.subarray(k * 64, k * 64 + 64), 0, SIGNALED), OK);
+      }
+      ep.flush(); // the simulator refuses the request that finds the JFC full (URMA_EAGAIN)
+      assert(!ep.failed, `the endpoint is up: ${ep.failureReason}`);
+      assert(tiny.counters.fullPosts > 0, "a post found the JFC full and went on after a reap");
+      const cq = new Completions(64), ids: number[] = [];
+      await until(
+        () => {
+          const n = ep.poll(cq);
+          for (let i = 0; i < n; i++) {
+            assertEquals(cq.status[i], 0, ep.statusText(cq.status[i]));
+            ids.push(cq.wrId[i]);
+          }
+          return ids.length >= 12;
+        },
+        5000,
+        "the 12 completions",
+      );
+      assertEquals(ids, Array.from({ length: 12 }, (_, k) => 1000 + k), "each once, in order");
+      assert(tiny.jfcs.every((j) => j.broken === null), "no JFC broke");
+      const r = await c.call("test.Fabric", "Echo", pattern(8, 3), { timeoutMs: 8000 });
+      assertEquals([r.path, r.response], ["EAGER", pattern(8, 3)]);
+    }),
+  { skip: SKIP_NO_SIM, timeoutMs: 30_000 },
 );

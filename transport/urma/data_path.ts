@@ -216,10 +216,15 @@ export class UrmaSendBatch {
     return this.#close();
   }
 
-  /** Posts every WR with one `urma_post_jetty_send_wr`. Returns the urma_status_t (0 = posted). */
-  post(jetty: Jetty): number {
-    if (this.#wrCount === 0) return 0;
-    return this.lib.lib.symbols.urma_post_jetty_send_wr(jetty.handle, this.wrs, this.badWr);
+  /**
+   * Posts the WRs from index `from` on (every WR by default) with one `urma_post_jetty_send_wr`.
+   * Returns the urma_status_t (0 = posted); on failure the WRs before {@link badIndex} were posted.
+   * A `from` > 0 (the rest of a refused post, a rare path) costs one view of `wrs`.
+   */
+  post(jetty: Jetty, from = 0): number {
+    if (from >= this.#wrCount) return 0;
+    const wrs = from === 0 ? this.wrs : this.wrs.subarray(from * URMA_JFS_WR.$size);
+    return this.lib.lib.symbols.urma_post_jetty_send_wr(jetty.handle, wrs, this.badWr);
   }
 
   /** After a failed post: index of the first WR not posted. */

@@ -18,7 +18,8 @@
  *   (its receives, its signaled sends, one batch of error completions), so a JFC serves
  *   `depth / CQES_PER_JETTY` jetties and a further one gets another JFC on the same JFCE. A
  *   JFC that overflows anyway (the device reports it) is broken: every endpoint on it fails with
- *   the reason and the hub puts no new jetty on it.
+ *   the reason and the hub puts no new jetty on it. A post refused for want of room (URMA_EAGAIN)
+ *   is back-pressure: its poster reaps the records (`reapRecords`) and posts the rest.
  * - `wait` arms every JFC, reaps once more (a completion that raced with the arming is seen
  *   now), then waits on the JFCE fd off the JS thread (helper `vb_wait_fd`) and acknowledges the
  *   events. `wake` — and an announcement made while a wait is parked (the engine keeps one across
@@ -55,6 +56,8 @@ export interface HubCounters {
   strays: number;
   /** Waits that slept on the JFCE. */
   sleeps: number;
+  /** Posts refused because a JFC had no room (URMA_EAGAIN), reaped and posted on. */
+  fullPosts: number;
 }
 
 /** How a hub is opened (tests shrink the JFC to provoke an overrun). */
@@ -86,6 +89,7 @@ export class UrmaHub implements ReadinessSource {
     misnamed: 0,
     strays: 0,
     sleeps: 0,
+    fullPosts: 0,
   };
   readonly #depth: number;
   readonly #perJetty: number;
@@ -248,6 +252,24 @@ export class UrmaHub implements ReadinessSource {
    */
   reap(): number {
     if (this.#reaping || this.#closed) return 0;
+    const total = this.reapRecords();
+    const touched = this.#touched;
+    while (touched.length > 0) {
+      const b = touched.pop()!;
+      b.touched = false;
+      if (!b.released) b.sink.afterReap();
+    }
+    return total;
+  }
+
+  /**
+   * The record half of {@link reap}: polls every JFC and hands each record to its sink, but
+   * leaves the sinks' `afterReap()` to the next `reap()` — for a poster that needs room on the
+   * JFC in the middle of its post (send_side.ts), where an `afterReap()` posting on the same
+   * jetty would interleave with the post. Returns the records reaped (0 while a reap runs).
+   */
+  reapRecords(): number {
+    if (this.#reaping || this.#closed) return 0;
     this.#reaping = true;
     let total = 0;
     try {
@@ -273,12 +295,6 @@ export class UrmaHub implements ReadinessSource {
       this.#reaping = false;
     }
     this.counters.records += total;
-    const touched = this.#touched;
-    while (touched.length > 0) {
-      const b = touched.pop()!;
-      b.touched = false;
-      if (!b.released) b.sink.afterReap();
-    }
     return total;
   }
 

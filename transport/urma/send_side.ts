@@ -30,9 +30,11 @@ import {
   SQ_DEPTH,
   type UrmaEndpointParts,
 } from "./endpoint_config.ts";
+import { URMA_EAGAIN } from "../../ffi/symbols/liburma.ts";
 import { URMA_WR_FLAG, UrmaSendBatch } from "./data_path.ts";
 import { crStatusName, statusName } from "./errors.ts";
 import type { EndpointHealth } from "./health.ts";
+import type { UrmaHub } from "./hub.ts";
 import type { Jetty, TargetJetty } from "./jetty.ts";
 import type { ImportedSegment, Segment } from "./segment.ts";
 import type { UrmaLib } from "./urma_lib.ts";
@@ -59,6 +61,8 @@ export class UrmaSendSide implements RdmaSendPort {
   readonly #health: EndpointHealth;
   /** Reaps the JFC (completion_reaper.ts); returns how many records it reaped. */
   readonly #reap: () => number;
+  /** The process's hub: its records are reaped in the middle of a post that found no room. */
+  readonly #hub: UrmaHub;
   readonly #batch: UrmaSendBatch;
   readonly #regionSeg: Segment;
   readonly #regionAddress: number;
@@ -79,6 +83,7 @@ export class UrmaSendSide implements RdmaSendPort {
     this.#jetty = parts.prepared.jetty;
     this.#health = parts.health;
     this.#reap = reap;
+    this.#hub = parts.hub;
     this.#batch = new UrmaSendBatch(parts.lib, BATCH_WR, BATCH_WR * SGE_PER_WR);
     this.#regionSeg = parts.regionSeg;
     this.#regionAddress = parts.regionSeg.address;
@@ -278,11 +283,28 @@ export class UrmaSendSide implements RdmaSendPort {
 
   // ---- the port the ring drives, and the completions the reaper hands over ----
 
-  /** Posts the batch (one `urma_post_jetty_send_wr`); a failed post fails the endpoint. */
+  /**
+   * Posts the batch (one `urma_post_jetty_send_wr`); a failed post fails the endpoint. A post
+   * refused because the process's JFC has no room left for a completion (URMA_EAGAIN: the
+   * requests before the refused one were posted) is back-pressure, not a fault of this endpoint:
+   * the JFC is reaped (room comes back) and the rest posted, once. Failing the endpoint there
+   * would close its session without a word to the peer (its close cannot post either), whose
+   * calls would then wait for their deadlines.
+   */
   postBatch(): void {
     const batch = this.#batch;
     if (batch.length === 0) return;
-    const rc = this.#health.failure === null ? batch.post(this.#jetty) : 0;
+    let rc = 0;
+    if (this.#health.failure === null) {
+      rc = batch.post(this.#jetty);
+      if (rc === URMA_EAGAIN) {
+        const rest = batch.badIndex;
+        this.#hub.counters.fullPosts++;
+        if (this.#hub.reapRecords() > 0 && this.#health.failure === null) {
+          rc = batch.post(this.#jetty, rest);
+        }
+      }
+    }
     batch.reset();
     if (rc !== 0) {
       this.#health.fail(`urma_post_jetty_send_wr: ${statusName(rc)} (${this.#lib.lastError()})`);
