@@ -266,6 +266,7 @@ export class VerbsClientProvider implements ClientFabricProvider {
     const nonce = nonceFromHex(offer.nonce), events = this.options.mode === "event";
     const peer = `${offer.addr}:${offer.port}`;
     let route: ResolvedRoute | null = null, prepared: PreparedVerbsEndpoint | null = null;
+    let serverToken = -1;
     try {
       route = await cmResolveRoute(CmEventLoop.get(this.lib), {
         dst: offer.addr,
@@ -291,9 +292,14 @@ export class VerbsClientProvider implements ClientFabricProvider {
           addr: region.address,
           size: sizes.client,
           nonce,
+          token: prepared.token,
         }),
         tuning: DEFAULT_QP_TUNING,
-        checkResponse: (data) => checkAccept(data, nonce),
+        checkResponse: (data) => {
+          const r = checkAccept(data, nonce);
+          if (typeof r === "string") return r;
+          serverToken = r;
+        },
       });
       const ready = prepared;
       prepared = null; // connect() owns (and on failure releases) everything from here
@@ -303,6 +309,7 @@ export class VerbsClientProvider implements ClientFabricProvider {
         rkey: offer.region.rkey,
         size: sizes.server,
         events: offer.mode === "event",
+        token: serverToken,
         role: ROLE_SERVER,
         name: peer,
       }, conn);
