@@ -1,0 +1,81 @@
+/**
+ * The verbs hub under receive exhaustion (Soft-RoCE VM, providers only, no rpc layer): every
+ * kick is a WRITE_WITH_IMM that consumes one of the receiver's 16 zero-length receives. A
+ * sender that kicks 300 times while the receiving process does not drain its CQ runs the
+ * receive queue dry: the receiver's QP answers with RNR NAKs, the sender's NIC retries, and once
+ * the receiver drains again every kick arrives, in order, on a healthy session — no error, no
+ * hang, no lost kick. The receive completions name the endpoint by its token.
+ */
+import { Completions } from "../../transport/fabric.ts";
+import type { SessionSizes } from "../../transport/provider.ts";
+import {
+  createClientProvider,
+  createServerProvider,
+  type VerbsServerProvider,
+} from "../../transport/verbs/provider.ts";
+import { VERBS_QP_CAPS } from "../../transport/verbs/qp.ts";
+import type { VerbsEndpoint } from "../../transport/verbs/verbs_endpoint.ts";
+import { assert, assertEquals, test } from "../harness.ts";
+import { CLIENT_ADDR, eventually, SERVER_ADDR } from "./fabric_verbs_util.ts";
+import { readFileSync } from "node:fs";
+
+const SIZES: SessionSizes = { server: 256 << 10, client: 128 << 10, maxMessage: 8192 };
+const KICKS = 300;
+
+/** rxe's count of RNR NAKs rxe1 sent (-1 when the counter is not exposed). */
+function rnrNaksSent(): number {
+  try {
+    return Number(
+      readFileSync("/sys/class/infiniband/rxe1/ports/1/hw_counters/send_rnr_nak", "utf8"),
+    );
+  } catch {
+    return -1;
+  }
+}
+
+test(`receive exhaustion: ${KICKS} kicks into a 16-deep receive queue that is not drained are delayed by RNR, never lost`, async () => {
+  const sp = await createServerProvider({ addr: SERVER_ADDR, mode: "event" }, () => {});
+  if (typeof sp === "string") throw new Error(sp);
+  const cp = await createClientProvider({ sourceAddr: CLIENT_ADDR, mode: "event" });
+  if (typeof cp === "string") throw new Error(cp);
+  const offer = await (sp as VerbsServerProvider).offer({
+    sessionId: 7,
+    sizes: SIZES,
+    peer: { bootId: "", pid: 0, host: CLIENT_ADDR },
+    params: { mode: "event" },
+  });
+  const c = await cp.open(offer.offer, SIZES) as VerbsEndpoint;
+  const s = await offer.connect() as VerbsEndpoint;
+  try {
+    assertEquals(VERBS_QP_CAPS.rqDepth, 16, "the receive queue this test exhausts");
+    const hub = s.resources.hub, naksBefore = rnrNaksSent();
+    const start = s.doorbell();
+    const out = new Completions(64);
+    // 300 kicks, each its own WRITE_WITH_IMM (poll() rings the doorbell at once), and the server
+    // side's hub is not drained meanwhile: after 16 the receive queue is empty.
+    for (let i = 0; i < KICKS; i++) {
+      c.kick();
+      c.poll(out);
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    assert(!c.failed && !s.failed, `healthy while exhausted: ${c.failureReason} ${s.failureReason}`);
+    assert(s.kicksReceived === 0, "nothing drained yet");
+    const arrived = await eventually(() => {
+      hub.drain(); // the receiver looks again: receives are reposted, the sender's retries land
+      c.poll(out);
+      return s.kicksReceived === KICKS;
+    }, 30_000);
+    assert(arrived, `all ${KICKS} kicks arrived (got ${s.kicksReceived})`);
+    assertEquals(s.doorbell() - start, KICKS, "the doorbell word moved once per kick, in order");
+    assert(!c.failed && !s.failed, `healthy after: ${c.failureReason} ${s.failureReason}`);
+    assertEquals(hub.counters.wrongImm, 0, "every immediate named its endpoint's token");
+    const naks = rnrNaksSent();
+    if (naks >= 0) assert(naks > naksBefore, `rxe1 sent RNR NAKs (${naksBefore} → ${naks})`);
+  } finally {
+    c.close();
+    s.close();
+    await Promise.all([c.released, s.released]);
+    sp.close();
+    cp.close();
+  }
+}, { timeoutMs: 90_000 });
