@@ -22,11 +22,11 @@ import { readFileSync } from "node:fs";
 const SIZES: SessionSizes = { server: 256 << 10, client: 128 << 10, maxMessage: 8192 };
 const KICKS = 300;
 
-/** rxe's count of RNR NAKs rxe1 sent (-1 when the counter is not exposed). */
+/** rxe's count of RNR NAKs the sender (rxe0) received (-1 when the counter is not exposed). */
 function rnrNaksSent(): number {
   try {
     return Number(
-      readFileSync("/sys/class/infiniband/rxe1/ports/1/hw_counters/send_rnr_nak", "utf8"),
+      readFileSync("/sys/class/infiniband/rxe0/ports/1/hw_counters/rcvd_rnr_err", "utf8"),
     );
   } catch {
     return -1;
@@ -70,7 +70,7 @@ test(`receive exhaustion: ${KICKS} kicks into a 16-deep receive queue that is no
     assert(!c.failed && !s.failed, `healthy after: ${c.failureReason} ${s.failureReason}`);
     assertEquals(hub.counters.wrongImm, 0, "every immediate named its endpoint's token");
     const naks = rnrNaksSent();
-    if (naks >= 0) assert(naks > naksBefore, `rxe1 sent RNR NAKs (${naksBefore} → ${naks})`);
+    if (naks >= 0) assert(naks > naksBefore, `the sender on rxe0 received RNR NAKs (${naksBefore} → ${naks})`);
   } finally {
     c.close();
     s.close();
