@@ -4,9 +4,11 @@
  * sender that kicks 300 times while the receiving process does not drain its CQ runs the
  * receive queue dry: the receiver's QP answers with RNR NAKs, the sender's NIC retries, and once
  * the receiver drains again every kick arrives, in order, on a healthy session — no error, no
- * hang, no lost kick. The receive completions name the endpoint by its token.
+ * hang, no lost kick. The receive completions name the endpoint by its token. And the
+ * resource pool: later sessions take prepared PD/MRs/QP, finished ones are renewed (MRs kept,
+ * buffers zeroed).
  */
-import { Completions } from "../../transport/fabric.ts";
+import { Completions, OK } from "../../transport/fabric.ts";
 import type { SessionSizes } from "../../transport/provider.ts";
 import {
   createClientProvider,
@@ -14,6 +16,7 @@ import {
   type VerbsServerProvider,
 } from "../../transport/verbs/provider.ts";
 import { VERBS_QP_CAPS } from "../../transport/verbs/qp.ts";
+import { ResourcePool } from "../../transport/verbs/resource_pool.ts";
 import type { VerbsEndpoint } from "../../transport/verbs/verbs_endpoint.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 import { CLIENT_ADDR, eventually, SERVER_ADDR } from "./fabric_verbs_util.ts";
@@ -75,6 +78,54 @@ test(`receive exhaustion: ${KICKS} kicks into a 16-deep receive queue that is no
     c.close();
     s.close();
     await Promise.all([c.released, s.released]);
+    sp.close();
+    cp.close();
+  }
+}, { timeoutMs: 90_000 });
+
+test("prepared resources: sessions after the first take a ready PD/MRs/QP; finished ones are renewed, MRs reused and zeroed", async () => {
+  const sp = await createServerProvider({ addr: SERVER_ADDR, mode: "event", preparedQps: 2 }, () => {});
+  if (typeof sp === "string") throw new Error(sp);
+  const cp = await createClientProvider({ sourceAddr: CLIENT_ADDR, mode: "event", preparedQps: 2 });
+  if (typeof cp === "string") throw new Error(cp);
+  const rkeys = new Set<number>();
+  let pool: ResourcePool | null = null, missesAfterFirst = 0, renewedAfterFirst = 0;
+  try {
+    for (let i = 0; i < 6; i++) {
+      const offer = await (sp as VerbsServerProvider).offer({
+        sessionId: 100 + i,
+        sizes: SIZES,
+        peer: { bootId: "", pid: 0, host: CLIENT_ADDR },
+        params: { mode: "event" },
+      });
+      const c = await cp.open(offer.offer, SIZES) as VerbsEndpoint;
+      const s = await offer.connect() as VerbsEndpoint;
+      try {
+        rkeys.add(s.resources.region.rkey);
+        assert(
+          s.local.subarray(8192, 8192 + 4096).every((b) => b === 0),
+          `session ${i}: the region holds nothing of an earlier session`,
+        );
+        assertEquals(c.write(1, 8192, new Uint8Array(4096).fill(0xab), 0), OK, "write");
+        c.kick();
+        c.poll(new Completions(4));
+        assert(await eventually(() => s.local[8192 + 4095] === 0xab, 5000), "the write landed");
+      } finally {
+        c.close();
+        s.close();
+        await Promise.all([c.released, s.released]);
+      }
+      await new Promise((r) => setTimeout(r, 50)); // the pool renews off the session's path
+      pool = ResourcePool.of(s.resources.hub);
+      if (i === 0) {
+        missesAfterFirst = pool.counters.misses;
+        renewedAfterFirst = pool.counters.renewed;
+      }
+    }
+    assertEquals(pool!.counters.misses, missesAfterFirst, "sessions 2–6 found resources ready");
+    assert(pool!.counters.renewed >= renewedAfterFirst + 5, `renewed: ${pool!.counters.renewed}`);
+    assert(rkeys.size <= 3, `6 sessions used ${rkeys.size} region MRs (registrations reused)`);
+  } finally {
     sp.close();
     cp.close();
   }

@@ -24,7 +24,8 @@ import { VerbsSendPath } from "./send_path.ts";
 import { VerbsEndpoint } from "./verbs_endpoint.ts";
 import type { VerbsLib } from "./verbs_lib.ts";
 import { VerbsHub } from "./hub.ts";
-import { EndpointResources, type EndpointShape } from "./verbs_resources.ts";
+import { ResourcePool } from "./resource_pool.ts";
+import type { EndpointResources, EndpointShape } from "./verbs_resources.ts";
 
 /** How long the proof read may take. */
 const PROOF_TIMEOUT_MS = 5000;
@@ -61,8 +62,8 @@ export class PreparedVerbsEndpoint {
   }
 
   /**
-   * Creates every resource of `shape` on the process's hub for `device` (the shared context
-   * and CQ); stamps the region's fabric header with `role` and `nonce`. Throws (NATIVE_CALL,
+   * Takes the resources of `shape` from the process's pool for `device` (prepared ahead: PD,
+   * MRs, QP on the shared CQ; `preparedQps` are kept ready); stamps the region's fabric header with `role` and `nonce`. Throws (NATIVE_CALL,
    * FABRIC when the shared CQ is full…) after releasing what it made.
    */
   static prepare(
@@ -72,8 +73,11 @@ export class PreparedVerbsEndpoint {
     role: RegionRoleCode,
     nonce: Uint8Array,
     signalEvery: number,
+    preparedQps: number,
   ): PreparedVerbsEndpoint {
-    const resources = EndpointResources.open(VerbsHub.forDevice(lib, device), shape);
+    const pool = ResourcePool.of(VerbsHub.forDevice(lib, device));
+    pool.target = preparedQps;
+    const resources = pool.take(shape);
     stampRegion(resources.local, role, nonce);
     return new PreparedVerbsEndpoint(lib, resources, nonce, signalEvery);
   }
@@ -121,7 +125,7 @@ export class PreparedVerbsEndpoint {
       connection.disconnect();
       send.released = true;
       try {
-        resources.close();
+        ResourcePool.of(resources.hub).give(resources);
       } finally {
         connection.close();
       }
@@ -153,7 +157,7 @@ export class PreparedVerbsEndpoint {
   close(): void {
     const r = this.#resources;
     this.#resources = null;
-    r?.close();
+    if (r) ResourcePool.of(r.hub).give(r);
   }
 }
 

@@ -162,10 +162,10 @@ export class VerbsHub implements ReadinessSource {
 
   /**
    * Registers `member` (its QP exists, on this hub's CQ) and returns its token. `cqes`: the
-   * completions it may have outstanding; `polls`: it waits by busy-polling. Throws FABRIC when
-   * the CQ could overflow (the session then falls back to TCP) or every token is in use.
+   * completions it may have outstanding. Throws FABRIC when the CQ could overflow (the session
+   * then falls back to TCP) or every token is in use.
    */
-  join(member: HubMember, cqes: number, polls: boolean): number {
+  join(member: HubMember, cqes: number): number {
     if (this.#reserved + cqes > this.cqDepth) {
       throw new VerbusError(
         "FABRIC",
@@ -179,21 +179,24 @@ export class VerbsHub implements ReadinessSource {
       : -1;
     if (token < 0) throw new VerbusError("FABRIC", `all ${HUB_CAPACITY} verbs tokens are in use`);
     this.#reserved += cqes;
-    if (polls) this.#pollers++;
     this.#byQp.set(member.qpNum, { member, token });
     this.#byToken[token] = member;
     return token;
   }
 
   /** Unregisters (its QP is about to be destroyed). Later completions of it are strays. */
-  leave(member: HubMember, cqes: number, polls: boolean): void {
+  leave(member: HubMember, cqes: number): void {
     const e = this.#byQp.get(member.qpNum);
     if (!e || e.member !== member) return;
     this.#byQp.delete(member.qpNum);
     this.#byToken[e.token] = undefined;
     this.#free.push(e.token);
     this.#reserved -= cqes;
-    if (polls) this.#pollers--;
+  }
+
+  /** One more (+1) or one fewer (−1) endpoint in poll mode: while any lives, `wait` busy-polls. */
+  polling(delta: 1 | -1): void {
+    this.#pollers += delta;
   }
 
   /**

@@ -54,6 +54,7 @@ export { VERBS_QP_CAPS };
 /** The resource shape of a region of `regionSize` bytes whose messages reach `maxMessage` bytes. */
 function shape(regionSize: number, maxMessage: number, events: boolean): EndpointShape {
   const bounce = Math.min(8 << 20, Math.max(256 << 10, 32 * maxMessage));
+  // VERBS_QP_CAPS carries rqDepth and signaledBudget: the session's share of the shared CQ.
   return { regionSize, bounceSize: bounce, events, ...VERBS_QP_CAPS };
 }
 
@@ -167,6 +168,7 @@ export class VerbsServerProvider implements ServerFabricProvider {
       ROLE_SERVER,
       nonce,
       this.options.signalEvery,
+      this.options.preparedQps,
     );
     const region = prepared.region;
     const offer = {
@@ -281,6 +283,7 @@ export class VerbsClientProvider implements ClientFabricProvider {
         ROLE_CLIENT,
         nonce,
         this.options.signalEvery,
+        this.options.preparedQps,
       );
       const region = prepared.region;
       const conn = await route.connect({

@@ -50,6 +50,8 @@ export const verbsServerOptionsSchema = z.object({
   backlog: z.number().int().min(1).max(4096).default(128),
   /** Signal one send WR in this many. */
   signalEvery: z.number().int().min(1).max(256).default(32),
+  /** Session resources (PD, MRs, QP) kept prepared ahead of the next session (0: none). */
+  preparedQps: z.number().int().min(0).max(256).default(2),
 }).strict();
 /** Validated server options. */
 export type VerbsServerOptions = z.output<typeof verbsServerOptionsSchema>;
@@ -64,6 +66,8 @@ export const verbsClientOptionsSchema = z.object({
   connectTimeoutMs: z.number().int().min(100).max(120_000).default(10_000),
   /** Signal one send WR in this many. */
   signalEvery: z.number().int().min(1).max(256).default(32),
+  /** Session resources (PD, MRs, QP) kept prepared ahead of the next session (0: none). */
+  preparedQps: z.number().int().min(0).max(256).default(2),
 }).strict();
 /** Validated client options. */
 export type VerbsClientOptions = z.output<typeof verbsClientOptionsSchema>;

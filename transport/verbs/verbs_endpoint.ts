@@ -36,6 +36,7 @@ import type { CmConnection } from "./cm.ts";
 import { wcStatusStr } from "./cq.ts";
 import { VerbsInbound } from "./inbound.ts";
 import type { VerbsSendPath } from "./send_path.ts";
+import { ResourcePool } from "./resource_pool.ts";
 import { VerbsFaults } from "./verbs_faults.ts";
 import type { VerbsLib } from "./verbs_lib.ts";
 import type { EndpointResources } from "./verbs_resources.ts";
@@ -325,7 +326,7 @@ export class VerbsEndpoint implements FabricEndpoint {
     this.#res.hub.drain(); // what completed so far is this endpoint's; later ones are strays
     this.#send.released = true;
     try {
-      this.#res.close();
+      ResourcePool.of(this.#res.hub).give(this.#res); // QP destroyed, PD and MRs kept for the next
     } finally {
       this.#conn.close();
     }

@@ -69,6 +69,7 @@ export class EndpointResources {
   readonly token: number;
   readonly #slot: MemberSlot;
   #joined = true;
+  #polling = false;
 
   private constructor(
     /** The process's hub for the device (shared CQ and channel). */
@@ -80,12 +81,19 @@ export class EndpointResources {
     readonly shape: EndpointShape,
   ) {
     this.#slot = new MemberSlot(qp.qpNum);
-    this.token = hub.join(this.#slot, cqShare(shape), !shape.events);
+    this.token = hub.join(this.#slot, cqShare(shape));
   }
 
-  /** Routes this QP's completions to `handler` from now on. */
+  /**
+   * Routes this QP's completions to `handler` from now on; a poll-mode endpoint makes the hub
+   * wait by busy-polling while it lives.
+   */
   attach(handler: CompletionHandler): void {
     this.#slot.handler = handler;
+    if (!this.shape.events && !this.#polling && this.#joined) {
+      this.#polling = true;
+      this.hub.polling(1);
+    }
   }
 
   /** Creates everything on `hub`'s device; on any failure, what was made is released and the error thrown. */
@@ -94,22 +102,40 @@ export class EndpointResources {
     try {
       const region = pd.registerBuffer(new Uint8Array(shape.regionSize), SESSION_QP_ACCESS);
       const bounce = pd.registerBuffer(new Uint8Array(shape.bounceSize), IBV_ACCESS.LOCAL_WRITE);
-      const qp = pd.createQp({
-        sendCq: hub.cq,
-        recvCq: hub.cq,
-        maxSendWr: shape.sqDepth,
-        maxRecvWr: shape.rqDepth,
-        maxSendSge: shape.maxSge,
-        maxRecvSge: 1,
-        maxInlineData: shape.maxInline,
-      });
-      return new EndpointResources(hub, pd, qp, region, bounce, shape); // joins the hub
+      return new EndpointResources(hub, pd, newQp(hub, pd, shape), region, bounce, shape);
     } catch (e) {
-      try {
-        pd.close();
-      } catch { /* the creation error is the one worth reporting */ }
+      closeQuietly(pd);
       throw e;
     }
+  }
+
+  /**
+   * The PD and MRs of a finished session with a new QP (in RESET) — no registration: the old QP
+   * is destroyed first (its peer has no way into this PD any more) and both buffers are zeroed
+   * (nothing of the old session is readable by the next peer). `old` is spent; on failure
+   * everything is released and the error thrown.
+   */
+  static renew(old: EndpointResources): EndpointResources {
+    old.#leave();
+    try {
+      old.qp.close();
+      old.region.buffer.fill(0);
+      old.bounce.buffer.fill(0);
+      const qp = newQp(old.hub, old.pd, old.shape);
+      return new EndpointResources(old.hub, old.pd, qp, old.region, old.bounce, old.shape);
+    } catch (e) {
+      closeQuietly(old.pd);
+      throw e;
+    }
+  }
+
+  #leave(): void {
+    if (!this.#joined) return;
+    this.#joined = false;
+    this.#slot.handler = null;
+    this.hub.leave(this.#slot, cqShare(this.shape));
+    if (this.#polling) this.hub.polling(-1);
+    this.#polling = false;
   }
 
   /** The device context (the hub's). */
@@ -127,11 +153,25 @@ export class EndpointResources {
    * (children first). Throws the first destroy error. Safe twice.
    */
   close(): void {
-    if (this.#joined) {
-      this.#joined = false;
-      this.#slot.handler = null;
-      this.hub.leave(this.#slot, cqShare(this.shape), !this.shape.events);
-    }
+    this.#leave();
     this.pd.close();
   }
+}
+
+function newQp(hub: VerbsHub, pd: ProtectionDomain, shape: EndpointShape): QueuePair {
+  return pd.createQp({
+    sendCq: hub.cq,
+    recvCq: hub.cq,
+    maxSendWr: shape.sqDepth,
+    maxRecvWr: shape.rqDepth,
+    maxSendSge: shape.maxSge,
+    maxRecvSge: 1,
+    maxInlineData: shape.maxInline,
+  });
+}
+
+function closeQuietly(pd: ProtectionDomain): void {
+  try {
+    pd.close();
+  } catch { /* the creation error is the one worth reporting */ }
 }
