@@ -26,7 +26,7 @@
  *
  * Waiting: in poll mode `wait()` yields one macrotask and looks again; in event mode it arms the
  * CQ, looks once more (what completed before arming raises no event) and sleeps on the one
- * channel off the JS thread. The engine only parks it after its own spin found nothing, so a
+ * channel off the JS thread (and on an eventfd, so `wake()` ends the sleep at once). The engine only parks it after its own spin found nothing, so a
  * busy process never pays the thread hop.
  *
  * The hub lives for the life of the process (like the shm notify page): no wait can outlive it.
@@ -34,7 +34,7 @@
  * @module
  */
 import { setImmediate } from "node:timers";
-import { VerbusError } from "../../errors.ts";
+import { NativeError, VerbusError } from "../../errors.ts";
 import { IBV_WC_OPCODE } from "../../ffi/symbols/libibverbs.ts";
 import type { NonNullPtr } from "../../ffi/types.ts";
 import type { ReadinessSource } from "../readiness.ts";
@@ -110,6 +110,8 @@ export class VerbsHub implements ReadinessSource {
   #pollers = 0;
   #draining = false;
   #sleeping: Promise<boolean> | null = null;
+  /** An eventfd the channel wait also watches: `wake()` ends a sleep at once. */
+  readonly #wakeFd: number;
 
   private constructor(
     lib: VerbsLib,
@@ -124,6 +126,9 @@ export class VerbsHub implements ReadinessSource {
     this.#lib = lib;
     this.cqDepth = depth;
     this.#cqHandle = cq.handle;
+    const fd = lib.helper.lib.symbols.vb_eventfd();
+    if (fd < 0) throw new NativeError("eventfd", -fd, `wake-up fd of the ${ctx.deviceName} hub`);
+    this.#wakeFd = fd;
   }
 
   /** This process's hub for `device`, created on first use (throws NATIVE_CALL / NO_DEVICE). */
@@ -276,17 +281,15 @@ export class VerbsHub implements ReadinessSource {
     this.drain(); // what completed before the CQ was armed raises no event
     if (this.#doorbell !== seen) return true;
     this.counters.sleeps++;
-    const woke = await this.channel.waitEvent(timeoutMs);
+    const woke = await this.channel.waitEventOrWake(this.#wakeFd, timeoutMs);
     this.drain();
     return woke || this.#doorbell !== seen;
   }
 
-  /**
-   * Local work arrived: a wait that has not gone to sleep yet returns at once. A sleeping one
-   * returns at its timeout or on the next completion (the engine wakes itself without it).
-   */
+  /** Local work arrived (or the last session left): the wait returns at once. */
   wake(): void {
     this.#doorbell = (this.#doorbell + 1) | 0;
+    if (this.#sleeping) this.#lib.helper.lib.symbols.vb_eventfd_signal(this.#wakeFd);
   }
 
   /** Waits parked on the channel now (tests: one serves every session). */
