@@ -97,7 +97,6 @@ export class VerbsHub implements ReadinessSource {
   readonly #cqHandle: NonNullPtr;
   readonly #wc = new WcReader(POLL_BATCH);
   readonly #byQp = new Map<number, { member: HubMember; token: number }>();
-  readonly #byToken: (HubMember | undefined)[] = [];
   readonly #free: number[] = [];
   #highWater = 0;
   /** Tokens announced and not collected yet (deduplicated by #isPending). */
@@ -185,7 +184,6 @@ export class VerbsHub implements ReadinessSource {
     if (token < 0) throw new VerbusError("FABRIC", `all ${HUB_CAPACITY} verbs tokens are in use`);
     this.#reserved += cqes;
     this.#byQp.set(member.qpNum, { member, token });
-    this.#byToken[token] = member;
     return token;
   }
 
@@ -194,7 +192,6 @@ export class VerbsHub implements ReadinessSource {
     const e = this.#byQp.get(member.qpNum);
     if (!e || e.member !== member) return;
     this.#byQp.delete(member.qpNum);
-    this.#byToken[e.token] = undefined;
     this.#free.push(e.token);
     this.#reserved -= cqes;
   }
