@@ -123,17 +123,22 @@ async function main(): Promise<void> {
     for (const n of counts) {
       const t0 = performance.now(), adding = n - clients.length;
       while (clients.length < n) {
-        const batch = Array.from({ length: Math.min(8, n - clients.length) }, () =>
-          connect({ host: SERVER, port: srv.port }, {
-            fabric: "verbs",
-            region: SMALL_REGION,
-            providerOptions: { verbs: { sourceAddr: CLIENT, mode: "event" } },
-            timeoutMs: 30_000,
-            logger: { warn: () => {} },
-          }));
+        const batch = Array.from(
+          { length: Math.min(8, n - clients.length) },
+          () =>
+            connect({ host: SERVER, port: srv.port }, {
+              fabric: "verbs",
+              region: SMALL_REGION,
+              providerOptions: { verbs: { sourceAddr: CLIENT, mode: "event" } },
+              timeoutMs: 30_000,
+              logger: { warn: () => {} },
+            }),
+        );
         for (const c of await Promise.all(batch)) {
           clients.push(c);
-          if (c.fabric !== "verbs") throw new Error(`session ${clients.length}: ${c.handshake.reason}`);
+          if (c.fabric !== "verbs") {
+            throw new Error(`session ${clients.length}: ${c.handshake.reason}`);
+          }
         }
       }
       const setupS = (performance.now() - t0) / 1000;
@@ -187,7 +192,10 @@ function report(rows: Record<string, number | string>[]): void {
   ].join("\n");
   const dir = join(ROOT, "bench/results");
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, `scale-vm-${RUNTIME}.json`), JSON.stringify({ runtime: RUNTIME, rows }, null, 2));
+  writeFileSync(
+    join(dir, `scale-vm-${RUNTIME}.json`),
+    JSON.stringify({ runtime: RUNTIME, rows }, null, 2),
+  );
   writeFileSync(join(dir, `scale-vm-${RUNTIME}.md`), md);
   console.log(md);
 }

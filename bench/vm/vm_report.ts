@@ -51,7 +51,9 @@ const md: string[] = [
 ];
 const x = (v: number) => `${v.toFixed(2)}×`;
 for (const rt of ["deno", "bun"]) {
-  for (const [tree, file] of [["before", `before-verbs-${rt}.json`], ["after", `verbs-${rt}.json`]]) {
+  for (
+    const [tree, file] of [["before", `before-verbs-${rt}.json`], ["after", `verbs-${rt}.json`]]
+  ) {
     const r = load(file);
     if (!r) continue;
     for (const mode of ["poll", "event"] as const) {

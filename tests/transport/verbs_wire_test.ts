@@ -45,7 +45,13 @@ test("verbs accept: carries the server's hub token; another nonce or a bad token
   assertEquals(checkAccept(encodeAccept(nonce, 9), nonce), 9);
   const other = nonce.slice();
   other[3] ^= 1;
-  assertEquals(checkAccept(encodeAccept(nonce, 9), other), "the accept carries another session's nonce");
-  assertEquals(checkAccept(encodeAccept(nonce, 65536), nonce), "server token 65536 is out of range");
+  assertEquals(
+    checkAccept(encodeAccept(nonce, 9), other),
+    "the accept carries another session's nonce",
+  );
+  assertEquals(
+    checkAccept(encodeAccept(nonce, 65536), nonce),
+    "server token 65536 is out of range",
+  );
   assertEquals(typeof checkAccept(encodeAccept(nonce, 9).subarray(0, 20), nonce), "string");
 });

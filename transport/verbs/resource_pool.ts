@@ -92,21 +92,27 @@ export class ResourcePool {
     }, 0);
   }
 
+  /**
+   * Renews what came back first (up to 2 × target ready: the MR cache), opens new bundles only
+   * below `target`, and releases the rest (a lower target trims the pool).
+   */
   #fill(key: string): void {
     const ready = listOf(this.#ready, key), back = listOf(this.#returned, key);
-    const shape = this.#shapes.get(key)!;
-    while (ready.length < this.target) {
-      const old = back.pop();
-      try {
-        ready.push(old ? EndpointResources.renew(old) : EndpointResources.open(this.hub, shape));
-        this.counters[old ? "renewed" : "prepared"]++;
-      } catch {
-        break; // out of resources (CQ budget, memory): sessions open their own, or fall back
+    const shape = this.#shapes.get(key)!, max = 2 * this.target;
+    try {
+      while (ready.length < max && back.length > 0) {
+        ready.push(EndpointResources.renew(back.pop()!));
+        this.counters.renewed++;
       }
-    }
-    for (const extra of back.splice(0)) {
+      while (ready.length < this.target) {
+        ready.push(EndpointResources.open(this.hub, shape));
+        this.counters.prepared++;
+      }
+    } catch { /* out of resources (CQ budget, memory): sessions open their own, or fall back */ }
+    const extra = [...back.splice(0), ...ready.splice(max)];
+    for (const r of extra) {
       try {
-        extra.close();
+        r.close();
       } catch { /* released as far as it goes */ }
     }
   }

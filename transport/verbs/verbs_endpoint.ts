@@ -254,7 +254,12 @@ export class VerbsEndpoint implements FabricEndpoint {
       if (at !== RING_FULL) { // no room: the peer still finds the work on its next poll
         this.#kicks = (this.#kicks + 1) >>> 0;
         this.#send.bounce32[at >> 2] = this.#kicks;
-        this.#send.writeDoorbell(at, FABRIC_HEADER.doorbell, this.#peerToken, RESERVED_WR_ID.internal);
+        this.#send.writeDoorbell(
+          at,
+          FABRIC_HEADER.doorbell,
+          this.#peerToken,
+          RESERVED_WR_ID.internal,
+        );
       }
     }
     this.#ring.post();
