@@ -84,15 +84,9 @@ int vb_wait_fd(int fd, int timeout_ms)
 	}
 }
 
-int vb_get_cq_event(struct ibv_comp_channel *channel, int timeout_ms, struct ibv_cq **cq_out)
+/* The channel is readable: take its event and ack it. 1, 0 (spurious), or -errno. */
+static int take_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out)
 {
-	if (!channel || !cq_out)
-		return -EINVAL;
-	if (!p_get_cq_event)
-		return -ENOSYS;
-	int rc = vb_wait_fd(channel->fd, timeout_ms);
-	if (rc <= 0)
-		return rc;
 	struct ibv_cq *cq = NULL;
 	void *cq_ctx = NULL;
 	if (p_get_cq_event(channel, &cq, &cq_ctx))
@@ -100,6 +94,16 @@ int vb_get_cq_event(struct ibv_comp_channel *channel, int timeout_ms, struct ibv
 	p_ack_cq_events(cq, 1);
 	*cq_out = cq;
 	return 1;
+}
+
+int vb_get_cq_event(struct ibv_comp_channel *channel, int timeout_ms, struct ibv_cq **cq_out)
+{
+	if (!channel || !cq_out)
+		return -EINVAL;
+	if (!p_get_cq_event)
+		return -ENOSYS;
+	int rc = vb_wait_fd(channel->fd, timeout_ms);
+	return rc <= 0 ? rc : take_cq_event(channel, cq_out);
 }
 
 int vb_eventfd(void)
@@ -137,15 +141,8 @@ int vb_get_cq_event_or_wake(struct ibv_comp_channel *channel, int wake_fd, int t
 		return 0;
 	if ((p[0].revents | p[1].revents) & POLLNVAL)
 		return -EBADF;
-	if (p[0].revents & POLLIN) {
-		struct ibv_cq *cq = NULL;
-		void *cq_ctx = NULL;
-		if (p_get_cq_event(channel, &cq, &cq_ctx))
-			return errno == EAGAIN ? 0 : -errno;
-		p_ack_cq_events(cq, 1);
-		*cq_out = cq;
-		return 1;
-	}
+	if (p[0].revents & POLLIN)
+		return take_cq_event(channel, cq_out);
 	uint64_t n;
 	if (read(wake_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
 		return -errno;

@@ -41,7 +41,7 @@ test("32 verbs sessions share one CQ per device (kernel CQ count does not grow)"
       [before["rxe0.cq"], before["rxe1.cq"]],
       `CQs with 1 and with 32 sessions: ${JSON.stringify({ before, during })}`,
     );
-    assert((during["rxe1.qp"] ?? 0) >= (before["rxe1.qp"] ?? 0) + 31, "one QP per session");
+    assert((during["rxe1.qp"] ?? 0) >= 32, `one QP per session: ${during["rxe1.qp"]}`);
     const hubs = VerbsHub.all();
     for (const h of hubs) assertEquals(h.counters.cqs, 1, `${h.ctx.deviceName}: one CQ`);
     const members = hubs.map((h) => h.members).sort((a, b) => a - b);

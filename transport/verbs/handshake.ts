@@ -63,8 +63,9 @@ export class PreparedVerbsEndpoint {
 
   /**
    * Takes the resources of `shape` from the process's pool for `device` (prepared ahead: PD,
-   * MRs, QP on the shared CQ; `preparedQps` are kept ready); stamps the region's fabric header with `role` and `nonce`. Throws (NATIVE_CALL,
-   * FABRIC when the shared CQ is full…) after releasing what it made.
+   * MRs, QP on the shared CQ; `preparedQps` are kept ready); stamps the region's fabric header
+   * with `role` and `nonce`. Throws (NATIVE_CALL, FABRIC when the shared CQ is full…) after
+   * releasing what it made.
    */
   static prepare(
     lib: VerbsLib,

@@ -328,7 +328,7 @@ export class VerbsEndpoint implements FabricEndpoint {
     try {
       this.#res.qp.toError(); // flushes the receives and what is still queued
     } catch { /* already in error */ }
-    this.#res.hub.drain(); // what completed so far is this endpoint's; later ones are strays
+    this.#res.hub.drain(); // hand over what completed so far (the pool's renewal detaches the QP)
     this.#send.released = true;
     try {
       ResourcePool.of(this.#res.hub).give(this.#res); // QP destroyed, PD and MRs kept for the next
