@@ -9,7 +9,7 @@ APT_PKGS := rdma-core ibverbs-providers libibverbs-dev librdmacm-dev ibverbs-uti
 RESULTS := build/test-results
 export NO_COLOR := 1
 
-.PHONY: all setup deps helper demo test test-quick test-vm check binary bench bench-ffi bench-e2e bench-vm bench-profile bench-scale soak bench-agent clean
+.PHONY: all setup deps helper demo test test-quick test-vm check binary bench bench-ffi bench-e2e bench-vm bench-profile bench-scale bench-scale-vm soak bench-agent clean
 
 all: setup
 
@@ -86,9 +86,15 @@ soak: setup
 bench-agent: setup
 	$(DENO) run -A bench/agent/run.ts $(AGENT_ARGS)
 
-# Inside the Soft-RoCE VM: verbus over verbs against perftest (results in build/bench/).
+# Inside the Soft-RoCE VM: verbus over verbs against perftest; issue 11's VM table in
+# bench/results/vm.{md,json}. VERBS_BENCH_BEFORE=/path/to/checkout adds that tree's figures.
 bench-vm: setup
-	SR_SHARE=$(CURDIR) $(SOFTROCE)/run-in-vm.sh 'bash bench/vm/verbs_bench.sh both'
+	SR_SHARE=$(CURDIR) $(SOFTROCE)/run-in-vm.sh 'VERBS_BENCH_BEFORE=$(VERBS_BENCH_BEFORE) bash bench/vm/verbs_bench.sh both'
+
+# Inside the Soft-RoCE VM: N idle verbs sessions (10, 100, 500) and one active, both runtimes
+# (bench/results/scale-vm-<runtime>.{md,json}).
+bench-scale-vm: setup
+	SR_SHARE=$(CURDIR) $(SOFTROCE)/run-in-vm.sh 'ulimit -n 20000; node_modules/.bin/deno run -A bench/vm/scale_verbs.ts $(SCALE_VM_ARGS) && node_modules/.bin/bun bench/vm/scale_verbs.ts $(SCALE_VM_ARGS)'
 
 bench-ffi: setup
 	$(DENO) run -A bench/ffi_bench.ts

@@ -103,6 +103,13 @@ int vb_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *a
 /* Blocking waits (call from a nonblocking FFI call or a worker). */
 /* 1 = event (cq written to *cq_out, already acked), 0 = timeout, -errno on error. */
 int vb_get_cq_event(struct ibv_comp_channel *channel, int timeout_ms, struct ibv_cq **cq_out);
+/* Like vb_get_cq_event, and returns 2 when wake_fd (an eventfd) was signalled (its count is
+ * consumed): a process's one completion-channel wait that local work can end early. */
+int vb_get_cq_event_or_wake(struct ibv_comp_channel *channel, int wake_fd, int timeout_ms,
+			    struct ibv_cq **cq_out);
+/* A nonblocking eventfd (fd, or -errno), and signalling it (0 or -errno). */
+int vb_eventfd(void);
+int vb_eventfd_signal(int fd);
 /* 1 = fd readable, 0 = timeout, -errno on error. */
 int vb_wait_fd(int fd, int timeout_ms);
 /* 0 = woken, 1 = *addr != expected, 2 = timed out, -errno on error. Shared (non-private) futex. */

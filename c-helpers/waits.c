@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -83,15 +84,9 @@ int vb_wait_fd(int fd, int timeout_ms)
 	}
 }
 
-int vb_get_cq_event(struct ibv_comp_channel *channel, int timeout_ms, struct ibv_cq **cq_out)
+/* The channel is readable: take its event and ack it. 1, 0 (spurious), or -errno. */
+static int take_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out)
 {
-	if (!channel || !cq_out)
-		return -EINVAL;
-	if (!p_get_cq_event)
-		return -ENOSYS;
-	int rc = vb_wait_fd(channel->fd, timeout_ms);
-	if (rc <= 0)
-		return rc;
 	struct ibv_cq *cq = NULL;
 	void *cq_ctx = NULL;
 	if (p_get_cq_event(channel, &cq, &cq_ctx))
@@ -99,6 +94,59 @@ int vb_get_cq_event(struct ibv_comp_channel *channel, int timeout_ms, struct ibv
 	p_ack_cq_events(cq, 1);
 	*cq_out = cq;
 	return 1;
+}
+
+int vb_get_cq_event(struct ibv_comp_channel *channel, int timeout_ms, struct ibv_cq **cq_out)
+{
+	if (!channel || !cq_out)
+		return -EINVAL;
+	if (!p_get_cq_event)
+		return -ENOSYS;
+	int rc = vb_wait_fd(channel->fd, timeout_ms);
+	return rc <= 0 ? rc : take_cq_event(channel, cq_out);
+}
+
+int vb_eventfd(void)
+{
+	int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int vb_eventfd_signal(int fd)
+{
+	uint64_t one = 1;
+	return write(fd, &one, sizeof(one)) == (ssize_t)sizeof(one) ? 0 : -errno;
+}
+
+int vb_get_cq_event_or_wake(struct ibv_comp_channel *channel, int wake_fd, int timeout_ms,
+			    struct ibv_cq **cq_out)
+{
+	if (!channel || !cq_out)
+		return -EINVAL;
+	if (!p_get_cq_event)
+		return -ENOSYS;
+	struct pollfd p[2] = {
+		{ .fd = channel->fd, .events = POLLIN, .revents = 0 },
+		{ .fd = wake_fd, .events = POLLIN, .revents = 0 },
+	};
+	int rc;
+	for (;;) {
+		rc = poll(p, 2, timeout_ms);
+		if (rc >= 0 || errno != EINTR)
+			break;
+	}
+	if (rc < 0)
+		return -errno;
+	if (rc == 0)
+		return 0;
+	if ((p[0].revents | p[1].revents) & POLLNVAL)
+		return -EBADF;
+	if (p[0].revents & POLLIN)
+		return take_cq_event(channel, cq_out);
+	uint64_t n;
+	if (read(wake_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		return -errno;
+	return 2;
 }
 
 int vb_futex_wait(uint32_t *addr, uint32_t expected, int timeout_ms)

@@ -3,7 +3,8 @@
  * {@link VerbsEndpoint} in this process through the real providers (rdma_cm over rxe0 → rxe1),
  * then ping-pongs a 64-byte RDMA WRITE plus a doorbell kick each way, busy-polling the doorbell
  * words — perftest's write_lat pattern through the endpoint's data path (bounce copy, inline
- * WRITE, one doorbell per kick). Returns round-trip times in µs.
+ * WRITE, one doorbell per kick) plus the drain of each side's hub CQ that the engine does every
+ * turn. Returns round-trip times in µs.
  * @module
  */
 import { computeLayout, regionConfigSchema } from "../../rpc/region/layout.ts";
@@ -45,6 +46,9 @@ export async function endpointPingPong(
     const at = sl.slotLocal.offset, back = cl.slotLocal.offset;
     let seenS = s.doorbell(), seenC = c.doorbell();
     const cq = new Completions(16);
+    // What the engine does every turn: drain each process hub (the shared CQ), which reposts the
+    // receives the kicks (WRITE_WITH_IMM) consumed.
+    const sHub = s.resources.hub, cHub = c.resources.hub;
     // kick() rings at the end of the job; this loop never yields, so poll() rings it now.
     const one = () => {
       c.write(0, at, msg, 0);
@@ -53,6 +57,7 @@ export async function endpointPingPong(
       const end = performance.now() + 1000;
       let v;
       while ((v = s.doorbell()) === seenS) {
+        sHub.drain();
         if (performance.now() > end) throw new Error("ping lost");
       }
       seenS = v;
@@ -60,6 +65,7 @@ export async function endpointPingPong(
       s.kick();
       s.poll(cq);
       while ((v = c.doorbell()) === seenC) {
+        cHub.drain();
         if (performance.now() > end) throw new Error("pong lost");
       }
       seenC = v;

@@ -6,6 +6,9 @@
 #    (a READ is already a round trip); results in build/bench/perftest.json.
 # 2. bench/vm/verbs_bench.ts on each runtime: verbus over verbs (poll and event mode) and over
 #    its own TCP path against the same server, then a table of ratios.
+# 3. With VERBS_BENCH_BEFORE=/path/to/another/checkout, that checkout's verbs_bench.ts runs too,
+#    alternating with this tree's on each runtime (same perftest), for before/after ratios.
+# 4. bench/vm/vm_report.ts writes issue 11's VM table: bench/results/vm.md and vm.json.
 # The VM is emulated (qemu TCG): only ratios mean anything.
 set -u
 cd "$(dirname "$0")/../.."
@@ -31,11 +34,26 @@ cat > build/bench/perftest.json <<JSON
 JSON
 echo "perftest (µs, one-way for write/send, full READ for read):"; cat build/bench/perftest.json
 which=${1:-both}
+PT=$PWD/build/bench/perftest.json
+BEFORE=${VERBS_BENCH_BEFORE:-}
 rc=0
-if [ "$which" = deno ] || [ "$which" = both ]; then
-  node_modules/.bin/deno run -A --config deno.json bench/vm/verbs_bench.ts --perftest build/bench/perftest.json || rc=1
-fi
-if [ "$which" = bun ] || [ "$which" = both ]; then
-  node_modules/.bin/bun bench/vm/verbs_bench.ts --perftest build/bench/perftest.json || rc=1
-fi
+run() { # run RUNTIME TREE
+  local rt=$1 tree=$2
+  if [ "$rt" = deno ]; then
+    (cd "$tree" && "$OLDPWD/node_modules/.bin/deno" run -A --config deno.json bench/vm/verbs_bench.ts --perftest "$PT")
+  else
+    (cd "$tree" && "$OLDPWD/node_modules/.bin/bun" bench/vm/verbs_bench.ts --perftest "$PT")
+  fi
+}
+rm -f build/bench/before-verbs-*.json
+for rt in deno bun; do
+  [ "$which" = "$rt" ] || [ "$which" = both ] || continue
+  if [ -n "$BEFORE" ]; then
+    echo "=== before ($BEFORE) on $rt ==="
+    run "$rt" "$BEFORE" && cp "$BEFORE/build/bench/verbs-$rt.json" "build/bench/before-verbs-$rt.json" || rc=1
+  fi
+  echo "=== after (this tree) on $rt ==="
+  run "$rt" "$PWD" || rc=1
+done
+node_modules/.bin/deno run -A bench/vm/vm_report.ts || rc=1
 exit $rc

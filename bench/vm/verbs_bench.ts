@@ -81,6 +81,7 @@ function spawnServer(mode: string): Promise<{ port: number; startMs: number; kil
 
 interface Rtt {
   p50: number;
+  p99: number;
   mean: number;
 }
 
@@ -95,7 +96,7 @@ async function rtt(n: number, fn: () => Promise<unknown>): Promise<Rtt> {
   t.sort();
   let sum = 0;
   for (const x of t) sum += x;
-  return { p50: t[n >> 1], mean: sum / n };
+  return { p50: t[n >> 1], p99: t[Math.floor(n * 0.99)], mean: sum / n };
 }
 
 async function throughput(window: number, ms: number, fn: () => Promise<unknown>): Promise<number> {

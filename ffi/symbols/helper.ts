@@ -28,6 +28,16 @@ export const HELPER_SYMBOLS = {
   vb_query_port: { args: ["pointer", "u8", "buffer"], result: "i32" },
   /** int vb_get_cq_event(struct ibv_comp_channel *ch, int timeout_ms, struct ibv_cq **cq_out);  1 event, 0 timeout, -errno */
   vb_get_cq_event: { args: ["pointer", "i32", "buffer"], result: "i32", nonblocking: true },
+  /** int vb_get_cq_event_or_wake(struct ibv_comp_channel *ch, int wake_fd, int timeout_ms, struct ibv_cq **cq_out);  1 event, 2 woken, 0 timeout, -errno */
+  vb_get_cq_event_or_wake: {
+    args: ["pointer", "i32", "i32", "buffer"],
+    result: "i32",
+    nonblocking: true,
+  },
+  /** int vb_eventfd(void);  fd, or -errno */
+  vb_eventfd: { args: [], result: "i32" },
+  /** int vb_eventfd_signal(int fd);  0 or -errno */
+  vb_eventfd_signal: { args: ["i32"], result: "i32" },
   /** int vb_wait_fd(int fd, int timeout_ms);  1 readable, 0 timeout, -errno */
   vb_wait_fd: { args: ["i32", "i32"], result: "i32", nonblocking: true },
   /** int vb_futex_wait(uint32_t *addr, uint32_t expected, int timeout_ms);  0 woken, 1 changed, 2 timeout, -errno */

@@ -42,6 +42,23 @@ export class CompletionChannel extends NativeHandle {
     if (rc < 0) throw new NativeError("ibv_get_cq_event", -rc, `wait on ${this.kind}`);
     return rc === 1;
   }
+
+  /**
+   * Like {@link waitEvent}, and also returns (true) when the eventfd `wakeFd` is signalled — a
+   * wait that local work can end early (see {@link signalWake}).
+   */
+  async waitEventOrWake(wakeFd: number, timeoutMs: number): Promise<boolean> {
+    const lib = this.context.lib;
+    const out = new BigUint64Array(1);
+    const rc = await lib.helper.lib.nonblocking.vb_get_cq_event_or_wake(
+      this.handle,
+      wakeFd,
+      timeoutMs,
+      out,
+    );
+    if (rc < 0) throw new NativeError("ibv_get_cq_event", -rc, `wait on ${this.kind}`);
+    return rc === 1 || rc === 2;
+  }
 }
 
 /** A completion queue (`struct ibv_cq`). */

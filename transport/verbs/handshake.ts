@@ -23,7 +23,9 @@ import type { QueuePair } from "./qp.ts";
 import { VerbsSendPath } from "./send_path.ts";
 import { VerbsEndpoint } from "./verbs_endpoint.ts";
 import type { VerbsLib } from "./verbs_lib.ts";
-import { EndpointResources, type EndpointShape } from "./verbs_resources.ts";
+import { VerbsHub } from "./hub.ts";
+import { ResourcePool } from "./resource_pool.ts";
+import type { EndpointResources, EndpointShape } from "./verbs_resources.ts";
 
 /** How long the proof read may take. */
 const PROOF_TIMEOUT_MS = 5000;
@@ -35,8 +37,10 @@ export interface VerbsPeer {
   readonly rkey: number;
   /** Bytes of the peer's region. */
   readonly size: number;
-  /** The peer waits in event mode: kicks carry an immediate. */
+  /** The peer waits in event mode. */
   readonly events: boolean;
+  /** The peer endpoint's token in its process's hub (every kick's immediate). */
+  readonly token: number;
   /** The role the peer's region must carry. */
   readonly role: RegionRoleCode;
   /** Printable peer name for errors ("10.77.0.2:7001"). */
@@ -58,8 +62,10 @@ export class PreparedVerbsEndpoint {
   }
 
   /**
-   * Opens `device` and creates every resource of `shape`; stamps the region's fabric header
-   * with `role` and `nonce`. Throws (NATIVE_CALL…) after releasing what it made.
+   * Takes the resources of `shape` from the process's pool for `device` (prepared ahead: PD,
+   * MRs, QP on the shared CQ; `preparedQps` are kept ready); stamps the region's fabric header
+   * with `role` and `nonce`. Throws (NATIVE_CALL, FABRIC when the shared CQ is full…) after
+   * releasing what it made.
    */
   static prepare(
     lib: VerbsLib,
@@ -68,8 +74,11 @@ export class PreparedVerbsEndpoint {
     role: RegionRoleCode,
     nonce: Uint8Array,
     signalEvery: number,
+    preparedQps: number,
   ): PreparedVerbsEndpoint {
-    const resources = EndpointResources.open(lib, device, shape);
+    const pool = ResourcePool.of(VerbsHub.forDevice(lib, device));
+    pool.target = preparedQps;
+    const resources = pool.take(shape);
     stampRegion(resources.local, role, nonce);
     return new PreparedVerbsEndpoint(lib, resources, nonce, signalEvery);
   }
@@ -90,6 +99,11 @@ export class PreparedVerbsEndpoint {
     return { local: r.local, address: r.region.address, rkey: r.region.rkey };
   }
 
+  /** This endpoint's token in the process's hub (the peer's kicks carry it). */
+  get token(): number {
+    return this.#held().token;
+  }
+
   /** The device the resources live on. */
   get device(): string {
     return this.#held().ctx.deviceName;
@@ -104,12 +118,15 @@ export class PreparedVerbsEndpoint {
     const resources = this.#held();
     this.#resources = null; // owned by the send path / endpoint from here on
     const send = new VerbsSendPath(this.lib, resources, peer, peer.name, this.signalEvery);
+    // Completions of this QP reach the send path from the process's hub from now on (the proof
+    // read's included); the endpoint adds its receive side.
+    resources.attach({ onSend: (wc, k) => send.onSend(wc, k), onReceive: () => {} });
     const release = () => {
       send.markClosed();
       connection.disconnect();
       send.released = true;
       try {
-        resources.close();
+        ResourcePool.of(resources.hub).give(resources);
       } finally {
         connection.close();
       }
@@ -132,7 +149,7 @@ export class PreparedVerbsEndpoint {
       send,
       connection,
       remoteSize: peer.size,
-      peerEvents: peer.events,
+      peerToken: peer.token,
       peerName: peer.name,
     });
   }
@@ -141,7 +158,7 @@ export class PreparedVerbsEndpoint {
   close(): void {
     const r = this.#resources;
     this.#resources = null;
-    r?.close();
+    if (r) ResourcePool.of(r.hub).give(r);
   }
 }
 

@@ -1,16 +1,20 @@
 /**
- * The wake-up side of a verbs endpoint: the doorbell word the peer's kicks move, and how an
- * idle side waits for the next one.
+ * The receive side of a verbs endpoint: the doorbell word the peer's kicks move, the QP's small
+ * receive queue that catches them, and how an idle side waits for the next one.
  *
- * - Poll mode: `wait()` resolves on the next macrotask (the progress loop busy-polls).
- * - Event mode: kicks arrive as RDMA_WRITE_WITH_IMM, each consuming one zero-length receive;
- *   `wait()` arms both CQs and waits on the completion channel off the JS thread, with the
- *   region's `sleeping` word set meanwhile. Receives are reaped and reposted in batches.
+ * - Every kick is an RDMA WRITE_WITH_IMM of the next doorbell value whose immediate is this
+ *   endpoint's token in the process's hub (hub.ts): it consumes one zero-length receive and
+ *   completes on the shared CQ, so the hub learns that this endpoint has work.
+ * - Receives are reposted in batches as the hub hands their completions over. When the peer
+ *   kicks faster than this side reposts, the QP answers with RNR NAKs and the peer's NIC
+ *   retries (rnr_retry 7 = without limit, min_rnr_timer ≈ 0.64 ms): a kick is delayed, never
+ *   lost, and nothing hangs, because every consumed receive is a completion the hub reaps.
+ * - Waiting is the hub's one wait (poll mode: a macrotask; event mode: the one channel); the
+ *   engine uses the hub as the readiness source and never calls `wait()` for a verbs session.
  *
  * Data path: nothing allocates per kick. One JS thread (the endpoint's).
  * @module
  */
-import { setImmediate } from "node:timers";
 import { errnoName } from "../../errors.ts";
 import { VB_RECV_DESC } from "../../ffi/layouts/helper.ts";
 import { IBV_WC_WR_FLUSH_ERR } from "../../ffi/symbols/libibverbs.ts";
@@ -19,13 +23,8 @@ import { wcStatusStr } from "./cq.ts";
 import type { VerbsSendPath } from "./send_path.ts";
 import type { VerbsLib } from "./verbs_lib.ts";
 import type { EndpointResources } from "./verbs_resources.ts";
-import { WcReader } from "./wc_reader.ts";
 
-const DOORBELL_WORD = FABRIC_HEADER.doorbell >> 2, SLEEPING_WORD = FABRIC_HEADER.sleeping >> 2;
-/** Most receives posted at once (zero-length: they only catch the immediates of kicks). */
-const MAX_RECEIVES = 256;
-/** Repost once this many receives were consumed. */
-const REPOST_BATCH = 16;
+const DOORBELL_WORD = FABRIC_HEADER.doorbell >> 2;
 
 /** What the inbound side needs of its endpoint. */
 export interface InboundOwner {
@@ -36,21 +35,21 @@ export interface InboundOwner {
   flushNow(): void;
 }
 
-/** Doorbell, receives and waiting of one endpoint. */
+/** Doorbell, receive queue and waiting of one endpoint. */
 export class VerbsInbound {
   readonly #lib: VerbsLib;
   readonly #res: EndpointResources;
   readonly #send: VerbsSendPath;
   readonly #owner: InboundOwner;
   readonly #words: Int32Array;
-  readonly #events: boolean;
-  readonly #receives = new WcReader(64);
   readonly #recvDescs: Uint8Array;
   readonly #recvSge = new Uint8Array(16);
   readonly #recvBadIndex = new Uint32Array(1);
-  #doorbellReaped = 0;
+  readonly #depth: number;
+  readonly #repostBatch: number;
   #receivesPosted = 0;
-  #waiting: Promise<boolean> | null = null;
+  /** Receives consumed (kicks received) since the endpoint was built (tests, stats). */
+  received = 0;
 
   constructor(
     lib: VerbsLib,
@@ -64,37 +63,27 @@ export class VerbsInbound {
     this.#send = send;
     this.#owner = owner;
     this.#words = new Int32Array(res.local.buffer, res.local.byteOffset, 8);
-    this.#events = res.shape.events;
-    this.#recvDescs = new Uint8Array(
-      Math.min(res.shape.rqDepth, MAX_RECEIVES) * VB_RECV_DESC.$size,
-    );
-    if (this.#events) this.#repost();
+    this.#depth = Math.min(res.shape.rqDepth, res.qp.cap.maxRecvWr || res.shape.rqDepth);
+    this.#repostBatch = Math.max(1, this.#depth >> 1);
+    this.#recvDescs = new Uint8Array(this.#depth * VB_RECV_DESC.$size);
+    this.#repost();
   }
 
-  /** The wait still in progress (close() waits for it), or null. */
-  get pendingWait(): Promise<boolean> | null {
-    return this.#waiting;
+  /** Receives posted now (tests). */
+  get posted(): number {
+    return this.#receivesPosted;
   }
 
-  /** My doorbell word now; in event mode, reaps the receives of the kicks that moved it. */
+  /** My doorbell word now. */
   doorbell(): number {
-    const value = Atomics.load(this.#words, DOORBELL_WORD);
-    if (this.#events && value !== this.#doorbellReaped) {
-      this.#doorbellReaped = value;
-      this.#reapReceives();
-    }
-    return value;
+    return Atomics.load(this.#words, DOORBELL_WORD);
   }
 
-  /** Reaps receive completions (immediates of kicks) and reposts receives in batches. */
-  #reapReceives(): void {
-    if (this.#send.released) return;
-    const wc = this.#receives;
-    const n = this.#lib.helper.lib.symbols.vb_poll_cq(this.#res.recvCq.handle, wc.max, wc.buffer);
-    if (n <= 0) return;
-    for (let k = 0; k < n; k++) {
-      const status = wc.status(k);
-      if (status !== 0 && !this.#owner.closed) {
+  /** One receive completion of this QP (from the hub's drain). */
+  onReceive(status: number): void {
+    this.#receivesPosted--;
+    if (status !== 0) {
+      if (!this.#owner.closed) {
         this.#owner.fail(
           `receive from ${this.peerName} completed with "${
             wcStatusStr(this.#lib, status)
@@ -102,14 +91,16 @@ export class VerbsInbound {
           status === IBV_WC_WR_FLUSH_ERR,
         );
       }
+      return;
     }
-    this.#receivesPosted -= n;
-    const capacity = this.#recvDescs.length / VB_RECV_DESC.$size;
-    if (this.#send.usable && capacity - this.#receivesPosted >= REPOST_BATCH) this.#repost();
+    this.received++;
+    if (this.#send.usable && this.#depth - this.#receivesPosted >= this.#repostBatch) {
+      this.#repost();
+    }
   }
 
   #repost(): void {
-    const k = this.#recvDescs.length / VB_RECV_DESC.$size - this.#receivesPosted;
+    const k = this.#depth - this.#receivesPosted;
     if (k <= 0) return;
     const rc = this.#lib.helper.lib.symbols.vb_post_recv(
       this.#res.qp.handle,
@@ -126,52 +117,17 @@ export class VerbsInbound {
     this.#receivesPosted += k;
   }
 
-  /** See FabricEndpoint.waitInbound. */
-  wait(seen: number, timeoutMs: number): Promise<boolean> {
-    if (!this.#send.usable) {
-      return new Promise((r) => setTimeout(() => r(false), Math.min(timeoutMs, 50)));
-    }
-    if (!this.#events) {
-      return new Promise((r) =>
-        setImmediate(() => r(!this.#owner.closed && this.doorbell() !== seen))
-      );
-    }
-    return this.#waitForEvent(seen, timeoutMs);
-  }
-
-  async #waitForEvent(seen: number, timeoutMs: number): Promise<boolean> {
-    if (this.#waiting) return await this.#waiting;
+  /** See FabricEndpoint.waitInbound: the hub's one wait, until my doorbell moves past `seen`. */
+  async wait(seen: number, timeoutMs: number): Promise<boolean> {
+    const hub = this.#res.hub, end = performance.now() + timeoutMs;
     this.#owner.flushNow();
-    try {
-      this.#res.sendCq.reqNotify();
-      this.#res.recvCq.reqNotify();
-    } catch (e) {
-      this.#owner.fail((e as Error).message);
-      return false;
+    for (;;) {
+      if (this.#owner.closed || !this.#send.usable) return false;
+      if (this.doorbell() !== seen || this.#send.ring.pendingCompletions > 0) return true;
+      const left = Math.ceil(end - performance.now());
+      if (left <= 0) return false;
+      await hub.wait(hub.doorbell(), left);
+      hub.drain();
     }
-    // What arrived before the CQs were armed raises no event: look once more.
-    this.#reapReceives();
-    this.#send.ring.reap();
-    if (
-      Atomics.load(this.#words, DOORBELL_WORD) !== seen || this.#send.ring.pendingCompletions > 0
-    ) {
-      return true;
-    }
-    Atomics.store(this.#words, SLEEPING_WORD, 1);
-    let woke = false;
-    try {
-      this.#waiting = this.#res.channel!.waitEvent(timeoutMs);
-      woke = await this.#waiting;
-    } catch (e) {
-      if (!this.#owner.closed) {
-        this.#owner.fail(`waiting for a completion event failed: ${(e as Error).message}`);
-      }
-    } finally {
-      this.#waiting = null;
-      if (!this.#owner.closed) Atomics.store(this.#words, SLEEPING_WORD, 0);
-    }
-    if (this.#owner.closed) return false;
-    this.#reapReceives();
-    return woke || Atomics.load(this.#words, DOORBELL_WORD) !== seen;
   }
 }

@@ -54,6 +54,7 @@ export { VERBS_QP_CAPS };
 /** The resource shape of a region of `regionSize` bytes whose messages reach `maxMessage` bytes. */
 function shape(regionSize: number, maxMessage: number, events: boolean): EndpointShape {
   const bounce = Math.min(8 << 20, Math.max(256 << 10, 32 * maxMessage));
+  // VERBS_QP_CAPS carries rqDepth and signaledBudget: the session's share of the shared CQ.
   return { regionSize, bounceSize: bounce, events, ...VERBS_QP_CAPS };
 }
 
@@ -167,6 +168,7 @@ export class VerbsServerProvider implements ServerFabricProvider {
       ROLE_SERVER,
       nonce,
       this.options.signalEvery,
+      this.options.preparedQps,
     );
     const region = prepared.region;
     const offer = {
@@ -266,6 +268,7 @@ export class VerbsClientProvider implements ClientFabricProvider {
     const nonce = nonceFromHex(offer.nonce), events = this.options.mode === "event";
     const peer = `${offer.addr}:${offer.port}`;
     let route: ResolvedRoute | null = null, prepared: PreparedVerbsEndpoint | null = null;
+    let serverToken = -1;
     try {
       route = await cmResolveRoute(CmEventLoop.get(this.lib), {
         dst: offer.addr,
@@ -280,6 +283,7 @@ export class VerbsClientProvider implements ClientFabricProvider {
         ROLE_CLIENT,
         nonce,
         this.options.signalEvery,
+        this.options.preparedQps,
       );
       const region = prepared.region;
       const conn = await route.connect({
@@ -291,9 +295,14 @@ export class VerbsClientProvider implements ClientFabricProvider {
           addr: region.address,
           size: sizes.client,
           nonce,
+          token: prepared.token,
         }),
         tuning: DEFAULT_QP_TUNING,
-        checkResponse: (data) => checkAccept(data, nonce),
+        checkResponse: (data) => {
+          const r = checkAccept(data, nonce);
+          if (typeof r === "string") return r;
+          serverToken = r;
+        },
       });
       const ready = prepared;
       prepared = null; // connect() owns (and on failure releases) everything from here
@@ -303,6 +312,7 @@ export class VerbsClientProvider implements ClientFabricProvider {
         rkey: offer.region.rkey,
         size: sizes.server,
         events: offer.mode === "event",
+        token: serverToken,
         role: ROLE_SERVER,
         name: peer,
       }, conn);

@@ -6,10 +6,11 @@
  * Every field from a peer is validated and bounds-checked here; a lie fails the handshake,
  * never the process. Pure; any thread.
  * ```
- * connect private data, 48 B (≤ 56 on RoCE):
+ * connect private data, 52 B (≤ 56 on RoCE):
  *   0 magic 'VBCQ' | 4 version u16 | 6 flags u8 (bit0: client waits in event mode) | 7 0
  *   8 session u32  | 12 rkey u32   | 16 region addr u64 | 24 region size u64 | 32 nonce[16]
- * accept private data, 20 B:  0 magic 'VBCP' | 4 nonce[16]
+ *  48 token u32 (the client endpoint's token in its process's hub: the server's kicks carry it)
+ * accept private data, 24 B:  0 magic 'VBCP' | 4 nonce[16] | 20 token u32 (the server's)
  * ```
  * @module
  */
@@ -20,12 +21,14 @@ import { NONCE_HEX } from "../proof.ts";
 import { isIPv4 } from "./cm_lib.ts";
 
 /** Wire version of the verbs handshake. */
-export const VERBS_WIRE_VERSION = 1;
+export const VERBS_WIRE_VERSION = 2;
 const REQ_MAGIC = 0x51434256; // 'VBCQ'
 const REP_MAGIC = 0x50434256; // 'VBCP'
 /** Bytes of the connect private data. */
-export const REQUEST_BYTES = 48;
-const ACCEPT_BYTES = 20;
+export const REQUEST_BYTES = 52;
+const ACCEPT_BYTES = 24;
+/** Largest hub token a peer may name (transport/verbs/hub.ts HUB_CAPACITY − 1). */
+const MAX_TOKEN = 65535;
 
 const ipv4 = z.string().refine(
   isIPv4,
@@ -47,6 +50,8 @@ export const verbsServerOptionsSchema = z.object({
   backlog: z.number().int().min(1).max(4096).default(128),
   /** Signal one send WR in this many. */
   signalEvery: z.number().int().min(1).max(256).default(32),
+  /** Session resources (PD, MRs, QP) kept prepared ahead of the next session (0: none). */
+  preparedQps: z.number().int().min(0).max(256).default(2),
 }).strict();
 /** Validated server options. */
 export type VerbsServerOptions = z.output<typeof verbsServerOptionsSchema>;
@@ -61,6 +66,8 @@ export const verbsClientOptionsSchema = z.object({
   connectTimeoutMs: z.number().int().min(100).max(120_000).default(10_000),
   /** Signal one send WR in this many. */
   signalEvery: z.number().int().min(1).max(256).default(32),
+  /** Session resources (PD, MRs, QP) kept prepared ahead of the next session (0: none). */
+  preparedQps: z.number().int().min(0).max(256).default(2),
 }).strict();
 /** Validated client options. */
 export type VerbsClientOptions = z.output<typeof verbsClientOptionsSchema>;
@@ -100,6 +107,8 @@ export interface ConnectRequest {
   addr: number;
   size: number;
   nonce: Uint8Array;
+  /** The client endpoint's hub token. */
+  token: number;
 }
 
 /** Encodes the connect private data. */
@@ -113,6 +122,7 @@ export function encodeRequest(r: ConnectRequest): Uint8Array {
   d.setBigUint64(16, BigInt(r.addr), true);
   d.setBigUint64(24, BigInt(r.size), true);
   b.set(r.nonce.subarray(0, PROOF_BYTES), 32);
+  d.setUint32(48, r.token, true);
   return b;
 }
 
@@ -129,6 +139,8 @@ export function decodeRequest(b: Uint8Array): ConnectRequest | string {
   const flags = d.getUint8(6);
   if (flags > 1) return `unknown flags 0x${flags.toString(16)}`;
   const addr = d.getBigUint64(16, true), size = d.getBigUint64(24, true);
+  const token = d.getUint32(48, true);
+  if (token > MAX_TOKEN) return `token ${token} is out of range (at most ${MAX_TOKEN})`;
   if (addr === 0n || addr + size > BigInt(Number.MAX_SAFE_INTEGER)) {
     return `region address 0x${addr.toString(16)} + ${size} is out of range`;
   }
@@ -139,24 +151,30 @@ export function decodeRequest(b: Uint8Array): ConnectRequest | string {
     addr: Number(addr),
     size: Number(size),
     nonce: b.slice(32, 32 + PROOF_BYTES),
+    token,
   };
 }
 
-/** Encodes the accept private data. */
-export function encodeAccept(nonce: Uint8Array): Uint8Array {
-  const b = new Uint8Array(ACCEPT_BYTES);
-  new DataView(b.buffer).setUint32(0, REP_MAGIC, true);
+/** Encodes the accept private data (the session nonce and the server endpoint's hub token). */
+export function encodeAccept(nonce: Uint8Array, token: number): Uint8Array {
+  const b = new Uint8Array(ACCEPT_BYTES), d = new DataView(b.buffer);
+  d.setUint32(0, REP_MAGIC, true);
   b.set(nonce.subarray(0, PROOF_BYTES), 4);
+  d.setUint32(20, token, true);
   return b;
 }
 
-/** Checks the accept private data against the nonce of the offer; a string says what is wrong. */
-export function checkAccept(b: Uint8Array, nonce: Uint8Array): string | undefined {
+/**
+ * Checks the accept private data against the nonce of the offer: the server's hub token, or a
+ * string saying what is wrong.
+ */
+export function checkAccept(b: Uint8Array, nonce: Uint8Array): number | string {
   if (b.length < ACCEPT_BYTES) return `accept private data of ${b.length} bytes`;
-  if (new DataView(b.buffer, b.byteOffset, 4).getUint32(0, true) !== REP_MAGIC) {
-    return "not a verbus accept (magic)";
+  const d = new DataView(b.buffer, b.byteOffset, b.length);
+  if (d.getUint32(0, true) !== REP_MAGIC) return "not a verbus accept (magic)";
+  if (!bytesEqual(b.subarray(4, 4 + PROOF_BYTES), nonce)) {
+    return "the accept carries another session's nonce";
   }
-  return bytesEqual(b.subarray(4, 4 + PROOF_BYTES), nonce)
-    ? undefined
-    : "the accept carries another session's nonce";
+  const token = d.getUint32(20, true);
+  return token > MAX_TOKEN ? `server token ${token} is out of range` : token;
 }

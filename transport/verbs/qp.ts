@@ -57,10 +57,16 @@ export interface QpTuning {
   maxRdAtomic: number;
 }
 
-/** Queue sizes verbus asks for per session QP (doctor reports them). */
+/**
+ * Queue sizes verbus asks for per session QP (doctor reports them). The receive queue only
+ * catches the peer's kicks (zero-length receives for WRITE_WITH_IMM); `rqDepth` plus
+ * `signaledBudget` is the session's share of the process's one CQ (32,767 entries on rxe:
+ * 682 sessions).
+ */
 export const VERBS_QP_CAPS = Object.freeze({
   sqDepth: 512,
-  rqDepth: 256,
+  rqDepth: 16,
+  signaledBudget: 32,
   maxSge: 4,
   maxInline: 128,
 });

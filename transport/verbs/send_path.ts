@@ -15,7 +15,6 @@
  * @module
  */
 import { errnoName } from "../../errors.ts";
-import { VB_WC } from "../../ffi/layouts/helper.ts";
 import { IBV_SEND, IBV_WC_WR_FLUSH_ERR, IBV_WR } from "../../ffi/symbols/libibverbs.ts";
 import type { NonNullPtr } from "../../ffi/types.ts";
 import { type RdmaSendPort, RdmaSendRing } from "../rdma_send_ring.ts";
@@ -23,7 +22,8 @@ import { wcStatusStr } from "./cq.ts";
 import { SendBatch } from "./send_batch.ts";
 import type { VerbsLib } from "./verbs_lib.ts";
 import type { EndpointResources } from "./verbs_resources.ts";
-import { WcReader } from "./wc_reader.ts";
+import type { WcReader } from "./wc_reader.ts";
+import type { VerbsHub } from "./hub.ts";
 
 const OP_NAME: Record<number, string> = {
   [IBV_WR.RDMA_WRITE]: "RDMA WRITE",
@@ -62,12 +62,11 @@ export class VerbsSendPath implements RdmaSendPort {
   released = false;
   readonly #lib: VerbsLib;
   readonly #qp: NonNullPtr;
-  readonly #cq: NonNullPtr;
+  readonly #hub: VerbsHub;
   readonly #postSend: VerbsLib["helper"]["lib"]["symbols"]["vb_post_send"];
-  readonly #pollCq: VerbsLib["helper"]["lib"]["symbols"]["vb_poll_cq"];
   readonly #batch: SendBatch;
-  readonly #completions = new WcReader(64);
-  readonly #completionView: DataView;
+  /** Send completions of this QP handled so far (the hub hands them over). */
+  #reaped = 0;
   readonly #opOfSeq: Uint8Array;
   readonly #depth: number;
   readonly #bounceAddr: number;
@@ -87,12 +86,10 @@ export class VerbsSendPath implements RdmaSendPort {
   ) {
     this.#lib = lib;
     this.#qp = res.qp.handle;
-    this.#cq = res.sendCq.handle;
+    this.#hub = res.hub;
     this.#postSend = lib.helper.lib.symbols.vb_post_send;
-    this.#pollCq = lib.helper.lib.symbols.vb_poll_cq;
     this.#depth = res.shape.sqDepth;
     this.#batch = new SendBatch(MAX_BATCH, MAX_BATCH * res.shape.maxSge);
-    this.#completionView = new DataView(this.#completions.buffer.buffer);
     this.#opOfSeq = new Uint8Array(this.#depth);
     this.bounce = res.bounce.buffer;
     this.bounce32 = new Uint32Array(
@@ -114,6 +111,7 @@ export class VerbsSendPath implements RdmaSendPort {
       signalEvery: Math.min(signalEvery, this.#depth >> 2),
       signalBounceBytes: this.bounce.length >> 3,
       callerCompletions: 2 * this.#depth,
+      signaledBudget: res.shape.signaledBudget,
       fullWaitMs: 2,
     });
   }
@@ -261,26 +259,29 @@ export class VerbsSendPath implements RdmaSendPort {
     }
   }
 
-  /** Reaps send completions into the ring; returns how many. */
+  /**
+   * Reaps send completions into the ring; returns how many were this QP's. The CQ is the
+   * process's: the hub drains it and hands each completion to its QP's endpoint.
+   */
   reapCompletions(): number {
     if (this.released) return 0;
-    const wc = this.#completions;
-    const n = this.#pollCq(this.#cq, wc.max, wc.buffer);
-    if (n < 0) {
-      this.fail(`ibv_poll_cq failed (${n}) on the send CQ to ${this.peerName}`, false);
-      return 0;
-    }
-    for (let k = 0; k < n; k++) {
-      const seq = wc.wrId(k), status = wc.status(k);
-      if (status !== 0) this.#failedCompletion(k, seq, status);
-      this.ring.retireThrough(seq, status);
-    }
-    return n;
+    const before = this.#reaped;
+    this.#hub.drain();
+    return this.#reaped - before;
   }
 
-  #failedCompletion(k: number, seq: number, status: number): void {
+  /** One send completion of this QP (record `k` of `wc`), from the hub's drain. */
+  onSend(wc: WcReader, k: number): void {
+    if (this.released) return;
+    this.#reaped++;
+    const seq = wc.wrId(k), status = wc.status(k);
+    if (status !== 0) this.#failedCompletion(wc, k, seq, status);
+    this.ring.retireThrough(seq, status);
+  }
+
+  #failedCompletion(wc: WcReader, k: number, seq: number, status: number): void {
     const op = this.#opOfSeq[seq % this.#depth];
-    const vendor = this.#completionView.getUint32(k * VB_WC.$size + VB_WC.vendor_err, true);
+    const vendor = wc.vendorErr(k);
     this.fail(
       `${OP_NAME[op] ?? `opcode ${op}`} to ${this.peerName} completed with "${
         wcStatusStr(this.#lib, status)

@@ -66,7 +66,11 @@ export class VerbsServerOffer implements ServerOffer {
       return req.reject(`client region of ${request.size} bytes, negotiated ${this.clientSize}`);
     }
     try {
-      req.accept(this.prepared.qp, encodeAccept(this.prepared.nonce), DEFAULT_QP_TUNING);
+      req.accept(
+        this.prepared.qp,
+        encodeAccept(this.prepared.nonce, this.prepared.token),
+        DEFAULT_QP_TUNING,
+      );
     } catch (e) {
       this.#failure = `accept failed: ${(e as Error).message.split("\n")[0]}`;
       return req.reject(`server could not accept: ${(e as Error).message.split("\n")[0]}`);
@@ -104,6 +108,7 @@ export class VerbsServerOffer implements ServerOffer {
         rkey: client.rkey,
         size: this.clientSize,
         events: client.events,
+        token: client.token,
         role: ROLE_CLIENT,
         name: this.peerName,
       }, conn);

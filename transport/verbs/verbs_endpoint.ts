@@ -9,9 +9,12 @@
  * - `flush()` and `kick()` ring one doorbell at the end of the current job (a microtask), so the
  *   calls submitted in one job — a window of pipelined calls resolved together — share one
  *   `ibv_post_send` and one kick. `poll()`, `waitInbound()` and `close()` ring it at once.
- * - `kick()` writes the next value of a counter into the peer's doorbell word; when the peer
- *   waits in event mode it is an RDMA_WRITE_WITH_IMM, so the peer's completion channel fires.
- * - Waiting (poll or event mode) is inbound.ts.
+ * - `kick()` writes the next value of a counter into the peer's doorbell word as an
+ *   RDMA WRITE_WITH_IMM whose immediate is the peer endpoint's token in its process's hub: the
+ *   peer's one CQ poll names this session (its readiness source, hub.ts), whatever the number
+ *   of sessions, and its one completion channel fires when it sleeps.
+ * - Completions arrive through the process's hub (one CQ for every QP); the receive queue and
+ *   waiting are inbound.ts.
  * - A failed post or an error completion fails the endpoint, naming `ibv_wc_status_str`, the
  *   opcode and the peer.
  * @module
@@ -27,11 +30,13 @@ import {
   SIGNALED,
 } from "../fabric.ts";
 import type { FabricFaults } from "../faults.ts";
+import type { ReadinessToken } from "../readiness.ts";
 import { type RdmaSendRing, RING_FULL } from "../rdma_send_ring.ts";
 import type { CmConnection } from "./cm.ts";
 import { wcStatusStr } from "./cq.ts";
 import { VerbsInbound } from "./inbound.ts";
 import type { VerbsSendPath } from "./send_path.ts";
+import { ResourcePool } from "./resource_pool.ts";
 import { VerbsFaults } from "./verbs_faults.ts";
 import type { VerbsLib } from "./verbs_lib.ts";
 import type { EndpointResources } from "./verbs_resources.ts";
@@ -49,8 +54,8 @@ export interface VerbsEndpointParts {
   readonly connection: CmConnection;
   /** Bytes of the peer's region. */
   readonly remoteSize: number;
-  /** The peer waits in event mode: kicks carry an immediate. */
-  readonly peerEvents: boolean;
+  /** The peer endpoint's token in its process's hub (the immediate of every kick). */
+  readonly peerToken: number;
   /** Printable peer name for errors ("10.77.0.2:7001"). */
   readonly peerName: string;
 }
@@ -65,6 +70,8 @@ export class VerbsEndpoint implements FabricEndpoint {
   readonly peer: string;
   /** The faults port (tests and demos). */
   readonly faults: FabricFaults;
+  /** Where the peer announces work for this endpoint: the process's hub and my token in it. */
+  readonly readiness: ReadinessToken;
   readonly #lib: VerbsLib;
   readonly #res: EndpointResources;
   readonly #send: VerbsSendPath;
@@ -72,7 +79,7 @@ export class VerbsEndpoint implements FabricEndpoint {
   readonly #inbound: VerbsInbound;
   readonly #conn: CmConnection;
   readonly #maxSge: number;
-  readonly #peerEvents: boolean;
+  readonly #peerToken: number;
   readonly #flushTask = () => {
     this.#flushQueued = false;
     this.flushNow();
@@ -80,7 +87,6 @@ export class VerbsEndpoint implements FabricEndpoint {
   #flushQueued = false;
   #kickWanted = false;
   #kicks = 0;
-  #reapTick = 0;
   #closed = false;
   #teardown: Promise<void> | null = null;
 
@@ -95,9 +101,16 @@ export class VerbsEndpoint implements FabricEndpoint {
     this.remoteSize = parts.remoteSize;
     this.peer = parts.peerName;
     this.#maxSge = parts.resources.shape.maxSge;
-    this.#peerEvents = parts.peerEvents;
+    this.#peerToken = parts.peerToken;
     this.faults = new VerbsFaults(parts.send, this.remoteSize, (why) => this.fail(why));
-    this.#inbound = new VerbsInbound(parts.lib, parts.resources, parts.send, this, this.peer);
+    this.readiness = { source: parts.resources.hub, token: parts.resources.token };
+    const inbound = new VerbsInbound(parts.lib, parts.resources, parts.send, this, this.peer);
+    this.#inbound = inbound;
+    const send = parts.send;
+    parts.resources.attach({
+      onSend: (wc, k) => send.onSend(wc, k),
+      onReceive: (status) => inbound.onReceive(status),
+    });
     this.#conn.onDown = (why) => this.fail(`RDMA connection to ${this.peer} went down: ${why}`);
   }
 
@@ -123,6 +136,11 @@ export class VerbsEndpoint implements FabricEndpoint {
   /** The QP's granted capabilities (max inline data, ...). */
   get qpCap(): EndpointResources["qp"]["cap"] {
     return this.#res.qp.cap;
+  }
+
+  /** Kicks received from the peer (tests, stats). */
+  get kicksReceived(): number {
+    return this.#inbound.received;
   }
 
   /** Send-side counters (tests, stats). */
@@ -239,7 +257,7 @@ export class VerbsEndpoint implements FabricEndpoint {
         this.#send.writeDoorbell(
           at,
           FABRIC_HEADER.doorbell,
-          this.#peerEvents ? this.#kicks : -1,
+          this.#peerToken,
           RESERVED_WR_ID.internal,
         );
       }
@@ -248,11 +266,11 @@ export class VerbsEndpoint implements FabricEndpoint {
   }
 
   /**
-   * Reaps when a signaled WR is outstanding, and every 64th call anyway: an unsignaled WR that
-   * fails still completes (with its error) and must fail the endpoint promptly.
+   * Reaps when a signaled WR of this QP is outstanding. Error completions of unsignaled WRs
+   * need no timer here: the process's readiness source drains the shared CQ every engine turn.
    */
   #maybeReap(): void {
-    if (this.#ring.awaitingSignal || ((++this.#reapTick & 63) === 0)) this.#ring.reap();
+    if (this.#ring.awaitingSignal) this.#ring.reap();
   }
 
   poll(out: Completions): number {
@@ -268,7 +286,6 @@ export class VerbsEndpoint implements FabricEndpoint {
 
   doorbell(): number {
     if (this.#closed) return 0;
-    this.#maybeReap();
     return this.#inbound.doorbell();
   }
 
@@ -309,13 +326,12 @@ export class VerbsEndpoint implements FabricEndpoint {
     }
     this.#conn.disconnect();
     try {
-      this.#res.qp.toError(); // flushes the receives: wakes an event-mode waiter at once
+      this.#res.qp.toError(); // flushes the receives and what is still queued
     } catch { /* already in error */ }
-    const waiting = this.#inbound.pendingWait;
-    if (waiting) await waiting.catch(() => false);
+    this.#res.hub.drain(); // hand over what completed so far (the pool's renewal detaches the QP)
     this.#send.released = true;
     try {
-      this.#res.close();
+      ResourcePool.of(this.#res.hub).give(this.#res); // QP destroyed, PD and MRs kept for the next
     } finally {
       this.#conn.close();
     }

@@ -51,6 +51,10 @@ export class WcReader {
   qpNum(i: number): number {
     return this.#view.getUint32(i * VB_WC.$size + VB_WC.qp_num, true);
   }
+  /** Vendor error of record `i` (meaningful when its status is not 0). */
+  vendorErr(i: number): number {
+    return this.#view.getUint32(i * VB_WC.$size + VB_WC.vendor_err, true);
+  }
   /** IBV_WC_* flags of record `i`. */
   wcFlags(i: number): number {
     return this.#view.getUint32(i * VB_WC.$size + VB_WC.wc_flags, true);
