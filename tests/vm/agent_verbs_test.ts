@@ -23,7 +23,11 @@ test(
   async () => {
     const s = await startTestServer({
       host: SERVER_ADDR,
-      fabric: { fabrics: ["verbs"], providerOptions: { verbs: { addr: SERVER_ADDR, port: 0 } } },
+      // No prepared pool on the server: its spare QPs would count as the agent's.
+      fabric: {
+        fabrics: ["verbs"],
+        providerOptions: { verbs: { addr: SERVER_ADDR, port: 0, preparedQps: 0 } },
+      },
       logger: { warn: () => {}, info: () => {} },
     });
     const name = agentName("verbs");

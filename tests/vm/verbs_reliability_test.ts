@@ -22,12 +22,14 @@ test(
     await endingsRelease({
       label: "verbs",
       host: SERVER,
-      fabric: { fabrics: ["verbs"], providerOptions: { verbs: { addr: SERVER } } },
-      client: { fabric: "verbs", providerOptions: { verbs: { sourceAddr: CLIENT } } },
+      // No prepared pool (preparedQps 0): a pooled bundle is kept on purpose, so only without it
+      // does "released" mean back to the counts before.
+      fabric: { fabrics: ["verbs"], providerOptions: { verbs: { addr: SERVER, preparedQps: 0 } } },
+      client: { fabric: "verbs", providerOptions: { verbs: { sourceAddr: CLIENT, preparedQps: 0 } } },
       want: "verbs",
       ackTimeoutMs: 5000, // the VM is slow: ACKs must not time out before the test sends them
       hello: async () => {
-        const p = await createClientProvider({ sourceAddr: CLIENT });
+        const p = await createClientProvider({ sourceAddr: CLIENT, preparedQps: 0 });
         if (typeof p === "string") throw new Error(p);
         provider = p;
         return { fabrics: ["verbs"], params: { verbs: p.params() } };
