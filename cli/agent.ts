@@ -5,10 +5,9 @@
  * share its one session. Stops gracefully on SIGINT / SIGTERM (joined processes see it at once).
  * @module
  */
-import { parseArgs } from "node:util";
 import { z } from "zod";
 import { FABRICS, RUNTIME, startAgent } from "../mod.ts";
-import { parseCommandLine, usageError } from "./options.ts";
+import { parseCommandLine, splitArgs, usageError } from "./options.ts";
 
 const HELP = `usage: verbus agent --connect HOST:PORT [--listen NAME] [--fabric auto|${
   FABRICS.join("|")
@@ -57,22 +56,20 @@ export async function main(args: string[]): Promise<number> {
   }
   let o: z.output<typeof schema>;
   try {
-    const { values } = parseArgs({
-      args,
-      options: {
-        connect: { type: "string" },
-        listen: { type: "string" },
-        fabric: { type: "string" },
-        producers: { type: "string" },
-        slots: { type: "string" },
-        "slot-bytes": { type: "string" },
-        "reclaim-ms": { type: "string" },
-        "idle-after-ms": { type: "string" },
-        "source-addr": { type: "string" },
-        "rdma-mode": { type: "string" },
-        json: { type: "boolean" },
-      },
-      strict: true,
+    const values = splitArgs(args, {
+      values: [
+        "connect",
+        "listen",
+        "fabric",
+        "producers",
+        "slots",
+        "slot-bytes",
+        "reclaim-ms",
+        "idle-after-ms",
+        "source-addr",
+        "rdma-mode",
+      ],
+      flags: ["json"],
     });
     o = parseCommandLine(schema, values);
   } catch (e) {

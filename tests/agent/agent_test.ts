@@ -278,6 +278,17 @@ test(
       port.code === 2 && port.output.includes("HOST:PORT"),
       `exit ${port.code}: ${port.output}`,
     );
+    // The one argv convention of every command: --name=value, and flags as --flag=true|false.
+    const eq = runVerbus(["agent", "--connect=127.0.0.1:99999x", "--json=false"]);
+    assert(
+      eq.code === 2 && eq.output.includes("field connect: expected HOST:PORT"),
+      `exit ${eq.code}: ${eq.output}`,
+    );
+    const unknown = runVerbus(["agent", "--conect=127.0.0.1:1"]);
+    assert(
+      unknown.code === 2 && unknown.output.includes("unknown option --conect"),
+      `exit ${unknown.code}: ${unknown.output}`,
+    );
     let msg = "";
     await startAgent("127.0.0.1:1", { name: "bad name!" }).catch((
       e,
