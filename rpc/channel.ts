@@ -241,15 +241,13 @@ export class Channel {
       }
       req.logId = options.logId;
       req.requestId = options.requestId;
+      this.#meta.userFields = options.userFields as Map<string, string> | undefined;
       attachment = options.attachment ?? EMPTY;
-    } else {
-      req.logId = undefined;
-      req.requestId = undefined;
-    }
+    } else req.logId = req.requestId = this.#meta.userFields = undefined;
     const id = this.#nextId++;
     if (this.#nextId > Number.MAX_SAFE_INTEGER) this.#nextId = 1;
     try {
-      if (req.logId === undefined && req.requestId === undefined) {
+      if (req.logId === undefined && req.requestId === undefined && !this.#meta.userFields) {
         this.#prefixes.encodeTo(conn, service, method, timeoutMs, id, request, attachment);
       } else {
         req.serviceName = service;

@@ -19,6 +19,11 @@ export interface CallOptions {
   logId?: Int64;
   /** `request_id` of the request. */
   requestId?: string;
+  /**
+   * `user_fields` of the request (a brpc server reads them with `request_user_fields()`). Only
+   * TCP carries them (and `requestId`): a `Client` call that sets either goes over TCP.
+   */
+  userFields?: ReadonlyMap<string, string>;
 }
 
 /** A successful answer. Both arrays are owned by the caller. */

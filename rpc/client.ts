@@ -152,7 +152,8 @@ export class Client {
     try {
       const attachment = options.attachment ?? EMPTY;
       const s = this.#fabric.current();
-      const forcePath = options.forcePath ?? this.#settings.forcePath;
+      const forcePath = options.forcePath ??
+        (options.requestId ?? options.userFields ? "TCP_FALLBACK" : this.#settings.forcePath);
       const m = s ? s.methodIndex(service, method) : -1;
       const bytes = request.length + attachment.length;
       const sel = this.#selectInput;
@@ -163,7 +164,7 @@ export class Client {
       sel.expectedResponseBytes = options.expectedResponseBytes;
       sel.snapshot = s?.snapshot ?? undefined;
       sel.requestFitsSlot = s ? bytes <= s.slotSize : true;
-      const path = selectPathOnly(sel, this.#selector);
+      const path = selectPathOnly(sel, this.#selector); // (request_id / user_fields: TCP only)
       if (path === "TCP_FALLBACK" || !s) {
         return this.#tcp(
           service,
@@ -315,7 +316,6 @@ export class Client {
   async drain(timeoutMs = 5000): Promise<void> {
     const s = this.#fabric.session;
     if (!s) return;
-    s.flushReclaims();
     const end = performance.now() + timeoutMs;
     while ((s.inflight > 0 || s.pendingReclaims > 0) && !s.failed && performance.now() < end) {
       s.flushReclaims();

@@ -28,6 +28,7 @@ import {
 } from "./server_connection.ts";
 import { FabricHost, fabricHostOptionsSchema } from "./session/fabric_host.ts";
 import { FABRIC_SERVICE } from "./session/hello.ts";
+import { serviceEntriesSchema } from "./connect/service.ts";
 
 export type { CallContext, Handler, Logger, ServiceMap } from "./protocol/dispatch.ts";
 export { typedMethod } from "./protocol/dispatch.ts";
@@ -47,14 +48,23 @@ export const ServeOptionsSchema = z.object({
   port: z.number().int().min(0).max(65535),
   /** Address to bind. */
   host: z.string().min(1).default("127.0.0.1"),
-  /** `{ "example.EchoService": { Echo: handler } }`. */
-  services: z.record(
-    z.string().regex(
-      /^[A-Za-z_][A-Za-z0-9_.]*$/,
-      "expected a protobuf service name like pkg.Service",
+  /**
+   * Byte-level, `{ "example.EchoService": { Echo: handler } }`, or from protobuf descriptors,
+   * `[[EchoService, { echo(req, ctx) { … } }], …]` (see `rpc/connect/service.ts`).
+   */
+  services: z.union([
+    z.record(
+      z.string().regex(
+        /^[A-Za-z_][A-Za-z0-9_.]*$/,
+        "expected a protobuf service name like pkg.Service",
+      ),
+      z.record(
+        z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "expected a method name"),
+        handlerSchema,
+      ),
     ),
-    z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "expected a method name"), handlerSchema),
-  ),
+    serviceEntriesSchema,
+  ]),
   /** Largest accepted request body; a bigger frame closes its connection. */
   maxBodySize: z.number().int().positive().max(0xffffffff).default(DEFAULT_MAX_BODY_SIZE),
   /** Connections open at once; one more is closed at once (the reason logged once). */

@@ -9,8 +9,20 @@ import { VerbusError, type VerbusErrorCode } from "../errors.ts";
 
 /** `what: field a.b: message` for the first issue of a failed parse. */
 export function issueText(error: z.ZodError, what: string): string {
-  const i = error.issues[0];
-  return `${what}: field ${i?.path.join(".") || "(root)"}: ${i?.message ?? "invalid"}`;
+  let i: z.core.$ZodIssue | undefined = error.issues[0];
+  let path: PropertyKey[] = i?.path ?? [];
+  // A union none of whose branches matched: the issue of the branch the value was meant for
+  // (the one that got past the type check at its root).
+  while (i?.code === "invalid_union") {
+    const branch: z.core.$ZodIssue[] | undefined = i.errors.find((b) =>
+      b[0] !== undefined && !(b[0].code === "invalid_type" && b[0].path.length === 0)
+    );
+    if (branch === undefined) break;
+    const inner: z.core.$ZodIssue = branch[0];
+    path = [...path, ...inner.path];
+    i = inner;
+  }
+  return `${what}: field ${path.join(".") || "(root)"}: ${i?.message ?? "invalid"}`;
 }
 
 /**

@@ -1,0 +1,85 @@
+/**
+ * Helpers for the Connect suites: an in-process verbus server (shm offered, small region) with
+ * the given services, a verbus Connect transport to it, and a descriptor with a streaming method
+ * (the example protos have none).
+ */
+import { create, createFileRegistry, type DescService } from "@bufbuild/protobuf";
+import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
+import { serve, type ServeOptions, type Server } from "../../rpc/server.ts";
+import {
+  createVerbusTransport,
+  type VerbusTransport,
+  type VerbusTransportOptions,
+} from "../../rpc/connect/transport.ts";
+import { SMALL_REGION } from "../fabric/util.ts";
+
+/** Runs `fn` with a server of `services` (fabric: false = TCP only, like a stock brpc server). */
+export async function withServer(
+  services: ServeOptions["services"],
+  fn: (server: Server, warnings: string[]) => Promise<void>,
+  fabric: false | undefined = undefined,
+): Promise<void> {
+  const warnings: string[] = [];
+  const server = await serve({
+    port: 0,
+    services,
+    fabric: fabric === false ? false : { region: SMALL_REGION },
+    logger: { warn: (m) => warnings.push(m), info: () => {} },
+  });
+  try {
+    await fn(server, warnings);
+  } finally {
+    await server.close();
+  }
+}
+
+/** A transport to `server` (`fabric: "tcp"` for TCP only), closed after `fn`. */
+export async function withTransport(
+  server: Server,
+  options: Partial<VerbusTransportOptions>,
+  fn: (t: VerbusTransport) => Promise<void>,
+): Promise<void> {
+  const t = createVerbusTransport({
+    host: "127.0.0.1",
+    port: server.port,
+    region: SMALL_REGION,
+    ...options,
+  });
+  try {
+    await fn(t);
+  } finally {
+    await t.close();
+  }
+}
+
+/** Both data planes a same-host client can use: shm (the best path) and TCP. */
+export const PLANES = [
+  { name: "shm", options: {} as Partial<VerbusTransportOptions>, fabric: "shm" },
+  { name: "TCP", options: { fabric: "tcp" } as Partial<VerbusTransportOptions>, fabric: "tcp" },
+] as const;
+
+/**
+ * `test.streams.StreamService` with a unary `Unary(Req) returns (Req)` and a server-streaming
+ * `Watch(Req) returns (stream Req)`, built as protoc would describe it.
+ */
+export function streamingService(): DescService {
+  const file = create(FileDescriptorProtoSchema, {
+    name: "streams.proto",
+    package: "test.streams",
+    syntax: "proto3",
+    messageType: [{ name: "Req", field: [] }],
+    service: [{
+      name: "StreamService",
+      method: [
+        { name: "Unary", inputType: ".test.streams.Req", outputType: ".test.streams.Req" },
+        {
+          name: "Watch",
+          inputType: ".test.streams.Req",
+          outputType: ".test.streams.Req",
+          serverStreaming: true,
+        },
+      ],
+    }],
+  });
+  return createFileRegistry(file, () => undefined).getService("test.streams.StreamService")!;
+}
