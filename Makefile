@@ -9,7 +9,7 @@ APT_PKGS := rdma-core ibverbs-providers libibverbs-dev librdmacm-dev ibverbs-uti
 RESULTS := build/test-results
 export NO_COLOR := 1
 
-.PHONY: all setup deps helper demo example test test-quick test-vm check binary bench bench-ffi bench-e2e bench-vm bench-profile bench-scale bench-scale-vm soak bench-agent clean
+.PHONY: all setup deps helper demo example test test-quick test-vm check binary bench bench-ffi bench-connect bench-e2e bench-vm bench-profile bench-scale bench-scale-vm soak bench-agent clean
 
 all: setup
 
@@ -56,7 +56,7 @@ test-vm: setup
 	@bash scripts/test.sh vm
 
 check: setup
-	$(DENO) check mod.ts examples/demo/mod.ts cli/main.ts cli/verbus_bun.ts tests/run.ts tests/*_test.ts tests/*/*_test.ts tests/urma/fixtures/peer.ts examples/greeter/server.ts examples/greeter/client.ts
+	$(DENO) check mod.ts examples/demo/mod.ts cli/main.ts cli/verbus_bun.ts tests/run.ts tests/*_test.ts tests/*/*_test.ts tests/urma/fixtures/peer.ts examples/greeter/server.ts examples/greeter/client.ts bench/connect/overhead.ts
 
 # The single-file binary (Bun): build/verbus, next to the helper it loads.
 binary: setup
@@ -101,6 +101,12 @@ bench-vm: setup
 # (bench/results/scale-vm-<runtime>.{md,json}).
 bench-scale-vm: setup
 	SR_SHARE=$(CURDIR) $(SOFTROCE)/run-in-vm.sh 'ulimit -n 20000; node_modules/.bin/deno run -A bench/vm/scale_verbs.ts $(SCALE_VM_ARGS) && node_modules/.bin/bun bench/vm/scale_verbs.ts $(SCALE_VM_ARGS)'
+
+# What the Connect layer (generated client + createVerbusTransport) costs per call against the
+# byte-level API, shm and TCP, both runtimes: bench/results/connect-<runtime>.{md,json}.
+bench-connect: setup
+	$(DENO) run -A bench/connect/overhead.ts
+	$(BUN) bench/connect/overhead.ts
 
 bench-ffi: setup
 	$(DENO) run -A bench/ffi_bench.ts

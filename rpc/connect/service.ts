@@ -168,8 +168,12 @@ function isDescService(v: unknown): v is DescService {
  */
 export function protoService<S extends DescService>(
   service: S,
-  impl: Partial<ServiceImpl<S>> | Readonly<Record<string, ProtoMethodImpl>>,
+  impl: Partial<ServiceImpl<S>>,
 ): Record<string, Record<string, Handler>> {
+  return register(service, impl);
+}
+
+function register(service: DescService, impl: object): Record<string, Record<string, Handler>> {
   if (!isDescService(service)) {
     throw new VerbusError("INVALID_OPTIONS", "expected a protobuf service descriptor (GenService)");
   }
@@ -218,7 +222,7 @@ export function protoService<S extends DescService>(
 export function protoServices(entries: readonly ServiceEntry[]): ServiceMap {
   const out: Record<string, Record<string, Handler>> = {};
   for (const [service, impl] of entries) {
-    const one = protoService(service, impl);
+    const one = register(service, impl);
     if (service.typeName in out) {
       throw new VerbusError("INVALID_OPTIONS", `service ${service.typeName} is listed twice`);
     }

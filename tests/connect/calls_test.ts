@@ -10,6 +10,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { setTimeout as sleep } from "node:timers/promises";
 import { VerbusError } from "../../errors.ts";
 import { protoService, type VerbusHandlerContext } from "../../rpc/connect/service.ts";
+import { createVerbusTransport, type VerbusTransportOptions } from "../../rpc/connect/transport.ts";
 import type { CallContext } from "../../rpc/protocol/dispatch.ts";
 import { serve } from "../../rpc/server.ts";
 import {
@@ -17,7 +18,7 @@ import {
   GreetRequestSchema,
 } from "../../examples/greeter/gen/greeter/v1/greeter_pb.ts";
 import { greeterImpl } from "../../examples/greeter/service.ts";
-import { assert, assertEquals, assertRejects, test } from "../harness.ts";
+import { assert, assertEquals, assertRejects, assertThrows, test } from "../harness.ts";
 import { PLANES, streamingService, withServer, withTransport } from "./util.ts";
 
 /** A greeter whose `greet` waits `name` ms (async) and records what its context said. */
@@ -254,4 +255,22 @@ test("a synchronous implementation is answered synchronously; an async one throu
   const p = asyncOne(bytes, ctx);
   assert(p instanceof Promise, "async answer is a promise");
   assert((await p) instanceof Uint8Array);
+});
+
+test("createVerbusTransport validates its options at once, naming the field", () => {
+  const cases: [unknown, string][] = [
+    [{ host: "", port: 1 }, "field host"],
+    [{ host: "h", port: 0 }, "field port"],
+    [{ host: "h", port: 1, interceptors: [5] }, "field interceptors.0: expected an interceptor"],
+    [{ host: "h", port: 1, fabric: "carrier-pigeon" }, "field fabric"],
+    [{ host: "h", port: 1, colour: "red" }, "colour"],
+  ];
+  for (const [options, text] of cases) {
+    const e = assertThrows(
+      () => createVerbusTransport(options as VerbusTransportOptions),
+      VerbusError,
+      text,
+    );
+    assertEquals(e.code, "INVALID_OPTIONS");
+  }
 });
