@@ -71,6 +71,7 @@ export type {
   Handler,
   Logger,
   ServeOptions,
+  ServeOptionsOf,
   ServerStats,
   ServiceMap,
 } from "./rpc/server.ts";
@@ -82,7 +83,12 @@ export {
   serviceEntriesSchema,
   VerbusHandlerContext,
 } from "./rpc/connect/service.ts";
-export type { ProtoMethodImpl, ServiceEntry } from "./rpc/connect/service.ts";
+export type {
+  ProtoMethodImpl,
+  ServiceEntry,
+  TypedServiceEntries,
+  VerbusServiceImpl,
+} from "./rpc/connect/service.ts";
 export {
   createVerbusTransport,
   VerbusTransport,

@@ -17,7 +17,7 @@ import { tcp } from "../transport/tcp/mod.ts";
 import type { TcpConn, TcpListener } from "../transport/tcp/tcp.ts";
 import { ELIMIT } from "./errors.ts";
 import { parseOptions } from "../util/options.ts";
-import { Dispatcher, type Handler, type Logger } from "./protocol/dispatch.ts";
+import { Dispatcher, type Handler, type Logger, type ServiceMap } from "./protocol/dispatch.ts";
 import { DEFAULT_MAX_BODY_SIZE } from "./protocol/frame.ts";
 import {
   addr,
@@ -28,7 +28,8 @@ import {
 } from "./server_connection.ts";
 import { FabricHost, fabricHostOptionsSchema } from "./session/fabric_host.ts";
 import { FABRIC_SERVICE } from "./session/hello.ts";
-import { serviceEntriesSchema } from "./connect/service.ts";
+import { serviceEntriesSchema, type TypedServiceEntries } from "./connect/service.ts";
+import type { DescService } from "@bufbuild/protobuf";
 
 export type { CallContext, Handler, Logger, ServiceMap } from "./protocol/dispatch.ts";
 export { typedMethod } from "./protocol/dispatch.ts";
@@ -103,6 +104,15 @@ export const ServeOptionsSchema = z.object({
 
 /** Input type of {@link serve}. */
 export type ServeOptions = z.input<typeof ServeOptionsSchema>;
+
+/**
+ * What {@link serve} takes: {@link ServeOptions} whose `services` are byte-level handlers or
+ * `[descriptor, implementation]` pairs, each implementation type-checked against its own
+ * descriptor (a list built at run time goes through `protoServices(list)` first).
+ */
+export type ServeOptionsOf<T extends readonly DescService[]> =
+  & Omit<ServeOptions, "services">
+  & { services: ServiceMap | TypedServiceEntries<T> };
 
 /** Counters of a {@link Server} (a snapshot). */
 export interface ServerStats {
@@ -333,7 +343,9 @@ export class Server implements ConnectionHost {
  * resolves with the running {@link Server}. Rejects with code `LISTEN_FAILED` when the address
  * cannot be bound.
  */
-export async function serve(options: ServeOptions): Promise<Server> {
+export async function serve<const T extends readonly DescService[] = []>(
+  options: ServeOptionsOf<T>,
+): Promise<Server> {
   const o = parseOptions(ServeOptionsSchema, options, "invalid serve() options");
   const fabric = o.fabric === false
     ? null

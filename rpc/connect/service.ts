@@ -21,13 +21,16 @@
 import {
   create,
   type DescMethod,
+  type DescMethodStreaming,
+  type DescMethodUnary,
   type DescService,
   fromBinary,
   isMessage,
+  type MessageInitShape,
+  type MessageShape,
   toBinary,
 } from "@bufbuild/protobuf";
 import { type ContextValues, createContextValues, type HandlerContext } from "@connectrpc/connect";
-import type { ServiceImpl } from "@connectrpc/connect";
 import { z } from "zod";
 import { VerbusError } from "../../errors.ts";
 import { EREQUEST, ERESPONSE, RpcError } from "../errors.ts";
@@ -43,11 +46,39 @@ import { requestHeadersOf } from "./headers.ts";
 export type ProtoMethodImpl = (request: any, context: VerbusHandlerContext) => unknown;
 
 /**
- * `[service descriptor, implementation]`, as `serve({ services: [...] })` takes them. For a
- * fully typed implementation write it as `ServiceImpl<typeof Service>` (from
- * `@connectrpc/connect`) or build the entry with {@link protoService}.
+ * `[service descriptor, implementation]`, loosely typed (a list built at run time, for
+ * {@link protoServices}); `serve()` checks inline entries as {@link TypedServiceEntries}.
  */
 export type ServiceEntry = readonly [DescService, Readonly<Record<string, ProtoMethodImpl>>];
+
+/**
+ * `[descriptor, implementation]` per service with each implementation typed by its own
+ * descriptor (`ServiceImpl` of `@connectrpc/connect`, every method optional): what
+ * `serve({ services: [[GreeterService, { greet(req) { … } }]] })` checks inline.
+ */
+export type TypedServiceEntries<T extends readonly DescService[]> = {
+  readonly [K in keyof T]: readonly [T[K], VerbusServiceImpl<T[K]>];
+};
+
+/**
+ * The implementation of service `S`: its unary methods by local name, each optional, taking the
+ * decoded request and a {@link VerbusHandlerContext}. A Connect `ServiceImpl<S>` fits it (the
+ * context is a Connect `HandlerContext`); streaming methods cannot be implemented (`never`).
+ */
+export type VerbusServiceImpl<S extends DescService> = {
+  [P in keyof S["method"]]?: UnaryImplOf<S["method"][P]>;
+};
+
+/**
+ * The implementation type of method `M`: typed when `M` is a generated unary method, `never`
+ * for a generated streaming one, {@link ProtoMethodImpl} for an untyped `DescMethod`.
+ */
+type UnaryImplOf<M> = M extends DescMethodUnary<infer I, infer O>
+  ? (request: MessageShape<I>, context: VerbusHandlerContext) =>
+    | MessageInitShape<O>
+    | Promise<MessageInitShape<O>>
+  : M extends DescMethodStreaming ? never
+  : ProtoMethodImpl;
 
 /**
  * The context a descriptor-based handler gets: Connect's `HandlerContext` (headers from the
@@ -168,7 +199,7 @@ function isDescService(v: unknown): v is DescService {
  */
 export function protoService<S extends DescService>(
   service: S,
-  impl: Partial<ServiceImpl<S>>,
+  impl: VerbusServiceImpl<S>,
 ): Record<string, Record<string, Handler>> {
   return register(service, impl);
 }

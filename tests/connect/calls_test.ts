@@ -191,7 +191,7 @@ test("interceptors run around every call: they add headers and see the response"
 
 test("streaming methods are refused by name: on the client (Unimplemented) and at serve()", async () => {
   const svc = streamingService();
-  await withServer([[svc, { unary: (r: unknown) => r }]], async (server) => {
+  await withServer([[svc, { unary: (r) => r }]], async (server) => {
     for (const plane of PLANES) {
       await withTransport(server, plane.options, async (t) => {
         const c = createClient(svc, t) as unknown as {
@@ -211,7 +211,7 @@ test("streaming methods are refused by name: on the client (Unimplemented) and a
     }
   });
   const refused = await assertRejects(
-    () => serve({ port: 0, fabric: false, services: [[svc, { async *watch() {} }]] }),
+    () => serve({ port: 0, fabric: false, services: [[svc, { async *watch() {} } as never]] }),
     VerbusError,
     "test.streams.StreamService.Watch is a server-streaming method",
   );
@@ -273,4 +273,23 @@ test("createVerbusTransport validates its options at once, naming the field", ()
     );
     assertEquals(e.code, "INVALID_OPTIONS");
   }
+});
+
+/** Compile-time checks (`make check` fails if a line marked @ts-expect-error compiles). */
+function typedEntries(): Promise<unknown>[] {
+  return [
+    // The request is typed by the descriptor: r.name is a string.
+    serve({
+      port: 0,
+      services: [[GreeterService, { greet: (r) => ({ greeting: r.name.toUpperCase() }) }]],
+    }),
+    // @ts-expect-error greeting must be a string
+    serve({ port: 0, services: [[GreeterService, { greet: () => ({ greeting: 5 }) }]] }),
+    // @ts-expect-error greeter.v1.GreeterService has no method "gret"
+    serve({ port: 0, services: [[GreeterService, { gret: () => ({}) }]] }),
+  ];
+}
+
+test("serve() types each implementation by its own descriptor (checked by make check)", () => {
+  assertEquals(typeof typedEntries, "function"); // never called: the checks are the compiler's
 });

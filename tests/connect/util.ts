@@ -5,7 +5,7 @@
  */
 import { create, createFileRegistry, type DescService } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
-import { serve, type ServeOptions, type Server } from "../../rpc/server.ts";
+import { serve, type ServeOptionsOf, type Server } from "../../rpc/server.ts";
 import {
   createVerbusTransport,
   type VerbusTransport,
@@ -14,8 +14,8 @@ import {
 import { SMALL_REGION } from "../fabric/util.ts";
 
 /** Runs `fn` with a server of `services` (fabric: false = TCP only, like a stock brpc server). */
-export async function withServer(
-  services: ServeOptions["services"],
+export async function withServer<const T extends readonly DescService[] = []>(
+  services: ServeOptionsOf<T>["services"],
   fn: (server: Server, warnings: string[]) => Promise<void>,
   fabric: false | undefined = undefined,
 ): Promise<void> {
