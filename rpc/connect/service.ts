@@ -5,7 +5,8 @@
  * become byte-level {@link Handler}s under the service's full name, each method under its
  * protobuf name (`example.EchoService` / `Echo`), as brpc registers them.
  *
- * Per call: the request is decoded with `fromBinary` (failure → EREQUEST), the implementation
+ * Per call: the request is decoded with `fromBinary` (failure, or a proto2 `required` field
+ * missing, → EREQUEST), the implementation
  * runs with a {@link VerbusHandlerContext}, its answer (a message or an init object) is encoded
  * with `toBinary` (failure → ERESPONSE). A handler that returns synchronously is answered
  * synchronously (the dispatcher's fast path). A thrown `ConnectError` is answered with the
@@ -37,6 +38,7 @@ import { EREQUEST, ERESPONSE, RpcError } from "../errors.ts";
 import type { CallContext, Handler, ServiceMap } from "../protocol/dispatch.ts";
 import { rpcErrorOf } from "./codes.ts";
 import { requestHeadersOf } from "./headers.ts";
+import { requiredCheck } from "./required.ts";
 
 /**
  * One implementation of a unary method: the decoded request and the call's context in, the
@@ -157,7 +159,7 @@ function message(e: unknown): string {
 }
 
 function unaryHandler(service: DescService, method: DescMethod, impl: ProtoMethodImpl): Handler {
-  const input = method.input, output = method.output;
+  const input = method.input, output = method.output, required = requiredCheck(input);
   const encode = (out: unknown): Uint8Array => {
     try {
       // deno-lint-ignore no-explicit-any
@@ -175,6 +177,13 @@ function unaryHandler(service: DescService, method: DescMethod, impl: ProtoMetho
       request = fromBinary(input, bytes);
     } catch (e) {
       throw new RpcError(EREQUEST, `cannot decode ${input.typeName}: ${message(e)}`);
+    }
+    const missing = required?.(request);
+    if (missing !== undefined) {
+      throw new RpcError(
+        EREQUEST,
+        `cannot decode ${input.typeName}: required field ${missing} is missing`,
+      );
     }
     let out: unknown;
     try {

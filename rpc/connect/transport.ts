@@ -49,6 +49,7 @@ import { type Client, connect } from "../client.ts";
 import { type ClientOptions, connectOptionsSchema } from "../connect_options.ts";
 import { connectErrorOf } from "./codes.ts";
 import { callOptionsOf } from "./headers.ts";
+import { requiredCheck } from "./required.ts";
 
 const interceptorSchema = z.custom<Interceptor>((v) => typeof v === "function", {
   message: "expected an interceptor function (next) => (req) => Promise<response>",
@@ -210,6 +211,8 @@ export class VerbusTransport implements Transport {
     let message: MessageShape<O>;
     try {
       message = fromBinary(method.output, response);
+      const missing = requiredCheck(method.output)?.(message);
+      if (missing !== undefined) throw new Error(`required field ${missing} is missing`);
     } catch (e) {
       throw new ConnectError(
         `${where}: cannot decode ${method.output.typeName}: ${text(e)}`,

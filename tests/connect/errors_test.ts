@@ -4,7 +4,12 @@
  * baidu_std codes of a byte-level (brpc-style) server map as the table says; verbus failures
  * (no server, closed transport) are Unavailable; encode / decode failures name the message.
  */
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { create, createFileRegistry, fromBinary, toBinary } from "@bufbuild/protobuf";
+import {
+  FieldDescriptorProto_Label,
+  FieldDescriptorProto_Type,
+  FileDescriptorProtoSchema,
+} from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { connect as connectChannel } from "../../rpc/channel.ts";
 import { BRPC_ERROR_CODE_HEADER } from "../../rpc/connect/codes.ts";
@@ -20,7 +25,8 @@ import {
   ERPCTIMEDOUT,
   RpcError,
 } from "../../rpc/errors.ts";
-import { EchoService } from "../../examples/greeter/gen/example/echo_pb.ts";
+import { EchoResponseSchema, EchoService } from "../../examples/greeter/gen/example/echo_pb.ts";
+import { requiredCheck } from "../../rpc/connect/required.ts";
 import {
   GreeterService,
   GreetRequestSchema,
@@ -31,6 +37,8 @@ import { greeterImpl } from "../../examples/greeter/service.ts";
 import { assert, assertEquals, assertRejects, test } from "../harness.ts";
 import { PLANES, withServer, withTransport } from "./util.ts";
 
+const { INT32, MESSAGE } = FieldDescriptorProto_Type;
+const { REQUIRED, OPTIONAL } = FieldDescriptorProto_Label;
 const ALL_CODES = Object.values(Code).filter((c): c is Code => typeof c === "number");
 
 for (const plane of PLANES) {
@@ -171,6 +179,16 @@ test("encode and decode failures name the message: client Internal, server EREQU
       );
       assertEquals(bad.errorCode, EREQUEST);
       assert(bad.errorText.includes("cannot decode example.EchoRequest"), bad.errorText);
+      // proto2: an EchoRequest without its required message is refused, as brpc does.
+      const missing = await assertRejects(
+        () => ch.call("example.EchoService", "Echo", new Uint8Array(0)),
+        RpcError,
+      );
+      assertEquals(missing.errorCode, EREQUEST);
+      assert(
+        missing.errorText.includes("required field example.EchoRequest.message is missing"),
+        missing.errorText,
+      );
     } finally {
       await ch.close();
     }
@@ -194,4 +212,60 @@ test("a response the client cannot decode is Internal naming the message", async
   // The same bytes a valid server would send decode fine (the check above is not vacuous).
   const ok = toBinary(GreetResponseSchema, create(GreetResponseSchema, { greeting: "hi" }));
   assertEquals(fromBinary(GreetResponseSchema, ok).greeting, "hi");
+});
+
+test("an answer without a proto2 required field is Internal; proto3 types have nothing to check", async () => {
+  const byteLevel = { "example.EchoService": { Echo: () => new Uint8Array(0) } };
+  await withServer(byteLevel, async (server) => {
+    await withTransport(server, {}, async (t) => {
+      const e = await assertRejects(
+        () => createClient(EchoService, t).echo({ message: "m" }),
+        ConnectError,
+      );
+      assertEquals(Code[e.code], "Internal");
+      assert(
+        e.rawMessage.includes("required field example.EchoResponse.message is missing"),
+        e.rawMessage,
+      );
+    });
+  });
+  assertEquals(requiredCheck(GreetRequestSchema), null);
+  const check = requiredCheck(EchoResponseSchema)!;
+  assertEquals(check(create(EchoResponseSchema, { message: "" })), undefined);
+  assertEquals(
+    check(fromBinary(EchoResponseSchema, new Uint8Array(0))),
+    "example.EchoResponse.message",
+  );
+});
+
+test("required fields are checked inside set nested messages too", () => {
+  const file = create(FileDescriptorProtoSchema, {
+    name: "nested.proto",
+    package: "t",
+    messageType: [
+      {
+        name: "Inner",
+        field: [{ name: "x", number: 1, type: INT32, label: REQUIRED, jsonName: "x" }],
+      },
+      {
+        name: "Outer",
+        field: [{
+          name: "inner",
+          number: 1,
+          type: MESSAGE,
+          label: OPTIONAL,
+          typeName: ".t.Inner",
+          jsonName: "inner",
+        }],
+      },
+    ],
+  });
+  const outer = createFileRegistry(file, () => undefined).getMessage("t.Outer")!;
+  const check = requiredCheck(outer)!;
+  assert(check !== null, "Outer has a required field below it");
+  // deno-lint-ignore no-explicit-any
+  const m = (init: any) => create(outer, init);
+  assertEquals(check(m({})), undefined); // inner unset: nothing below it to check
+  assertEquals(check(m({ inner: {} })), "t.Inner.x");
+  assertEquals(check(m({ inner: { x: 0 } })), undefined);
 });
