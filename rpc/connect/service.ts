@@ -191,7 +191,9 @@ function unaryHandler(service: DescService, method: DescMethod, impl: ProtoMetho
     } catch (e) {
       return fail(e);
     }
-    return out instanceof Promise ? out.then(encode, fail) : encode(out);
+    if (out instanceof Promise) return out.then(encode, fail);
+    const thenable = typeof (out as PromiseLike<unknown> | null)?.then === "function";
+    return thenable ? Promise.resolve(out).then(encode, fail) : encode(out);
   };
 }
 
@@ -272,7 +274,7 @@ export function protoServices(entries: readonly ServiceEntry[]): ServiceMap {
 }
 
 /** zod: an array of `[descriptor, implementation]`, turned into a `ServiceMap`. */
-export const serviceEntriesSchema = z.array(
+export const serviceEntriesSchema: z.ZodType<ServiceMap, ServiceEntry[]> = z.array(
   z.custom<ServiceEntry>(
     (v) => Array.isArray(v) && v.length === 2 && isDescService(v[0]) && typeof v[1] === "object",
     { message: "expected [service descriptor (GenService), implementation object]" },

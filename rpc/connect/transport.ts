@@ -178,7 +178,7 @@ export class VerbusTransport implements Transport {
     timeoutMs: number | undefined,
     header: HeadersInit | undefined,
     input: MessageInitShape<I> | MessageShape<I>,
-    plain: boolean,
+    spreadable: boolean,
   ): Promise<UnaryResponse<I, O>> {
     const where = `${method.parent.typeName}/${method.name}`;
     if ((method.methodKind as string) !== "unary") throw streamingRefused(method);
@@ -219,7 +219,7 @@ export class VerbusTransport implements Transport {
         Code.Internal,
       );
     }
-    if (!plain) return new Answer(method, message);
+    if (!spreadable) return new Answer(method, message);
     // Interceptors may spread the response ({ ...res }): own fields, not getters.
     const service = method.parent, stream = false as const;
     return { stream, service, method, message, header: new Headers(), trailer: new Headers() };

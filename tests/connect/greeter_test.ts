@@ -4,13 +4,14 @@
  * shm (the best same-host path) and over TCP; brpc's `example.EchoService` against a TCP-only
  * server that answers as brpc's echo_server does (byte-level, no fabric: what a stock brpc
  * server looks like), and a byte-level (brpc-style) client against the descriptor server; the
- * example server on the other runtime; and `buf generate` reproducing the committed code.
+ * example server and the example client on the other runtime; and `buf generate` reproducing
+ * the committed code.
  */
 import { createClient } from "@connectrpc/connect";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { RUNTIME } from "../../ffi/runtime.ts";
 import { connect as connectChannel } from "../../rpc/channel.ts";
 import { demoService } from "../../examples/demo/service.ts";
@@ -19,8 +20,8 @@ import { createVerbusTransport } from "../../rpc/connect/transport.ts";
 import { EchoService } from "../../examples/greeter/gen/example/echo_pb.ts";
 import { GreeterService } from "../../examples/greeter/gen/greeter/v1/greeter_pb.ts";
 import { echoImpl, greeterImpl } from "../../examples/greeter/service.ts";
-import { assertEquals, test } from "../harness.ts";
-import { otherRuntime, REPO_ROOT, withChild } from "../util/proc.ts";
+import { assert, assertEquals, test } from "../harness.ts";
+import { otherRuntime, REPO_ROOT, runtimeBinary, withChild } from "../util/proc.ts";
 import { PLANES, withServer, withTransport } from "./util.ts";
 
 const services = () => [[GreeterService, greeterImpl()], [EchoService, echoImpl()]] as const;
@@ -97,6 +98,27 @@ test(
   },
   { timeoutMs: 60_000 },
 );
+
+test(`the example client on ${other} calls a server on ${RUNTIME} over shm`, async () => {
+  await withServer([...services()], async (server) => {
+    const args = other === "deno" ? ["run", "-A"] : [];
+    const child = spawn(runtimeBinary(other), [
+      ...args,
+      "examples/greeter/client.ts",
+      String(server.port),
+      "Grace",
+    ], { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout!.on("data", (d) => (out += d));
+    child.stderr!.on("data", (d) => (out += d));
+    const code = await new Promise<number | null>((r) => child.on("exit", r));
+    assertEquals(code, 0, out);
+    assert(
+      out.includes(`[${other}] Hello, Grace! (greeting #1) | echo from ${other} | fabric: shm`),
+      out,
+    );
+  });
+}, { timeoutMs: 60_000 });
 
 function files(dir: string): Map<string, string> {
   const out = new Map<string, string>();
