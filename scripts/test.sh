@@ -21,6 +21,17 @@ if [ "$mode" != vm ]; then
     if [ "$rt" = deno ]; then cmd=(node_modules/.bin/deno run -A tests/run.ts); else cmd=(node_modules/.bin/bun tests/run.ts); fi
     VERBUS_TEST_FABRIC=urma "${cmd[@]}" --report "$RESULTS/urma-$rt.json" tests/fabric/*_test.ts
     suites+=("urma-$rt")
+    # The other named UMDK ABIs (simulator builds in build/urma_sim/<abi>/; the host suite above
+    # ran everything on the default 25.12): the URMA suite on each, the region suite on 25.12-B081.
+    for abi in 25.12-B081 26.06-ext 26.06-ext56; do
+      echo "=== urma suite on simulated ABI $abi on $rt ==="
+      files=(tests/urma/*_test.ts)
+      VERBUS_TEST_URMA_ABI=$abi "${cmd[@]}" --report "$RESULTS/urma-$abi-$rt.json" "${files[@]}"
+      suites+=("urma-$abi-$rt")
+    done
+    echo "=== region suite over urma (simulated ABI 25.12-B081) on $rt ==="
+    VERBUS_TEST_FABRIC=urma VERBUS_TEST_URMA_ABI=25.12-B081 "${cmd[@]}" --report "$RESULTS/urma-b081-fabric-$rt.json" tests/fabric/*_test.ts
+    suites+=("urma-b081-fabric-$rt")
   done
 fi
 if [ "$mode" != quick ]; then

@@ -6,8 +6,18 @@
  * plus, for the bit-field flag words, a pseudo-struct "<flag type>.bits" whose "offset" is the
  * bit position and "size" the width in bits (e.g. "urma_jfs_wr_flag_t.bits.complete_enable 5 1").
  * TypeScript (tests/urma/abi_test.ts) checks ffi/layouts/urma.ts against this output.
+ *
+ * Built twice over: with the simulator's header (one table per simulated ABI, next to each
+ * build's liburma.so.0 as urma_layout.txt), and — when the UMDK headers are installed
+ * (/usr/include/ub/umdk/urma/urma_types.h) — with -DURMA_REAL_HEADERS against them, into
+ * build/urma_layout.txt. verbus picks its named ABI from such a table (transport/urma/abi.ts).
  */
+#ifdef URMA_REAL_HEADERS
+#include <urma_types.h>
+#include <urma_api.h>
+#else
 #include "urma_sim.h"
+#endif
 
 #include <stddef.h>
 #include <stdio.h>

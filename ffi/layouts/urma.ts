@@ -1,7 +1,9 @@
 /**
  * liburma struct layouts (x86_64, openEuler UMDK 25.12 – 26.06: urma_types.h), as named offset
- * constants. tests/urma/abi_test.ts checks every one against the sizeof/offsetof table printed
- * by the simulator's `abi_check` (compiled with c-helpers/urma_sim/urma_sim.h).
+ * constants: those of the default ABI "25.12". Three structs differ between the named ABIs
+ * (urma_rjetty_t, urma_seg_t, urma_target_seg_t): ffi/layouts/urma_abi.ts has their variants,
+ * and URMA code reads them from `UrmaLib.layouts`. tests/urma/abi_test.ts checks every one
+ * against the sizeof/offsetof table printed by the simulator's `abi_check` of each ABI.
  *
  * UMDK 24.12 LTS differs — `urma_sge_t` is 24 B (no `user_tseg`), `urma_rjetty_t` 40 B (no
  * `tp_type`) — and is refused by transport/urma/urma_lib.ts: these offsets would corrupt it.
@@ -11,9 +13,6 @@
  * @module
  */
 import type { Layout } from "./layout.ts";
-
-/** The UMDK ABI these layouts describe. */
-export const URMA_ABI = "25.12-26.06";
 
 /** union urma_eid — 16 B, raw[16] (8-byte aligned: it has u64 members) */
 export const URMA_EID = { $struct: "urma_eid_t", $size: 16 } as const;

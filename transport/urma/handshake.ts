@@ -23,7 +23,7 @@
  * @module
  */
 import { VerbusError } from "../../errors.ts";
-import { URMA_SEG } from "../../ffi/layouts/urma.ts";
+import { URMA_SEG_WIRE_BYTES } from "../../ffi/layouts/urma_abi.ts";
 import { URMA_CR_OPC } from "../../ffi/symbols/liburma.ts";
 import { fromHex } from "../../util/hex.ts";
 import { type RegionRoleCode, ROLE_CLIENT, ROLE_SERVER } from "../control_page.ts";
@@ -170,7 +170,7 @@ export class PreparedUrmaSide implements CompletionSink {
       await this.#checkPeerStamp(peer, "server", deadline);
       this.#aux.set(this.#regionSeg.descriptor, AUX_HANDSHAKE);
       const status = await this.#request(deadline, (batch) => {
-        batch.sge(this.#auxSeg, this.#auxSeg.address + AUX_HANDSHAKE, URMA_SEG.$size);
+        batch.sge(this.#auxSeg, this.#auxSeg.address + AUX_HANDSHAKE, URMA_SEG_WIRE_BYTES);
         batch.send(peer.jetty, SEGMENT_IMM, RESERVED_WR_ID.proof, URMA_WR_FLAG.COMPLETE);
       });
       if (status !== 0) {

@@ -13,7 +13,6 @@ import {
   URMA_JETTY_LEAD,
   URMA_JFR_CFG,
   URMA_JFS_CFG,
-  URMA_RJETTY,
 } from "../../ffi/layouts/urma.ts";
 import { URMA_TM } from "../../ffi/symbols/liburma.ts";
 import type { NonNullPtr } from "../../ffi/types.ts";
@@ -298,14 +297,15 @@ export class TargetJetty extends NativeHandle {
 
   /** @internal */
   static import(ctx: UrmaContext, r: RemoteJetty, token: number): TargetJetty {
-    const rj = new Uint8Array(URMA_RJETTY.$size);
+    const L = ctx.lib.layouts.rjetty; // this ABI's urma_rjetty_t (48, 56, 72 or 80 bytes)
+    const rj = new Uint8Array(L.$size);
     const d = new DataView(rj.buffer);
     if (r.eid.length !== 16) throw new RangeError("eid must be 16 bytes");
-    rj.set(r.eid, URMA_RJETTY.jetty_id);
-    d.setUint32(URMA_RJETTY.jetty_id + URMA_JETTY_ID.uasid, r.uasid >>> 0, true);
-    d.setUint32(URMA_RJETTY.jetty_id + URMA_JETTY_ID.id, r.id >>> 0, true);
-    d.setUint32(URMA_RJETTY.trans_mode, r.transMode, true);
-    d.setUint32(URMA_RJETTY.type, 1, true); // URMA_JETTY
+    rj.set(r.eid, L.jetty_id);
+    d.setUint32(L.jetty_id + URMA_JETTY_ID.uasid, r.uasid >>> 0, true);
+    d.setUint32(L.jetty_id + URMA_JETTY_ID.id, r.id >>> 0, true);
+    d.setUint32(L.trans_mode, r.transMode, true);
+    d.setUint32(L.type, 1, true); // URMA_JETTY
     const tok = new Uint32Array([token >>> 0]);
     const p = checkPtr(
       ctx.lib,
