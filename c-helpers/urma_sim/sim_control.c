@@ -26,11 +26,17 @@ urma_context_t *urma_create_context(urma_device_t *dev, uint32_t eid_index)
 	struct sim_ctx *c = calloc(1, sizeof(*c));
 	if (!c) return sim_set_error_null(URMA_ENOMEM, "out of memory");
 	c->pub.dev = dev;
-	c->pub.dev_fd = c->pub.async_fd = -1;
+	c->pub.dev_fd = -1;
+	c->pub.async_fd = sim_async_fd_open();
+	if (c->pub.async_fd < 0) {
+		free(c);
+		return sim_set_error_null(URMA_FAIL, "urma_create_context: eventfd failed");
+	}
 	pthread_mutex_init(&c->pub.mutex, NULL);
 	c->pub.eid = sim_eid;
 	c->pub.uasid = (uint32_t)getpid();
 	if (sim_handle_add(c, K_CTX) != 0) {
+		sim_async_ctx_gone(&c->pub);
 		free(c);
 		return sim_set_error_null(URMA_ENOMEM, "too many objects");
 	}
@@ -43,6 +49,7 @@ urma_status_t urma_delete_context(urma_context_t *ctx)
 	struct sim_ctx *c = (struct sim_ctx *)ctx;
 	if (c->children > 0) return sim_set_error(URMA_FAIL, "urma_delete_context: %d objects still open", c->children);
 	sim_handle_del(c);
+	sim_async_ctx_gone(ctx);
 	pthread_mutex_destroy(&c->pub.mutex);
 	free(c);
 	return URMA_SUCCESS;
@@ -230,6 +237,7 @@ urma_jetty_t *urma_create_jetty(urma_context_t *ctx, urma_jetty_cfg_t *cfg)
 	j->pub.urma_ctx = ctx;
 	j->pub.jetty_id = j->sq.self;
 	j->pub.jetty_cfg = *cfg;
+	j->state = URMA_JETTY_STATE_READY;
 	j->jfr = jfr;
 	j->rjfc = rjfc;
 	if (sim_handle_add(j, K_JETTY) != 0) {

@@ -369,6 +369,37 @@ typedef struct urma_cr {
 	uint32_t tpn; uintptr_t user_data;
 } urma_cr_t;
 
+/* ---- asynchronous events and queue states (urma_opcode.h, urma_types.h) ---- */
+typedef enum urma_async_event_type {
+	URMA_EVENT_JFC_ERR, URMA_EVENT_JFS_ERR, URMA_EVENT_JFR_ERR, URMA_EVENT_JFR_LIMIT,
+	URMA_EVENT_JETTY_ERR, URMA_EVENT_JETTY_LIMIT, URMA_EVENT_JETTY_GRP_ERR, URMA_EVENT_PORT_ACTIVE,
+	URMA_EVENT_PORT_DOWN, URMA_EVENT_DEV_FATAL, URMA_EVENT_EID_CHANGE, URMA_EVENT_ELR_ERR,
+	URMA_EVENT_ELR_DONE
+} urma_async_event_type_t;
+
+/* 32 bytes: urma_ctx@0 element@8 (a pointer, or port_id / eid_idx u32) event_type@16 priv@24 */
+typedef struct urma_async_event {
+	const urma_context_t *urma_ctx;
+	union { urma_jfc_t *jfc; urma_jfs_t *jfs; urma_jfr_t *jfr; urma_jetty_t *jetty;
+		urma_jetty_grp_t *jetty_grp; uint32_t port_id; uint32_t eid_idx; } element;
+	urma_async_event_type_t event_type;
+	void *priv;
+} urma_async_event_t;
+
+typedef enum urma_jetty_state { URMA_JETTY_STATE_RESET = 0, URMA_JETTY_STATE_READY, URMA_JETTY_STATE_SUSPENDED,
+				URMA_JETTY_STATE_ERROR } urma_jetty_state_t;
+typedef urma_jetty_state_t urma_jfs_state_t;
+typedef enum urma_jfr_state { URMA_JFR_STATE_RESET = 0, URMA_JFR_STATE_READY, URMA_JFR_STATE_ERROR } urma_jfr_state_t;
+typedef enum urma_jetty_attr_mask { JETTY_RX_THRESHOLD = 0x1, JETTY_STATE = 0x1 << 1 } urma_jetty_attr_mask_t;
+typedef enum urma_jfs_attr_mask { JFS_STATE = 0x1 } urma_jfs_attr_mask_t;
+typedef enum urma_jfr_attr_mask { JFR_RX_THRESHOLD = 0x1, JFR_STATE = 0x1 << 1 } urma_jfr_attr_mask_t;
+/* 12 bytes: mask@0 rx_threshold@4 state@8 */
+typedef struct urma_jetty_attr { uint32_t mask; uint32_t rx_threshold; urma_jetty_state_t state; } urma_jetty_attr_t;
+/* 8 bytes: mask@0 state@4 */
+typedef struct urma_jfs_attr { uint32_t mask; urma_jfs_state_t state; } urma_jfs_attr_t;
+/* 12 bytes: mask@0 rx_threshold@4 state@8 */
+typedef struct urma_jfr_attr { uint32_t mask; uint32_t rx_threshold; urma_jfr_state_t state; } urma_jfr_attr_t;
+
 /* ---- the liburma API the simulator implements ---- */
 urma_status_t urma_init(urma_init_attr_t *conf);
 urma_status_t urma_uninit(void);
@@ -416,6 +447,14 @@ int urma_poll_jfc(urma_jfc_t *jfc, int cr_cnt, urma_cr_t *cr);
 urma_status_t urma_rearm_jfc(urma_jfc_t *jfc, bool solicited_only);
 int urma_wait_jfc(urma_jfce_t *jfce, uint32_t jfc_cnt, int time_out, urma_jfc_t *jfc[]);
 void urma_ack_jfc(urma_jfc_t *jfc[], uint32_t nevents[], uint32_t jfc_cnt);
+urma_status_t urma_get_async_event(urma_context_t *ctx, urma_async_event_t *event);
+void urma_ack_async_event(urma_async_event_t *event);
+int urma_flush_jetty(urma_jetty_t *jetty, int cr_cnt, urma_cr_t *cr);
+int urma_flush_jfs(urma_jfs_t *jfs, int cr_cnt, urma_cr_t *cr);
+urma_status_t urma_modify_jetty(urma_jetty_t *jetty, urma_jetty_attr_t *attr);
+urma_status_t urma_query_jetty(urma_jetty_t *jetty, urma_jetty_cfg_t *cfg, urma_jetty_attr_t *attr);
+urma_status_t urma_modify_jfs(urma_jfs_t *jfs, urma_jfs_attr_t *attr);
+urma_status_t urma_modify_jfr(urma_jfr_t *jfr, urma_jfr_attr_t *attr);
 
 /* ---- simulator-only extensions ---- */
 /* "<ABI>-sim" (e.g. "25.12-B081-sim"): the named UMDK ABI this build reproduces, marked as simulated. */
@@ -426,6 +465,10 @@ const char *urma_sim_last_error(void);
 int urma_sim_live_objects(char *buf, int len);
 /* The registry's POSIX shm name (from URMA_SIM_NAMESPACE, else per-uid default). */
 const char *urma_sim_registry_name(void);
+/* SIMULATOR-ONLY fault injection: queues async event `event_type` on ctx (element: the jetty /
+ * JFC / JFS / JFR pointer, or the port id / eid index as an integer) and makes ctx->async_fd
+ * readable; URMA_EVENT_JETTY_ERR also moves the jetty to the ERROR state. 0 or a status. */
+int urma_sim_inject_async_event(urma_context_t *ctx, void *element, uint32_t event_type);
 
 #ifdef __cplusplus
 }

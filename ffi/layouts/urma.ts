@@ -318,6 +318,8 @@ type Leading = { readonly $struct: string; readonly [field: string]: number | st
 export const URMA_JETTY_LEAD: Leading = { $struct: "urma_jetty_t", urma_ctx: 0, jetty_id: 8 };
 /** urma_jfr_t: urma_ctx* @0, jfr_id @8 */
 export const URMA_JFR_LEAD: Leading = { $struct: "urma_jfr_t", urma_ctx: 0, jfr_id: 8 };
+/** urma_context_t: async_fd i32 @20 (readable while async events wait) */
+export const URMA_CONTEXT_LEAD: Leading = { $struct: "urma_context_t", async_fd: 20 };
 /** urma_jfce_t: urma_ctx* @0, fd i32 @8 (pollable) */
 export const URMA_JFCE_LEAD: Leading = { $struct: "urma_jfce_t", urma_ctx: 0, fd: 8 };
 /** urma_jfc_t: urma_ctx* @0, jfc_id @8 */
@@ -373,6 +375,7 @@ export const URMA_LAYOUTS: readonly Layout[] = [
 
 /** Leading fields of opaque objects (offsets checked, sizes not). */
 export const URMA_LEADING: readonly Leading[] = [
+  URMA_CONTEXT_LEAD,
   URMA_JETTY_LEAD,
   URMA_JFR_LEAD,
   URMA_JFCE_LEAD,

@@ -24,6 +24,7 @@
  */
 import type { Layout } from "./layout.ts";
 import { URMA_LAYOUTS, URMA_RJETTY, URMA_SEG, URMA_TARGET_SEG } from "./urma.ts";
+import { URMA_EVENT_LAYOUTS } from "./urma_events.ts";
 
 /** The fields of layout `T`, each offset any number (an ABI may move it). */
 export type Shape<T> = { readonly [K in keyof T]: T[K] extends number ? number : T[K] };
@@ -99,12 +100,12 @@ export function urmaAbi(name: string): UrmaAbiLayouts | undefined {
   return URMA_ABIS.find((a) => a.name === name);
 }
 
-/** Every checked layout of `abi`: the shared ones with its own three in their place. */
+/** Every checked layout of `abi`: the shared ones (and the event ones) with its own three in their place. */
 export function abiLayouts(abi: UrmaAbiLayouts): Layout[] {
   const own = new Map<string, Layout>([
     [abi.rjetty.$struct, abi.rjetty],
     [abi.seg.$struct, abi.seg],
     [abi.targetSeg.$struct, abi.targetSeg],
   ]);
-  return URMA_LAYOUTS.map((l) => own.get(l.$struct) ?? l);
+  return [...URMA_LAYOUTS, ...URMA_EVENT_LAYOUTS].map((l) => own.get(l.$struct) ?? l);
 }

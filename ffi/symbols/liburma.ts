@@ -100,6 +100,25 @@ export const LIBURMA_SYMBOLS = {
   /** urma_status_t urma_recv(urma_jfr_t *jfr, urma_target_seg_t *recv_tseg, uint64_t buf, uint32_t len, uint64_t user_ctx); */
   urma_recv: { args: ["pointer", "pointer", "u64", "u32", "u64"], result: "i32" },
 
+  // ---- errors and events (every 25.12+ build has them; optional so a library without them
+  // still loads, with no async-event reader) ----
+  /** urma_status_t urma_get_async_event(urma_context_t *ctx, urma_async_event_t *event); */
+  urma_get_async_event: { args: ["pointer", "buffer"], result: "i32", optional: true },
+  /** void urma_ack_async_event(urma_async_event_t *event); */
+  urma_ack_async_event: { args: ["buffer"], result: "void", optional: true },
+  /** int urma_flush_jetty(urma_jetty_t *jetty, int cr_cnt, urma_cr_t *cr);  WR_FLUSH_ERR records, or -1 */
+  urma_flush_jetty: { args: ["pointer", "i32", "buffer"], result: "i32", optional: true },
+  /** int urma_flush_jfs(urma_jfs_t *jfs, int cr_cnt, urma_cr_t *cr); */
+  urma_flush_jfs: { args: ["pointer", "i32", "buffer"], result: "i32", optional: true },
+  /** urma_status_t urma_modify_jetty(urma_jetty_t *jetty, urma_jetty_attr_t *attr); */
+  urma_modify_jetty: { args: ["pointer", "buffer"], result: "i32", optional: true },
+  /** urma_status_t urma_modify_jfs(urma_jfs_t *jfs, urma_jfs_attr_t *attr); */
+  urma_modify_jfs: { args: ["pointer", "buffer"], result: "i32", optional: true },
+  /** urma_status_t urma_modify_jfr(urma_jfr_t *jfr, urma_jfr_attr_t *attr); */
+  urma_modify_jfr: { args: ["pointer", "buffer"], result: "i32", optional: true },
+  /** urma_status_t urma_query_jetty(urma_jetty_t *jetty, urma_jetty_cfg_t *cfg, urma_jetty_attr_t *attr); */
+  urma_query_jetty: { args: ["pointer", "buffer", "buffer"], result: "i32", optional: true },
+
   // ---- present in some builds only: bound for their presence (transport/urma/abi.ts dates the
   // build by them) and, where verbus calls them, used only when present ----
   /** urma_target_jetty_t *urma_import_jetty_ex(urma_context_t *ctx, urma_rjetty_t *rjetty, urma_token_t *token_value, urma_import_jetty_ex_cfg_t *cfg);  (from 25.12; presence only) */
@@ -130,6 +149,8 @@ export const LIBURMA_SYMBOLS = {
   urma_sim_live_objects: { args: ["buffer", "i32"], result: "i32", optional: true },
   /** const char *urma_sim_registry_name(void);  the POSIX shm registry of this namespace */
   urma_sim_registry_name: { args: [], result: "pointer", optional: true },
+  /** int urma_sim_inject_async_event(urma_context_t *ctx, void *element, uint32_t event_type);  SIMULATOR-ONLY fault injection */
+  urma_sim_inject_async_event: { args: ["pointer", "pointer", "u32"], result: "i32", optional: true },
 } as const;
 
 /** Where to find liburma. Nothing is bundled: the simulator is used only when named explicitly. */

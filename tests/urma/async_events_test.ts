@@ -1,0 +1,51 @@
+/**
+ * URMA asynchronous events on the simulated liburma: an injected jetty error
+ * (urma_sim_inject_async_event → the context's async_fd → urma_get_async_event, read off the JS
+ * thread) fails only the session whose jetty it names, with the event named; that client's
+ * calls fall back to TCP and its session is negotiated again, while another session on the same
+ * server keeps its fabric path throughout.
+ */
+import { assert, assertEquals, test } from "../harness.ts";
+import { client, pattern, startServer, until } from "../fabric/util.ts";
+import type { UrmaEndpoint } from "../../transport/urma/endpoint.ts";
+import { SIM_PATH, SKIP_NO_SIM } from "./util.ts";
+
+const sim = { urma: { library: SIM_PATH } };
+
+test(
+  "an injected jetty error arrives as URMA_EVENT_JETTY_ERR, fails only that session, falls back to TCP, then re-negotiates",
+  async () => {
+    const { server } = await startServer({ fabrics: ["urma"], providerOptions: sim });
+    const hit = await client(server, { fabric: "urma", providerOptions: sim, reestablishMs: 50 });
+    const other = await client(server, { fabric: "urma", providerOptions: sim });
+    try {
+      assertEquals((await hit.call("test.Fabric", "Echo", pattern(64, 1))).path, "EAGER");
+      assertEquals((await other.call("test.Fabric", "Echo", pattern(64, 2))).path, "EAGER");
+      const ep = hit.session!.endpoint as UrmaEndpoint;
+      const untouched = other.session!.endpoint as UrmaEndpoint;
+      ep.simInjectAsyncEvent("URMA_EVENT_JETTY_ERR");
+      await until(() => ep.failed, 3000, "the async event to fail the endpoint");
+      assert(ep.failureReason!.includes("URMA_EVENT_JETTY_ERR"), `${ep.failureReason}`);
+      assert(ep.flushedOnError >= 0, "the jetty was flushed after the error");
+      assert(!untouched.failed, `the other session is untouched: ${untouched.failureReason}`);
+      const fallback = await hit.call("test.Fabric", "Echo", pattern(64, 3));
+      assertEquals([fallback.path, fallback.response], ["TCP_FALLBACK", pattern(64, 3)]);
+      const still = await other.call("test.Fabric", "Echo", pattern(64, 4));
+      assertEquals([still.path, still.response], ["EAGER", pattern(64, 4)]);
+      let back = fallback;
+      const end = Date.now() + 5000;
+      while (back.path === "TCP_FALLBACK" && Date.now() < end) {
+        await new Promise((r) => setTimeout(r, 20));
+        back = await hit.call("test.Fabric", "Echo", pattern(64, 5));
+      }
+      assertEquals([back.path, back.response], ["EAGER", pattern(64, 5)], "re-negotiated");
+      assert(hit.session!.endpoint !== ep, "a new endpoint (new jetty) after re-negotiation");
+      assertEquals((await other.call("test.Fabric", "Echo", pattern(64, 6))).path, "EAGER");
+    } finally {
+      await hit.close();
+      await other.close();
+      await server.close();
+    }
+  },
+  { skip: SKIP_NO_SIM },
+);
