@@ -277,6 +277,7 @@ urma_status_t urma_delete_jetty(urma_jetty_t *jetty)
 
 urma_target_jetty_t *urma_import_jetty(urma_context_t *ctx, urma_rjetty_t *rjetty, urma_token_t *token_value)
 {
+	if (rjetty && sim_check_rjetty_info(rjetty) != 0) return NULL;
 	if (!sim_handle_is(ctx, K_CTX) || !rjetty) return sim_set_error_null(URMA_EINVAL, "urma_import_jetty: invalid context or rjetty");
 	if (memcmp(rjetty->jetty_id.eid.raw, sim_eid.raw, URMA_EID_SIZE) != 0)
 		return sim_set_error_null(URMA_EINVAL, "urma_import_jetty: EID is not on this (simulated) fabric");

@@ -166,6 +166,10 @@ int sim_imported_from(int32_t pid);
 int sim_async_fd_open(void);
 void sim_async_ctx_gone(urma_context_t *ctx);
 
+/* sim_blob.c: the user info of descriptions (0, or -1 with the error set) */
+int sim_check_seg_info(const urma_seg_t *seg);
+int sim_check_rjetty_info(const urma_rjetty_t *r);
+
 /* sim_data.c: moving bytes */
 struct sim_iov { uint64_t addr; uint64_t len; };
 /* Copies src (in process src_pid) to dst (in dst_pid); returns 0 or the CR status of the fault. */

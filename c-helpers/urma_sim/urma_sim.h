@@ -234,7 +234,8 @@ typedef struct urma_jfr {
 
 /* ---- jetty ---- */
 typedef union urma_import_jetty_flag {
-	struct { uint32_t token_policy : 3, order_type : 8, share_tp : 1, has_drv_ext : 1, reserved : 19; } bs;
+	struct { uint32_t token_policy : 3, order_type : 8, share_tp : 1, has_drv_ext : 1, has_user_info : 1,
+		 reserved : 18; } bs;
 	uint32_t value;
 #if URMA_SIM_USER_TAG
 	struct { uint64_t reserved; uint64_t stag; uint64_t dtag; } user_tag;
@@ -290,7 +291,7 @@ typedef union urma_reg_seg_flag {
 
 typedef union urma_seg_attr {
 	struct { uint32_t token_policy : 3, cacheable : 1, dsva : 1, access : 6, non_pin : 1,
-		 user_iova : 1, user_token_id : 1, reserved : 18; } bs;
+		 user_iova : 1, user_token_id : 1, has_user_info : 1, reserved : 17; } bs;
 	uint32_t value;
 } urma_seg_attr_t;
 
@@ -455,6 +456,13 @@ urma_status_t urma_modify_jetty(urma_jetty_t *jetty, urma_jetty_attr_t *attr);
 urma_status_t urma_query_jetty(urma_jetty_t *jetty, urma_jetty_cfg_t *cfg, urma_jetty_attr_t *attr);
 urma_status_t urma_modify_jfs(urma_jfs_t *jfs, urma_jfs_attr_t *attr);
 urma_status_t urma_modify_jfr(urma_jfr_t *jfr, urma_jfr_attr_t *attr);
+#if URMA_SIM_ABI != URMA_SIM_ABI_B081
+/* Descriptions "for proxy transmission" (struct + user info; sim_blob.c). */
+urma_status_t urma_get_seg_ctx(urma_target_seg_t *tseg, urma_seg_t **seg, uint32_t *size);
+void urma_put_seg_ctx(urma_seg_t *seg);
+urma_status_t urma_get_rjetty(urma_jetty_t *jetty, urma_rjetty_t **rjetty, uint32_t *length);
+void urma_put_rjetty(urma_rjetty_t *rjetty);
+#endif
 
 /* ---- simulator-only extensions ---- */
 /* "<ABI>-sim" (e.g. "25.12-B081-sim"): the named UMDK ABI this build reproduces, marked as simulated. */

@@ -12,9 +12,10 @@
  *   flag               @36 u32             @40 24-B union          @40 24-B union   @36 u32
  *                                          (bs | value | user_tag{reserved,stag,dtag})
  *   tp_type            @40                 @64                     @64              @40
- *   ext (urma_ext_t)   —                   —                       @68              @44
+ *   ext (urma_ext_t)   —                   —                       @68 (length @72) @44 (length @48)
  *
  * urma_seg_t           48: ubva@0 (28 B packed) len@32 attr@40 token_id@44 | -ext*: 56, + ext@48
+ *                      (ext = { flag u32 @48, length u32 @52 }: checked against a3b44bfb, 897ac4fd)
  * urma_target_seg_t    88: seg@0 user_ctx@48 mva@56 urma_ctx@64 token_id@72 handle@80
  *                      -ext*: 96, seg@0 (56 B) and every field from user_ctx on 8 further
  * ```
@@ -29,6 +30,20 @@ import { URMA_EVENT_LAYOUTS } from "./urma_events.ts";
 /** The fields of layout `T`, each offset any number (an ABI may move it). */
 export type Shape<T> = { readonly [K in keyof T]: T[K] extends number ? number : T[K] };
 
+/**
+ * How long a description blob of `urma_get_seg_ctx` / `urma_get_rjetty` is: `base` bytes, plus
+ * (when bit `bit` of the u32 at `flagAt` is set, or always when `bit` is -1) `lenAdd` + the u32
+ * at `lenAt`. 25.12: `has_user_info`, then urma_user_info_ext_hdr_t { u32 len; data[] } after
+ * the struct (master urma_calc_user_info_total_len); -ext: sizeof + ext.length (a3b44bfb).
+ */
+export interface BlobRule {
+  readonly base: number;
+  readonly flagAt: number;
+  readonly bit: number;
+  readonly lenAt: number;
+  readonly lenAdd: number;
+}
+
 /** The layouts that differ between named ABIs. */
 export interface UrmaAbiLayouts {
   /** The ABI's name ("25.12", "25.12-B081", "26.06-ext", "26.06-ext56"). */
@@ -38,7 +53,12 @@ export interface UrmaAbiLayouts {
   readonly rjetty: Shape<typeof URMA_RJETTY>;
   readonly seg: Shape<typeof URMA_SEG>;
   readonly targetSeg: Shape<typeof URMA_TARGET_SEG>;
+  /** How its description blobs are sized (null: this ABI has no urma_get_seg_ctx). */
+  readonly blob: { readonly seg: BlobRule; readonly rjetty: BlobRule } | null;
 }
+
+/** -ext: urma_seg_t's ext at 48 (length at 52). */
+const SEG_EXT_RULE: BlobRule = { base: 56, flagAt: 48, bit: -1, lenAt: 52, lenAdd: 0 };
 
 /** urma_rjetty_t with the 24-byte flag union (user_tag): B081 and 26.06-ext. */
 const RJETTY_USER_TAG = { ...URMA_RJETTY, $size: 72, flag: 40, tp_type: 64 } as const;
@@ -64,6 +84,10 @@ export const URMA_ABIS: readonly UrmaAbiLayouts[] = [
     rjetty: URMA_RJETTY,
     seg: URMA_SEG,
     targetSeg: URMA_TARGET_SEG,
+    blob: {
+      seg: { base: 48, flagAt: 40, bit: 14, lenAt: 48, lenAdd: 4 }, // attr.has_user_info
+      rjetty: { base: 48, flagAt: 36, bit: 13, lenAt: 48, lenAdd: 4 }, // flag.has_user_info
+    },
   },
   {
     name: "25.12-B081",
@@ -72,6 +96,7 @@ export const URMA_ABIS: readonly UrmaAbiLayouts[] = [
     rjetty: RJETTY_USER_TAG,
     seg: URMA_SEG,
     targetSeg: URMA_TARGET_SEG,
+    blob: null,
   },
   {
     name: "26.06-ext",
@@ -79,6 +104,7 @@ export const URMA_ABIS: readonly UrmaAbiLayouts[] = [
     rjetty: { ...RJETTY_USER_TAG, $size: 80 },
     seg: SEG_EXT,
     targetSeg: TARGET_SEG_EXT,
+    blob: { seg: SEG_EXT_RULE, rjetty: { base: 80, flagAt: 68, bit: -1, lenAt: 72, lenAdd: 0 } },
   },
   {
     name: "26.06-ext56",
@@ -86,6 +112,7 @@ export const URMA_ABIS: readonly UrmaAbiLayouts[] = [
     rjetty: { ...URMA_RJETTY, $size: 56 },
     seg: SEG_EXT,
     targetSeg: TARGET_SEG_EXT,
+    blob: { seg: SEG_EXT_RULE, rjetty: { base: 56, flagAt: 44, bit: -1, lenAt: 48, lenAdd: 0 } },
   },
 ];
 

@@ -17,6 +17,7 @@ import { URMA_ACCESS, URMA_TOKEN_POLICY } from "../../ffi/symbols/liburma.ts";
 import type { NonNullPtr } from "../../ffi/types.ts";
 import type { UrmaContext } from "./context.ts";
 import { checkPtr, checkStatus } from "./urma_lib.ts";
+import { sameSegment } from "./description.ts";
 
 /** Options of a registration. */
 export interface RegisterOptions {
@@ -134,12 +135,21 @@ export class ImportedSegment extends NativeHandle {
   }
 
   /** @internal */
-  static import(ctx: UrmaContext, desc: Uint8Array, token: number): ImportedSegment {
+  static import(
+    ctx: UrmaContext,
+    desc: Uint8Array,
+    token: number,
+    blob: Uint8Array | null = null,
+  ): ImportedSegment {
     if (desc.byteLength !== URMA_SEG_WIRE_BYTES) {
       throw new RangeError(`a segment descriptor is ${URMA_SEG_WIRE_BYTES} bytes`);
     }
-    const seg = new Uint8Array(ctx.lib.layouts.seg.$size); // this ABI's urma_seg_t, ext zero
-    seg.set(desc);
+    if (blob && (blob.length < ctx.lib.layouts.seg.$size || !sameSegment(blob, desc))) {
+      throw new RangeError("the segment blob names another segment than its fixed form");
+    }
+    // The library's own blob, or this ABI's urma_seg_t from the fixed form (ext zero: none).
+    const seg = blob ? blob.slice() : new Uint8Array(ctx.lib.layouts.seg.$size);
+    if (!blob) seg.set(desc);
     const d = new DataView(seg.buffer);
     const va = d.getBigUint64(URMA_SEG.ubva + URMA_UBVA.va, true);
     const len = d.getBigUint64(URMA_SEG.len, true);
