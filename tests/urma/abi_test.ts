@@ -20,6 +20,12 @@ import {
   PROBE_SYMBOLS,
 } from "../../transport/urma/abi.ts";
 import { loadUrma } from "../../transport/urma/urma_lib.ts";
+import {
+  abiFromBlobs,
+  describeBlobs,
+  probeDescriptionBlobs,
+} from "../../transport/urma/abi_probe.ts";
+import { loadSim, SIM_ABI, SKIP_NO_SIM } from "./util.ts";
 import { getEnvRaw, setEnv, simDirFor, simPathFor } from "./sim_path.ts";
 
 const tablePath = (abi: string) => simDirFor(abi) + "urma_layout.txt";
@@ -134,3 +140,37 @@ test("a mismatched ABI is refused at load with the field named, never a crash", 
     setEnv("VERBUS_URMA_LAYOUT", savedLayout);
   }
 }, { skip: SKIP });
+
+const SYMBOL_CANDIDATES = abiFromSymbols(() => true).names; // builds with urma_get_seg_ctx
+
+test("size probe: the lengths of the library's own descriptions single out its ABI", async () => {
+  const u = await loadSim();
+  const before = u.liveObjects()!.total;
+  const blobs = probeDescriptionBlobs(u);
+  assertEquals(u.liveObjects()!.total, before, "the probe frees what it made");
+  assertEquals(abiFromBlobs(SYMBOL_CANDIDATES, blobs)?.name, SIM_ABI, describeBlobs(blobs));
+  // One byte short: no candidate's rule explains it, so nothing is guessed.
+  const short = { seg: blobs.seg!.subarray(0, blobs.seg!.length - 1), rjetty: blobs.rjetty };
+  assertEquals(abiFromBlobs(SYMBOL_CANDIDATES, short), null);
+  // Wired into the choice: symbols leave three candidates, the probe picks.
+  const saved = [getEnvRaw("VERBUS_URMA_ABI"), getEnvRaw("VERBUS_URMA_LAYOUT")];
+  setEnv("VERBUS_URMA_ABI", undefined);
+  setEnv("VERBUS_URMA_LAYOUT", undefined);
+  try {
+    const c = chooseAbi({
+      path: "/x/liburma.so.0",
+      simDeclared: null,
+      has: () => true,
+      rpmVersion: () => null,
+      probe: (names) => {
+        const abi = abiFromBlobs(names, blobs);
+        return abi ? { abi, evidence: describeBlobs(blobs) } : null;
+      },
+    });
+    assertEquals(c.abi.name, SIM_ABI);
+    assert(c.evidence.includes("then urma_get_seg_ctx"), c.evidence);
+  } finally {
+    setEnv("VERBUS_URMA_ABI", saved[0]);
+    setEnv("VERBUS_URMA_LAYOUT", saved[1]);
+  }
+}, { skip: SKIP_NO_SIM || (urmaAbi(SIM_ABI)?.blob ? false : `${SIM_ABI} has no description API`) });

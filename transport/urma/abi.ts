@@ -15,8 +15,10 @@
  * 3. The simulator's own declaration (`urma_sim_abi_version`, "<abi>-sim").
  * 4. **Exported symbols** that exist only in some builds ({@link PROBE_SYMBOLS}): they narrow
  *    the ABI to one, or to a few candidates; the `rpm -qf` release may then refuse 24.12 or an
- *    unknown release, but never picks between layouts. Several candidates left: refused, asking
- *    for VERBUS_URMA_ABI or the headers.
+ *    unknown release, but never picks between layouts. Several candidates left: the sizes the
+ *    library reveals at run time (the lengths of its own segment / jetty descriptions,
+ *    transport/urma/abi_probe.ts) pick one, or the library is refused, asking for
+ *    VERBUS_URMA_ABI or the headers.
  * Control path only.
  * @module
  */
@@ -147,6 +149,11 @@ export interface AbiEvidence {
   has: (name: string) => boolean;
   /** The `rpm -qf` release of the file, if any (only consulted for a real library). */
   rpmVersion: () => string | null;
+  /**
+   * Asked only when the symbols leave several candidates: the one the library's run-time
+   * sizes single out (transport/urma/abi_probe.ts) and how, or null.
+   */
+  probe?: (candidates: string[]) => { abi: UrmaAbiLayouts; evidence: string } | null;
 }
 
 /** Chooses the ABI from the evidence (module doc); throws {@link AbiRefusal}. */
@@ -187,6 +194,13 @@ export function chooseAbi(e: AbiEvidence): AbiChoice {
     return {
       abi: urmaAbi(bySymbols.names[0])!,
       evidence: `exported symbols (${bySymbols.why})${also}`,
+    };
+  }
+  const probed = e.probe?.(bySymbols.names) ?? null;
+  if (probed) {
+    return {
+      abi: probed.abi,
+      evidence: `exported symbols (${bySymbols.why})${also}, then ${probed.evidence}`,
     };
   }
   throw new AbiRefusal(

@@ -165,7 +165,7 @@ export function importableBlob(
  * Calls a urma_get_* of `fn(ptrOut, lenOut)` shape, copies the library-allocated blob and frees
  * it with `put`; null when the call fails or the blob is too long to carry.
  */
-function takeBlob(
+export function takeBlob(
   u: UrmaLib,
   fn: (ptrOut: BigUint64Array, lenOut: Uint32Array) => number,
   put: (p: NonNullPtr) => void,

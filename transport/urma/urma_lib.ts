@@ -21,11 +21,11 @@ import { ffi } from "../../ffi/ffi.ts";
 import { type Helper, loadHelper } from "../../ffi/helper.ts";
 import { errno, loadLibc } from "../../ffi/libc.ts";
 import { URMA_INIT_ATTR } from "../../ffi/layouts/urma.ts";
-import type { UrmaAbiLayouts } from "../../ffi/layouts/urma_abi.ts";
+import { urmaAbi, type UrmaAbiLayouts } from "../../ffi/layouts/urma_abi.ts";
 import { LibraryLoadError, type LoadAttempt } from "../../errors.ts";
 import { type Library, probeLibrary } from "../../ffi/loader.ts";
 import { getEnv } from "../../ffi/runtime.ts";
-import { type AbiChoice, AbiRefusal, chooseAbi } from "./abi.ts";
+import { type AbiChoice, type AbiEvidence, AbiRefusal, chooseAbi } from "./abi.ts";
 import type { LIBC_SYMBOLS } from "../../ffi/symbols/libc.ts";
 import { LIBURMA_SPEC, LIBURMA_SYMBOLS, URMA_EEXIST } from "../../ffi/symbols/liburma.ts";
 import type { FfiBackend, Ptr } from "../../ffi/types.ts";
@@ -77,7 +77,10 @@ interface Identity {
   choice: AbiChoice;
 }
 
-function identify(lib: Library<typeof LIBURMA_SYMBOLS>, f: FfiBackend): Identity {
+/** The run-time size probe (abi_probe.ts), bound to what it needs to make a provisional lib. */
+type SizeProbe = (lib: Library<typeof LIBURMA_SYMBOLS>) => AbiEvidence["probe"];
+
+function identify(lib: Library<typeof LIBURMA_SYMBOLS>, f: FfiBackend, probe: SizeProbe): Identity {
   const simVersion = lib.symbols.urma_sim_abi_version;
   let simDeclared: string | null = null;
   if (simVersion) {
@@ -93,6 +96,7 @@ function identify(lib: Library<typeof LIBURMA_SYMBOLS>, f: FfiBackend): Identity
       simDeclared,
       has: (name) => typeof symbols[name] === "function",
       rpmVersion: () => rpmVersion(lib.path),
+      probe: probe(lib),
     });
   } catch (e) {
     if (e instanceof AbiRefusal) throw new UrmaAbiError(e.message, lib.path);
@@ -108,6 +112,7 @@ const cache = new Map<string, Promise<UrmaLib>>();
 async function open(
   path: string | undefined,
   f: FfiBackend,
+  probe: SizeProbe,
 ): Promise<{ lib: Library<typeof LIBURMA_SYMBOLS> } & Identity> {
   const attempts: LoadAttempt[] = [];
   const fromEnv = getEnv("VERBUS_LIBURMA");
@@ -127,7 +132,7 @@ async function open(
     const lib = r.library;
     let id: Identity;
     try {
-      id = identify(lib, f);
+      id = identify(lib, f, probe);
     } catch (e) {
       lib.close();
       throw e;
@@ -160,7 +165,23 @@ export function loadUrma(path?: string): Promise<UrmaLib> {
     p = (async () => {
       const f = await ffi();
       const [helper, libc] = await Promise.all([loadHelper(), loadLibc()]);
-      const { lib, simulated, version, choice } = await open(path, f);
+      const sizes = await import("./abi_probe.ts");
+      const probe: SizeProbe = (lib) => (names) => {
+        const rc = lib.symbols.urma_init(new Uint8Array(URMA_INIT_ATTR.$size));
+        if (rc !== 0 && rc !== URMA_EEXIST) return null;
+        const provisional = { abi: urmaAbi(names[0])!, evidence: "provisional (size probe)" };
+        const u = makeLib(f, lib, helper, libc, false, names[0], provisional);
+        let blobs;
+        try {
+          blobs = sizes.probeDescriptionBlobs(u);
+        } catch {
+          return null; // no device to ask: the choice stays open (refused)
+        }
+        const abi = sizes.abiFromBlobs(names, blobs);
+        const how = `the lengths of its own descriptions (${sizes.describeBlobs(blobs)})`;
+        return abi ? { abi, evidence: how } : null;
+      };
+      const { lib, simulated, version, choice } = await open(path, f, probe);
       try {
         const rc = lib.symbols.urma_init(new Uint8Array(URMA_INIT_ATTR.$size));
         if (rc !== 0 && rc !== URMA_EEXIST) throw new UrmaStatusError("urma_init", rc, lib.path);
