@@ -7,8 +7,9 @@
  * The only source of events is the simulator-only urma_sim_inject_async_event (tests and demos:
  * "this jetty failed", "the port went down"); a jetty error also moves the jetty to the ERROR
  * state, in which urma_post_jetty_send_wr fails until urma_modify_jetty sets it READY again.
- * The simulator executes work requests as they are posted, so urma_flush_jetty / _jfs find no
- * outstanding send (they return 0); receives posted to an errored jetty's JFR stay posted.
+ * The simulator executes work requests as they are posted, so there is never an outstanding
+ * send: urma_flush_jfs returns 0, urma_flush_jetty of a jetty in the ERROR state returns the
+ * receives still posted to its JFR, as WR_FLUSH_ERR records (and they are gone).
  */
 #include "sim_internal.h"
 
@@ -94,11 +95,26 @@ void urma_ack_async_event(urma_async_event_t *event)
 		event->element.jetty->async_events_acked++;
 }
 
+/* A jetty in the ERROR state gives back its JFR's posted receives as WR_FLUSH_ERR records. */
 int urma_flush_jetty(urma_jetty_t *jetty, int cr_cnt, urma_cr_t *cr)
 {
-	(void)cr;
-	if (!sim_handle_is(jetty, K_JETTY) || cr_cnt < 0) return -1;
-	return 0;
+	if (!sim_handle_is(jetty, K_JETTY) || cr_cnt < 0 || (cr_cnt > 0 && !cr)) return -1;
+	struct sim_jetty *j = (struct sim_jetty *)jetty;
+	if (j->state != URMA_JETTY_STATE_ERROR || !j->jfr) return 0;
+	int n = 0;
+	sim_lock();
+	struct sim_jfr_slot *s = &sim_reg->jfrs[j->jfr->slot];
+	while (n < cr_cnt && s->used && s->gen == j->jfr->gen && s->head != s->tail) {
+		struct sim_recv rv = sim_reg->jfr_rings[j->jfr->slot][s->head++ % SIM_JFR_RING];
+		memset(&cr[n], 0, sizeof(cr[n]));
+		cr[n].status = URMA_CR_WR_FLUSH_ERR;
+		cr[n].user_ctx = rv.user_ctx;
+		cr[n].flag.value = 0x3; /* s_r = recv, jetty */
+		cr[n].local_id = jetty->jetty_id.id;
+		n++;
+	}
+	sim_unlock();
+	return n;
 }
 
 int urma_flush_jfs(urma_jfs_t *jfs, int cr_cnt, urma_cr_t *cr)

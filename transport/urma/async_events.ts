@@ -24,6 +24,8 @@ export type AsyncEventHandler = (reason: string) => void;
 const WAIT_MS = 200;
 /** Events that concern one jetty (element = the jetty). */
 const JETTY_EVENTS = new Set([4, 5]);
+/** Events whose element is a port id or an EID index (PORT_ACTIVE, PORT_DOWN, EID_CHANGE). */
+const PORT_EVENTS = new Set([7, 8, 10]);
 
 /** The reader of one context's asynchronous events. */
 export class UrmaAsyncEvents {
@@ -84,6 +86,7 @@ export class UrmaAsyncEvents {
       }
     } finally {
       this.#running = false;
+      if (this.#ctx.closed) UrmaAsyncEvents.#byContext.delete(this.#ctx);
     }
   }
 
@@ -106,7 +109,7 @@ export class UrmaAsyncEvents {
       } else if (type !== 7 /* PORT_ACTIVE: good news */) {
         const all = [...this.#jetties.values()];
         this.#jetties.clear();
-        const what = type === 8 || type === 10 ? `port/EID ${element >>> 0}` : "the context";
+        const what = PORT_EVENTS.has(type) ? `port/EID ${element % 2 ** 32}` : "the context";
         for (const h of all) h(`urma: ${name} on ${what} (urma_get_async_event)`);
       }
     }
@@ -115,7 +118,8 @@ export class UrmaAsyncEvents {
 
   /**
    * SIMULATOR ONLY: makes the simulated liburma raise async event `type` (a name of
-   * URMA_EVENT_TYPES) on `jetty` (URMA_EVENT_JETTY_ERR also puts it in the ERROR state).
+   * URMA_EVENT_TYPES) on `jetty`'s context: a jetty event names the jetty
+   * (URMA_EVENT_JETTY_ERR also puts it in the ERROR state), a port / EID event port 1.
    */
   static simInject(jetty: Jetty, type: (typeof URMA_EVENT_TYPES)[number]): void {
     const ctx = jetty.context;
@@ -123,7 +127,9 @@ export class UrmaAsyncEvents {
     if (!fn) {
       throw new VerbusError("INVALID_ARGUMENT", "async events can be injected only into the simulated liburma");
     }
-    const rc = fn(ctx.handle, jetty.handle, URMA_EVENT_TYPES.indexOf(type));
+    const code = URMA_EVENT_TYPES.indexOf(type);
+    const element = PORT_EVENTS.has(code) ? ctx.lib.ffi.fromAddress(1) : jetty.handle;
+    const rc = fn(ctx.handle, element, code);
     if (rc !== 0) {
       throw new VerbusError("INVALID_ARGUMENT", `urma_sim_inject_async_event: ${rc} (${ctx.lib.lastError()})`);
     }
