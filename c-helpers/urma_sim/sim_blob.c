@@ -113,13 +113,11 @@ urma_status_t urma_get_seg_ctx(urma_target_seg_t *tseg, urma_seg_t **seg, uint32
 {
 	if (!sim_handle_is(tseg, K_TSEG) || !seg || !size) return sim_set_error(URMA_EINVAL, "urma_get_seg_ctx: invalid parameter");
 	urma_seg_t s = tseg->seg;
-#if !URMA_SIM_EXT
-	s.attr.bs.has_user_info = 1;
-#endif
 #if URMA_SIM_EXT
 	size_t ext_at = offsetof(urma_seg_t, ext);
 #else
 	size_t ext_at = 0;
+	s.attr.bs.has_user_info = 1;
 #endif
 	*seg = with_info(&s, sizeof(s), ext_at, seg_info(&s), size);
 	return *seg ? URMA_SUCCESS : sim_set_error(URMA_ENOMEM, "out of memory");
@@ -138,13 +136,11 @@ urma_status_t urma_get_rjetty(urma_jetty_t *jetty, urma_rjetty_t **rjetty, uint3
 	r.jetty_id = jetty->jetty_id;
 	r.trans_mode = jetty->jetty_cfg.jfs_cfg.trans_mode;
 	r.type = URMA_JETTY;
-#if !URMA_SIM_EXT
-	r.flag.bs.has_user_info = 1;
-#endif
 #if URMA_SIM_EXT
 	size_t ext_at = offsetof(urma_rjetty_t, ext);
 #else
 	size_t ext_at = 0;
+	r.flag.bs.has_user_info = 1;
 #endif
 	*rjetty = with_info(&r, sizeof(r), ext_at, rjetty_info(&r), length);
 	return *rjetty ? URMA_SUCCESS : sim_set_error(URMA_ENOMEM, "out of memory");

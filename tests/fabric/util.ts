@@ -102,3 +102,17 @@ export async function until(cond: () => boolean, ms = 5000, what = "condition"):
     await new Promise((r) => setTimeout(r, 5));
   }
 }
+
+/**
+ * Calls test.Fabric/Echo with `body` every 20 ms (up to `ms`) while the answer comes over TCP:
+ * the first answer that came over the fabric again (after a re-negotiation), or the last one.
+ */
+export async function echoUntilFabric(c: Client, body: Uint8Array, ms = 5000) {
+  let r = await c.call("test.Fabric", "Echo", body);
+  const end = Date.now() + ms;
+  while (r.path === "TCP_FALLBACK" && Date.now() < end) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    r = await c.call("test.Fabric", "Echo", body);
+  }
+  return r;
+}

@@ -6,7 +6,7 @@
  * server keeps its fabric path throughout.
  */
 import { assert, assertEquals, test } from "../harness.ts";
-import { client, pattern, startServer, until } from "../fabric/util.ts";
+import { client, echoUntilFabric, pattern, startServer, until } from "../fabric/util.ts";
 import type { UrmaEndpoint } from "../../transport/urma/endpoint.ts";
 import { SIM_PATH, SKIP_NO_SIM } from "./util.ts";
 
@@ -32,12 +32,7 @@ test(
       assertEquals([fallback.path, fallback.response], ["TCP_FALLBACK", pattern(64, 3)]);
       const still = await other.call("test.Fabric", "Echo", pattern(64, 4));
       assertEquals([still.path, still.response], ["EAGER", pattern(64, 4)]);
-      let back = fallback;
-      const end = Date.now() + 5000;
-      while (back.path === "TCP_FALLBACK" && Date.now() < end) {
-        await new Promise((r) => setTimeout(r, 20));
-        back = await hit.call("test.Fabric", "Echo", pattern(64, 5));
-      }
+      const back = await echoUntilFabric(hit, pattern(64, 5));
       assertEquals([back.path, back.response], ["EAGER", pattern(64, 5)], "re-negotiated");
       assert(hit.session!.endpoint !== ep, "a new endpoint (new jetty) after re-negotiation");
       assertEquals((await other.call("test.Fabric", "Echo", pattern(64, 6))).path, "EAGER");

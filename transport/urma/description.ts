@@ -185,33 +185,38 @@ export function takeBlob(
 
 /** This side's segment description: the library blob where there is one, else the fixed form. */
 export function describeSegment(seg: Segment): Uint8Array {
-  const u = seg.context.lib, s = u.lib.symbols, abi = u.layouts;
-  let body: Uint8Array | null = null;
-  const get = s.urma_get_seg_ctx, put = s.urma_put_seg_ctx;
-  if (get && put && abi.blob) {
-    body = takeBlob(u, (ptrOut, lenOut) => get(seg.handle, ptrOut, lenOut), (p) => put(p));
-  }
-  if (body && blobLength(abi.blob!.seg, body) !== body.length) body = null;
-  return encodeDescription(
-    body
-      ? { kind: "segment", form: "library", abi: abi.name, body }
-      : { kind: "segment", form: "fixed", abi: abi.name, body: seg.descriptor },
-  );
+  const s = seg.context.lib.lib.symbols;
+  const u = seg.context.lib;
+  return describe(u, "segment", seg.handle, seg.descriptor, s.urma_get_seg_ctx, s.urma_put_seg_ctx);
 }
 
 /** This side's jetty description: the library's urma_get_rjetty blob, else the fixed (empty) form. */
 export function describeJetty(jetty: Jetty): Uint8Array {
-  const u = jetty.context.lib, s = u.lib.symbols, abi = u.layouts;
+  const s = jetty.context.lib.lib.symbols;
+  const u = jetty.context.lib, none = new Uint8Array(0);
+  return describe(u, "jetty", jetty.handle, none, s.urma_get_rjetty, s.urma_put_rjetty);
+}
+
+/** The description of `object` through the library's `get` / `put` pair, else `fixed`. */
+function describe(
+  u: UrmaLib,
+  kind: Description["kind"],
+  object: NonNullPtr,
+  fixed: Uint8Array,
+  get: ((o: NonNullPtr, p: BigUint64Array, l: Uint32Array) => number) | undefined,
+  put: ((p: NonNullPtr) => void) | undefined,
+): Uint8Array {
+  const abi = u.layouts;
   let body: Uint8Array | null = null;
-  const get = s.urma_get_rjetty, put = s.urma_put_rjetty;
   if (get && put && abi.blob) {
-    body = takeBlob(u, (ptrOut, lenOut) => get(jetty.handle, ptrOut, lenOut), (p) => put(p));
+    body = takeBlob(u, (ptrOut, lenOut) => get(object, ptrOut, lenOut), put);
+    const rule = kind === "segment" ? abi.blob.seg : abi.blob.rjetty;
+    if (body && blobLength(rule, body) !== body.length) body = null; // not what we can check
   }
-  if (body && blobLength(abi.blob!.rjetty, body) !== body.length) body = null;
   return encodeDescription({
-    kind: "jetty",
+    kind,
     form: body ? "library" : "fixed",
     abi: abi.name,
-    body: body ?? new Uint8Array(0),
+    body: body ?? fixed,
   });
 }
