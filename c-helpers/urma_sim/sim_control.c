@@ -277,8 +277,12 @@ urma_status_t urma_delete_jetty(urma_jetty_t *jetty)
 
 urma_target_jetty_t *urma_import_jetty(urma_context_t *ctx, urma_rjetty_t *rjetty, urma_token_t *token_value)
 {
-	if (rjetty && sim_check_rjetty_info(rjetty) != 0) return NULL;
 	if (!sim_handle_is(ctx, K_CTX) || !rjetty) return sim_set_error_null(URMA_EINVAL, "urma_import_jetty: invalid context or rjetty");
+	/* A caller with another ABI's (shorter) urma_rjetty_t leaves tp_type as whatever follows it. */
+	if ((unsigned)rjetty->tp_type > URMA_UTP)
+		return sim_set_error_null(URMA_EINVAL, "urma_import_jetty: tp_type %u is not a urma_tp_type_t (is the caller's urma_rjetty_t the %zu-byte one of ABI %s?)",
+					  (unsigned)rjetty->tp_type, sizeof(urma_rjetty_t), URMA_SIM_ABI_NAME);
+	if (sim_check_rjetty_info(rjetty) != 0) return NULL;
 	if (memcmp(rjetty->jetty_id.eid.raw, sim_eid.raw, URMA_EID_SIZE) != 0)
 		return sim_set_error_null(URMA_EINVAL, "urma_import_jetty: EID is not on this (simulated) fabric");
 	struct sim_tjetty *t = calloc(1, sizeof(*t));

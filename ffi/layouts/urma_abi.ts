@@ -91,8 +91,7 @@ export const URMA_ABIS: readonly UrmaAbiLayouts[] = [
   },
   {
     name: "25.12-B081",
-    seenIn:
-      "tag v25.12.0.B081 (a4768b14); master c7efde0d (2026-04-13) to 0cd28bd3 (2026-06-10)",
+    seenIn: "tag v25.12.0.B081 (a4768b14); master c7efde0d (2026-04-13) to 0cd28bd3 (2026-06-10)",
     rjetty: RJETTY_USER_TAG,
     seg: URMA_SEG,
     targetSeg: URMA_TARGET_SEG,

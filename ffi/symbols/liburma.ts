@@ -150,7 +150,11 @@ export const LIBURMA_SYMBOLS = {
   /** const char *urma_sim_registry_name(void);  the POSIX shm registry of this namespace */
   urma_sim_registry_name: { args: [], result: "pointer", optional: true },
   /** int urma_sim_inject_async_event(urma_context_t *ctx, void *element, uint32_t event_type);  SIMULATOR-ONLY fault injection */
-  urma_sim_inject_async_event: { args: ["pointer", "pointer", "u32"], result: "i32", optional: true },
+  urma_sim_inject_async_event: {
+    args: ["pointer", "pointer", "u32"],
+    result: "i32",
+    optional: true,
+  },
 } as const;
 
 /** Where to find liburma. Nothing is bundled: the simulator is used only when named explicitly. */

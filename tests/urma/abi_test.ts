@@ -4,10 +4,12 @@
  * ABI (build/urma_sim[/<abi>]/urma_layout.txt), the evidence order of transport/urma/abi.ts, and
  * a mismatched ABI refused with the field named.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { assert, assertEquals, assertRejects, test } from "../harness.ts";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { assert, assertEquals, assertRejects, assertThrows, test } from "../harness.ts";
 import { layoutMismatches, parseLayoutTable } from "../../ffi/layouts/layout.ts";
 import { URMA_LAYOUTS, URMA_LEADING, URMA_SGE } from "../../ffi/layouts/urma.ts";
 import { abiLayouts, URMA_ABIS, urmaAbi } from "../../ffi/layouts/urma_abi.ts";
@@ -28,6 +30,7 @@ import {
 import { loadSim, SIM_ABI, SKIP_NO_SIM } from "./util.ts";
 import { getEnvRaw, setEnv, simDirFor, simPathFor } from "./sim_path.ts";
 
+const simDir = fileURLToPath(new URL("../../c-helpers/urma_sim", import.meta.url));
 const tablePath = (abi: string) => simDirFor(abi) + "urma_layout.txt";
 const SKIP = URMA_ABIS.every((a) => existsSync(tablePath(a.name)))
   ? false
@@ -43,7 +46,9 @@ test("every named ABI's layouts match its simulator build's header table, field 
       for (const [field, offset] of Object.entries(l)) {
         if (field.startsWith("$")) continue;
         const e = t.get(`${l.$struct}.${field}`);
-        if (!e || e.offset !== offset) bad.push(`${l.$struct}.${field}: TS ${offset}, C ${e?.offset}`);
+        if (!e || e.offset !== offset) {
+          bad.push(`${l.$struct}.${field}: TS ${offset}, C ${e?.offset}`);
+        }
       }
     }
     assertEquals(bad, []);
@@ -60,7 +65,10 @@ test("each header table picks exactly its own ABI (the tables tell the ABIs apar
 }, { skip: SKIP });
 
 test("a table no named ABI matches is refused, naming the field (the check can fail)", () => {
-  const bad = table("25.12").replace(/^urma_rjetty_t\.tp_type 40 4$/m, "urma_rjetty_t.tp_type 44 4");
+  const bad = table("25.12").replace(
+    /^urma_rjetty_t\.tp_type 40 4$/m,
+    "urma_rjetty_t.tp_type 44 4",
+  );
   let msg = "";
   try {
     abiFromTable(bad, "fixture");
@@ -174,3 +182,63 @@ test("size probe: the lengths of the library's own descriptions single out its A
     setEnv("VERBUS_URMA_LAYOUT", saved[1]);
   }
 }, { skip: SKIP_NO_SIM || (urmaAbi(SIM_ABI)?.blob ? false : `${SIM_ABI} has no description API`) });
+
+test(
+  "installed UMDK headers: make compiles urma_layout.txt from them and a system liburma's ABI comes from it",
+  () => {
+    // A header directory in the installed shape (/usr/include/ub/umdk/urma): urma_types.h and
+    // urma_api.h — here the simulator's header for 25.12-B081 standing in for UMDK's.
+    const root = mkdtempSync(join(tmpdir(), "verbus-umdk-"));
+    const inc = join(root, "include"), out = join(root, "build");
+    mkdirSync(inc);
+    const simHeader = fileURLToPath(
+      new URL("../../c-helpers/urma_sim/urma_sim.h", import.meta.url),
+    );
+    writeFileSync(join(inc, "urma_types.h"), `#define URMA_SIM_ABI 1\n#include "${simHeader}"\n`);
+    writeFileSync(join(inc, "urma_api.h"), "/* declarations come with urma_types.h here */\n");
+    const make = (include: string) =>
+      execFileSync("make", [
+        "-s",
+        "-C",
+        simDir,
+        "umdk-layout",
+        `UMDK_INCLUDE=${include}`,
+        `OUT=${out}`,
+      ], {
+        encoding: "utf8",
+      });
+    make(join(root, "none")); // no headers: no table
+    assert(!existsSync(join(out, "urma_layout.txt")), "no table without headers");
+    make(inc);
+    const saved = ["VERBUS_URMA_ABI", "VERBUS_URMA_LAYOUT", "VERBUS_HOME"].map(getEnvRaw);
+    setEnv("VERBUS_URMA_ABI", undefined);
+    setEnv("VERBUS_URMA_LAYOUT", undefined);
+    setEnv("VERBUS_HOME", root); // its build/ is one of the build directories verbus reads
+    try {
+      const e = {
+        path: "/x/liburma.so.0",
+        simDeclared: null,
+        has: () => true,
+        rpmVersion: () => null,
+      };
+      const c = chooseAbi(e);
+      assertEquals(c.abi.name, "25.12-B081");
+      assert(c.evidence.includes("urma_layout.txt"), c.evidence);
+      setEnv("VERBUS_URMA_ABI", "25.12");
+      assertThrows(
+        () => chooseAbi(e),
+        Error,
+        "offsetof(urma_rjetty_t, tp_type): TypeScript says 40, C says 64",
+      );
+    } finally {
+      ["VERBUS_URMA_ABI", "VERBUS_URMA_LAYOUT", "VERBUS_HOME"].forEach((n, i) =>
+        setEnv(n, saved[i])
+      );
+    }
+  },
+  {
+    skip: existsSync(join(dirname(fileURLToPath(import.meta.url)), "../../build/urma_layout.txt"))
+      ? "this host has UMDK headers: build/urma_layout.txt comes first"
+      : false,
+  },
+);

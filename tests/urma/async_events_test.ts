@@ -26,7 +26,10 @@ test(
       ep.simInjectAsyncEvent("URMA_EVENT_JETTY_ERR");
       await until(() => ep.failed, 3000, "the async event to fail the endpoint");
       assert(ep.failureReason!.includes("URMA_EVENT_JETTY_ERR"), `${ep.failureReason}`);
-      assert(ep.flushedOnError > 0, `its posted receives came back as WR_FLUSH_ERR: ${ep.flushedOnError}`);
+      assert(
+        ep.flushedOnError > 0,
+        `its posted receives came back as WR_FLUSH_ERR: ${ep.flushedOnError}`,
+      );
       assert(!untouched.failed, `the other session is untouched: ${untouched.failureReason}`);
       const fallback = await hit.call("test.Fabric", "Echo", pattern(64, 3));
       assertEquals([fallback.path, fallback.response], ["TCP_FALLBACK", pattern(64, 3)]);
@@ -58,7 +61,10 @@ test(
       ea.simInjectAsyncEvent("URMA_EVENT_PORT_DOWN");
       await until(() => ea.failed && eb.failed, 3000, "the port event to fail both endpoints");
       for (const ep of [ea, eb]) {
-        assert(ep.failureReason!.includes("URMA_EVENT_PORT_DOWN on port/EID 1"), `${ep.failureReason}`);
+        assert(
+          ep.failureReason!.includes("URMA_EVENT_PORT_DOWN on port/EID 1"),
+          `${ep.failureReason}`,
+        );
       }
       for (const c of [a, b]) {
         const r = await c.call("test.Fabric", "Echo", pattern(16, 3));

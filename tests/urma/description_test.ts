@@ -9,9 +9,9 @@ import { VerbusError } from "../../errors.ts";
 import {
   blobLength,
   decodeDescription,
-  DESCRIPTION_MAX,
   describeJetty,
   describeSegment,
+  DESCRIPTION_MAX,
   encodeDescription,
   importableBlob,
   peerBlobs,
@@ -21,48 +21,52 @@ import { loadSim, makeSide, SIM_ABI, SKIP_NO_SIM } from "./util.ts";
 
 const HAS_BLOBS = urmaAbi(SIM_ABI)?.blob != null;
 
-test("descriptions carry the library's blob where the ABI has one, and it imports whole", async () => {
-  const u = await loadSim();
-  const a = makeSide(u, 8192, 0x1111), b = makeSide(u, 8192, 0x2222);
-  try {
-    const segDesc = decodeDescription(describeSegment(b.seg), "segment", "test");
-    const jettyDesc = decodeDescription(describeJetty(b.jetty), "jetty", "test");
-    assertEquals([segDesc.abi, jettyDesc.abi], [SIM_ABI, SIM_ABI]);
-    assertEquals(segDesc.form, HAS_BLOBS ? "library" : "fixed");
-    assertEquals(jettyDesc.form, HAS_BLOBS ? "library" : "fixed");
-    const blobs = peerBlobs(
-      u.layouts,
-      b.seg.descriptor,
-      describeSegment(b.seg),
-      describeJetty(b.jetty),
-      "test",
-    );
-    if (HAS_BLOBS) {
-      // The simulator appends 16 bytes of user info: longer than the struct.
-      assert(blobs.seg!.length > u.layouts.seg.$size, `${blobs.seg!.length}`);
-      assert(blobs.jetty!.length > u.layouts.rjetty.$size, `${blobs.jetty!.length}`);
-      // The simulator checks the user info on import: the blob reached the library whole ...
-      a.ctx.importSegment(b.seg.descriptor, b.token, blobs.seg).close();
-      a.ctx.importJetty(b.jetty.address, b.token, blobs.jetty).close();
-      // ... and a damaged one is refused by it (not read past: its length was checked first).
-      const bad = blobs.seg!.slice();
-      bad[bad.length - 1] ^= 0xff;
-      let msg = "";
-      try {
-        a.ctx.importSegment(b.seg.descriptor, b.token, bad);
-      } catch (e) {
-        msg = (e as Error).message;
+test(
+  "descriptions carry the library's blob where the ABI has one, and it imports whole",
+  async () => {
+    const u = await loadSim();
+    const a = makeSide(u, 8192, 0x1111), b = makeSide(u, 8192, 0x2222);
+    try {
+      const segDesc = decodeDescription(describeSegment(b.seg), "segment", "test");
+      const jettyDesc = decodeDescription(describeJetty(b.jetty), "jetty", "test");
+      assertEquals([segDesc.abi, jettyDesc.abi], [SIM_ABI, SIM_ABI]);
+      assertEquals(segDesc.form, HAS_BLOBS ? "library" : "fixed");
+      assertEquals(jettyDesc.form, HAS_BLOBS ? "library" : "fixed");
+      const blobs = peerBlobs(
+        u.layouts,
+        b.seg.descriptor,
+        describeSegment(b.seg),
+        describeJetty(b.jetty),
+        "test",
+      );
+      if (HAS_BLOBS) {
+        // The simulator appends 16 bytes of user info: longer than the struct.
+        assert(blobs.seg!.length > u.layouts.seg.$size, `${blobs.seg!.length}`);
+        assert(blobs.jetty!.length > u.layouts.rjetty.$size, `${blobs.jetty!.length}`);
+        // The simulator checks the user info on import: the blob reached the library whole ...
+        a.ctx.importSegment(b.seg.descriptor, b.token, blobs.seg).close();
+        a.ctx.importJetty(b.jetty.address, b.token, blobs.jetty).close();
+        // ... and a damaged one is refused by it (not read past: its length was checked first).
+        const bad = blobs.seg!.slice();
+        bad[bad.length - 1] ^= 0xff;
+        let msg = "";
+        try {
+          a.ctx.importSegment(b.seg.descriptor, b.token, bad);
+        } catch (e) {
+          msg = (e as Error).message;
+        }
+        assert(msg.includes("user info"), msg);
+      } else {
+        assertEquals([blobs.seg, blobs.jetty], [null, null]);
+        assertEquals(segDesc.body, b.seg.descriptor);
       }
-      assert(msg.includes("user info"), msg);
-    } else {
-      assertEquals([blobs.seg, blobs.jetty], [null, null]);
-      assertEquals(segDesc.body, b.seg.descriptor);
+    } finally {
+      a.ctx.close();
+      b.ctx.close();
     }
-  } finally {
-    a.ctx.close();
-    b.ctx.close();
-  }
-}, { skip: SKIP_NO_SIM });
+  },
+  { skip: SKIP_NO_SIM },
+);
 
 test("hostile descriptions are refused naming what is wrong", () => {
   const fixed = new Uint8Array(48);
@@ -93,7 +97,11 @@ test("hostile descriptions are refused naming what is wrong", () => {
     "segment",
     "peer",
   );
-  assertThrows(() => importableBlob(abi, lying, "peer"), VerbusError, "its 68-byte 25.12 blob announces 4294967332 bytes");
+  assertThrows(
+    () => importableBlob(abi, lying, "peer"),
+    VerbusError,
+    "its 68-byte 25.12 blob announces 4294967332 bytes",
+  );
   // Another ABI's blob is not imported (the fixed form is), never misread.
   assertEquals(importableBlob(urmaAbi("26.06-ext")!, lying, "peer"), null);
 });

@@ -4,7 +4,6 @@
  */
 import { assert, assertEquals, assertRejects, test } from "../harness.ts";
 import { LibraryLoadError } from "../../errors.ts";
-import { RUNTIME } from "../../ffi/runtime.ts";
 import { listUrmaDevices, UrmaContext } from "../../transport/urma/context.ts";
 import { UrmaStatusError } from "../../transport/urma/errors.ts";
 import { loadUrma } from "../../transport/urma/urma_lib.ts";

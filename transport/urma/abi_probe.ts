@@ -34,8 +34,12 @@ export function probeDescriptionBlobs(u: UrmaLib): ProbedBlobs {
     const getSeg = s.urma_get_seg_ctx, putSeg = s.urma_put_seg_ctx;
     const getRj = s.urma_get_rjetty, putRj = s.urma_put_rjetty;
     return {
-      seg: getSeg && putSeg ? takeBlob(u, (p, l) => getSeg(seg.handle, p, l), (p) => putSeg(p)) : null,
-      rjetty: getRj && putRj ? takeBlob(u, (p, l) => getRj(jetty.handle, p, l), (p) => putRj(p)) : null,
+      seg: getSeg && putSeg
+        ? takeBlob(u, (p, l) => getSeg(seg.handle, p, l), (p) => putSeg(p))
+        : null,
+      rjetty: getRj && putRj
+        ? takeBlob(u, (p, l) => getRj(jetty.handle, p, l), (p) => putRj(p))
+        : null,
     };
   } finally {
     ctx.close();
@@ -43,7 +47,10 @@ export function probeDescriptionBlobs(u: UrmaLib): ProbedBlobs {
 }
 
 /** The one candidate whose rules explain the blobs' lengths, or null (none, or several). */
-export function abiFromBlobs(candidates: readonly string[], blobs: ProbedBlobs): UrmaAbiLayouts | null {
+export function abiFromBlobs(
+  candidates: readonly string[],
+  blobs: ProbedBlobs,
+): UrmaAbiLayouts | null {
   if (!blobs.seg && !blobs.rjetty) return null;
   const fits = candidates.map((n) => urmaAbi(n)!).filter((abi) => {
     if (!abi.blob) return false;

@@ -46,7 +46,9 @@ export class UrmaAsyncEvents {
   private constructor(ctx: UrmaContext) {
     this.#lib = ctx.lib;
     this.#ctx = ctx;
-    const lead = new DataView(ctx.lib.ffi.view(ctx.handle, URMA_CONTEXT_LEAD.async_fd as number + 4));
+    const lead = new DataView(
+      ctx.lib.ffi.view(ctx.handle, URMA_CONTEXT_LEAD.async_fd as number + 4),
+    );
     this.#fd = lead.getInt32(URMA_CONTEXT_LEAD.async_fd as number, true);
   }
 
@@ -125,13 +127,19 @@ export class UrmaAsyncEvents {
     const ctx = jetty.context;
     const fn = ctx.lib.lib.symbols.urma_sim_inject_async_event;
     if (!fn) {
-      throw new VerbusError("INVALID_ARGUMENT", "async events can be injected only into the simulated liburma");
+      throw new VerbusError(
+        "INVALID_ARGUMENT",
+        "async events can be injected only into the simulated liburma",
+      );
     }
     const code = URMA_EVENT_TYPES.indexOf(type);
     const element = PORT_EVENTS.has(code) ? ctx.lib.ffi.fromAddress(1) : jetty.handle;
     const rc = fn(ctx.handle, element, code);
     if (rc !== 0) {
-      throw new VerbusError("INVALID_ARGUMENT", `urma_sim_inject_async_event: ${rc} (${ctx.lib.lastError()})`);
+      throw new VerbusError(
+        "INVALID_ARGUMENT",
+        `urma_sim_inject_async_event: ${rc} (${ctx.lib.lastError()})`,
+      );
     }
   }
 }

@@ -11,7 +11,12 @@
 import { VerbusError } from "../../errors.ts";
 import { NativeHandle } from "../../ffi/handle.ts";
 import { bytesEqual, toHex } from "../../util/hex.ts";
-import { URMA_REG_SEG_FLAG_BITS, URMA_SEG, URMA_SEG_CFG, URMA_UBVA } from "../../ffi/layouts/urma.ts";
+import {
+  URMA_REG_SEG_FLAG_BITS,
+  URMA_SEG,
+  URMA_SEG_CFG,
+  URMA_UBVA,
+} from "../../ffi/layouts/urma.ts";
 import { URMA_SEG_WIRE_BYTES } from "../../ffi/layouts/urma_abi.ts";
 import { URMA_ACCESS, URMA_TOKEN_POLICY } from "../../ffi/symbols/liburma.ts";
 import type { NonNullPtr } from "../../ffi/types.ts";
