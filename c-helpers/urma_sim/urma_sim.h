@@ -7,16 +7,7 @@
  * ffi/layouts/urma.ts + urma_abi.ts are checked against that table. UMDK 24.12 LTS differs
  * (urma_sge_t 24 B without user_tseg, urma_rjetty_t 40 B without tp_type) and is NOT described.
  *
- * One header, one named ABI per build (the Makefile passes -DURMA_SIM_ABI=<n>; checked against
- * the real headers of openeuler-mirror/umdk, see ffi/layouts/urma_abi.ts for the commits):
- *   URMA_SIM_ABI_2512 (default) "25.12":      urma_rjetty_t 48, urma_seg_t 48, urma_target_seg_t 88
- *   URMA_SIM_ABI_B081           "25.12-B081": urma_rjetty_t 72 (flag@40 is a 24-byte union with
- *                                             user_tag, tp_type@64); segments as 25.12
- *   URMA_SIM_ABI_EXT            "26.06-ext":  B081's urma_rjetty_t + urma_ext_t (80), urma_seg_t
- *                                             56 (+ urma_ext_t), urma_target_seg_t 96
- *   URMA_SIM_ABI_EXT56          "26.06-ext56": urma_rjetty_t 56 (4-byte flag, + urma_ext_t),
- *                                             segments as 26.06-ext
- *
+ * One named ABI per build (urma_sim_abi.h; the Makefile passes -DURMA_SIM_ABI=<n>).
  * Object structs (urma_context_t, urma_jfc_t, urma_jetty_t...) grow between UMDK releases:
  * callers must treat them as opaque and read only their leading fields (urma_jfce_t.fd @8,
  * urma_jetty_t.jetty_id @8, urma_jfr_t.jfr_id @8, urma_target_seg_t.seg @0).
@@ -37,28 +28,7 @@
 extern "C" {
 #endif
 
-#define URMA_SIM_ABI_2512 0
-#define URMA_SIM_ABI_B081 1
-#define URMA_SIM_ABI_EXT 2
-#define URMA_SIM_ABI_EXT56 3
-#ifndef URMA_SIM_ABI
-#define URMA_SIM_ABI URMA_SIM_ABI_2512
-#endif
-#if URMA_SIM_ABI == URMA_SIM_ABI_2512
-#define URMA_SIM_ABI_NAME "25.12"
-#elif URMA_SIM_ABI == URMA_SIM_ABI_B081
-#define URMA_SIM_ABI_NAME "25.12-B081"
-#elif URMA_SIM_ABI == URMA_SIM_ABI_EXT
-#define URMA_SIM_ABI_NAME "26.06-ext"
-#elif URMA_SIM_ABI == URMA_SIM_ABI_EXT56
-#define URMA_SIM_ABI_NAME "26.06-ext56"
-#else
-#error "unknown URMA_SIM_ABI"
-#endif
-/* The import-jetty flag is a 24-byte union with user_tag (B081, 26.06-ext). */
-#define URMA_SIM_USER_TAG (URMA_SIM_ABI == URMA_SIM_ABI_B081 || URMA_SIM_ABI == URMA_SIM_ABI_EXT)
-/* urma_seg_t and urma_rjetty_t end in an urma_ext_t (26.06-ext, 26.06-ext56). */
-#define URMA_SIM_EXT (URMA_SIM_ABI == URMA_SIM_ABI_EXT || URMA_SIM_ABI == URMA_SIM_ABI_EXT56)
+#include "urma_sim_abi.h" /* which named UMDK ABI this build reproduces */
 
 /* ---- status (urma_opcode.h: errno values, URMA_FAIL 0x1000) ---- */
 typedef int urma_status_t;
@@ -237,9 +207,7 @@ typedef union urma_import_jetty_flag {
 	struct { uint32_t token_policy : 3, order_type : 8, share_tp : 1, has_drv_ext : 1, has_user_info : 1,
 		 reserved : 18; } bs;
 	uint32_t value;
-#if URMA_SIM_USER_TAG
-	struct { uint64_t reserved; uint64_t stag; uint64_t dtag; } user_tag;
-#endif
+	URMA_SIM_USER_TAG_FIELD
 } urma_import_jetty_flag_t;
 
 /* Extension data at the end of urma_seg_t / urma_rjetty_t (26.06-ext*). */
@@ -261,10 +229,7 @@ typedef struct urma_jetty_cfg {
  * 25.12-B081: 72 bytes, flag@40 (24 B), tp_type@64; 26.06-ext: 80 (+ ext@68); 26.06-ext56: 56 (+ ext@44) */
 typedef struct urma_rjetty {
 	urma_jetty_id_t jetty_id; urma_transport_mode_t trans_mode; urma_jetty_grp_policy_t policy;
-	urma_target_type_t type; urma_import_jetty_flag_t flag; urma_tp_type_t tp_type;
-#if URMA_SIM_EXT
-	urma_ext_t ext;
-#endif
+	urma_target_type_t type; urma_import_jetty_flag_t flag; urma_tp_type_t tp_type; URMA_SIM_EXT_FIELD
 } urma_rjetty_t;
 
 typedef struct urma_target_jetty {
@@ -312,10 +277,7 @@ typedef struct urma_seg_cfg {
 
 /* 48 bytes: ubva@0 (packed 28 B) len@32 attr@40 token_id@44 (26.06-ext*: 56, + ext@48) */
 typedef struct urma_seg {
-	urma_ubva_t ubva; uint64_t len; urma_seg_attr_t attr; uint32_t token_id;
-#if URMA_SIM_EXT
-	urma_ext_t ext;
-#endif
+	urma_ubva_t ubva; uint64_t len; urma_seg_attr_t attr; uint32_t token_id; URMA_SIM_EXT_FIELD
 } urma_seg_t;
 
 /* 88 bytes: seg@0 user_ctx@48 mva@56 urma_ctx@64 token_id@72 handle@80 (26.06-ext*: 96, +8 from user_ctx) */
@@ -370,37 +332,6 @@ typedef struct urma_cr {
 	uint32_t tpn; uintptr_t user_data;
 } urma_cr_t;
 
-/* ---- asynchronous events and queue states (urma_opcode.h, urma_types.h) ---- */
-typedef enum urma_async_event_type {
-	URMA_EVENT_JFC_ERR, URMA_EVENT_JFS_ERR, URMA_EVENT_JFR_ERR, URMA_EVENT_JFR_LIMIT,
-	URMA_EVENT_JETTY_ERR, URMA_EVENT_JETTY_LIMIT, URMA_EVENT_JETTY_GRP_ERR, URMA_EVENT_PORT_ACTIVE,
-	URMA_EVENT_PORT_DOWN, URMA_EVENT_DEV_FATAL, URMA_EVENT_EID_CHANGE, URMA_EVENT_ELR_ERR,
-	URMA_EVENT_ELR_DONE
-} urma_async_event_type_t;
-
-/* 32 bytes: urma_ctx@0 element@8 (a pointer, or port_id / eid_idx u32) event_type@16 priv@24 */
-typedef struct urma_async_event {
-	const urma_context_t *urma_ctx;
-	union { urma_jfc_t *jfc; urma_jfs_t *jfs; urma_jfr_t *jfr; urma_jetty_t *jetty;
-		urma_jetty_grp_t *jetty_grp; uint32_t port_id; uint32_t eid_idx; } element;
-	urma_async_event_type_t event_type;
-	void *priv;
-} urma_async_event_t;
-
-typedef enum urma_jetty_state { URMA_JETTY_STATE_RESET = 0, URMA_JETTY_STATE_READY, URMA_JETTY_STATE_SUSPENDED,
-				URMA_JETTY_STATE_ERROR } urma_jetty_state_t;
-typedef urma_jetty_state_t urma_jfs_state_t;
-typedef enum urma_jfr_state { URMA_JFR_STATE_RESET = 0, URMA_JFR_STATE_READY, URMA_JFR_STATE_ERROR } urma_jfr_state_t;
-typedef enum urma_jetty_attr_mask { JETTY_RX_THRESHOLD = 0x1, JETTY_STATE = 0x1 << 1 } urma_jetty_attr_mask_t;
-typedef enum urma_jfs_attr_mask { JFS_STATE = 0x1 } urma_jfs_attr_mask_t;
-typedef enum urma_jfr_attr_mask { JFR_RX_THRESHOLD = 0x1, JFR_STATE = 0x1 << 1 } urma_jfr_attr_mask_t;
-/* 12 bytes: mask@0 rx_threshold@4 state@8 */
-typedef struct urma_jetty_attr { uint32_t mask; uint32_t rx_threshold; urma_jetty_state_t state; } urma_jetty_attr_t;
-/* 8 bytes: mask@0 state@4 */
-typedef struct urma_jfs_attr { uint32_t mask; urma_jfs_state_t state; } urma_jfs_attr_t;
-/* 12 bytes: mask@0 rx_threshold@4 state@8 */
-typedef struct urma_jfr_attr { uint32_t mask; uint32_t rx_threshold; urma_jfr_state_t state; } urma_jfr_attr_t;
-
 /* ---- the liburma API the simulator implements ---- */
 urma_status_t urma_init(urma_init_attr_t *conf);
 urma_status_t urma_uninit(void);
@@ -448,21 +379,7 @@ int urma_poll_jfc(urma_jfc_t *jfc, int cr_cnt, urma_cr_t *cr);
 urma_status_t urma_rearm_jfc(urma_jfc_t *jfc, bool solicited_only);
 int urma_wait_jfc(urma_jfce_t *jfce, uint32_t jfc_cnt, int time_out, urma_jfc_t *jfc[]);
 void urma_ack_jfc(urma_jfc_t *jfc[], uint32_t nevents[], uint32_t jfc_cnt);
-urma_status_t urma_get_async_event(urma_context_t *ctx, urma_async_event_t *event);
-void urma_ack_async_event(urma_async_event_t *event);
-int urma_flush_jetty(urma_jetty_t *jetty, int cr_cnt, urma_cr_t *cr);
-int urma_flush_jfs(urma_jfs_t *jfs, int cr_cnt, urma_cr_t *cr);
-urma_status_t urma_modify_jetty(urma_jetty_t *jetty, urma_jetty_attr_t *attr);
-urma_status_t urma_query_jetty(urma_jetty_t *jetty, urma_jetty_cfg_t *cfg, urma_jetty_attr_t *attr);
-urma_status_t urma_modify_jfs(urma_jfs_t *jfs, urma_jfs_attr_t *attr);
-urma_status_t urma_modify_jfr(urma_jfr_t *jfr, urma_jfr_attr_t *attr);
-#if URMA_SIM_ABI != URMA_SIM_ABI_B081
-/* Descriptions "for proxy transmission" (struct + user info; sim_blob.c). */
-urma_status_t urma_get_seg_ctx(urma_target_seg_t *tseg, urma_seg_t **seg, uint32_t *size);
-void urma_put_seg_ctx(urma_seg_t *seg);
-urma_status_t urma_get_rjetty(urma_jetty_t *jetty, urma_rjetty_t **rjetty, uint32_t *length);
-void urma_put_rjetty(urma_rjetty_t *rjetty);
-#endif
+#include "urma_sim_events.h" /* async events, queue states, descriptions */
 
 /* ---- simulator-only extensions ---- */
 /* "<ABI>-sim" (e.g. "25.12-B081-sim"): the named UMDK ABI this build reproduces, marked as simulated. */
@@ -473,10 +390,7 @@ const char *urma_sim_last_error(void);
 int urma_sim_live_objects(char *buf, int len);
 /* The registry's POSIX shm name (from URMA_SIM_NAMESPACE, else per-uid default). */
 const char *urma_sim_registry_name(void);
-/* SIMULATOR-ONLY fault injection: queues async event `event_type` on ctx (element: the jetty /
- * JFC / JFS / JFR pointer, or the port id / eid index as an integer) and makes ctx->async_fd
- * readable; URMA_EVENT_JETTY_ERR also moves the jetty to the ERROR state. 0 or a status. */
-int urma_sim_inject_async_event(urma_context_t *ctx, void *element, uint32_t event_type);
+/* urma_sim_inject_async_event (SIMULATOR-ONLY fault injection): urma_sim_events.h */
 
 #ifdef __cplusplus
 }
