@@ -8,7 +8,10 @@
 import { assert, assertEquals, test } from "../harness.ts";
 import { client, echoUntilFabric, pattern, startServer, until } from "../fabric/util.ts";
 import type { UrmaEndpoint } from "../../transport/urma/endpoint.ts";
-import { SIM_PATH, SKIP_NO_SIM } from "./util.ts";
+import { UrmaAsyncEvents } from "../../transport/urma/async_events.ts";
+import { UrmaRecvBatch } from "../../transport/urma/data_path.ts";
+import { flushJetty, modifyJettyState, queryJettyState } from "../../transport/urma/jetty_state.ts";
+import { loadSim, makeSide, SIM_PATH, SKIP_NO_SIM } from "./util.ts";
 
 const sim = { urma: { library: SIM_PATH } };
 
@@ -74,6 +77,41 @@ test(
       await a.close();
       await b.close();
       await server.close();
+    }
+  },
+  { skip: SKIP_NO_SIM },
+);
+
+test(
+  "jetty state after an error: query says ERROR, flush returns the posted receives as WR_FLUSH_ERR, modify makes it READY",
+  async () => {
+    const u = await loadSim();
+    const side = makeSide(u, 8192, 0x3333);
+    try {
+      const rb = new UrmaRecvBatch(u, 2);
+      rb.recv(side.seg, side.seg.address, 512, 81);
+      rb.recv(side.seg, side.seg.address + 512, 512, 82);
+      assertEquals(rb.post(side.jetty), 0);
+      assertEquals(queryJettyState(side.jetty), "READY");
+      assertEquals(
+        flushJetty(side.jetty, side.cr),
+        { records: 0, flushErr: 0 },
+        "nothing while READY",
+      );
+      UrmaAsyncEvents.simInject(side.jetty, "URMA_EVENT_JETTY_ERR");
+      assertEquals(queryJettyState(side.jetty), "ERROR");
+      const events = UrmaAsyncEvents.of(side.ctx)!;
+      const seen: string[] = [];
+      const stop = events.watch(side.jetty, (r) => seen.push(r));
+      assertEquals(events.drain(), 1, "read off the async fd");
+      stop();
+      assert(seen.length === 1 && seen[0].includes("URMA_EVENT_JETTY_ERR"), seen.join());
+      assertEquals(flushJetty(side.jetty, side.cr), { records: 2, flushErr: 2 });
+      assertEquals([side.cr.userCtx(0), side.cr.userCtx(1)], [81, 82]);
+      assert(modifyJettyState(side.jetty, "READY"), "urma_modify_jetty is bound");
+      assertEquals(queryJettyState(side.jetty), "READY");
+    } finally {
+      side.ctx.close();
     }
   },
   { skip: SKIP_NO_SIM },

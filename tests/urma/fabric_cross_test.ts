@@ -36,6 +36,22 @@ function expectedSized(n: number): Uint8Array {
   return out;
 }
 
+/** A client of the child's server over URMA (simulated); asserts the handshake chose it. */
+async function connectOverUrma(child: { port: number; output(): string }) {
+  const c = await connect({ host: "127.0.0.1", port: child.port }, {
+    fabric: "urma",
+    providerOptions: sim,
+    region,
+    logger: { warn: () => {} },
+  });
+  assertEquals(
+    [c.handshake.state, c.fabric],
+    ["ESTABLISHED", "urma (simulated)"],
+    JSON.stringify(c.handshake) + child.output(),
+  );
+  return c;
+}
+
 test(
   `client here, server in ${other}: every path over URMA (simulated), then the server dies`,
   async () => {
@@ -43,18 +59,8 @@ test(
       args: [SIM_PATH],
       timeoutMs: 30_000,
     }, async (child) => {
-      const c = await connect({ host: "127.0.0.1", port: child.port }, {
-        fabric: "urma",
-        providerOptions: sim,
-        region,
-        logger: { warn: () => {} },
-      });
+      const c = await connectOverUrma(child);
       try {
-        assertEquals(
-          [c.handshake.state, c.fabric],
-          ["ESTABLISHED", "urma (simulated)"],
-          JSON.stringify(c.handshake) + child.output(),
-        );
         const e = await c.call("test.Fabric", "Echo", pattern(100, 1), {
           attachment: pattern(30, 2),
         });
@@ -142,18 +148,8 @@ test(
       args: [simPathFor(otherAbi)],
       timeoutMs: 30_000,
     }, async (child) => {
-      const c = await connect({ host: "127.0.0.1", port: child.port }, {
-        fabric: "urma",
-        providerOptions: sim,
-        region,
-        logger: { warn: () => {} },
-      });
+      const c = await connectOverUrma(child);
       try {
-        assertEquals(
-          [c.handshake.state, c.fabric],
-          ["ESTABLISHED", "urma (simulated)"],
-          JSON.stringify(c.handshake) + child.output(),
-        );
         assertEquals((await c.call("test.Fabric", "Echo", pattern(100, 1))).path, "EAGER");
         const l = await c.call("test.Fabric", "Sized", sized(100_000), {
           expectedResponseBytes: 100_000,
