@@ -81,6 +81,7 @@ function formatDoctor(c: HostCapabilities): string {
     `  qp settings: timeout ${q.timeout}, retry ${q.retryCnt}, rnr_retry ${q.rnrRetry}, min_rnr_timer ${q.minRnrTimer}, path_mtu enum ${q.pathMtu}, max_rd_atomic ${q.maxRdAtomic}, sq ${q.sqDepth}, rq ${q.rqDepth}, max_sge ${q.maxSge}, max_inline ${q.maxInline}`,
   );
   out.push("urma");
+  if (c.urma.abi) out.push(`  ABI: ${c.urma.abi.name}, chosen by ${c.urma.abi.evidence}`);
   out.push(
     c.urma.devices.length
       ? `  devices: ${c.urma.devices.join(", ")}`

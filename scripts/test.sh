@@ -21,6 +21,19 @@ if [ "$mode" != vm ]; then
     if [ "$rt" = deno ]; then cmd=(node_modules/.bin/deno run -A tests/run.ts); else cmd=(node_modules/.bin/bun tests/run.ts); fi
     VERBUS_TEST_FABRIC=urma "${cmd[@]}" --report "$RESULTS/urma-$rt.json" tests/fabric/*_test.ts
     suites+=("urma-$rt")
+    # The other named UMDK ABIs (simulator builds in build/urma_sim/<abi>/; the host suite above
+    # ran everything on the default 25.12): the URMA tests that touch the layouts that differ
+    # (ABI choice, descriptions, loopback imports, two processes, the fabric handshake, its
+    # faults and async events) on each, and the region suite on 25.12-B081 (about 30 s in all).
+    files=(tests/urma/{abi,loader,description,loopback,cross_process,fabric_cross,fabric_faults,async_events}_test.ts)
+    for abi in 25.12-B081 26.06-ext 26.06-ext56; do
+      echo "=== urma suite (layout subset) on simulated ABI $abi on $rt ==="
+      VERBUS_TEST_URMA_ABI=$abi "${cmd[@]}" --report "$RESULTS/urma-$abi-$rt.json" "${files[@]}"
+      suites+=("urma-$abi-$rt")
+    done
+    echo "=== region suite over urma (simulated ABI 25.12-B081) on $rt ==="
+    VERBUS_TEST_FABRIC=urma VERBUS_TEST_URMA_ABI=25.12-B081 "${cmd[@]}" --report "$RESULTS/urma-b081-fabric-$rt.json" tests/fabric/*_test.ts
+    suites+=("urma-b081-fabric-$rt")
   done
 fi
 if [ "$mode" != quick ]; then

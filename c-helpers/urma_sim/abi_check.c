@@ -6,8 +6,18 @@
  * plus, for the bit-field flag words, a pseudo-struct "<flag type>.bits" whose "offset" is the
  * bit position and "size" the width in bits (e.g. "urma_jfs_wr_flag_t.bits.complete_enable 5 1").
  * TypeScript (tests/urma/abi_test.ts) checks ffi/layouts/urma.ts against this output.
+ *
+ * Built twice over: with the simulator's header (one table per simulated ABI, next to each
+ * build's liburma.so.0 as urma_layout.txt), and — when the UMDK headers are installed
+ * (/usr/include/ub/umdk/urma/urma_types.h) — with -DURMA_REAL_HEADERS against them, into
+ * build/urma_layout.txt. verbus picks its named ABI from such a table (transport/urma/abi.ts).
  */
+#ifdef URMA_REAL_HEADERS
+#include <urma_types.h>
+#include <urma_api.h>
+#else
 #include "urma_sim.h"
+#endif
 
 #include <stddef.h>
 #include <stdio.h>
@@ -67,6 +77,12 @@ int main(void)
 	F(urma_target_seg_t, urma_ctx) F(urma_target_seg_t, token_id) F(urma_target_seg_t, handle)
 	S(urma_rjetty_t) F(urma_rjetty_t, jetty_id) F(urma_rjetty_t, trans_mode) F(urma_rjetty_t, policy)
 	F(urma_rjetty_t, type) F(urma_rjetty_t, flag) F(urma_rjetty_t, tp_type)
+	S(urma_async_event_t) F(urma_async_event_t, urma_ctx) F(urma_async_event_t, element)
+	F(urma_async_event_t, element.port_id) F(urma_async_event_t, event_type) F(urma_async_event_t, priv)
+	S(urma_jetty_attr_t) F(urma_jetty_attr_t, mask) F(urma_jetty_attr_t, rx_threshold) F(urma_jetty_attr_t, state)
+	S(urma_jfs_attr_t) F(urma_jfs_attr_t, mask) F(urma_jfs_attr_t, state)
+	S(urma_jfr_attr_t) F(urma_jfr_attr_t, mask) F(urma_jfr_attr_t, rx_threshold) F(urma_jfr_attr_t, state)
+	F(urma_context_t, async_fd)
 	F(urma_jetty_t, urma_ctx) F(urma_jetty_t, jetty_id)
 	F(urma_jfr_t, urma_ctx) F(urma_jfr_t, jfr_id)
 	F(urma_jfce_t, urma_ctx) F(urma_jfce_t, fd)

@@ -61,7 +61,7 @@ const char *urma_sim_last_error(void)
 
 const char *urma_sim_abi_version(void)
 {
-	return "26.06-sim";
+	return URMA_SIM_ABI_NAME "-sim";
 }
 
 const char *urma_sim_registry_name(void)

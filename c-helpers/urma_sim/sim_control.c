@@ -26,11 +26,17 @@ urma_context_t *urma_create_context(urma_device_t *dev, uint32_t eid_index)
 	struct sim_ctx *c = calloc(1, sizeof(*c));
 	if (!c) return sim_set_error_null(URMA_ENOMEM, "out of memory");
 	c->pub.dev = dev;
-	c->pub.dev_fd = c->pub.async_fd = -1;
+	c->pub.dev_fd = -1;
+	c->pub.async_fd = sim_async_fd_open();
+	if (c->pub.async_fd < 0) {
+		free(c);
+		return sim_set_error_null(URMA_FAIL, "urma_create_context: eventfd failed");
+	}
 	pthread_mutex_init(&c->pub.mutex, NULL);
 	c->pub.eid = sim_eid;
 	c->pub.uasid = (uint32_t)getpid();
 	if (sim_handle_add(c, K_CTX) != 0) {
+		sim_async_ctx_gone(&c->pub);
 		free(c);
 		return sim_set_error_null(URMA_ENOMEM, "too many objects");
 	}
@@ -43,6 +49,7 @@ urma_status_t urma_delete_context(urma_context_t *ctx)
 	struct sim_ctx *c = (struct sim_ctx *)ctx;
 	if (c->children > 0) return sim_set_error(URMA_FAIL, "urma_delete_context: %d objects still open", c->children);
 	sim_handle_del(c);
+	sim_async_ctx_gone(ctx);
 	pthread_mutex_destroy(&c->pub.mutex);
 	free(c);
 	return URMA_SUCCESS;
@@ -230,6 +237,7 @@ urma_jetty_t *urma_create_jetty(urma_context_t *ctx, urma_jetty_cfg_t *cfg)
 	j->pub.urma_ctx = ctx;
 	j->pub.jetty_id = j->sq.self;
 	j->pub.jetty_cfg = *cfg;
+	j->state = URMA_JETTY_STATE_READY;
 	j->jfr = jfr;
 	j->rjfc = rjfc;
 	if (sim_handle_add(j, K_JETTY) != 0) {
@@ -270,6 +278,11 @@ urma_status_t urma_delete_jetty(urma_jetty_t *jetty)
 urma_target_jetty_t *urma_import_jetty(urma_context_t *ctx, urma_rjetty_t *rjetty, urma_token_t *token_value)
 {
 	if (!sim_handle_is(ctx, K_CTX) || !rjetty) return sim_set_error_null(URMA_EINVAL, "urma_import_jetty: invalid context or rjetty");
+	/* A caller with another ABI's (shorter) urma_rjetty_t leaves tp_type as whatever follows it. */
+	if ((unsigned)rjetty->tp_type > URMA_UTP)
+		return sim_set_error_null(URMA_EINVAL, "urma_import_jetty: tp_type %u is not a urma_tp_type_t (is the caller's urma_rjetty_t the %zu-byte one of ABI %s?)",
+					  (unsigned)rjetty->tp_type, sizeof(urma_rjetty_t), URMA_SIM_ABI_NAME);
+	if (sim_check_rjetty_info(rjetty) != 0) return NULL;
 	if (memcmp(rjetty->jetty_id.eid.raw, sim_eid.raw, URMA_EID_SIZE) != 0)
 		return sim_set_error_null(URMA_EINVAL, "urma_import_jetty: EID is not on this (simulated) fabric");
 	struct sim_tjetty *t = calloc(1, sizeof(*t));

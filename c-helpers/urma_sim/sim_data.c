@@ -341,6 +341,7 @@ urma_status_t urma_post_jfs_wr(urma_jfs_t *jfs, urma_jfs_wr_t *wr, urma_jfs_wr_t
 urma_status_t urma_post_jetty_send_wr(urma_jetty_t *jetty, urma_jfs_wr_t *wr, urma_jfs_wr_t **bad_wr)
 {
 	if (!sim_handle_is(jetty, K_JETTY) || !wr) return sim_set_error(URMA_EINVAL, "urma_post_jetty_send_wr: invalid jetty or wr");
+	if (((struct sim_jetty *)jetty)->state == URMA_JETTY_STATE_ERROR) return sim_set_error(URMA_FAIL, "urma_post_jetty_send_wr: jetty %u is in the ERROR state", jetty->jetty_id.id);
 	return post_send(&((struct sim_jetty *)jetty)->sq, 1, wr, bad_wr);
 }
 

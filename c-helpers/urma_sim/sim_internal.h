@@ -126,7 +126,10 @@ struct sim_sendq {
 	urma_jetty_id_t self; struct sim_tjetty *bound;
 };
 struct sim_jfs { urma_jfs_t pub; struct sim_sendq sq; };
-struct sim_jetty { urma_jetty_t pub; struct sim_sendq sq; struct sim_jfr *jfr; struct sim_jfc *rjfc; int slot; uint32_t gen; };
+struct sim_jetty {
+	urma_jetty_t pub; struct sim_sendq sq; struct sim_jfr *jfr; struct sim_jfc *rjfc; int slot; uint32_t gen;
+	urma_jetty_state_t state; /* READY; ERROR after an injected jetty error (sim_events.c) */
+};
 struct sim_tjetty {
 	urma_target_jetty_t pub; struct sim_ctx *ctx; int slot; uint32_t gen, token, trans_mode;
 	struct sim_owner owner; int incomplete; int bound_by;
@@ -158,6 +161,14 @@ int sim_live_count(enum sim_kind k);
 /* sim_seg.c: imports per peer process (segment-before-jetty rule) */
 void sim_note_import(int32_t pid, int delta);
 int sim_imported_from(int32_t pid);
+
+/* sim_events.c: the context's async_fd and its events */
+int sim_async_fd_open(void);
+void sim_async_ctx_gone(urma_context_t *ctx);
+
+/* sim_blob.c: the user info of descriptions (0, or -1 with the error set) */
+int sim_check_seg_info(const urma_seg_t *seg);
+int sim_check_rjetty_info(const urma_rjetty_t *r);
 
 /* sim_data.c: moving bytes */
 struct sim_iov { uint64_t addr; uint64_t len; };

@@ -134,6 +134,7 @@ urma_target_seg_t *urma_import_seg(urma_context_t *ctx, urma_seg_t *seg, urma_to
 {
 	(void)flag;
 	if (!sim_handle_is(ctx, K_CTX) || !seg) return sim_set_error_null(URMA_EINVAL, "urma_import_seg: invalid context or seg");
+	if (sim_check_seg_info(seg) != 0) return NULL;
 	struct sim_tseg *g = calloc(1, sizeof(*g));
 	if (!g) return sim_set_error_null(URMA_ENOMEM, "out of memory");
 	sim_lock();

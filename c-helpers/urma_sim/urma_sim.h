@@ -1,12 +1,13 @@
 /*
  * urma_sim.h — public types and functions of verbus's SIMULATED liburma.
  *
- * The types reproduce the x86_64 layouts of openEuler UMDK liburma 25.12 – 26.06 (urma_types.h,
- * urma_opcode.h, urma_api.h) field for field, so code written against the real headers runs
- * unchanged; abi_check.c prints sizeof/offsetof of every struct TypeScript touches, and
- * ffi/layouts/urma.ts is checked against that table. UMDK 24.12 LTS differs (urma_sge_t 24 B
- * without user_tseg, urma_rjetty_t 40 B without tp_type) and is NOT what this header describes.
+ * The types reproduce the x86_64 layouts of openEuler UMDK liburma (urma_types.h, urma_opcode.h,
+ * urma_api.h) field for field, so code written against the real headers runs unchanged;
+ * abi_check.c prints sizeof/offsetof of every struct TypeScript touches, and
+ * ffi/layouts/urma.ts + urma_abi.ts are checked against that table. UMDK 24.12 LTS differs
+ * (urma_sge_t 24 B without user_tseg, urma_rjetty_t 40 B without tp_type) and is NOT described.
  *
+ * One named ABI per build (urma_sim_abi.h; the Makefile passes -DURMA_SIM_ABI=<n>).
  * Object structs (urma_context_t, urma_jfc_t, urma_jetty_t...) grow between UMDK releases:
  * callers must treat them as opaque and read only their leading fields (urma_jfce_t.fd @8,
  * urma_jetty_t.jetty_id @8, urma_jfr_t.jfr_id @8, urma_target_seg_t.seg @0).
@@ -26,6 +27,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+#include "urma_sim_abi.h" /* which named UMDK ABI this build reproduces */
 
 /* ---- status (urma_opcode.h: errno values, URMA_FAIL 0x1000) ---- */
 typedef int urma_status_t;
@@ -201,9 +204,15 @@ typedef struct urma_jfr {
 
 /* ---- jetty ---- */
 typedef union urma_import_jetty_flag {
-	struct { uint32_t token_policy : 3, order_type : 8, share_tp : 1, reserved : 20; } bs;
+	struct { uint32_t token_policy : 3, order_type : 8, share_tp : 1, has_drv_ext : 1, has_user_info : 1,
+		 reserved : 18; } bs;
 	uint32_t value;
+	URMA_SIM_USER_TAG_FIELD
 } urma_import_jetty_flag_t;
+
+/* Extension data at the end of urma_seg_t / urma_rjetty_t (26.06-ext*). */
+typedef union urma_ext_flag { struct { uint32_t enable : 1, reserved : 31; } bs; uint32_t value; } urma_ext_flag_t;
+typedef struct urma_ext { urma_ext_flag_t flag; uint32_t length; char buf[0]; } urma_ext_t;
 
 typedef struct urma_tp { uint32_t tpn; } urma_tp_t;
 typedef union urma_jetty_flag { struct { uint32_t share_jfr : 1, reserved : 31; } bs; uint32_t value; } urma_jetty_flag_t;
@@ -216,10 +225,11 @@ typedef struct urma_jetty_cfg {
 	urma_jetty_grp_t *jetty_grp; uint64_t user_ctx;
 } urma_jetty_cfg_t;
 
-/* 48 bytes: jetty_id@0 trans_mode@24 policy@28 type@32 flag@36 tp_type@40 */
+/* 25.12: 48 bytes: jetty_id@0 trans_mode@24 policy@28 type@32 flag@36 tp_type@40
+ * 25.12-B081: 72 bytes, flag@40 (24 B), tp_type@64; 26.06-ext: 80 (+ ext@68); 26.06-ext56: 56 (+ ext@44) */
 typedef struct urma_rjetty {
 	urma_jetty_id_t jetty_id; urma_transport_mode_t trans_mode; urma_jetty_grp_policy_t policy;
-	urma_target_type_t type; urma_import_jetty_flag_t flag; urma_tp_type_t tp_type;
+	urma_target_type_t type; urma_import_jetty_flag_t flag; urma_tp_type_t tp_type; URMA_SIM_EXT_FIELD
 } urma_rjetty_t;
 
 typedef struct urma_target_jetty {
@@ -246,7 +256,7 @@ typedef union urma_reg_seg_flag {
 
 typedef union urma_seg_attr {
 	struct { uint32_t token_policy : 3, cacheable : 1, dsva : 1, access : 6, non_pin : 1,
-		 user_iova : 1, user_token_id : 1, reserved : 18; } bs;
+		 user_iova : 1, user_token_id : 1, has_user_info : 1, reserved : 17; } bs;
 	uint32_t value;
 } urma_seg_attr_t;
 
@@ -265,10 +275,12 @@ typedef struct urma_seg_cfg {
 	urma_reg_seg_flag_t flag; uint64_t user_ctx; uint64_t iova;
 } urma_seg_cfg_t;
 
-/* 48 bytes: ubva@0 (packed 28 B) len@32 attr@40 token_id@44 */
-typedef struct urma_seg { urma_ubva_t ubva; uint64_t len; urma_seg_attr_t attr; uint32_t token_id; } urma_seg_t;
+/* 48 bytes: ubva@0 (packed 28 B) len@32 attr@40 token_id@44 (26.06-ext*: 56, + ext@48) */
+typedef struct urma_seg {
+	urma_ubva_t ubva; uint64_t len; urma_seg_attr_t attr; uint32_t token_id; URMA_SIM_EXT_FIELD
+} urma_seg_t;
 
-/* 88 bytes: seg@0 user_ctx@48 mva@56 urma_ctx@64 token_id@72 handle@80 */
+/* 88 bytes: seg@0 user_ctx@48 mva@56 urma_ctx@64 token_id@72 handle@80 (26.06-ext*: 96, +8 from user_ctx) */
 typedef struct urma_target_seg {
 	urma_seg_t seg; uint64_t user_ctx; uint64_t mva; urma_context_t *urma_ctx;
 	urma_token_id_t *token_id; uint64_t handle;
@@ -367,9 +379,10 @@ int urma_poll_jfc(urma_jfc_t *jfc, int cr_cnt, urma_cr_t *cr);
 urma_status_t urma_rearm_jfc(urma_jfc_t *jfc, bool solicited_only);
 int urma_wait_jfc(urma_jfce_t *jfce, uint32_t jfc_cnt, int time_out, urma_jfc_t *jfc[]);
 void urma_ack_jfc(urma_jfc_t *jfc[], uint32_t nevents[], uint32_t jfc_cnt);
+#include "urma_sim_events.h" /* async events, queue states, descriptions */
 
 /* ---- simulator-only extensions ---- */
-/* "26.06-sim": the UMDK ABI whose layouts this simulator reproduces, marked as simulated. */
+/* "<ABI>-sim" (e.g. "25.12-B081-sim"): the named UMDK ABI this build reproduces, marked as simulated. */
 const char *urma_sim_abi_version(void);
 /* The calling thread's last failure, in words ("" if none). */
 const char *urma_sim_last_error(void);
@@ -377,6 +390,7 @@ const char *urma_sim_last_error(void);
 int urma_sim_live_objects(char *buf, int len);
 /* The registry's POSIX shm name (from URMA_SIM_NAMESPACE, else per-uid default). */
 const char *urma_sim_registry_name(void);
+/* urma_sim_inject_async_event (SIMULATOR-ONLY fault injection): urma_sim_events.h */
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,9 @@
 /**
  * liburma struct layouts (x86_64, openEuler UMDK 25.12 – 26.06: urma_types.h), as named offset
- * constants. tests/urma/abi_test.ts checks every one against the sizeof/offsetof table printed
- * by the simulator's `abi_check` (compiled with c-helpers/urma_sim/urma_sim.h).
+ * constants: those of the default ABI "25.12". Three structs differ between the named ABIs
+ * (urma_rjetty_t, urma_seg_t, urma_target_seg_t): ffi/layouts/urma_abi.ts has their variants,
+ * and URMA code reads them from `UrmaLib.layouts`. tests/urma/abi_test.ts checks every one
+ * against the sizeof/offsetof table printed by the simulator's `abi_check` of each ABI.
  *
  * UMDK 24.12 LTS differs — `urma_sge_t` is 24 B (no `user_tseg`), `urma_rjetty_t` 40 B (no
  * `tp_type`) — and is refused by transport/urma/urma_lib.ts: these offsets would corrupt it.
@@ -11,9 +13,6 @@
  * @module
  */
 import type { Layout } from "./layout.ts";
-
-/** The UMDK ABI these layouts describe. */
-export const URMA_ABI = "25.12-26.06";
 
 /** union urma_eid — 16 B, raw[16] (8-byte aligned: it has u64 members) */
 export const URMA_EID = { $struct: "urma_eid_t", $size: 16 } as const;
@@ -319,6 +318,8 @@ type Leading = { readonly $struct: string; readonly [field: string]: number | st
 export const URMA_JETTY_LEAD: Leading = { $struct: "urma_jetty_t", urma_ctx: 0, jetty_id: 8 };
 /** urma_jfr_t: urma_ctx* @0, jfr_id @8 */
 export const URMA_JFR_LEAD: Leading = { $struct: "urma_jfr_t", urma_ctx: 0, jfr_id: 8 };
+/** urma_context_t: async_fd i32 @20 (readable while async events wait) */
+export const URMA_CONTEXT_LEAD: Leading = { $struct: "urma_context_t", async_fd: 20 };
 /** urma_jfce_t: urma_ctx* @0, fd i32 @8 (pollable) */
 export const URMA_JFCE_LEAD: Leading = { $struct: "urma_jfce_t", urma_ctx: 0, fd: 8 };
 /** urma_jfc_t: urma_ctx* @0, jfc_id @8 */
@@ -374,6 +375,7 @@ export const URMA_LAYOUTS: readonly Layout[] = [
 
 /** Leading fields of opaque objects (offsets checked, sizes not). */
 export const URMA_LEADING: readonly Leading[] = [
+  URMA_CONTEXT_LEAD,
   URMA_JETTY_LEAD,
   URMA_JFR_LEAD,
   URMA_JFCE_LEAD,

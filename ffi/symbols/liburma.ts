@@ -4,7 +4,7 @@
  * errno value (URMA_EINVAL = EINVAL...) or URMA_FAIL = 0x1000 (urma_opcode.h). Prototypes were
  * checked against UMDK's urma_api.h (openeuler-mirror/umdk, src/urma/lib/urma/core/include).
  * Flag unions passed by value (`urma_jfs_wr_flag_t`, `urma_import_seg_flag_t`) are one u32.
- * Layouts are in ffi/layouts/urma.ts (UMDK 25.12 – 26.06). The simulated liburma
+ * Layouts are in ffi/layouts/urma.ts and urma_abi.ts (the named ABIs). The simulated liburma
  * (c-helpers/urma_sim) exports the same symbols plus `urma_sim_*`; it is used only when chosen
  * explicitly (VERBUS_LIBURMA or an explicit path), never found implicitly.
  * @module
@@ -100,8 +100,48 @@ export const LIBURMA_SYMBOLS = {
   /** urma_status_t urma_recv(urma_jfr_t *jfr, urma_target_seg_t *recv_tseg, uint64_t buf, uint32_t len, uint64_t user_ctx); */
   urma_recv: { args: ["pointer", "pointer", "u64", "u32", "u64"], result: "i32" },
 
+  // ---- errors and events (every 25.12+ build has them; optional so a library without them
+  // still loads, with no async-event reader) ----
+  /** urma_status_t urma_get_async_event(urma_context_t *ctx, urma_async_event_t *event); */
+  urma_get_async_event: { args: ["pointer", "buffer"], result: "i32", optional: true },
+  /** void urma_ack_async_event(urma_async_event_t *event); */
+  urma_ack_async_event: { args: ["buffer"], result: "void", optional: true },
+  /** int urma_flush_jetty(urma_jetty_t *jetty, int cr_cnt, urma_cr_t *cr);  WR_FLUSH_ERR records, or -1 */
+  urma_flush_jetty: { args: ["pointer", "i32", "buffer"], result: "i32", optional: true },
+  /** int urma_flush_jfs(urma_jfs_t *jfs, int cr_cnt, urma_cr_t *cr); */
+  urma_flush_jfs: { args: ["pointer", "i32", "buffer"], result: "i32", optional: true },
+  /** urma_status_t urma_modify_jetty(urma_jetty_t *jetty, urma_jetty_attr_t *attr); */
+  urma_modify_jetty: { args: ["pointer", "buffer"], result: "i32", optional: true },
+  /** urma_status_t urma_modify_jfs(urma_jfs_t *jfs, urma_jfs_attr_t *attr); */
+  urma_modify_jfs: { args: ["pointer", "buffer"], result: "i32", optional: true },
+  /** urma_status_t urma_modify_jfr(urma_jfr_t *jfr, urma_jfr_attr_t *attr); */
+  urma_modify_jfr: { args: ["pointer", "buffer"], result: "i32", optional: true },
+  /** urma_status_t urma_query_jetty(urma_jetty_t *jetty, urma_jetty_cfg_t *cfg, urma_jetty_attr_t *attr); */
+  urma_query_jetty: { args: ["pointer", "buffer", "buffer"], result: "i32", optional: true },
+
+  // ---- present in some builds only: bound for their presence (transport/urma/abi.ts dates the
+  // build by them) and, where verbus calls them, used only when present ----
+  /** urma_target_jetty_t *urma_import_jetty_ex(urma_context_t *ctx, urma_rjetty_t *rjetty, urma_token_t *token_value, urma_import_jetty_ex_cfg_t *cfg);  (from 25.12; presence only) */
+  urma_import_jetty_ex: {
+    args: ["pointer", "buffer", "buffer", "buffer"],
+    result: "pointer",
+    optional: true,
+  },
+  /** urma_status_t urma_get_eid_by_ip(const urma_context_t *ctx, const urma_net_addr_t *net_addr, urma_eid_t *eid);  (from 2026-02; presence only) */
+  urma_get_eid_by_ip: { args: ["pointer", "buffer", "buffer"], result: "i32", optional: true },
+  /** urma_status_t urma_register_loc_log_func(urma_loc_log_cb func);  (from 2026-05; presence only) */
+  urma_register_loc_log_func: { args: ["pointer"], result: "i32", optional: true },
+  /** urma_status_t urma_get_seg_ctx(urma_target_seg_t *tseg, urma_seg_t **seg, uint32_t *size);  (from 2026-06) */
+  urma_get_seg_ctx: { args: ["pointer", "buffer", "buffer"], result: "i32", optional: true },
+  /** void urma_put_seg_ctx(urma_seg_t *seg); */
+  urma_put_seg_ctx: { args: ["pointer"], result: "void", optional: true },
+  /** urma_status_t urma_get_rjetty(urma_jetty_t *jetty, urma_rjetty_t **rjetty, uint32_t *length);  (from 2026-06) */
+  urma_get_rjetty: { args: ["pointer", "buffer", "buffer"], result: "i32", optional: true },
+  /** void urma_put_rjetty(urma_rjetty_t *rjetty); */
+  urma_put_rjetty: { args: ["pointer"], result: "void", optional: true },
+
   // ---- simulator only (absent from the real liburma: their presence identifies the simulator) ----
-  /** const char *urma_sim_abi_version(void);  e.g. "26.06-sim" */
+  /** const char *urma_sim_abi_version(void);  "<named ABI>-sim", e.g. "25.12-B081-sim" */
   urma_sim_abi_version: { args: [], result: "pointer", optional: true },
   /** const char *urma_sim_last_error(void);  the calling thread's last failure, in words */
   urma_sim_last_error: { args: [], result: "pointer", optional: true },
@@ -109,6 +149,12 @@ export const LIBURMA_SYMBOLS = {
   urma_sim_live_objects: { args: ["buffer", "i32"], result: "i32", optional: true },
   /** const char *urma_sim_registry_name(void);  the POSIX shm registry of this namespace */
   urma_sim_registry_name: { args: [], result: "pointer", optional: true },
+  /** int urma_sim_inject_async_event(urma_context_t *ctx, void *element, uint32_t event_type);  SIMULATOR-ONLY fault injection */
+  urma_sim_inject_async_event: {
+    args: ["pointer", "pointer", "u32"],
+    result: "i32",
+    optional: true,
+  },
 } as const;
 
 /** Where to find liburma. Nothing is bundled: the simulator is used only when named explicitly. */

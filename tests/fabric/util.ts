@@ -10,8 +10,8 @@ import { demoService } from "../../examples/demo/service.ts";
 import { serve, type Server } from "../../rpc/server.ts";
 import type { FabricHostOptions } from "../../rpc/session/fabric_host.ts";
 import { getEnv } from "../../ffi/runtime.ts";
-import { REPO_ROOT } from "../util/proc.ts";
 import { testFabricService } from "../fixtures/test_service.ts";
+import { SIM_ABI, simPathFor } from "../urma/sim_path.ts";
 
 /**
  * Which fabric this run of the suite exercises: `VERBUS_TEST_FABRIC` = shm (default), urma (the
@@ -25,7 +25,7 @@ export const FABRIC_LABEL = FABRIC === "urma" ? "urma (simulated)" : FABRIC;
 export const SHM_ONLY: string | false = FABRIC === "shm"
   ? false
   : `shm-specific (this run exercises ${FABRIC})`;
-const SIM = join(REPO_ROOT, "build", "urma_sim", "liburma.so.0");
+const SIM = simPathFor(SIM_ABI);
 const HOST = FABRIC === "verbs" ? "10.77.0.2" : "127.0.0.1";
 
 function serverFabric(): Partial<FabricHostOptions> {
@@ -101,4 +101,18 @@ export async function until(cond: () => boolean, ms = 5000, what = "condition"):
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 5));
   }
+}
+
+/**
+ * Calls test.Fabric/Echo with `body` every 20 ms (up to `ms`) while the answer comes over TCP:
+ * the first answer that came over the fabric again (after a re-negotiation), or the last one.
+ */
+export async function echoUntilFabric(c: Client, body: Uint8Array, ms = 5000) {
+  let r = await c.call("test.Fabric", "Echo", body);
+  const end = Date.now() + ms;
+  while (r.path === "TCP_FALLBACK" && Date.now() < end) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    r = await c.call("test.Fabric", "Echo", body);
+  }
+  return r;
 }

@@ -12,7 +12,7 @@ import { hostBootId } from "../../transport/host.ts";
 import { probeShm } from "../../transport/shm/probe.ts";
 import { probeVerbs } from "../../transport/verbs/probe.ts";
 import { probeUrma } from "../../transport/urma/probe.ts";
-import { SIM_PATH, SKIP_NO_SIM } from "../urma/util.ts";
+import { SIM_ABI, SIM_PATH, SKIP_NO_SIM } from "../urma/util.ts";
 
 test("probeHost: runtime, helper, the three libraries, devices, shm and the fabrics list", async () => {
   const c = await probeHost();
@@ -56,6 +56,8 @@ test(
     assertEquals(c.urma.simulated, true);
     assert(c.urma.devices.length > 0 && c.urma.devices.every((d) => d.includes("simulated")));
     assert(c.fabrics.includes("urma"));
+    assertEquals(c.urma.abi?.name, SIM_ABI);
+    assert(c.urma.abi!.evidence.includes("header layout table"), c.urma.abi!.evidence);
   },
   { skip: SKIP_NO_SIM },
 );

@@ -6,7 +6,7 @@
 import { assert, assertEquals, test } from "../harness.ts";
 import { connect } from "../../rpc/client.ts";
 import { otherRuntime, withChild } from "../util/proc.ts";
-import { loadSim, sessionObjects, SIM_PATH, skipCross } from "./util.ts";
+import { loadSim, sessionObjects, SIM_ABI, SIM_PATH, simPathFor, skipCross } from "./util.ts";
 
 const other = otherRuntime();
 const SKIP = skipCross(other);
@@ -36,6 +36,22 @@ function expectedSized(n: number): Uint8Array {
   return out;
 }
 
+/** A client of the child's server over URMA (simulated); asserts the handshake chose it. */
+async function connectOverUrma(child: { port: number; output(): string }) {
+  const c = await connect({ host: "127.0.0.1", port: child.port }, {
+    fabric: "urma",
+    providerOptions: sim,
+    region,
+    logger: { warn: () => {} },
+  });
+  assertEquals(
+    [c.handshake.state, c.fabric],
+    ["ESTABLISHED", "urma (simulated)"],
+    JSON.stringify(c.handshake) + child.output(),
+  );
+  return c;
+}
+
 test(
   `client here, server in ${other}: every path over URMA (simulated), then the server dies`,
   async () => {
@@ -43,18 +59,8 @@ test(
       args: [SIM_PATH],
       timeoutMs: 30_000,
     }, async (child) => {
-      const c = await connect({ host: "127.0.0.1", port: child.port }, {
-        fabric: "urma",
-        providerOptions: sim,
-        region,
-        logger: { warn: () => {} },
-      });
+      const c = await connectOverUrma(child);
       try {
-        assertEquals(
-          [c.handshake.state, c.fabric],
-          ["ESTABLISHED", "urma (simulated)"],
-          JSON.stringify(c.handshake) + child.output(),
-        );
         const e = await c.call("test.Fabric", "Echo", pattern(100, 1), {
           attachment: pattern(30, 2),
         });
@@ -130,4 +136,31 @@ test(
     });
   },
   { skip: SKIP, timeoutMs: 90_000 },
+);
+
+test(
+  `client here, server in ${other} on ANOTHER simulated ABI: descriptions fall back to the fixed form, every path works`,
+  async () => {
+    // The two builds share the simulator's registry (it holds no ABI-dependent struct), so the
+    // hosts differ only in the layouts each liburma expects — as a mixed UB deployment would.
+    const otherAbi = SIM_ABI === "25.12-B081" ? "26.06-ext" : "25.12-B081";
+    await withChild(other, "tests/urma/fixtures/fabric_server.ts", {
+      args: [simPathFor(otherAbi)],
+      timeoutMs: 30_000,
+    }, async (child) => {
+      const c = await connectOverUrma(child);
+      try {
+        assertEquals((await c.call("test.Fabric", "Echo", pattern(100, 1))).path, "EAGER");
+        const l = await c.call("test.Fabric", "Sized", sized(100_000), {
+          expectedResponseBytes: 100_000,
+        });
+        assertEquals([l.path, l.response], ["LAZY", expectedSized(100_000)]);
+        const b = await c.call("test.Fabric", "Echo", pattern(200_000, 3));
+        assertEquals([b.path, b.response], ["BULK", pattern(200_000, 3)]);
+      } finally {
+        await c.close();
+      }
+    });
+  },
+  { skip: SKIP },
 );

@@ -198,6 +198,9 @@ test(
       [{ ...good, token: -1 }, "field token"],
       [{ ...good, seg: "zz" }, "field seg"],
       [{ ...good, extra: 1 }, "(root)"],
+      [{ ...good, segDesc: "ab" }, "field segDesc"], // shorter than a description header
+      [{ ...good, rjetty: "00".repeat(241) }, "field rjetty"], // longer than DESCRIPTION_MAX
+      [{ ...good, segDesc: "0g".repeat(8) }, "field segDesc"],
       [{ ...good, serverSize: server.size + 4096 }, "disagree"],
       [good, "segment covers 0 bytes"],
     ];

@@ -4,26 +4,11 @@
  */
 import { assert, assertEquals, assertRejects, test } from "../harness.ts";
 import { LibraryLoadError } from "../../errors.ts";
-import { RUNTIME } from "../../ffi/runtime.ts";
 import { listUrmaDevices, UrmaContext } from "../../transport/urma/context.ts";
 import { UrmaStatusError } from "../../transport/urma/errors.ts";
 import { loadUrma } from "../../transport/urma/urma_lib.ts";
-import { SIM_PATH, SKIP_NO_SIM } from "./util.ts";
-
-function setEnv(name: string, value: string | undefined): void {
-  // deno-lint-ignore no-explicit-any
-  const g = globalThis as any;
-  if (RUNTIME === "deno") {
-    value === undefined ? g.Deno.env.delete(name) : g.Deno.env.set(name, value);
-  } else if (value === undefined) delete g.process.env[name];
-  else g.process.env[name] = value;
-}
-
-function getEnvRaw(name: string): string | undefined {
-  // deno-lint-ignore no-explicit-any
-  const g = globalThis as any;
-  return RUNTIME === "deno" ? g.Deno.env.get(name) : g.process.env[name];
-}
+import { SIM_ABI, SIM_PATH, SKIP_NO_SIM } from "./util.ts";
+import { getEnvRaw, setEnv } from "./sim_path.ts";
 
 test("VERBUS_LIBURMA unset: the simulator is not picked up; the error lists every path tried", async () => {
   const saved = getEnvRaw("VERBUS_LIBURMA");
@@ -59,14 +44,16 @@ test(
 );
 
 test(
-  "VERBUS_LIBURMA naming the simulator loads it, marked simulated, ABI 25.12-26.06",
+  "VERBUS_LIBURMA naming the simulator loads it, marked simulated, its ABI chosen by its header table",
   async () => {
     const saved = getEnvRaw("VERBUS_LIBURMA");
     setEnv("VERBUS_LIBURMA", SIM_PATH);
     try {
       const u = await loadUrma();
       assert(u.simulated, "simulated");
-      assertEquals([u.version, u.abi, u.path], ["26.06-sim", "25.12-26.06", SIM_PATH]);
+      assertEquals([u.version, u.abi, u.path], [`${SIM_ABI}-sim`, SIM_ABI, SIM_PATH]);
+      assert(u.abiEvidence.startsWith("header layout table "), u.abiEvidence);
+      assertEquals(u.layouts.name, SIM_ABI);
       assertEquals(listUrmaDevices(u), ["sim_ub0"]);
       const ctx = UrmaContext.open(u);
       try {

@@ -15,15 +15,18 @@ import type { Jfc, Jfce } from "../../transport/urma/jfc.ts";
 import type { Jetty, Jfr } from "../../transport/urma/jetty.ts";
 import type { Segment } from "../../transport/urma/segment.ts";
 import { loadUrma, type UrmaLib } from "../../transport/urma/urma_lib.ts";
+import { SIM_ABI, simPathFor } from "./sim_path.ts";
 
-/** build/urma_sim/liburma.so.0 (built by `make -C c-helpers/urma_sim OUT=<repo>/build`). */
-export const SIM_PATH = fileURLToPath(
-  new URL("../../build/urma_sim/liburma.so.0", import.meta.url),
-);
-/** build/urma_sim/abi_check. */
+/**
+ * The simulated liburma of this run's ABI ({@link SIM_ABI}): build/urma_sim/liburma.so.0 for
+ * 25.12, build/urma_sim/<abi>/liburma.so.0 otherwise (`make -C c-helpers/urma_sim`).
+ */
+export const SIM_PATH = simPathFor(SIM_ABI);
+/** build/urma_sim/abi_check (the default ABI's header table printer). */
 export const ABI_CHECK_PATH = fileURLToPath(
   new URL("../../build/urma_sim/abi_check", import.meta.url),
 );
+export { SIM_ABI, simDirFor, simPathFor } from "./sim_path.ts";
 /** A skip reason when the simulator is not built, else false. */
 export const SKIP_NO_SIM: string | false = existsSync(SIM_PATH)
   ? false

@@ -183,8 +183,8 @@ export class UrmaContext extends NativeHandle {
   }
 
   /** `urma_import_jetty`: the peer's jetty (import its segments FIRST, as the real stack requires). */
-  importJetty(remote: RemoteJetty, token: number): TargetJetty {
-    return TargetJetty.import(this, remote, token);
+  importJetty(remote: RemoteJetty, token: number, blob?: Uint8Array | null): TargetJetty {
+    return TargetJetty.import(this, remote, token, blob ?? null);
   }
 
   /** `urma_register_seg` over `buffer` (kept referenced until the segment closes). */
@@ -192,9 +192,12 @@ export class UrmaContext extends NativeHandle {
     return Segment.register(this, buffer, options);
   }
 
-  /** `urma_import_seg` of a peer's 48-byte `urma_seg_t` with its token. */
-  importSegment(descriptor: Uint8Array, token: number): ImportedSegment {
-    return ImportedSegment.import(this, descriptor, token);
+  /**
+   * `urma_import_seg` of a peer's 48-byte fixed `urma_seg_t` with its token, or of its library
+   * blob (transport/urma/description.ts, length already checked) when given.
+   */
+  importSegment(descriptor: Uint8Array, token: number, blob?: Uint8Array | null): ImportedSegment {
+    return ImportedSegment.import(this, descriptor, token, blob ?? null);
   }
 }
 

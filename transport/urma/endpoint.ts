@@ -28,6 +28,10 @@ import type { EndpointHealth } from "./health.ts";
 import type { UrmaHub } from "./hub.ts";
 import { UrmaSendSide } from "./send_side.ts";
 import { UrmaWakeUp } from "./wake_up.ts";
+import { UrmaAsyncEvents } from "./async_events.ts";
+import { CrReader } from "./data_path.ts";
+import { flushJetty, modifyJettyState } from "./jetty_state.ts";
+import type { URMA_EVENT_TYPES } from "../../ffi/layouts/urma_events.ts";
 
 /** A connected URMA fabric endpoint. Built by handshake.ts; owns its jetty, segments and imports. */
 export class UrmaEndpoint implements FabricEndpoint {
@@ -47,6 +51,10 @@ export class UrmaEndpoint implements FabricEndpoint {
   readonly #memBuffer: ArrayBufferLike;
   /** My doorbell word (the peer's kicks move it). */
   readonly #doorbellWord: Int32Array;
+  /** Stops the context's async-event reader from watching my jetty. */
+  readonly #unwatch: (() => void) | null;
+  /** WR_FLUSH_ERR records collected by the flush after an async error (-1: none flushed). */
+  flushedOnError = -1;
 
   /** @internal built by handshake.ts over a connected side. */
   constructor(parts: UrmaEndpointParts) {
@@ -78,6 +86,24 @@ export class UrmaEndpoint implements FabricEndpoint {
       parts.remoteSize,
       (reason) => this.fail(reason),
     );
+    const events = UrmaAsyncEvents.of(hub.ctx);
+    this.#unwatch = events?.watch(parts.prepared.jetty, (r) => this.#asyncFailure(r)) ?? null;
+  }
+
+  /** An async event failed my jetty: fail, move it to ERROR and collect what it flushes. */
+  #asyncFailure(reason: string): void {
+    this.fail(reason);
+    if (this.#health.closed) return;
+    const jetty = this.#parts.prepared.jetty;
+    try {
+      modifyJettyState(jetty, "ERROR");
+      this.flushedOnError = flushJetty(jetty, new CrReader(32)).flushErr;
+    } catch { /* the failure is recorded; the teardown deletes the jetty */ }
+  }
+
+  /** SIMULATOR ONLY (tests): the simulated liburma raises async event `type` on my jetty. @internal */
+  simInjectAsyncEvent(type: (typeof URMA_EVENT_TYPES)[number]): void {
+    UrmaAsyncEvents.simInject(this.#parts.prepared.jetty, type);
   }
 
   get failed(): boolean {
@@ -200,6 +226,7 @@ export class UrmaEndpoint implements FabricEndpoint {
     if (health.closed) return;
     health.closed = true;
     health.fail("closed");
+    this.#unwatch?.();
     try {
       this.#parts.resources.release();
     } catch { /* a failing delete leaves nothing we can do */ }

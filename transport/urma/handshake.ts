@@ -23,7 +23,7 @@
  * @module
  */
 import { VerbusError } from "../../errors.ts";
-import { URMA_SEG } from "../../ffi/layouts/urma.ts";
+import { URMA_SEG_WIRE_BYTES } from "../../ffi/layouts/urma_abi.ts";
 import { URMA_CR_OPC } from "../../ffi/symbols/liburma.ts";
 import { fromHex } from "../../util/hex.ts";
 import { type RegionRoleCode, ROLE_CLIENT, ROLE_SERVER } from "../control_page.ts";
@@ -40,6 +40,7 @@ import {
   SEGMENT_IMM,
 } from "./endpoint_config.ts";
 import { crStatusName } from "./errors.ts";
+import { decodeDescription, describeSegment, peerBlobs } from "./description.ts";
 import { EndpointHealth } from "./health.ts";
 import type { CompletionSink } from "./hub_binding.ts";
 import type { TargetJetty } from "./jetty.ts";
@@ -64,9 +65,13 @@ export interface PrepareOptions {
 
 /** The server as the client imports it (from the offer). */
 export interface UrmaServerAddress {
-  /** The server's region segment (`urma_seg_t`, 48 bytes). */
+  /** The server's region segment (`urma_seg_t`, the 48-byte fixed form). */
   segment: Uint8Array;
+  /** Its description (description.ts: the library's blob where it has one). */
+  segmentDescription?: Uint8Array;
   jetty: JettyAddress;
+  /** The server jetty's description. */
+  jettyDescription?: Uint8Array;
   token: number;
   /** The server side's readiness token (the immediate of this side's kicks). */
   notify: number;
@@ -75,6 +80,8 @@ export interface UrmaServerAddress {
 /** The client as the server expects it (from the hello). */
 export interface UrmaClientAddress {
   jetty: JettyAddress;
+  /** The client jetty's description (description.ts). */
+  jettyDescription?: Uint8Array;
   token: number;
   /** The client side's readiness token. */
   notify: number;
@@ -160,17 +167,25 @@ export class PreparedUrmaSide implements CompletionSink {
     return this.#regionSeg.descriptor;
   }
 
+  /** Its description (description.ts: the library's blob, or the fixed form). */
+  get segmentDescription(): Uint8Array {
+    return describeSegment(this.#regionSeg);
+  }
+
   /** Client: imports the server, checks its stamp, sends this side's segment; the endpoint. */
   async connectToServer(server: UrmaServerAddress, timeoutMs: number): Promise<UrmaEndpoint> {
     return await this.#connecting(async () => {
       const expectedLen = this.#options.remoteSize + FABRIC_PAGE;
       checkSegment(server.segment, expectedLen, fromHex(server.jetty.eid), "server");
-      const peer = this.#importPeer(server.segment, server.jetty, server.token);
+      const { segment, segmentDescription: sd, jettyDescription: jd } = server;
+      const blobs = peerBlobs(this.#port.lib.layouts, segment, sd, jd, "server");
+      const peer = this.#importPeer(segment, server.jetty, server.token, blobs);
       const deadline = Date.now() + timeoutMs;
       await this.#checkPeerStamp(peer, "server", deadline);
-      this.#aux.set(this.#regionSeg.descriptor, AUX_HANDSHAKE);
+      const mine = describeSegment(this.#regionSeg); // ≤ DESCRIPTION_MAX: one receive
+      this.#aux.set(mine, AUX_HANDSHAKE);
       const status = await this.#request(deadline, (batch) => {
-        batch.sge(this.#auxSeg, this.#auxSeg.address + AUX_HANDSHAKE, URMA_SEG.$size);
+        batch.sge(this.#auxSeg, this.#auxSeg.address + AUX_HANDSHAKE, mine.length);
         batch.send(peer.jetty, SEGMENT_IMM, RESERVED_WR_ID.proof, URMA_WR_FLAG.COMPLETE);
       });
       if (status !== 0) {
@@ -200,8 +215,12 @@ export class PreparedUrmaSide implements CompletionSink {
         );
       }
       const expectedLen = this.#options.remoteSize + FABRIC_PAGE;
-      checkSegment(message.bytes, expectedLen, fromHex(client.jetty.eid), "client");
-      const peer = this.#importPeer(message.bytes, client.jetty, client.token);
+      const fixed = decodeDescription(message.bytes, "segment", "client").body
+        .subarray(0, URMA_SEG_WIRE_BYTES);
+      checkSegment(fixed, expectedLen, fromHex(client.jetty.eid), "client");
+      const jd = client.jettyDescription;
+      const blobs = peerBlobs(this.#port.lib.layouts, fixed, message.bytes, jd, "client");
+      const peer = this.#importPeer(fixed, client.jetty, client.token, blobs);
       await this.#checkPeerStamp(peer, "client", deadline);
       return this.#endpoint(peer, 0, client.notify);
     });
@@ -242,13 +261,14 @@ export class PreparedUrmaSide implements CompletionSink {
     descriptor: Uint8Array,
     jetty: JettyAddress,
     token: number,
+    blobs: { seg: Uint8Array | null; jetty: Uint8Array | null },
   ): { segment: ImportedSegment; jetty: TargetJetty } {
     const { hub, mode } = this.#port, own = this.#resources;
     try {
-      const segment = own.own(hub.ctx.importSegment(descriptor, token));
+      const segment = own.own(hub.ctx.importSegment(descriptor, token, blobs.seg));
       const remote = { eid: fromHex(jetty.eid), uasid: jetty.uasid, id: jetty.id };
       const target = own.own(
-        hub.ctx.importJetty({ ...remote, transMode: transModeOf(mode) }, token),
+        hub.ctx.importJetty({ ...remote, transMode: transModeOf(mode) }, token, blobs.jetty),
       );
       if (mode === "RC") this.#port.prepared.jetty.bind(target);
       return { segment, jetty: target };

@@ -13,7 +13,6 @@ import {
   URMA_JETTY_LEAD,
   URMA_JFR_CFG,
   URMA_JFS_CFG,
-  URMA_RJETTY,
 } from "../../ffi/layouts/urma.ts";
 import { URMA_TM } from "../../ffi/symbols/liburma.ts";
 import type { NonNullPtr } from "../../ffi/types.ts";
@@ -297,15 +296,29 @@ export class TargetJetty extends NativeHandle {
   }
 
   /** @internal */
-  static import(ctx: UrmaContext, r: RemoteJetty, token: number): TargetJetty {
-    const rj = new Uint8Array(URMA_RJETTY.$size);
-    const d = new DataView(rj.buffer);
+  static import(
+    ctx: UrmaContext,
+    r: RemoteJetty,
+    token: number,
+    blob: Uint8Array | null = null,
+  ): TargetJetty {
+    const L = ctx.lib.layouts.rjetty; // this ABI's urma_rjetty_t (48, 56, 72 or 80 bytes)
     if (r.eid.length !== 16) throw new RangeError("eid must be 16 bytes");
-    rj.set(r.eid, URMA_RJETTY.jetty_id);
-    d.setUint32(URMA_RJETTY.jetty_id + URMA_JETTY_ID.uasid, r.uasid >>> 0, true);
-    d.setUint32(URMA_RJETTY.jetty_id + URMA_JETTY_ID.id, r.id >>> 0, true);
-    d.setUint32(URMA_RJETTY.trans_mode, r.transMode, true);
-    d.setUint32(URMA_RJETTY.type, 1, true); // URMA_JETTY
+    // The peer library's own blob (its length checked by description.ts), or built from fields.
+    const rj = blob ? blob.slice() : new Uint8Array(L.$size);
+    if (rj.length < L.$size) throw new RangeError(`a jetty blob is at least ${L.$size} bytes`);
+    const d = new DataView(rj.buffer);
+    const fields = [L.jetty_id + URMA_JETTY_ID.uasid, L.jetty_id + URMA_JETTY_ID.id, L.trans_mode];
+    const want = [r.uasid >>> 0, r.id >>> 0, r.transMode];
+    if (blob) {
+      const same = fields.every((at, i) => d.getUint32(at, true) === want[i]) &&
+        r.eid.every((b, i) => rj[L.jetty_id + i] === b);
+      if (!same) throw new RangeError("the jetty blob names another jetty than the hello");
+    } else {
+      rj.set(r.eid, L.jetty_id);
+      fields.forEach((at, i) => d.setUint32(at, want[i], true));
+      d.setUint32(L.type, 1, true); // URMA_JETTY
+    }
     const tok = new Uint32Array([token >>> 0]);
     const p = checkPtr(
       ctx.lib,

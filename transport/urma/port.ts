@@ -10,6 +10,7 @@ import { VerbusError } from "../../errors.ts";
 import { URMA_TM } from "../../ffi/symbols/liburma.ts";
 import { toHex } from "../../util/hex.ts";
 import { RECV_DEPTH, SGE_PER_WR, SQ_DEPTH } from "./endpoint_config.ts";
+import { describeJetty } from "./description.ts";
 import { UrmaHub } from "./hub.ts";
 import type { CompletionSink, HubBinding } from "./hub_binding.ts";
 import { CQES_PER_JETTY, type PreparedJetty } from "./jetty_pool.ts";
@@ -106,6 +107,11 @@ export class UrmaPort {
   /** This side's readiness token (the peer names it in its kicks). */
   get notify(): number {
     return this.#open().binding.token;
+  }
+
+  /** This side's jetty as the library describes it (description.ts: its blob, or the fixed form). */
+  get jettyDescription(): Uint8Array {
+    return describeJetty(this.#open().prepared.jetty);
   }
 
   /** This side's jetty as the peer imports it. */

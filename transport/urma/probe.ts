@@ -12,6 +12,8 @@ import type { LibraryStatus } from "../library_status.ts";
 export interface UrmaCapabilities {
   devices: string[];
   simulated: boolean;
+  /** The named UMDK ABI in use and the evidence that chose it (absent when liburma did not load). */
+  abi?: { name: string; evidence: string };
   reason?: string;
 }
 
@@ -66,7 +68,12 @@ export async function probeUrma(urmaPath?: string): Promise<UrmaProbe> {
     u.simulated ? `${d} (simulated, ABI ${u.version})` : `${d} (ABI ${u.version})`;
   return {
     liburma,
-    urma: { devices: devices.map(label), simulated: u.simulated, ...(reason ? { reason } : {}) },
+    urma: {
+      devices: devices.map(label),
+      simulated: u.simulated,
+      abi: { name: u.abi, evidence: u.abiEvidence },
+      ...(reason ? { reason } : {}),
+    },
     usable: devices.length > 0 || u.simulated,
   };
 }

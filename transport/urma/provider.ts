@@ -37,6 +37,7 @@ import type {
   SessionSizes,
 } from "../provider.ts";
 import { listUrmaDevices } from "./context.ts";
+import { DESCRIPTION_MAX } from "./description.ts";
 import { FABRIC_PAGE } from "./endpoint_config.ts";
 import { bounceBytesFor, PreparedUrmaSide } from "./handshake.ts";
 import { UrmaPort } from "./port.ts";
@@ -59,6 +60,8 @@ export type UrmaProviderOptions = z.output<typeof urmaProviderOptionsSchema>;
 const u32 = z.number().int().min(0).max(0xffff_ffff);
 const hex = (digits: number) => z.string().regex(new RegExp(`^[0-9a-f]{${digits}}$`));
 const jettySchema = z.object({ eid: hex(32), uasid: u32, id: u32 }).strict();
+/** A description (transport/urma/description.ts): 6 – DESCRIPTION_MAX bytes as hex. */
+const descriptionHex = z.string().regex(/^(?:[0-9a-f]{2})+$/).min(12).max(2 * DESCRIPTION_MAX);
 
 /** What the client sends in its hello for URMA. */
 export const urmaParamsSchema = z.object({
@@ -69,6 +72,8 @@ export const urmaParamsSchema = z.object({
   notify: u32,
   mode: z.enum(["RM", "RC"]),
   simulated: z.boolean(),
+  /** The client jetty's description (the library's urma_get_rjetty blob, or the fixed form). */
+  rjetty: descriptionHex.optional(),
 }).strict();
 
 /** What the server answers as the offer. */
@@ -79,8 +84,12 @@ export const urmaOfferSchema = z.object({
   /** The server side's readiness token (the immediate of the client's kicks). */
   notify: u32,
   mode: z.enum(["RM", "RC"]),
-  /** The server's region segment: urma_seg_t, 48 bytes as hex. */
+  /** The server's region segment: urma_seg_t, the 48-byte fixed form as hex. */
   seg: hex(96),
+  /** Its description (the library's urma_get_seg_ctx blob where there is one). */
+  segDesc: descriptionHex.optional(),
+  /** The server jetty's description. */
+  rjetty: descriptionHex.optional(),
   serverSize: z.number().int().positive(),
   clientSize: z.number().int().positive(),
   fabricPage: z.literal(FABRIC_PAGE),
@@ -157,6 +166,7 @@ class UrmaServerProvider implements ServerFabricProvider {
     const { device, eidIndex, mode } = this.options;
     const port = UrmaPort.open(this.lib, { device, eidIndex, mode });
     const nonce = newNonce(), jetty = port.address, token = port.token, notify = port.notify;
+    const rjetty = toHex(port.jettyDescription);
     const side = PreparedUrmaSide.prepare(port, {
       regionSize: ctx.sizes.server,
       remoteSize: ctx.sizes.client,
@@ -171,6 +181,8 @@ class UrmaServerProvider implements ServerFabricProvider {
       notify,
       mode,
       seg: toHex(side.segmentDescriptor),
+      segDesc: toHex(side.segmentDescription),
+      rjetty,
       serverSize: ctx.sizes.server,
       clientSize: ctx.sizes.client,
       fabricPage: FABRIC_PAGE,
@@ -180,7 +192,12 @@ class UrmaServerProvider implements ServerFabricProvider {
       offer,
       connect: (): Promise<FabricEndpoint> =>
         side.acceptClient(
-          { jetty: client.jetty, token: client.token, notify: client.notify },
+          {
+            jetty: client.jetty,
+            token: client.token,
+            notify: client.notify,
+            ...(client.rjetty ? { jettyDescription: fromHex(client.rjetty) } : {}),
+          },
           HANDSHAKE_WAIT_MS,
         ),
       abort: () => side.abort(),
@@ -211,6 +228,7 @@ class UrmaClientProvider implements ClientFabricProvider {
       notify: port.notify,
       mode: port.mode,
       simulated: this.lib.simulated,
+      rjetty: toHex(port.jettyDescription),
     };
     return params;
   }
@@ -246,6 +264,8 @@ class UrmaClientProvider implements ClientFabricProvider {
     }
     const server = {
       segment: fromHex(offered.seg),
+      ...(offered.segDesc ? { segmentDescription: fromHex(offered.segDesc) } : {}),
+      ...(offered.rjetty ? { jettyDescription: fromHex(offered.rjetty) } : {}),
       jetty: offered.jetty,
       token: offered.token,
       notify: offered.notify,

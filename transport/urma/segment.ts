@@ -1,6 +1,8 @@
 /**
  * Segments: memory registered with a token (`urma_register_seg`) so a peer may access it, and a
- * peer's segment imported from its 48-byte `urma_seg_t` (`urma_import_seg`). The handshake
+ * peer's segment imported from the 48-byte fixed form of its `urma_seg_t` (`urma_import_seg`; the
+ * form every named ABI shares: ffi/layouts/urma_abi.ts — padded with a zero extension where the
+ * local ABI's `urma_seg_t` is longer). The handshake
  * carries the descriptor and the token; every access is checked against the token and bounds.
  * A registered segment keeps its buffer referenced until it is closed (the caller owns the
  * buffer's contents). Control path; the JS thread of the context.
@@ -13,13 +15,14 @@ import {
   URMA_REG_SEG_FLAG_BITS,
   URMA_SEG,
   URMA_SEG_CFG,
-  URMA_TARGET_SEG,
   URMA_UBVA,
 } from "../../ffi/layouts/urma.ts";
+import { URMA_SEG_WIRE_BYTES } from "../../ffi/layouts/urma_abi.ts";
 import { URMA_ACCESS, URMA_TOKEN_POLICY } from "../../ffi/symbols/liburma.ts";
 import type { NonNullPtr } from "../../ffi/types.ts";
 import type { UrmaContext } from "./context.ts";
 import { checkPtr, checkStatus } from "./urma_lib.ts";
+import { sameSegment } from "./description.ts";
 
 /** Options of a registration. */
 export interface RegisterOptions {
@@ -39,7 +42,7 @@ export class Segment extends NativeHandle {
   readonly length: number;
   /** The token peers must import it with. */
   readonly token: number;
-  /** The 48-byte `urma_seg_t` a peer imports (send it with the token in the handshake). */
+  /** The fixed 48-byte form of the `urma_seg_t` a peer imports (send it with the token). */
   readonly descriptor: Uint8Array;
   /** The native pointer as a number, for work requests built in typed arrays. @internal */
   readonly ptrValue: number;
@@ -61,9 +64,8 @@ export class Segment extends NativeHandle {
     this.length = buffer.byteLength;
     this.token = token;
     this.ptrValue = Number(lib.ffi.address(ptr));
-    this.descriptor = new Uint8Array(lib.ffi.view(ptr, URMA_TARGET_SEG.seg + URMA_SEG.$size)).slice(
-      URMA_TARGET_SEG.seg,
-    );
+    const at = lib.layouts.targetSeg.seg;
+    this.descriptor = new Uint8Array(lib.ffi.view(ptr, at + URMA_SEG_WIRE_BYTES)).slice(at);
   }
 
   /** @internal */
@@ -138,11 +140,21 @@ export class ImportedSegment extends NativeHandle {
   }
 
   /** @internal */
-  static import(ctx: UrmaContext, desc: Uint8Array, token: number): ImportedSegment {
-    if (desc.byteLength !== URMA_SEG.$size) {
-      throw new RangeError(`a segment descriptor is ${URMA_SEG.$size} bytes`);
+  static import(
+    ctx: UrmaContext,
+    desc: Uint8Array,
+    token: number,
+    blob: Uint8Array | null = null,
+  ): ImportedSegment {
+    if (desc.byteLength !== URMA_SEG_WIRE_BYTES) {
+      throw new RangeError(`a segment descriptor is ${URMA_SEG_WIRE_BYTES} bytes`);
     }
-    const seg = desc.slice();
+    if (blob && (blob.length < ctx.lib.layouts.seg.$size || !sameSegment(blob, desc))) {
+      throw new RangeError("the segment blob names another segment than its fixed form");
+    }
+    // The library's own blob, or this ABI's urma_seg_t from the fixed form (ext zero: none).
+    const seg = blob ? blob.slice() : new Uint8Array(ctx.lib.layouts.seg.$size);
+    if (!blob) seg.set(desc);
     const d = new DataView(seg.buffer);
     const va = d.getBigUint64(URMA_SEG.ubva + URMA_UBVA.va, true);
     const len = d.getBigUint64(URMA_SEG.len, true);
@@ -156,7 +168,7 @@ export class ImportedSegment extends NativeHandle {
       "urma_import_seg",
       `${len} bytes`,
     );
-    return new ImportedSegment(ctx, p, Number(va), Number(len), seg, token);
+    return new ImportedSegment(ctx, p, Number(va), Number(len), desc.slice(), token);
   }
 }
 
@@ -171,8 +183,8 @@ export function checkSegment(
   who: string,
 ): void {
   const fail = (why: string) => new VerbusError("HANDSHAKE", `${who} segment ${why}`);
-  if (descriptor.length !== URMA_SEG.$size) {
-    throw fail(`has ${descriptor.length} bytes, expected ${URMA_SEG.$size}`);
+  if (descriptor.length !== URMA_SEG_WIRE_BYTES) {
+    throw fail(`has ${descriptor.length} bytes, expected ${URMA_SEG_WIRE_BYTES}`);
   }
   const view = new DataView(descriptor.buffer, descriptor.byteOffset, descriptor.byteLength);
   const len = view.getBigUint64(URMA_SEG.len, true);

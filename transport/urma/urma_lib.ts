@@ -8,14 +8,11 @@
  * soname is also liburma.so.0, a later dlopen("liburma.so.0") in a process that already loaded
  * it returns the simulator: a system candidate that turns out to be the simulator is refused.
  *
- * Which ABI it is:
- * - the simulator exports `urma_sim_abi_version()` ("26.06-sim"): {@link UrmaLib.simulated} is
- *   then true and everything reporting on it must say "urma (simulated)";
- * - the real liburma exports no version (its soname stays liburma.so.0.0.x across UMDK
- *   releases; URMA_API_VERSION is a compile-time macro), so verbus asks, in order,
- *   `VERBUS_URMA_ABI` (e.g. "25.12") and the package that owns the file (`rpm -qf`), and accepts
- *   UMDK 25.12 – 26.06 only. 24.12 LTS is refused (smaller urma_sge_t / urma_rjetty_t), so is
- *   anything newer or unknown.
+ * Which ABI it is: transport/urma/abi.ts chooses a named ABI from evidence (a header layout
+ * table, VERBUS_URMA_ABI, the simulator's declaration, the exported symbols; a version string
+ * never picks the layouts) and refuses what it cannot map. The simulator exports
+ * `urma_sim_abi_version()` ("25.12-sim"): {@link UrmaLib.simulated} is then true and everything
+ * reporting on it must say "urma (simulated)".
  * @module
  */
 import { execFileSync } from "node:child_process";
@@ -23,17 +20,16 @@ import { realpathSync } from "node:fs";
 import { ffi } from "../../ffi/ffi.ts";
 import { type Helper, loadHelper } from "../../ffi/helper.ts";
 import { errno, loadLibc } from "../../ffi/libc.ts";
-import { URMA_ABI, URMA_INIT_ATTR } from "../../ffi/layouts/urma.ts";
+import { URMA_INIT_ATTR } from "../../ffi/layouts/urma.ts";
+import { urmaAbi, type UrmaAbiLayouts } from "../../ffi/layouts/urma_abi.ts";
 import { LibraryLoadError, type LoadAttempt } from "../../errors.ts";
 import { type Library, probeLibrary } from "../../ffi/loader.ts";
 import { getEnv } from "../../ffi/runtime.ts";
+import { type AbiChoice, type AbiEvidence, AbiRefusal, chooseAbi } from "./abi.ts";
 import type { LIBC_SYMBOLS } from "../../ffi/symbols/libc.ts";
 import { LIBURMA_SPEC, LIBURMA_SYMBOLS, URMA_EEXIST } from "../../ffi/symbols/liburma.ts";
 import type { FfiBackend, Ptr } from "../../ffi/types.ts";
 import { UrmaAbiError, UrmaStatusError } from "./errors.ts";
-
-/** Simulator ABI strings this build understands. */
-export const SUPPORTED_SIM_ABIS: readonly string[] = ["26.06-sim"];
 
 /** Everything a URMA object needs to call native code. Shared, process-wide. */
 export interface UrmaLib {
@@ -46,9 +42,13 @@ export interface UrmaLib {
   readonly path: string;
   /** True for verbus's simulated liburma: say "urma (simulated)" wherever results are reported. */
   readonly simulated: boolean;
-  /** The layouts in use ("25.12-26.06"). */
+  /** The named ABI in use ("25.12", "25.12-B081", ...: ffi/layouts/urma_abi.ts). */
   readonly abi: string;
-  /** What identified the version: "26.06-sim", "25.12.0 (rpm)", "26.06 (VERBUS_URMA_ABI)". */
+  /** Its layouts of urma_rjetty_t, urma_seg_t, urma_target_seg_t (the others are shared). */
+  readonly layouts: UrmaAbiLayouts;
+  /** What chose the ABI (transport/urma/abi.ts), e.g. "header layout table build/...". */
+  readonly abiEvidence: string;
+  /** The ABI as reported: "25.12", or "25.12-B081-sim" for the simulator. */
   readonly version: string;
   /** The simulator's explanation of the calling thread's last failure ("" for the real library). */
   lastError(): string;
@@ -56,34 +56,8 @@ export interface UrmaLib {
   liveObjects(): { total: number; detail: string } | null;
 }
 
-/**
- * Classifies a UMDK release string ("25.12", "25.12.0", "26.06.1-3"): ok for 25.12 – 26.06,
- * otherwise the reason it is refused.
- */
-export function classifyUmdkVersion(
-  v: string,
-): { ok: true; release: string } | { ok: false; reason: string } {
-  const m = /^(\d{2})\.(\d{2})/.exec(v.trim());
-  if (!m) return { ok: false, reason: `"${v}" is not a UMDK release (YY.MM)` };
-  const release = `${m[1]}.${m[2]}`;
-  const n = Number(m[1]) * 100 + Number(m[2]);
-  if (n >= 2512 && n <= 2606) return { ok: true, release };
-  if (n === 2412) {
-    return {
-      ok: false,
-      reason:
-        `UMDK 24.12 LTS has a different ABI (urma_sge_t 24 B without user_tseg, urma_rjetty_t 40 B without tp_type); verbus supports ${URMA_ABI}`,
-    };
-  }
-  return {
-    ok: false,
-    reason: `UMDK ${release} is not a release verbus knows the ABI of (supported: ${URMA_ABI})`,
-  };
-}
-
-function realVersion(path: string): { version: string; source: string } | null {
-  const declared = getEnv("VERBUS_URMA_ABI");
-  if (declared) return { version: declared, source: "VERBUS_URMA_ABI" };
+/** The `rpm -qf` release of the file at `path`, if it belongs to a package. */
+function rpmVersion(path: string): string | null {
   try {
     const file = path.includes("/") ? realpathSync(path) : `/usr/lib64/${path}`;
     const out = execFileSync("rpm", ["-qf", "--qf", "%{VERSION}", file], {
@@ -91,45 +65,45 @@ function realVersion(path: string): { version: string; source: string } | null {
       stdio: ["ignore", "pipe", "ignore"],
       timeout: 5000,
     });
-    if (out.trim()) return { version: out.trim(), source: "rpm" };
-  } catch { /* no rpm, or the file belongs to no package */ }
-  return null;
+    return out.trim() || null;
+  } catch {
+    return null; // no rpm, or the file belongs to no package
+  }
 }
 
-function identify(
-  lib: Library<typeof LIBURMA_SYMBOLS>,
-  f: FfiBackend,
-): { simulated: boolean; version: string } {
+interface Identity {
+  simulated: boolean;
+  version: string;
+  choice: AbiChoice;
+}
+
+/** The run-time size probe (abi_probe.ts), bound to what it needs to make a provisional lib. */
+type SizeProbe = (lib: Library<typeof LIBURMA_SYMBOLS>) => AbiEvidence["probe"];
+
+function identify(lib: Library<typeof LIBURMA_SYMBOLS>, f: FfiBackend, probe: SizeProbe): Identity {
   const simVersion = lib.symbols.urma_sim_abi_version;
+  let simDeclared: string | null = null;
   if (simVersion) {
     const p = simVersion();
     const v = p === null ? "" : f.cstring(p);
-    if (!SUPPORTED_SIM_ABIS.includes(v)) {
-      throw new UrmaAbiError(
-        `simulated liburma at ${lib.path} reports ABI "${v}"; this verbus understands ${
-          SUPPORTED_SIM_ABIS.join(", ")
-        } (rebuild it with make)`,
-        lib.path,
-      );
-    }
-    return { simulated: true, version: v };
+    simDeclared = v.replace(/-sim$/, "");
   }
-  const found = realVersion(lib.path);
-  if (!found) {
-    throw new UrmaAbiError(
-      `liburma at ${lib.path} does not say which UMDK release it is (no version symbol, no rpm owner); ` +
-        `verbus refuses an unknown ABI. Set VERBUS_URMA_ABI to the release (e.g. 25.12; see \`rpm -q umdk-urma-lib\`)`,
-      lib.path,
-    );
+  const symbols = lib.symbols as Record<string, unknown>;
+  let choice: AbiChoice;
+  try {
+    choice = chooseAbi({
+      path: lib.path,
+      simDeclared,
+      has: (name) => typeof symbols[name] === "function",
+      rpmVersion: () => rpmVersion(lib.path),
+      probe: probe(lib),
+    });
+  } catch (e) {
+    if (e instanceof AbiRefusal) throw new UrmaAbiError(e.message, lib.path);
+    throw e;
   }
-  const c = classifyUmdkVersion(found.version);
-  if (!c.ok) {
-    throw new UrmaAbiError(
-      `liburma at ${lib.path} (${found.source}: ${found.version}): ${c.reason}`,
-      lib.path,
-    );
-  }
-  return { simulated: false, version: `${found.version} (${found.source})` };
+  const version = simDeclared !== null ? `${choice.abi.name}-sim` : choice.abi.name;
+  return { simulated: simDeclared !== null, version, choice };
 }
 
 const cache = new Map<string, Promise<UrmaLib>>();
@@ -138,7 +112,8 @@ const cache = new Map<string, Promise<UrmaLib>>();
 async function open(
   path: string | undefined,
   f: FfiBackend,
-): Promise<{ lib: Library<typeof LIBURMA_SYMBOLS>; simulated: boolean; version: string }> {
+  probe: SizeProbe,
+): Promise<{ lib: Library<typeof LIBURMA_SYMBOLS> } & Identity> {
   const attempts: LoadAttempt[] = [];
   const fromEnv = getEnv("VERBUS_LIBURMA");
   const candidates: LoadAttempt["source"][] = [];
@@ -155,9 +130,9 @@ async function open(
       continue;
     }
     const lib = r.library;
-    let id: { simulated: boolean; version: string };
+    let id: Identity;
     try {
-      id = identify(lib, f);
+      id = identify(lib, f, probe);
     } catch (e) {
       lib.close();
       throw e;
@@ -190,11 +165,27 @@ export function loadUrma(path?: string): Promise<UrmaLib> {
     p = (async () => {
       const f = await ffi();
       const [helper, libc] = await Promise.all([loadHelper(), loadLibc()]);
-      const { lib, simulated, version } = await open(path, f);
+      const sizes = await import("./abi_probe.ts");
+      const probe: SizeProbe = (lib) => (names) => {
+        const rc = lib.symbols.urma_init(new Uint8Array(URMA_INIT_ATTR.$size));
+        if (rc !== 0 && rc !== URMA_EEXIST) return null;
+        const provisional = { abi: urmaAbi(names[0])!, evidence: "provisional (size probe)" };
+        const u = makeLib(f, lib, helper, libc, false, names[0], provisional);
+        let blobs;
+        try {
+          blobs = sizes.probeDescriptionBlobs(u);
+        } catch {
+          return null; // no device to ask: the choice stays open (refused)
+        }
+        const abi = sizes.abiFromBlobs(names, blobs);
+        const how = `the lengths of its own descriptions (${sizes.describeBlobs(blobs)})`;
+        return abi ? { abi, evidence: how } : null;
+      };
+      const { lib, simulated, version, choice } = await open(path, f, probe);
       try {
         const rc = lib.symbols.urma_init(new Uint8Array(URMA_INIT_ATTR.$size));
         if (rc !== 0 && rc !== URMA_EEXIST) throw new UrmaStatusError("urma_init", rc, lib.path);
-        return makeLib(f, lib, helper, libc, simulated, version);
+        return makeLib(f, lib, helper, libc, simulated, version, choice);
       } catch (e) {
         lib.close();
         throw e;
@@ -213,6 +204,7 @@ function makeLib(
   libc: Library<typeof LIBC_SYMBOLS>,
   simulated: boolean,
   version: string,
+  choice: AbiChoice,
 ): UrmaLib {
   const text = new Uint8Array(256);
   return {
@@ -222,7 +214,9 @@ function makeLib(
     libc,
     path: lib.path,
     simulated,
-    abi: URMA_ABI,
+    abi: choice.abi.name,
+    layouts: choice.abi,
+    abiEvidence: choice.evidence,
     version,
     lastError() {
       const fn = lib.symbols.urma_sim_last_error;
