@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { z } from "zod";
 import { buildDirs, type HostCapabilities, probeHost } from "../mod.ts";
 import { parseCommandLine, splitArgs, usageError } from "./options.ts";
+import { wantsJson } from "./style.ts";
 
 /** What doctor says about one native library. */
 type LibraryStatus = HostCapabilities["libraries"]["libibverbs"];
@@ -115,7 +116,7 @@ export async function main(args: string[]): Promise<number> {
   try {
     o = parseDoctorArgs(args);
   } catch (e) {
-    return usageError("doctor", e, HELP);
+    return usageError("doctor", e, HELP, wantsJson(args));
   }
   const urma = o.urma;
   const caps = await probeHost(urma === "sim" ? simulatorPath() : urma);

@@ -1,0 +1,91 @@
+/**
+ * `verbus bench`, a short run on this runtime (no timing asserted): the `--json` report has a
+ * cell per fabric × workload × in flight × clients with real counts and a latency distribution,
+ * each fabric cell next to its TCP cell; `--plot` writes vega's SVG (bars and CDF lines) naming
+ * both the fabric and TCP; the options parse in both forms and bad ones are named.
+ */
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { assert, assertEquals, assertThrows, test } from "../harness.ts";
+import { RUNTIME } from "../../ffi/runtime.ts";
+import { parseBenchArgs } from "../../cli/bench.ts";
+import { REPO_ROOT, runtimeBinary } from "../util/proc.ts";
+
+test(`verbus bench --json --plot (${RUNTIME}): shm next to TCP, vega SVG of both`, () => {
+  const dir = mkdtempSync(join(tmpdir(), "verbus-bench-test-"));
+  try {
+    const svgFile = join(dir, "bench.svg");
+    const main = join(REPO_ROOT, "cli/main.ts");
+    const args = [
+      "bench",
+      "--json",
+      "--plot",
+      svgFile,
+      "--fabrics",
+      "shm",
+      "--paths",
+      "eager,lazy,tcp",
+      "--inflight",
+      "1,4",
+      "--clients",
+      "1",
+      "--duration",
+      "0.3",
+      "--warmup",
+      "20",
+    ];
+    const r = spawnSync(
+      runtimeBinary(RUNTIME as "deno" | "bun"),
+      RUNTIME === "deno" ? ["run", "-A", main, ...args] : [main, ...args],
+      { cwd: REPO_ROOT, encoding: "utf8", timeout: 120_000 },
+    );
+    assertEquals(r.status, 0, r.stderr);
+    const report = JSON.parse(r.stdout);
+    assertEquals(report.transports, ["shm", "tcp"]);
+    assertEquals(report.server.started, true);
+    assertEquals(report.cells.length, 2 * 2 * 2, "2 workloads × 2 in flight × (shm, tcp)");
+    const key = (c: Record<string, unknown>) => `${c.workload}/${c.inflight}/${c.transport}`;
+    assertEquals(report.cells.map(key), [
+      "eager/1/shm",
+      "eager/1/tcp",
+      "eager/4/shm",
+      "eager/4/tcp",
+      "lazy/1/shm",
+      "lazy/1/tcp",
+      "lazy/4/shm",
+      "lazy/4/tcp",
+    ]);
+    for (const c of report.cells) {
+      assertEquals(c.error, undefined, JSON.stringify(c));
+      assertEquals(c.path, c.transport === "tcp" ? "TCP_FALLBACK" : c.workload.toUpperCase());
+      assertEquals(c.fabric, c.transport);
+      assert(c.calls > 0 && c.failed === 0 && c.qps > 0, JSON.stringify(c));
+      assert(c.quantiles.length > 10, "a latency distribution");
+      const us = c.quantiles.map((q: [number, number]) => q[1]);
+      assert(us.every((x: number, i: number) => i === 0 || x >= us[i - 1]), "quantiles ascend");
+      assertEquals([c.p50_us <= c.p99_us, c.clients], [true, 1]);
+    }
+    const svg = readFileSync(svgFile, "utf8");
+    assert(svg.startsWith("<svg") && svg.includes('class="marks"'), "vega's SVG renderer");
+    assert(svg.includes("mark-rect role-mark"), "throughput bars");
+    assert(svg.includes("mark-line role-mark"), "latency lines");
+    for (const label of ["shm", "tcp", "ECHO 64 B", "LARGE_GET 64 KiB", "calls/s"]) {
+      assert(svg.includes(`>${label}</text>`), `the SVG shows ${label}`);
+    }
+    assert(r.stderr.includes("[8/8]"), `progress on stderr: ${r.stderr}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, { timeoutMs: 120_000 });
+
+test("verbus bench options: lists, both forms, bad values named", () => {
+  const a = parseBenchArgs(["--inflight", "1,32", "--clients=2", "--paths", "eager,tcp"]);
+  assertEquals([a.inflight, a.clients, a.paths, a.duration], [[1, 32], [2], ["eager", "tcp"], 1]);
+  assertEquals(parseBenchArgs(["--fabrics=shm,urma"]).fabrics, ["shm", "urma"]);
+  assertThrows(() => parseBenchArgs(["--paths", "eager,sideways"]), Error, "sideways");
+  assertThrows(() => parseBenchArgs(["--inflight", "0"]), Error, "inflight");
+  assertThrows(() => parseBenchArgs(["--plot", "x.png"]), Error, ".svg");
+  assertThrows(() => parseBenchArgs(["--connect", "nohost"]), Error, "HOST:PORT");
+});
