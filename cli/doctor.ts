@@ -46,10 +46,13 @@ function formatDoctor(c: HostCapabilities): string {
       `helper       ${c.helper.version} loaded from ${c.helper.path} (${c.helper.source}); ${c.helper.layoutEntries} layout entries match`,
     );
   } else {
-    out.push(`helper       NOT usable: ${c.helper.error?.split("\n")[0]}`);
+    const [first, ...more] = c.helper.error?.split("\n") ?? [];
+    out.push(`helper       NOT usable: ${first}`);
     for (const t of c.helper.tried) {
       out.push(`               tried ${t.source}: ${t.path} — ${t.reason}`);
     }
+    // what to do about it (the loader's hint), without repeating the attempts listed above
+    for (const line of more.filter((l) => !l.startsWith("  "))) out.push(`               ${line}`);
   }
   out.push("libraries");
   out.push(...lib("libibverbs", c.libraries.libibverbs));
