@@ -28,7 +28,7 @@ import { VERSION } from "./version.ts";
 
 const HELP = `usage: verbus bench [--connect HOST:PORT] [--fabrics LIST] [--paths LIST]
                     [--inflight LIST] [--clients LIST] [--duration S] [--warmup N]
-                    [--urma sim|PATH] [--json] [--plot FILE.svg]
+                    [--urma sim|PATH] [--json] [--plot FILE.svg] [--markdown FILE.md]
 
   --connect HOST:PORT  bench this server (default: start 'verbus serve' on this runtime)
   --fabrics LIST       fabrics to bench, each next to TCP, from ${FABRICS.join(", ")}
@@ -42,6 +42,7 @@ const HELP = `usage: verbus bench [--connect HOST:PORT] [--fabrics LIST] [--path
   --urma sim|PATH      liburma for the server and the clients ("sim" = verbus's simulator)
   --json               one JSON object on stdout instead of the table
   --plot FILE.svg      also draw throughput and latency distributions (vega-lite, SVG)
+  --markdown FILE.md   also write the table as Markdown (with the run's runtime, date, load)
 
 Each client is a 'verbus call --async-bench' process of this runtime; a cell's clients start
 together after their warm-up. Progress goes to stderr. Exit 1 if a cell failed.`;
@@ -68,6 +69,7 @@ const schema = z.object({
   urma: z.string().min(1).optional(),
   json: z.boolean().default(false),
   plot: z.string().regex(/\.svg$/i, "expected a file name ending in .svg").optional(),
+  markdown: z.string().regex(/\.md$/i, "expected a file name ending in .md").optional(),
 }).strict();
 
 /** The validated options of `verbus bench`. */
@@ -113,9 +115,10 @@ function progress(i: number, n: number, c: Cell, r?: CellResult): void {
   );
 }
 
-function table(cells: readonly CellResult[]): string {
+/** The results as an aligned table for a person, or as a Markdown table (`--markdown`). */
+function table(cells: readonly CellResult[], markdown = false): string {
   const head = [
-    "transport",
+    "fabric",
     "path",
     "workload",
     "in flight",
@@ -138,6 +141,10 @@ function table(cells: readonly CellResult[]): string {
     String(c.calls),
     String(c.failed),
   ]);
+  if (markdown) {
+    const md = (r: string[]) => `| ${r.join(" | ")} |`;
+    return [md(head), md(head.map(() => "---")), ...rows.map(md)].join("\n");
+  }
   const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (r: string[]) =>
     r.map((x, i) => (i < 3 ? x.padEnd(w[i]) : x.padStart(w[i]))).join("  ");
@@ -263,6 +270,22 @@ export async function main(args: string[]): Promise<number> {
       }));
       writeFileSync(o.plot, svg);
       console.error(`verbus bench: wrote ${o.plot}`);
+    }
+    if (o.markdown) {
+      const { loadavg } = await import("node:os");
+      writeFileSync(
+        o.markdown,
+        `verbus bench ${VERSION} on ${report.runtime}, server ${
+          server ? `started here (${report.server.fabrics})` : `${host}:${port}`
+        }, ${o.duration} s per cell, ${new Date().toISOString()}; load average ${
+          loadavg().map((x) => x.toFixed(2)).join(" ")
+        }. Calls/s are all clients summed; p50 is the median client's, p99 the worst.` +
+          (skipped.length
+            ? ` Skipped: ${skipped.map((s) => `${s.transport} (${s.reason})`).join(", ")}.`
+            : "") +
+          `\n\n${table(results, true)}\n`,
+      );
+      console.error(`verbus bench: wrote ${o.markdown}`);
     }
     console.log(o.json ? JSON.stringify(report) : table(results));
     return results.every((r) => !r.error) && results.length > 0 ? 0 : EXIT_FAILED;

@@ -1,8 +1,9 @@
 /**
- * `verbus bench`, a short run on this runtime (no timing asserted): the `--json` report has a
+ * `verbus bench`, short runs on this runtime (no timing asserted): the `--json` report has a
  * cell per fabric × workload × in flight × clients with real counts and a latency distribution,
  * each fabric cell next to its TCP cell; `--plot` writes vega's SVG (bars and CDF lines) naming
- * both the fabric and TCP; the options parse in both forms and bad ones are named.
+ * both the fabric and TCP; `--connect` benches a server of the other runtime, `--markdown`
+ * writes the table; the options parse in both forms and bad ones are named.
  */
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -11,15 +12,24 @@ import { join } from "node:path";
 import { assert, assertEquals, assertThrows, test } from "../harness.ts";
 import { RUNTIME } from "../../ffi/runtime.ts";
 import { parseBenchArgs } from "../../cli/bench.ts";
-import { REPO_ROOT, runtimeBinary } from "../util/proc.ts";
+import { otherRuntime, REPO_ROOT, runtimeBinary, withChild } from "../util/proc.ts";
+
+/** Runs `verbus bench ARGS` on this runtime. */
+function bench(args: string[]) {
+  const main = join(REPO_ROOT, "cli/main.ts");
+  const argv = ["bench", ...args];
+  return spawnSync(
+    runtimeBinary(RUNTIME as "deno" | "bun"),
+    RUNTIME === "deno" ? ["run", "-A", main, ...argv] : [main, ...argv],
+    { cwd: REPO_ROOT, encoding: "utf8", timeout: 120_000 },
+  );
+}
 
 test(`verbus bench --json --plot (${RUNTIME}): shm next to TCP, vega SVG of both`, () => {
   const dir = mkdtempSync(join(tmpdir(), "verbus-bench-test-"));
   try {
     const svgFile = join(dir, "bench.svg");
-    const main = join(REPO_ROOT, "cli/main.ts");
-    const args = [
-      "bench",
+    const r = bench([
       "--json",
       "--plot",
       svgFile,
@@ -35,12 +45,7 @@ test(`verbus bench --json --plot (${RUNTIME}): shm next to TCP, vega SVG of both
       "0.3",
       "--warmup",
       "20",
-    ];
-    const r = spawnSync(
-      runtimeBinary(RUNTIME as "deno" | "bun"),
-      RUNTIME === "deno" ? ["run", "-A", main, ...args] : [main, ...args],
-      { cwd: REPO_ROOT, encoding: "utf8", timeout: 120_000 },
-    );
+    ]);
     assertEquals(r.status, 0, r.stderr);
     const report = JSON.parse(r.stdout);
     assertEquals(report.transports, ["shm", "tcp"]);
@@ -78,6 +83,44 @@ test(`verbus bench --json --plot (${RUNTIME}): shm next to TCP, vega SVG of both
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}, { timeoutMs: 120_000 });
+
+test(`verbus bench --connect (${RUNTIME} → a ${otherRuntime()} server), --markdown`, async () => {
+  await withChild(
+    otherRuntime(),
+    "cli/main.ts",
+    { args: ["serve", "--port", "0"] },
+    async (srv) => {
+      const dir = mkdtempSync(join(tmpdir(), "verbus-bench-test-"));
+      try {
+        const md = join(dir, "bench.md");
+        const r = bench([
+          "--connect",
+          `127.0.0.1:${srv.port}`,
+          "--json",
+          "--markdown",
+          md,
+          "--paths",
+          "eager,tcp",
+          "--inflight",
+          "1",
+          "--clients",
+          "1",
+          "--duration",
+          "0.3",
+        ]);
+        assertEquals(r.status, 0, r.stderr);
+        const report = JSON.parse(r.stdout);
+        assertEquals([report.server.started, report.server.port], [false, srv.port]);
+        assertEquals(report.cells.map((c: { path: string }) => c.path), ["EAGER", "TCP_FALLBACK"]);
+        const table = readFileSync(md, "utf8");
+        assert(table.includes("| fabric | path |") && table.includes("| shm | EAGER |"), table);
+        assert(table.includes("| tcp | TCP_FALLBACK |"), table);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
 }, { timeoutMs: 120_000 });
 
 test("verbus bench options: lists, both forms, bad values named", () => {
