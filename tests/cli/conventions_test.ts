@@ -29,12 +29,13 @@ function verbus(args: string[], env?: Record<string, string>) {
   return { code: r.status, out: r.stdout ?? "", err: r.stderr ?? "" };
 }
 
-/** The environment of this process without NO_COLOR (the test runner sets it). */
-function envWithout(name: string): Record<string, string> {
+/**
+ * The environment of this process with NO_COLOR empty — "unset" by https://no-color.org (the
+ * runner sets it; and Deno's child_process adds the parent's variables back when one is deleted).
+ */
+function envNoColorEmpty(): Record<string, string> {
   const g = globalThis as unknown as { process: { env: Record<string, string> } };
-  const e = { ...g.process.env };
-  delete e[name];
-  return e;
+  return { ...g.process.env, NO_COLOR: "" };
 }
 
 const ESC = "\x1b[";
@@ -141,11 +142,11 @@ test("color only on a terminal, never with NO_COLOR; none when piped", () => {
   const tty = (env: Record<string, string>) =>
     spawnSync("script", ["-qec", cmd, "/dev/null"], { encoding: "utf8", env, timeout: 60_000 })
       .stdout ?? "";
-  const colored = tty(envWithout("NO_COLOR"));
+  const colored = tty(envNoColorEmpty());
   assert(colored.includes("usage:"), colored);
   assert(colored.includes(ESC), "a terminal without NO_COLOR gets color");
-  const plain = tty({ ...envWithout("NO_COLOR"), NO_COLOR: "1" });
+  const plain = tty({ ...envNoColorEmpty(), NO_COLOR: "1" });
   assert(plain.includes("usage:") && !plain.includes(ESC), "NO_COLOR=1: no escape codes");
-  const piped = verbus(["help"], envWithout("NO_COLOR"));
+  const piped = verbus(["help"], envNoColorEmpty());
   assert(piped.out.includes("usage:") && !piped.out.includes(ESC), "a pipe gets no color");
 }, { skip: hasScript ? undefined : "needs util-linux script for a pseudo-terminal" });
