@@ -12,7 +12,7 @@ import { isatty } from "node:tty";
 import { z } from "zod";
 import { FABRICS, probeHost, RUNTIME, runtimeVersion } from "../mod.ts";
 import { simulatorPath } from "./doctor.ts";
-import { EXIT_FAILED, parseCommandLine, splitArgs, usageError } from "./options.ts";
+import { EXIT_FAILED, EXIT_USAGE, parseCommandLine, splitArgs, usageError } from "./options.ts";
 import {
   type Cell,
   type CellResult,
@@ -151,6 +151,16 @@ function table(cells: readonly CellResult[], markdown = false): string {
   return [paint("stdout", "bold", line(head)), ...rows.map(line)].join("\n");
 }
 
+/** The error a failed `verbus call --json` reported on stderr (its last JSON line), or its first line. */
+function callError(stderr: string): string {
+  const last = stderr.trim().split("\n").pop() ?? "";
+  try {
+    return String(JSON.parse(last).error);
+  } catch {
+    return stderr.trim().split("\n")[0] || "no answer";
+  }
+}
+
 /** Which of `transports` answer a ping over themselves; the others with the reason. */
 async function reachable(host: string, port: number, transports: string[], urma?: string) {
   const { spawnSync } = await import("node:child_process");
@@ -176,7 +186,7 @@ async function reachable(host: string, port: number, transports: string[], urma?
     else {
       const reason = got?.fabric && got.fabric !== t
         ? `the calls went over ${got.fabric}`
-        : (got?.error ?? (r.stderr || "no answer").trim().split("\n")[0]);
+        : (got?.error ?? callError(r.stderr ?? ""));
       skipped.push({ transport: t, reason });
     }
   }
@@ -201,13 +211,15 @@ export async function main(args: string[]): Promise<number> {
       (FABRICS as readonly string[]).includes(f) && (f !== "urma" || urma !== undefined)
     );
   const workloads = o.paths.filter((p): p is Workload => p !== "tcp");
+  // --paths tcp alone: the ECHO workload over TCP only
+  const onFabrics = workloads.length ? fabrics : [];
   if (workloads.length === 0) workloads.push("eager");
-  const wanted = [...fabrics, ...(o.paths.includes("tcp") ? ["tcp"] : [])];
+  const wanted = [...onFabrics, ...(o.paths.includes("tcp") ? ["tcp"] : [])];
   if (wanted.length === 0) {
     return reportError(
       "bench",
       "nothing to bench: no fabric here and tcp not in --paths",
-      2,
+      EXIT_USAGE,
       o.json,
     );
   }
@@ -234,6 +246,15 @@ export async function main(args: string[]): Promise<number> {
   try {
     const { ok: transports, skipped } = await reachable(host, port, wanted, urma);
     for (const s of skipped) console.error(`verbus bench: skipping ${s.transport}: ${s.reason}`);
+    if (transports.length === 0) {
+      const why = skipped.map((s) => `${s.transport}: ${s.reason}`).join("; ");
+      return reportError(
+        "bench",
+        `nothing answered at ${host}:${port} (${why})`,
+        EXIT_FAILED,
+        o.json,
+      );
+    }
     const cells = matrix(transports, workloads, o.inflight, o.clients);
     console.error(
       `verbus bench: ${cells.length} cells × ${o.duration} s (${

@@ -123,6 +123,14 @@ test(`verbus bench --connect (${RUNTIME} → a ${otherRuntime()} server), --mark
   );
 }, { timeoutMs: 120_000 });
 
+test("verbus bench against nothing: exit 1, what failed on stderr (JSON with --json)", () => {
+  const r = bench(["--connect", "127.0.0.1:1", "--paths", "tcp", "--json"]);
+  assertEquals([r.status, r.stdout], [1, ""], r.stderr);
+  const e = JSON.parse(r.stderr.trim().split("\n").pop()!);
+  assertEquals([e.ok, e.command, e.exit], [false, "bench", 1]);
+  assert(/nothing answered at 127\.0\.0\.1:1 \(tcp: cannot connect/.test(e.error), e.error);
+});
+
 test("verbus bench options: lists, both forms, bad values named", () => {
   const a = parseBenchArgs(["--inflight", "1,32", "--clients=2", "--paths", "eager,tcp"]);
   assertEquals([a.inflight, a.clients, a.paths, a.duration], [[1, 32], [2], ["eager", "tcp"], 1]);
