@@ -14,6 +14,7 @@ import { FABRICS, probeHost, RUNTIME, runtimeVersion } from "../mod.ts";
 import { simulatorPath } from "./doctor.ts";
 import { EXIT_FAILED, EXIT_USAGE, parseCommandLine, splitArgs, usageError } from "./options.ts";
 import {
+  callError,
   type Cell,
   type CellResult,
   matrix,
@@ -149,16 +150,6 @@ function table(cells: readonly CellResult[], markdown = false): string {
   const line = (r: string[]) =>
     r.map((x, i) => (i < 3 ? x.padEnd(w[i]) : x.padStart(w[i]))).join("  ");
   return [paint("stdout", "bold", line(head)), ...rows.map(line)].join("\n");
-}
-
-/** The error a failed `verbus call --json` reported on stderr (its last JSON line), or its first line. */
-function callError(stderr: string): string {
-  const last = stderr.trim().split("\n").pop() ?? "";
-  try {
-    return String(JSON.parse(last).error);
-  } catch {
-    return stderr.trim().split("\n")[0] || "no answer";
-  }
 }
 
 /** Which of `transports` answer a ping over themselves; the others with the reason. */

@@ -76,6 +76,16 @@ export interface Target {
   timeoutMs: number;
 }
 
+/** The error a failed `verbus call --json` reported on stderr (its last JSON line), or its first line. */
+export function callError(stderr: string): string {
+  const last = stderr.trim().split("\n").pop() ?? "";
+  try {
+    return String(JSON.parse(last).error);
+  } catch {
+    return stderr.trim().split("\n")[0] || "no answer";
+  }
+}
+
 /** One client child: resolves with its last JSON line once it exits. */
 interface ClientChild {
   ready: Promise<void>;
@@ -95,14 +105,13 @@ function startClient(args: string[]): ClientChild {
     if (out.includes('{"ready":true}')) onReady();
   });
   p.stderr!.on("data", (d) => (err += d));
+  p.stdin!.on("error", () => {}); // it exited before the start line: its exit reports why
   const result = new Promise<Record<string, unknown>>((res, rej) => {
     p.on("exit", (code) => {
       onReady();
       const line = out.trim().split("\n").filter((l) => l.startsWith('{"ok"')).pop();
       if (line) res(JSON.parse(line));
-      else {rej(
-          new Error(`verbus call exited ${code}: ${(err.trim() || out.trim()).split("\n")[0]}`),
-        );}
+      else rej(new Error(`verbus call exited ${code}: ${callError(err || out)}`));
     });
   });
   return {
@@ -165,6 +174,8 @@ export async function runCell(
     String(target.timeoutMs),
   ];
   const kids = Array.from({ length: cell.clients }, () => startClient(args));
+  // a client that never finishes (a server gone silent) is killed: its exit fails the cell
+  const limit = setTimeout(() => kids.forEach((k) => k.kill()), seconds * 1000 + 120_000);
   try {
     await Promise.all(kids.map((k) => k.ready));
     for (const k of kids) k.go();
@@ -191,5 +202,7 @@ export async function runCell(
   } catch (e) {
     for (const k of kids) k.kill();
     return { ...base, error: (e as Error).message };
+  } finally {
+    clearTimeout(limit);
   }
 }

@@ -3,7 +3,8 @@
  * cell per fabric × workload × in flight × clients with real counts and a latency distribution,
  * each fabric cell next to its TCP cell; `--plot` writes vega's SVG (bars and CDF lines) naming
  * both the fabric and TCP; `--connect` benches a server of the other runtime, `--markdown`
- * writes the table; the options parse in both forms and bad ones are named.
+ * writes the table; nothing answering and a server dying mid-cell exit 1 saying why; the
+ * options parse in both forms and bad ones are named.
  */
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -12,7 +13,7 @@ import { join } from "node:path";
 import { assert, assertEquals, assertThrows, test } from "../harness.ts";
 import { RUNTIME } from "../../ffi/runtime.ts";
 import { parseBenchArgs } from "../../cli/bench.ts";
-import { otherRuntime, REPO_ROOT, runtimeBinary, withChild } from "../util/proc.ts";
+import { otherRuntime, REPO_ROOT, runtimeBinary, spawnScript, withChild } from "../util/proc.ts";
 
 /** Runs `verbus bench ARGS` on this runtime. */
 function bench(args: string[]) {
@@ -130,6 +131,33 @@ test("verbus bench against nothing: exit 1, what failed on stderr (JSON with --j
   assertEquals([e.ok, e.command, e.exit], [false, "bench", 1]);
   assert(/nothing answered at 127\.0\.0\.1:1 \(tcp: cannot connect/.test(e.error), e.error);
 });
+
+test("a server that dies during a cell: the cell reports the error, exit 1", async () => {
+  const srv = await spawnScript(otherRuntime(), "cli/main.ts", { args: ["serve", "--port", "0"] });
+  try {
+    const { spawn } = await import("node:child_process");
+    const main = join(REPO_ROOT, "cli/main.ts");
+    const argv = ["bench", "--connect", `127.0.0.1:${srv.port}`, "--json", "--paths", "tcp"];
+    argv.push("--inflight", "1", "--clients", "1", "--duration", "4");
+    const p = spawn(
+      runtimeBinary(RUNTIME as "deno" | "bun"),
+      RUNTIME === "deno" ? ["run", "-A", main, ...argv] : [main, ...argv],
+      { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let out = "", err = "";
+    p.stdout!.on("data", (d) => (out += d));
+    p.stderr!.on("data", (d) => {
+      err += d;
+      if (err.includes("1 cells")) setTimeout(() => srv.kill("SIGKILL"), 1500);
+    });
+    const code = await new Promise<number | null>((r) => p.on("exit", r));
+    assertEquals(code, 1, err);
+    const cell = JSON.parse(out).cells[0];
+    assert(cell.failed > 0 && typeof cell.error === "string", JSON.stringify(cell));
+  } finally {
+    await srv.kill();
+  }
+}, { timeoutMs: 120_000 });
 
 test("verbus bench options: lists, both forms, bad values named", () => {
   const a = parseBenchArgs(["--inflight", "1,32", "--clients=2", "--paths", "eager,tcp"]);
