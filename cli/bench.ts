@@ -19,6 +19,8 @@ import {
   type CellResult,
   matrix,
   runCell,
+  type Target,
+  targetArgs,
   type Workload,
   WORKLOADS,
 } from "./bench_run.ts";
@@ -29,9 +31,13 @@ import { VERSION } from "./version.ts";
 
 const HELP = `usage: verbus bench [--connect HOST:PORT] [--fabrics LIST] [--paths LIST]
                     [--inflight LIST] [--clients LIST] [--duration S] [--warmup N]
-                    [--urma sim|PATH] [--json] [--plot FILE.svg] [--markdown FILE.md]
+                    [--host H] [--source-addr A] [--urma sim|PATH]
+                    [--json] [--plot FILE.svg] [--markdown FILE.md]
 
   --connect HOST:PORT  bench this server (default: start 'verbus serve' on this runtime)
+  --host H             the address the started server binds (and its RDMA address; default
+                       127.0.0.1 — RDMA needs a real interface's address)
+  --source-addr A      the clients bind their RDMA connections to local address A
   --fabrics LIST       fabrics to bench, each next to TCP, from ${FABRICS.join(", ")}
                        (default: those this host can use; --urma adds urma)
   --paths LIST         from eager (ECHO 64 B), lazy (LARGE_GET 64 KiB), bulk (BIGPUT 16 KiB),
@@ -61,6 +67,8 @@ const list = <T extends z.ZodType>(item: T) =>
 
 const schema = z.object({
   connect: z.string().regex(/^[^:\s]+:\d{1,5}$/, "expected HOST:PORT").optional(),
+  host: z.string().min(1).default("127.0.0.1"),
+  "source-addr": z.string().min(1).optional(),
   fabrics: list(z.enum(FABRICS)).optional(),
   paths: list(z.enum(["eager", "lazy", "bulk", "tcp"])).default(["eager", "lazy", "bulk", "tcp"]),
   inflight: list(z.coerce.number().int().min(1).max(4096)).default([1, 32]),
@@ -153,22 +161,11 @@ function table(cells: readonly CellResult[], markdown = false): string {
 }
 
 /** Which of `transports` answer a ping over themselves; the others with the reason. */
-async function reachable(host: string, port: number, transports: string[], urma?: string) {
+async function reachable(target: Target, transports: string[]) {
   const { spawnSync } = await import("node:child_process");
   const ok: string[] = [], skipped: { transport: string; reason: string }[] = [];
   for (const t of transports) {
-    const [bin, argv] = selfCommand([
-      "call",
-      "--host",
-      host,
-      "--port",
-      String(port),
-      "--json",
-      "--fabric",
-      t,
-      "--ping",
-      ...(urma ? ["--urma", urma] : []),
-    ]);
+    const [bin, argv] = selfCommand(["call", ...targetArgs(target, t), "--json", "--ping"]);
     const r = spawnSync(bin, [...argv], { encoding: "utf8", timeout: 60_000 });
     const line = (r.stdout ?? "").split("\n").find((l) => l.startsWith('{"ok"'));
     const got = line ? JSON.parse(line) : undefined;
@@ -215,7 +212,7 @@ export async function main(args: string[]): Promise<number> {
     );
   }
   let server: ServerProcess | undefined;
-  let host = "127.0.0.1", port = 0;
+  let host = o.host, port = 0;
   if (o.connect) {
     const at = o.connect.lastIndexOf(":");
     [host, port] = [o.connect.slice(0, at), Number(o.connect.slice(at + 1))];
@@ -225,6 +222,8 @@ export async function main(args: string[]): Promise<number> {
       "--port",
       "0",
       "--json",
+      "--host",
+      host,
       "--fabric",
       fabrics.length ? fabrics.join(",") : "none",
       ...(urma ? ["--urma", urma] : []),
@@ -235,7 +234,8 @@ export async function main(args: string[]): Promise<number> {
     );
   }
   try {
-    const { ok: transports, skipped } = await reachable(host, port, wanted, urma);
+    const target: Target = { host, port, urma, sourceAddr: o["source-addr"], timeoutMs: 30_000 };
+    const { ok: transports, skipped } = await reachable(target, wanted);
     for (const s of skipped) console.error(`verbus bench: skipping ${s.transport}: ${s.reason}`);
     if (transports.length === 0) {
       const why = skipped.map((s) => `${s.transport}: ${s.reason}`).join("; ");
@@ -255,7 +255,7 @@ export async function main(args: string[]): Promise<number> {
     const results: CellResult[] = [];
     for (const [i, c] of cells.entries()) {
       progress(i, cells.length, c);
-      const r = await runCell(c, { host, port, urma, timeoutMs: 30_000 }, o.duration, o.warmup);
+      const r = await runCell(c, target, o.duration, o.warmup);
       progress(i, cells.length, c, r);
       results.push(r);
     }

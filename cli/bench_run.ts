@@ -73,7 +73,25 @@ export interface Target {
   port: number;
   /** `--urma` of the clients (sim or a liburma path), if any. */
   urma?: string;
+  /** `--source-addr` of the clients (the local address of their RDMA connections), if any. */
+  sourceAddr?: string;
   timeoutMs: number;
+}
+
+/** The `verbus call` options that reach `target` over `transport` (a fabric or `tcp`). */
+export function targetArgs(target: Target, transport: string): string[] {
+  return [
+    "--host",
+    target.host,
+    "--port",
+    String(target.port),
+    "--fabric",
+    transport,
+    "--timeout-ms",
+    String(target.timeoutMs),
+    ...(target.urma ? ["--urma", target.urma] : []),
+    ...(target.sourceAddr ? ["--source-addr", target.sourceAddr] : []),
+  ];
 }
 
 /** The error a failed `verbus call --json` reported on stderr (its last JSON line), or its first line. */
@@ -148,15 +166,9 @@ export async function runCell(
   };
   const args = [
     "call",
-    "--host",
-    target.host,
-    "--port",
-    String(target.port),
+    ...targetArgs(target, cell.transport),
     "--json",
-    "--fabric",
-    cell.transport,
     ...(cell.transport === "tcp" ? [] : ["--force-path", cell.workload]),
-    ...(target.urma ? ["--urma", target.urma] : []),
     "--async-bench",
     "1000000000",
     "--async-seconds",
@@ -170,8 +182,6 @@ export async function runCell(
     w.op,
     "--bench-bytes",
     String(w.bytes),
-    "--timeout-ms",
-    String(target.timeoutMs),
   ];
   const kids = Array.from({ length: cell.clients }, () => startClient(args));
   // a client that never finishes (a server gone silent) is killed: its exit fails the cell

@@ -163,6 +163,12 @@ test("verbus bench options: lists, both forms, bad values named", () => {
   const a = parseBenchArgs(["--inflight", "1,32", "--clients=2", "--paths", "eager,tcp"]);
   assertEquals([a.inflight, a.clients, a.paths, a.duration], [[1, 32], [2], ["eager", "tcp"], 1]);
   assertEquals(parseBenchArgs(["--fabrics=shm,urma"]).fabrics, ["shm", "urma"]);
+  const h = parseBenchArgs(["--host=10.77.0.2", "--source-addr", "10.77.0.1"]);
+  assertEquals([h.host, h["source-addr"], parseBenchArgs([]).host], [
+    "10.77.0.2",
+    "10.77.0.1",
+    "127.0.0.1",
+  ]);
   assertThrows(() => parseBenchArgs(["--paths", "eager,sideways"]), Error, "sideways");
   assertThrows(() => parseBenchArgs(["--inflight", "0"]), Error, "inflight");
   assertThrows(() => parseBenchArgs(["--plot", "x.png"]), Error, ".svg");
