@@ -140,6 +140,15 @@ function startClient(args: string[]): ClientChild {
   };
 }
 
+/**
+ * Why a cell's figures are not what it is labelled (a forced fabric path that went another way,
+ * e.g. fell back to TCP), or undefined when the calls took the cell's path.
+ */
+export function wrongPath(cell: Cell, path: string): string | undefined {
+  const expected = cell.transport === "tcp" ? "TCP_FALLBACK" : WORKLOADS[cell.workload].path;
+  return path === expected ? undefined : `the calls went ${path}, not ${expected}`;
+}
+
 const median = (xs: number[]) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
 
 /** Runs one cell for `seconds` (after `warmup` calls per client); never throws. */
@@ -194,9 +203,13 @@ export async function runCell(
     const paths = new Set(rs.map((r) => String(r.path)));
     const qs = res.map((r) => (r.quantiles ?? []) as [number, number][]);
     const bad = rs.find((r) => !r.ok);
+    const path = paths.size === 1 ? [...paths][0] : "mixed";
+    const error = bad
+      ? String((bad.result as Record<string, unknown>)?.first_error ?? bad.error)
+      : wrongPath(cell, path);
     return {
       ...base,
-      path: paths.size === 1 ? [...paths][0] : "mixed",
+      path,
       fabric: [...new Set(rs.map((r) => String(r.fabric)))].join("+"),
       calls: res.reduce((x, r) => x + Number(r.count), 0),
       failed: res.reduce((x, r) => x + Number(r.failed), 0),
@@ -205,9 +218,7 @@ export async function runCell(
       p50_us: median(res.map((r) => Number(r.p50_us))),
       p99_us: Math.max(...res.map((r) => Number(r.p99_us))),
       quantiles: qs[0].map(([q], i) => [q, median(qs.map((x) => x[i]?.[1] ?? 0))]),
-      ...(bad
-        ? { error: String((bad.result as Record<string, unknown>)?.first_error ?? bad.error) }
-        : {}),
+      ...(error ? { error } : {}),
     };
   } catch (e) {
     for (const k of kids) k.kill();

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { assert, assertEquals, assertThrows, test } from "../harness.ts";
 import { RUNTIME } from "../../ffi/runtime.ts";
 import { parseBenchArgs } from "../../cli/bench.ts";
+import { wrongPath } from "../../cli/bench_run.ts";
 import { otherRuntime, REPO_ROOT, runtimeBinary, spawnScript, withChild } from "../util/proc.ts";
 
 /** Runs `verbus bench ARGS` on this runtime. */
@@ -157,6 +158,50 @@ test("a server that dies during a cell: the cell reports the error, exit 1", asy
   } finally {
     await srv.kill();
   }
+}, { timeoutMs: 120_000 });
+
+test("a cell whose calls took another path than its label is an error, not a figure", () => {
+  const cell = (transport: string, workload: "eager" | "lazy" | "bulk") => ({
+    transport,
+    workload,
+    inflight: 1,
+    clients: 1,
+  });
+  assertEquals(wrongPath(cell("shm", "lazy"), "LAZY"), undefined);
+  assertEquals(wrongPath(cell("tcp", "bulk"), "TCP_FALLBACK"), undefined);
+  assertEquals(
+    wrongPath(cell("shm", "eager"), "TCP_FALLBACK"),
+    "the calls went TCP_FALLBACK, not EAGER",
+  );
+  assertEquals(wrongPath(cell("urma", "bulk"), "mixed"), "the calls went mixed, not BULK");
+  assertEquals(wrongPath(cell("tcp", "eager"), "EAGER"), "the calls went EAGER, not TCP_FALLBACK");
+});
+
+test("a fabric the server does not offer is skipped, saying where the calls went", async () => {
+  await withChild(otherRuntime(), "cli/main.ts", {
+    args: ["serve", "--port", "0", "--fabric", "none"],
+  }, async (srv) => {
+    const r = bench([
+      "--connect",
+      `127.0.0.1:${srv.port}`,
+      "--json",
+      "--fabrics",
+      "shm",
+      "--paths",
+      "eager,tcp",
+      "--inflight",
+      "1",
+      "--clients",
+      "1",
+      "--duration",
+      "0.2",
+    ]);
+    assertEquals(r.status, 0, r.stderr);
+    const report = JSON.parse(r.stdout);
+    assertEquals(report.transports, ["tcp"]);
+    assertEquals(report.skipped, [{ transport: "shm", reason: "the calls went over tcp" }]);
+    assert(r.stderr.includes("skipping shm: the calls went over tcp"), r.stderr);
+  });
 }, { timeoutMs: 120_000 });
 
 test("verbus bench options: lists, both forms, bad values named", () => {
