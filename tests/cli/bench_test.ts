@@ -27,6 +27,12 @@ function bench(args: string[]) {
   );
 }
 
+/** The smallest `verbus bench --json` of the server at `port`: ECHO over shm and TCP, 1 × 1. */
+function benchSmall(port: number, extra: string[]) {
+  const small = ["--paths", "eager,tcp", "--inflight", "1", "--clients", "1", "--duration", "0.3"];
+  return bench(["--connect", `127.0.0.1:${port}`, "--json", ...small, ...extra]);
+}
+
 test(`verbus bench --json --plot (${RUNTIME}): shm next to TCP, vega SVG of both`, () => {
   const dir = mkdtempSync(join(tmpdir(), "verbus-bench-test-"));
   try {
@@ -96,21 +102,7 @@ test(`verbus bench --connect (${RUNTIME} → a ${otherRuntime()} server), --mark
       const dir = mkdtempSync(join(tmpdir(), "verbus-bench-test-"));
       try {
         const md = join(dir, "bench.md");
-        const r = bench([
-          "--connect",
-          `127.0.0.1:${srv.port}`,
-          "--json",
-          "--markdown",
-          md,
-          "--paths",
-          "eager,tcp",
-          "--inflight",
-          "1",
-          "--clients",
-          "1",
-          "--duration",
-          "0.3",
-        ]);
+        const r = benchSmall(srv.port, ["--markdown", md]);
         assertEquals(r.status, 0, r.stderr);
         const report = JSON.parse(r.stdout);
         assertEquals([report.server.started, report.server.port], [false, srv.port]);
@@ -181,21 +173,7 @@ test("a fabric the server does not offer is skipped, saying where the calls went
   await withChild(otherRuntime(), "cli/main.ts", {
     args: ["serve", "--port", "0", "--fabric", "none"],
   }, async (srv) => {
-    const r = bench([
-      "--connect",
-      `127.0.0.1:${srv.port}`,
-      "--json",
-      "--fabrics",
-      "shm",
-      "--paths",
-      "eager,tcp",
-      "--inflight",
-      "1",
-      "--clients",
-      "1",
-      "--duration",
-      "0.2",
-    ]);
+    const r = benchSmall(srv.port, ["--fabrics", "shm"]);
     assertEquals(r.status, 0, r.stderr);
     const report = JSON.parse(r.stdout);
     assertEquals(report.transports, ["tcp"]);
