@@ -9,7 +9,7 @@ APT_PKGS := rdma-core ibverbs-providers libibverbs-dev librdmacm-dev ibverbs-uti
 RESULTS := build/test-results
 export NO_COLOR := 1
 
-.PHONY: all setup deps helper demo example test test-quick test-vm check binary bench bench-ffi bench-connect bench-e2e bench-vm bench-profile bench-scale bench-scale-vm soak bench-agent clean
+.PHONY: all setup deps helper demo example test test-quick test-vm check binary bench bench-ffi bench-connect bench-e2e bench-vm bench-profile bench-scale bench-scale-vm soak bench-agent bench-cli bench-cli-vm clean
 
 all: setup
 
@@ -66,6 +66,18 @@ bench: bench-ffi bench-e2e
 
 bench-e2e: setup
 	$(DENO) run -A bench/e2e/run.ts
+
+# `verbus bench` (the standard matrix, ~40 s per runtime) on Deno then Bun, each against a server
+# of its own runtime: bench/results/bench-<runtime>.{svg,md,json}. BENCH_ARGS adds options
+# (e.g. BENCH_ARGS="--duration 2 --urma sim"; see `verbus help bench`).
+bench-cli: setup
+	$(DENO) run -A cli/main.ts bench --json --plot bench/results/bench-deno.svg --markdown bench/results/bench-deno.md $(BENCH_ARGS) > bench/results/bench-deno.json
+	$(BUN) cli/main.ts bench --json --plot bench/results/bench-bun.svg --markdown bench/results/bench-bun.md $(BENCH_ARGS) > bench/results/bench-bun.json
+
+# `verbus bench` inside the Soft-RoCE VM (Bun; verbs rxe0 -> rxe1 next to shm and TCP; about 7 min
+# under TCG emulation, so its figures show the matrix, not speed): bench/results/bench-vm-bun.*
+bench-cli-vm: setup
+	SR_SHARE=$(CURDIR) $(SOFTROCE)/run-in-vm.sh '$(BUN) cli/main.ts bench --host 10.77.0.2 --source-addr 10.77.0.1 --paths eager,lazy,tcp --clients 1 --json --plot bench/results/bench-vm-bun.svg --markdown bench/results/bench-vm-bun.md $(BENCH_ARGS) > bench/results/bench-vm-bun.json'
 
 # Per-call cost breakdown (CPU profiles of an ECHO server and client, shm EAGER and TCP, both
 # runtimes) into bench/results/profile.{md,json}; options: see bench/profile/README.md.

@@ -123,9 +123,10 @@ export class LibraryLoadError extends VerbusError {
   /** Every attempt in order. */
   readonly attempts: readonly LoadAttempt[];
 
-  constructor(library: string, attempts: readonly LoadAttempt[]) {
+  /** `hint`: what to do about it (e.g. how to build the helper), appended to the message. */
+  constructor(library: string, attempts: readonly LoadAttempt[], hint?: string) {
     const tried = attempts.map((a) => `  ${a.source}: ${a.path} (${a.reason})`).join("\n");
-    super("LIBRARY_NOT_FOUND", `no ${library} found: tried\n${tried}`, {
+    super("LIBRARY_NOT_FOUND", `no ${library} found: tried\n${tried}${hint ? `\n${hint}` : ""}`, {
       context: { library },
     });
     this.library = library;

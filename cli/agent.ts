@@ -8,6 +8,7 @@
 import { z } from "zod";
 import { FABRICS, RUNTIME, startAgent } from "../mod.ts";
 import { parseCommandLine, splitArgs, usageError } from "./options.ts";
+import { wantsJson } from "./style.ts";
 
 const HELP = `usage: verbus agent --connect HOST:PORT [--listen NAME] [--fabric auto|${
   FABRICS.join("|")
@@ -73,7 +74,7 @@ export async function main(args: string[]): Promise<number> {
     });
     o = parseCommandLine(schema, values);
   } catch (e) {
-    return usageError("agent", e, HELP);
+    return usageError("agent", e, HELP, wantsJson(args));
   }
   const at = o.connect.lastIndexOf(":");
   const agent = await startAgent({

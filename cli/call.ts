@@ -13,7 +13,8 @@ import {
   type ClientOptions,
   connect,
 } from "../mod.ts";
-import { usageError } from "./options.ts";
+import { EXIT_FAILED, usageError } from "./options.ts";
+import { paint, reportError, wantsJson } from "./style.ts";
 import { CALL_HELP, type CallArgs, parseCallArgs } from "./call_options.ts";
 import { simulatorPath } from "./doctor.ts";
 import { runBench, runLifecycle } from "./call_ops.ts";
@@ -107,6 +108,22 @@ function show(v: unknown): string {
   );
 }
 
+/** `--async-sync`: says it is ready (a JSON line on stdout), then waits for a line on stdin. */
+async function startBarrier(): Promise<void> {
+  const { stdin } = await import("node:process");
+  console.log(JSON.stringify({ ready: true }));
+  await new Promise<void>((resolve) => {
+    const done = () => {
+      stdin.off("data", done);
+      stdin.off("end", done);
+      stdin.pause();
+      resolve();
+    };
+    stdin.on("data", done);
+    stdin.on("end", done);
+  });
+}
+
 /** Entry point of `verbus call`. */
 export async function main(args: string[]): Promise<number> {
   if (args.includes("--help") || args.includes("-h")) {
@@ -117,7 +134,7 @@ export async function main(args: string[]): Promise<number> {
   try {
     o = parseCallArgs(args);
   } catch (e) {
-    return usageError("call", e, CALL_HELP);
+    return usageError("call", e, CALL_HELP, wantsJson(args));
   }
   const force = o["force-path"] ? PATH[o["force-path"]] : undefined;
   const options: ClientOptions = {
@@ -147,8 +164,7 @@ export async function main(args: string[]): Promise<number> {
   try {
     client = await connect({ host: o.host, port: o.port }, options);
   } catch (e) {
-    console.error(`verbus call: ${(e as Error).message}`);
-    return 1;
+    return reportError("call", (e as Error).message, EXIT_FAILED, o.json);
   }
   if (o["simulate-server-pressure"]) await client.refreshServerSnapshot();
   const reports: OpReport[] = [];
@@ -164,9 +180,11 @@ export async function main(args: string[]): Promise<number> {
         ),
       );
     } else {console.log(
-        `${r.ok ? "ok  " : "FAIL"} ${r.op.padEnd(10)} path=${String(r.path).padEnd(12)} fabric=${
-          r.fabric.padEnd(5)
-        } ${String(r.latency_us).padStart(9)} µs  ${r.ok ? show(r.result) : r.error}`,
+        `${r.ok ? paint("stdout", "green", "ok  ") : paint("stdout", "red", "FAIL")} ${
+          r.op.padEnd(10)
+        } path=${String(r.path).padEnd(12)} fabric=${r.fabric.padEnd(5)} ${
+          String(r.latency_us).padStart(9)
+        } µs  ${r.ok ? show(r.result) : r.error}`,
       );}
   };
   try {
@@ -273,6 +291,9 @@ export async function main(args: string[]): Promise<number> {
           bytes: o["bench-bytes"],
           force,
           timeoutMs: t,
+          seconds: o["async-seconds"],
+          warmup: o["async-warmup"],
+          ready: o["async-sync"] ? startBarrier : undefined,
         }),
       );
     }
@@ -295,5 +316,5 @@ export async function main(args: string[]): Promise<number> {
   } finally {
     await client.close();
   }
-  return reports.every((r) => r.ok) ? 0 : 1;
+  return reports.every((r) => r.ok) ? 0 : EXIT_FAILED;
 }

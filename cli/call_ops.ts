@@ -22,7 +22,22 @@ export interface BenchSpec {
   bytes: number;
   force: CallPath | undefined;
   timeoutMs: number;
+  /** Stop after this many seconds even if fewer than `n` calls were made (`--async-seconds`). */
+  seconds?: number;
+  /** Calls made first and left out of the figures (`--async-warmup`; JIT and connection warm-up). */
+  warmup?: number;
+  /** Awaited after the warm-up, before the measured calls (`--async-sync`: a start barrier). */
+  ready?: () => Promise<void>;
 }
+
+/** The quantiles reported in `result.quantiles` (a latency distribution to plot). */
+export const BENCH_QUANTILES: readonly number[] = [
+  ...Array.from({ length: 50 }, (_, i) => i / 50),
+  0.99,
+  0.995,
+  0.999,
+  1,
+];
 
 function request(spec: BenchSpec): { method: string; bytes: Uint8Array; expect?: number } {
   switch (spec.op) {
@@ -44,52 +59,67 @@ function request(spec: BenchSpec): { method: string; bytes: Uint8Array; expect?:
   }
 }
 
-/** Runs N calls with W in flight; reports p50/p99/qps and per-path counts. */
+/**
+ * Runs N calls with W in flight (or as many as fit in `seconds`), after `warmup` calls left out;
+ * reports p50/p99/qps, the latency quantiles ({@link BENCH_QUANTILES}) and per-path counts.
+ */
 export async function runBench(client: Client, spec: BenchSpec): Promise<OpReport> {
   const req = request(spec);
-  const lat = new Float64Array(spec.n);
+  const call = (): Promise<ClientCallResult> =>
+    client.call(DEMO_SERVICE, req.method, req.bytes, {
+      timeoutMs: spec.timeoutMs,
+      forcePath: spec.force,
+      expectedResponseBytes: req.expect,
+    });
+  for (let i = 0; i < (spec.warmup ?? 0); i++) await call().catch(() => {});
+  await spec.ready?.();
+  let lat = new Float64Array(Math.min(spec.n, 1 << 16));
   const paths: Record<string, number> = {};
   const fabrics = new Set<string>();
-  let next = 0, failed = 0, firstError = "";
+  let next = 0, done = 0, failed = 0, firstError = "";
   const t0 = performance.now();
+  const until = spec.seconds === undefined ? Infinity : t0 + spec.seconds * 1000;
   const worker = async () => {
-    while (next < spec.n) {
-      const i = next++;
+    while (next < spec.n && performance.now() < until) {
+      next++;
       const a = performance.now();
       try {
-        const r: ClientCallResult = await client.call(DEMO_SERVICE, req.method, req.bytes, {
-          timeoutMs: spec.timeoutMs,
-          forcePath: spec.force,
-          expectedResponseBytes: req.expect,
-        });
+        const r = await call();
         paths[r.path] = (paths[r.path] ?? 0) + 1;
         fabrics.add(r.fabric);
       } catch (e) {
         failed++;
         firstError ||= (e as Error).message;
       }
-      lat[i] = performance.now() - a;
+      if (done === lat.length) {
+        const grown = new Float64Array(Math.min(spec.n, lat.length * 2));
+        grown.set(lat);
+        lat = grown;
+      }
+      lat[done++] = performance.now() - a;
     }
   };
   await Promise.all(Array.from({ length: Math.min(spec.window, spec.n) }, worker));
   const secs = (performance.now() - t0) / 1000;
-  const sorted = lat.slice().sort();
+  const sorted = lat.subarray(0, done).sort();
   const pick = (q: number) =>
-    round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] * 1000);
+    done === 0 ? 0 : round(sorted[Math.min(done - 1, Math.floor(q * done))] * 1000);
   const one = onePath(paths);
   return {
-    ok: failed === 0,
+    ok: failed === 0 && done > 0,
     op: `bench:${spec.op}`,
     path: one,
     fabric: [...fabrics].join("+") || client.fabric, // what the calls took ("tcp+shm": both)
     latency_us: pick(0.5),
     result: {
-      count: spec.n,
+      count: done,
       failed,
       window: spec.window,
+      seconds: round(secs * 1000) / 1000,
       p50_us: pick(0.5),
       p99_us: pick(0.99),
-      qps: Math.round(spec.n / secs),
+      qps: Math.round(done / secs),
+      quantiles: BENCH_QUANTILES.map((q) => [q, pick(q)]),
       paths,
       ...(firstError ? { first_error: firstError } : {}),
     },

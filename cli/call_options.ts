@@ -19,6 +19,8 @@ ops (any number; run in this order):
   --lifecycle-repeat-reclaim the same RECLAIM twice (harmless, counted)
   --lifecycle-timeout        an object left unreclaimed until the server's TTL sweep frees it
   --async-bench N --bench-op ping|echo|get|put|large-get [--async-window W] [--bench-bytes B]
+                             [--async-seconds S] (stop after S s) [--async-warmup N] (calls left out)
+                             [--async-sync] (after the warm-up print {"ready":true}, wait for a line on stdin)
   --stats                    local telemetry and the server's control-page snapshot
 options:
   --fabric auto|${FABRICS.join("|")}|tcp   data plane (default auto: the best both hosts share)
@@ -55,6 +57,9 @@ const schema = z.object({
   "bench-op": z.enum(["ping", "echo", "get", "put", "large-get"]).default("echo"),
   "async-window": num.min(1).max(65536).default(32),
   "bench-bytes": num.min(0).max(64 << 20).default(64),
+  "async-seconds": z.coerce.number().positive().max(86_400).optional(),
+  "async-warmup": num.min(0).max(1_000_000).default(0),
+  "async-sync": z.boolean().optional(),
   stats: z.boolean().optional(),
   fabric: z.enum(["auto", ...FABRICS, "tcp"]).default("auto"),
   urma: z.string().min(1).optional(),
@@ -84,6 +89,7 @@ export type CallArgs = z.output<typeof schema>;
 
 const FLAGS = [
   "ping",
+  "async-sync",
   "stats",
   "json",
   "simulate-fabric-down",

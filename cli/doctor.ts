@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { z } from "zod";
 import { buildDirs, type HostCapabilities, probeHost } from "../mod.ts";
 import { parseCommandLine, splitArgs, usageError } from "./options.ts";
+import { wantsJson } from "./style.ts";
 
 /** What doctor says about one native library. */
 type LibraryStatus = HostCapabilities["libraries"]["libibverbs"];
@@ -45,10 +46,13 @@ function formatDoctor(c: HostCapabilities): string {
       `helper       ${c.helper.version} loaded from ${c.helper.path} (${c.helper.source}); ${c.helper.layoutEntries} layout entries match`,
     );
   } else {
-    out.push(`helper       NOT usable: ${c.helper.error?.split("\n")[0]}`);
+    const [first, ...more] = c.helper.error?.split("\n") ?? [];
+    out.push(`helper       NOT usable: ${first}`);
     for (const t of c.helper.tried) {
       out.push(`               tried ${t.source}: ${t.path} — ${t.reason}`);
     }
+    // what to do about it (the loader's hint), without repeating the attempts listed above
+    for (const line of more.filter((l) => !l.startsWith("  "))) out.push(`               ${line}`);
   }
   out.push("libraries");
   out.push(...lib("libibverbs", c.libraries.libibverbs));
@@ -116,7 +120,7 @@ export async function main(args: string[]): Promise<number> {
   try {
     o = parseDoctorArgs(args);
   } catch (e) {
-    return usageError("doctor", e, HELP);
+    return usageError("doctor", e, HELP, wantsJson(args));
   }
   const urma = o.urma;
   const caps = await probeHost(urma === "sim" ? simulatorPath() : urma);

@@ -3,20 +3,59 @@
  * `bun cli/main.ts <command>`; each command lives in its own file and is loaded on demand. The
  * CLI uses only the public API (`mod.ts`) and the example services (`examples/demo/mod.ts`).
  *
- * Commands: `doctor`, `serve`, `call`, `agent` (see `verbus <command> --help`).
+ * Conventions (every command): `--help` (or `verbus help COMMAND`) prints its usage on stdout
+ * and exits 0; `--json` makes its output machine-readable (errors too: one JSON line on stderr);
+ * exit codes are 0 ok, 1 a call / connection / run failed, 2 usage (bad command line); errors go
+ * to stderr; color only on a terminal and never with `NO_COLOR` set.
  * @module
  */
-import { RUNTIME } from "../util/runtime.ts";
+import { RUNTIME, runtimeVersion } from "../util/runtime.ts";
+import { EXIT_FAILED, EXIT_USAGE } from "./options.ts";
+import { paint, reportError, type Stream, wantsJson } from "./style.ts";
+import { VERSION } from "./version.ts";
 
-const USAGE = `usage: verbus <command> [options]
+/** One command: what it does (for the usage) and its module, loaded on demand. */
+interface Command {
+  readonly summary: string;
+  readonly load: () => Promise<{ main(args: string[]): Promise<number> }>;
+}
 
-commands:
-  doctor   what this host can do: runtime, helper, libibverbs / librdmacm / liburma, devices
-  serve    run a verbus server (TCP baidu_std; fabrics where the host has them)
-  call     call a verbus (or brpc) server
-  agent    share one connection to a remote server among this host's processes
+const COMMANDS: Record<string, Command> = {
+  doctor: {
+    summary: "what this host can do: runtime, helper, libibverbs / librdmacm / liburma, devices",
+    load: () => import("./doctor.ts"),
+  },
+  serve: {
+    summary: "run a verbus server (TCP baidu_std; fabrics where the host has them)",
+    load: () => import("./serve.ts"),
+  },
+  call: { summary: "call a verbus (or brpc) server", load: () => import("./call.ts") },
+  agent: {
+    summary: "share one connection to a remote server among this host's processes",
+    load: () => import("./agent.ts"),
+  },
+  bench: {
+    summary:
+      "the standard benchmark matrix (fabrics x paths x in flight x clients), table / JSON / SVG",
+    load: () => import("./bench.ts"),
+  },
+};
 
-run 'verbus <command> --help' for the options of one command.`;
+/** The usage of `verbus` itself. */
+function usage(stream: Stream = "stdout"): string {
+  const names = Object.keys(COMMANDS);
+  const w = Math.max(...names.map((n) => n.length));
+  return [
+    `${paint(stream, "bold", "usage:")} verbus <command> [options]`,
+    "       verbus help <command>      verbus --version [--json]",
+    "",
+    "commands:",
+    ...names.map((n) => `  ${n.padEnd(w)}  ${COMMANDS[n].summary}`),
+    "",
+    "every command takes --help and --json; exit codes: 0 ok, 1 failed, 2 usage.",
+    "run 'verbus help <command>' for the options of one command.",
+  ].join("\n");
+}
 
 /** The process arguments after the script, on either runtime. */
 function cliArgs(): string[] {
@@ -34,34 +73,47 @@ export function exit(code: number): never {
   throw new Error("unreachable");
 }
 
-const COMMANDS: Record<string, () => Promise<{ main(args: string[]): Promise<number> }>> = {
-  doctor: () => import("./doctor.ts"),
-  serve: () => import("./serve.ts"),
-  call: () => import("./call.ts"),
-  agent: () => import("./agent.ts"),
-};
-
-/** Runs the command line and returns the exit code (the compiled binary calls this too). */
-export async function main(): Promise<number> {
-  const [command, ...rest] = cliArgs();
-  if (!command || command === "--help" || command === "-h" || command === "help") {
-    console.log(USAGE);
-    return command ? 0 : 2;
+/**
+ * Runs the command line `argv` (default: the process arguments) and returns the exit code (the
+ * compiled binary calls this too). A command's uncaught error is reported on stderr, exit 1.
+ */
+export async function main(argv: string[] = cliArgs()): Promise<number> {
+  const [command, ...rest] = argv;
+  const json = wantsJson(argv);
+  if (command === "--version" || command === "-V" || command === "version") {
+    const runtime = `${RUNTIME} ${runtimeVersion()}`;
+    console.log(
+      json
+        ? JSON.stringify({ verbus: VERSION, runtime: RUNTIME, runtimeVersion: runtimeVersion() })
+        : `verbus ${VERSION} (${runtime})`,
+    );
+    return 0;
   }
-  const load = COMMANDS[command];
-  if (!load) {
-    console.error(`verbus: unknown command '${command}'\n\n${USAGE}`);
-    return 2;
+  if (command === "--help" || command === "-h") {
+    console.log(usage());
+    return 0;
   }
-  const mod = await load();
-  return await mod.main(rest);
-}
-
-if (import.meta.main) {
+  if (command === "help") {
+    const [topic] = rest.filter((a) => !a.startsWith("--"));
+    if (!topic) {
+      console.log(usage());
+      return 0;
+    }
+    const c = COMMANDS[topic];
+    if (!c) return reportError("", `no command '${topic}'`, EXIT_USAGE, json, usage("stderr"));
+    return await (await c.load()).main(["--help"]);
+  }
+  if (!command || command.startsWith("-")) {
+    const why = command ? `unknown option ${command}` : "no command given";
+    return reportError("", why, EXIT_USAGE, json, usage("stderr"));
+  }
+  const c = COMMANDS[command];
+  if (!c) return reportError("", `unknown command '${command}'`, EXIT_USAGE, json, usage("stderr"));
   try {
-    exit(await main());
+    return await (await c.load()).main(rest);
   } catch (e) {
-    console.error(`verbus: ${e instanceof Error ? e.message : String(e)}`);
-    exit(1);
+    return reportError(command, e instanceof Error ? e.message : String(e), EXIT_FAILED, json);
   }
 }
+
+if (import.meta.main) exit(await main());

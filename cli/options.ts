@@ -6,6 +6,7 @@
  */
 import type { z } from "zod";
 import { parseOptions } from "../util/options.ts";
+import { reportError } from "./style.ts";
 
 /**
  * Validates a command's parsed flags (`{ "flag-name": value }`) with its schema; the first bad
@@ -15,11 +16,18 @@ export function parseCommandLine<T extends z.ZodType>(schema: T, values: unknown
   return parseOptions(schema, values, "option");
 }
 
-/** Prints what was wrong (naming the option) and the usage; returns exit code 2. */
-export function usageError(command: string, e: unknown, help: string): number {
+/** Exit code of a usage error (bad command line): the convention of every command. */
+export const EXIT_USAGE = 2;
+/** Exit code of a failed call, connection or run. */
+export const EXIT_FAILED = 1;
+
+/**
+ * Prints what was wrong (naming the option) and the usage on stderr — with `json`, one JSON line
+ * instead — and returns exit code 2.
+ */
+export function usageError(command: string, e: unknown, help: string, json = false): number {
   const msg = e instanceof Error ? e.message : String(e);
-  console.error(`verbus ${command}: ${msg}\n\n${help}`);
-  return 2;
+  return reportError(command, msg, EXIT_USAGE, json, help);
 }
 
 /** How a command's options take their values. */

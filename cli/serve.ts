@@ -10,6 +10,7 @@ import { z } from "zod";
 import { demoService } from "../examples/demo/mod.ts";
 import { type FabricKind, FABRICS, RUNTIME, serve } from "../mod.ts";
 import { parseCommandLine, splitArgs, usageError } from "./options.ts";
+import { wantsJson } from "./style.ts";
 import { simulatorPath } from "./doctor.ts";
 
 const HELP = `usage: verbus serve --port P [--host H] [--image-dir D] [--fabric LIST|none]
@@ -64,7 +65,7 @@ export async function main(args: string[]): Promise<number> {
   try {
     o = parseServeArgs(args);
   } catch (e) {
-    return usageError("serve", e, HELP);
+    return usageError("serve", e, HELP, wantsJson(args));
   }
   const imageDir = o["image-dir"] ?? mkdtempSync(join(tmpdir(), "verbus-images-"));
   const list = (o.fabric ?? (o.urma ? "shm,verbs,urma" : "shm,verbs")).split(",") as FabricKind[];

@@ -7,9 +7,4 @@
 import "./bun_preset.ts";
 import { exit, main } from "./main.ts";
 
-try {
-  exit(await main());
-} catch (e) {
-  console.error(`verbus: ${e instanceof Error ? e.message : String(e)}`);
-  exit(1);
-}
+exit(await main());

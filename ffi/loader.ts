@@ -28,6 +28,8 @@ export interface LibrarySpec<T extends SymbolTable> {
   readonly sonames: readonly string[];
   /** The symbol table. */
   readonly table: T;
+  /** What to do when no candidate loads (appended to the {@link LibraryLoadError}). */
+  readonly hint?: () => string;
 }
 
 /** Directories that may hold bundled builds: `<repo>/build`, `$VERBUS_HOME/build`, the exe's dir. */
@@ -132,7 +134,7 @@ export async function probeLibrary<T extends SymbolTable>(
       attempts.push({ ...c, reason });
     }
   }
-  return { ok: false, error: new LibraryLoadError(spec.name, attempts) };
+  return { ok: false, error: new LibraryLoadError(spec.name, attempts, spec.hint?.()) };
 }
 
 /** Loads `spec` or throws {@link LibraryLoadError} listing every path tried. */

@@ -8,16 +8,24 @@ import { parseOptions } from "../util/options.ts";
 import type { Logger } from "./protocol/dispatch.ts";
 import { DEFAULT_MAX_BODY_SIZE } from "./protocol/frame.ts";
 
-const loggerSchema = z.custom<Logger>(
+const loggerSchema: z.ZodCustom<Logger, Logger> = z.custom<Logger>(
   (v) => typeof v === "object" && v !== null && typeof (v as Logger).warn === "function",
   { message: "expected a logger with a warn(message) method" },
 );
+
+/** The fields of {@link ChannelOptionsSchema} (written out: the published API has explicit types). */
+export type ChannelOptionsShape = {
+  timeoutMs: z.ZodDefault<z.ZodNumber>;
+  connectTimeoutMs: z.ZodDefault<z.ZodNumber>;
+  maxBodySize: z.ZodDefault<z.ZodNumber>;
+  logger: z.ZodOptional<z.ZodCustom<Logger, Logger>>;
+};
 
 /** Largest timer delay (ms) a runtime accepts. */
 export const MAX_TIMER = 0x7fffffff;
 
 /** The options of {@link connect}, validated with zod (unknown keys are rejected). */
-export const ChannelOptionsSchema = z.object({
+export const ChannelOptionsSchema: z.ZodObject<ChannelOptionsShape, z.core.$strict> = z.object({
   /** Default per-call timeout (sent to the server as `timeout_ms`). */
   timeoutMs: z.number().int().positive().max(MAX_TIMER).default(5000),
   /** How long one connection attempt may take. */

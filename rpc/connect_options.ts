@@ -8,14 +8,21 @@
  * @module
  */
 import { z } from "zod";
-import { FABRICS } from "../transport/registry.ts";
+import { type FabricKind, FABRICS } from "../transport/registry.ts";
+import type { PartialDefault } from "../util/options.ts";
+import type { ChannelOptionsShape } from "./channel_options.ts";
 import { type CallOptions, type CallResult, ChannelOptionsSchema } from "./channel.ts";
 import { regionConfigSchema } from "./region/layout.ts";
 import { type CallPath, callPathSchema, selectorConfigSchema } from "./selector.ts";
 import { progressOptionsSchema } from "./session/progress.ts";
 
 /** Fault injection (tests and demos): what `verbus call --simulate-*` sets. */
-export const faultsSchema = z.object({
+export const faultsSchema: z.ZodObject<{
+  fabricDown: z.ZodDefault<z.ZodBoolean>;
+  opFail: z.ZodDefault<z.ZodNumber>;
+  errors: z.ZodDefault<z.ZodNumber>;
+  serverPressure: z.ZodOptional<z.ZodEnum<{ ring: "ring"; objpool: "objpool" }>>;
+}, z.core.$strict> = z.object({
   /**
    * Take the fabric session down once it is established: the server is told (it closes its
    * side), calls go over TCP, and the client re-negotiates after `reestablishMs`.
@@ -35,7 +42,20 @@ export const faultsSchema = z.object({
 }).strict();
 
 /** Options of `connect()`; unknown keys are rejected and messages name the field. */
-export const connectOptionsSchema = ChannelOptionsSchema.extend({
+export const connectOptionsSchema: z.ZodObject<
+  ChannelOptionsShape & {
+    fabric: z.ZodDefault<z.ZodEnum<{ [K in "auto" | FabricKind | "tcp"]: K }>>;
+    region: PartialDefault<(typeof regionConfigSchema)["shape"]>;
+    selector: PartialDefault<(typeof selectorConfigSchema)["shape"]>;
+    providerOptions: z.ZodDefault<z.ZodRecord<z.ZodString, z.ZodUnknown>>;
+    forcePath: z.ZodOptional<typeof callPathSchema>;
+    reestablishMs: z.ZodDefault<z.ZodNumber>;
+    refreshEvery: z.ZodDefault<z.ZodNumber>;
+    faults: z.ZodDefault<typeof faultsSchema>;
+    progress: typeof progressOptionsSchema;
+  },
+  z.core.$strict
+> = ChannelOptionsSchema.extend({
   /** Which data plane to use: the best the two hosts share (auto), one fabric, or TCP only. */
   fabric: z.enum(["auto", ...FABRICS, "tcp"] as const).default("auto"),
   /** The region to propose (the server may shrink it). */

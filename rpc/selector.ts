@@ -33,12 +33,18 @@ export const CALL_PATHS: readonly CallPath[] = Object.freeze(
 );
 
 /** zod schema of a {@link CallPath} (for `--force-path` and options). */
-export const callPathSchema = z.enum(["EAGER", "LAZY", "BULK", "TCP_FALLBACK"], {
+export const callPathSchema: z.ZodEnum<{ [K in CallPath]: K }> = z.enum(["EAGER", "LAZY", "BULK", "TCP_FALLBACK"], {
   message: "expected one of EAGER, LAZY, BULK, TCP_FALLBACK",
 });
 
 /** Thresholds of the selector. Unknown keys are rejected; messages name the field. */
-export const selectorConfigSchema = z.object({
+export const selectorConfigSchema: z.ZodObject<{
+  errorThreshold: z.ZodDefault<z.ZodNumber>;
+  ringPressure: z.ZodDefault<z.ZodNumber>;
+  objpoolPressure: z.ZodDefault<z.ZodNumber>;
+  bulkThreshold: z.ZodDefault<z.ZodNumber>;
+  largeThreshold: z.ZodDefault<z.ZodNumber>;
+}, z.core.$strict> = z.object({
   /** TCP once the session's fabric error count is strictly greater than this. */
   errorThreshold: z.number({ message: "errorThreshold must be a number" }).int().min(0).default(8),
   /** TCP while the server's request ring occupancy (0..1) is strictly greater than this. */

@@ -34,17 +34,32 @@ import type { DescService } from "@bufbuild/protobuf";
 export type { CallContext, Handler, Logger, ServiceMap } from "./protocol/dispatch.ts";
 export { typedMethod } from "./protocol/dispatch.ts";
 
-const handlerSchema = z.custom<Handler>((v) => typeof v === "function", {
+const handlerSchema: z.ZodCustom<Handler, Handler> = z.custom<Handler>((v) => typeof v === "function", {
   message:
     "expected a handler function (request: Uint8Array, ctx) => Uint8Array | Promise<Uint8Array>",
 });
-const loggerSchema = z.custom<Logger>(
+const loggerSchema: z.ZodCustom<Logger, Logger> = z.custom<Logger>(
   (v) => typeof v === "object" && v !== null && typeof (v as Logger).warn === "function",
   { message: "expected a logger with a warn(message) method" },
 );
 
 /** The options of {@link serve}, validated with zod (unknown keys are rejected). */
-export const ServeOptionsSchema = z.object({
+export const ServeOptionsSchema: z.ZodObject<{
+  port: z.ZodNumber;
+  host: z.ZodDefault<z.ZodString>;
+  services: z.ZodRecord<z.ZodString, z.ZodRecord<z.ZodString, z.ZodCustom<Handler, Handler>>>;
+  maxBodySize: z.ZodDefault<z.ZodNumber>;
+  maxConnections: z.ZodDefault<z.ZodNumber>;
+  maxInflightPerConnection: z.ZodDefault<z.ZodNumber>;
+  writeHighWaterMark: z.ZodDefault<z.ZodNumber>;
+  writeLowWaterMark: z.ZodDefault<z.ZodNumber>;
+  headerTimeoutMs: z.ZodDefault<z.ZodNumber>;
+  idleTimeoutMs: z.ZodDefault<z.ZodNumber>;
+  stallTimeoutMs: z.ZodDefault<z.ZodNumber>;
+  logger: z.ZodOptional<z.ZodCustom<Logger, Logger>>;
+  drainTimeoutMs: z.ZodDefault<z.ZodNumber>;
+  fabric: z.ZodOptional<z.ZodUnion<readonly [z.ZodLiteral<false>, typeof fabricHostOptionsSchema]>>;
+}, z.core.$strict> = z.object({
   /** TCP port; 0 = ephemeral (read `server.port`). */
   port: z.number().int().min(0).max(65535),
   /** Address to bind. */

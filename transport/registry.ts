@@ -15,7 +15,7 @@ export const FABRICS = ["shm", "verbs", "urma"] as const;
 /** One of {@link FABRICS}. */
 export type FabricKind = (typeof FABRICS)[number];
 /** zod enum of {@link FABRICS} (options, hellos, CLI flags). */
-export const fabricKindSchema = z.enum(FABRICS);
+export const fabricKindSchema: z.ZodEnum<{ [K in FabricKind]: K }> = z.enum(FABRICS);
 
 /** The static table of lazy loaders, one per fabric. */
 const LOADERS: Readonly<Record<FabricKind, () => Promise<FabricModule>>> = {

@@ -49,3 +49,11 @@ export function checkOptions<T extends z.ZodType>(
   const r = schema.safeParse(value);
   return r.success ? { ok: true, value: r.data } : { ok: false, why: issueText(r.error, what) };
 }
+
+/**
+ * The schema `object.partial().default({})` of a strict zod object with fields `S` — written out
+ * so that exported schemas built with it have explicit types (JSR's no-slow-types rule).
+ */
+export type PartialDefault<S extends z.core.$ZodShape> = z.ZodDefault<
+  z.ZodObject<{ [K in keyof S]: z.ZodOptional<S[K]> }, z.core.$strict>
+>;

@@ -4,7 +4,8 @@
  * Flat formats are drawn in c-helpers/verbus_helper.h and ffi/layouts/helper.ts.
  * @module
  */
-import type { LibrarySpec } from "../loader.ts";
+import { dirname, join } from "node:path";
+import { buildDirs, type LibrarySpec } from "../loader.ts";
 
 /** The helper's symbols. */
 export const HELPER_SYMBOLS = {
@@ -57,6 +58,13 @@ export const HELPER_SPEC: LibrarySpec<typeof HELPER_SYMBOLS> = {
   bundled: "libverbus_helper.so",
   sonames: ["libverbus_helper.so"],
   table: HELPER_SYMBOLS,
+  hint: () => {
+    const dirs = buildDirs();
+    const root = dirs[0] ? dirname(dirs[0]) : "<verbus>";
+    return `the helper ships prebuilt for linux-x64 in ${join(root, "build")}; elsewhere build ` +
+      `it with 'make -C ${join(root, "c-helpers")} OUT=${join(root, "build")}' (needs a C ` +
+      "compiler and the libibverbs-dev and librdmacm-dev headers) or set VERBUS_HELPER to its path";
+  },
 };
 
 /** Most work requests per vb_post_send / vb_post_recv call (VB_MAX_BATCH). */

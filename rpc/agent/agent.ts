@@ -30,7 +30,18 @@ import type { ClientOptions } from "../connect_options.ts";
 import { decodeRequest, encodeError, encodeResponse } from "./record.ts";
 
 /** Options of {@link startAgent}; unknown keys are rejected and messages name the field. */
-export const agentOptionsSchema = z.object({
+export const agentOptionsSchema: z.ZodObject<{
+  name: z.ZodDefault<z.ZodString>;
+  entries: z.ZodDefault<z.ZodNumber>;
+  producers: z.ZodDefault<z.ZodNumber>;
+  slots: z.ZodDefault<z.ZodNumber>;
+  slotBytes: z.ZodDefault<z.ZodNumber>;
+  reclaimMs: z.ZodDefault<z.ZodNumber>;
+  sweepMs: z.ZodDefault<z.ZodNumber>;
+  idleAfterMs: z.ZodDefault<z.ZodNumber>;
+  timeoutMs: z.ZodDefault<z.ZodNumber>;
+  client: z.ZodDefault<z.ZodRecord<z.ZodString, z.ZodUnknown>>;
+}, z.core.$strict> = z.object({
   /** The agent's name: local processes join it as `agent:<name>`. */
   name: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, "expected 1-64 of [A-Za-z0-9_.-]").default(
     "default",

@@ -10,7 +10,14 @@ import type { ClientCallResult } from "../connect_options.ts";
 import type { CallPath } from "../selector.ts";
 
 /** Options of `connect("agent:NAME", options)`. */
-export const agentClientOptionsSchema = z.object({
+export const agentClientOptionsSchema: z.ZodObject<{
+  timeoutMs: z.ZodDefault<z.ZodNumber>;
+  fallback: z.ZodOptional<
+    z.ZodUnion<readonly [z.ZodString, z.ZodObject<{ host: z.ZodString; port: z.ZodNumber }, z.core.$strip>]>
+  >;
+  fallbackOptions: z.ZodDefault<z.ZodRecord<z.ZodString, z.ZodUnknown>>;
+  idleAfterMs: z.ZodDefault<z.ZodNumber>;
+}, z.core.$strict> = z.object({
   /** Deadline of a call (ms) unless the call gives its own. */
   timeoutMs: z.number().int().min(1).default(30_000),
   /** The remote server, for calls the agent cannot take (ring FULL, too large, no agent). */

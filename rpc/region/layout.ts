@@ -40,7 +40,14 @@ const KIB = 1024, MIB = 1024 * 1024;
 const PAGE = 4096;
 
 /** Region sizes and session tunables; one schema for types, defaults and messages. */
-export const regionConfigSchema = z.object({
+export const regionConfigSchema: z.ZodObject<{
+  slots: z.ZodDefault<z.ZodNumber>;
+  slotSize: z.ZodDefault<z.ZodNumber>;
+  bulkSize: z.ZodDefault<z.ZodNumber>;
+  objectSlabs: z.ZodDefault<z.ZodNumber>;
+  objectSlabSize: z.ZodDefault<z.ZodNumber>;
+  stagingSize: z.ZodDefault<z.ZodNumber>;
+}, z.core.$strict> = z.object({
   /** Request/response ring slots: calls in flight per session. */
   slots: z.number().int().min(1).max(65536).default(1024),
   /** Inline payload bytes per slot (EAGER request and response bodies). */

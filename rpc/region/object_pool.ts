@@ -35,7 +35,12 @@ export const POOL_EXHAUSTED = -1;
 export type ReclaimResult = "ok" | "stale" | "repeat" | "bad-id";
 
 /** Options of {@link ObjectPool}; unknown keys are rejected, messages name the field. */
-const objectPoolOptionsSchema = z.object({
+const objectPoolOptionsSchema: z.ZodObject<{
+  slabSize: z.ZodDefault<z.ZodNumber>;
+  slabs: z.ZodDefault<z.ZodNumber>;
+  ttlMs: z.ZodDefault<z.ZodNumber>;
+  now: z.ZodOptional<z.ZodCustom<() => number, () => number>>;
+}, z.core.$strict> = z.object({
   /** Bytes per slab; a multiple of 8, at least 16. */
   slabSize: z.number({ message: "slabSize must be a number" }).int().min(16).max(2 ** 30)
     .multipleOf(8, { message: "slabSize must be a multiple of 8" }).default(65536),

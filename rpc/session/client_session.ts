@@ -83,7 +83,7 @@ export class ClientSession {
    * The object-lifecycle seam (the `--lifecycle*` demos and tests): the last LAZY reference read,
    * and whether to leave objects unreclaimed (so the server's TTL sweep must free them).
    */
-  readonly lifecycle = new ObjectLifecycleProbe();
+  readonly lifecycle: ObjectLifecycleProbe = new ObjectLifecycleProbe();
   /** Counters for stats (updated in place). */
   readonly stats: ClientSessionStats = {
     submitted: 0,

@@ -16,6 +16,7 @@ import type { ServerFabricProvider } from "../../transport/provider.ts";
 import { type FabricKind, fabricKindSchema, serverProviders } from "../../transport/registry.ts";
 import type { CallContext, Dispatcher, Handler, Logger } from "../protocol/dispatch.ts";
 import { regionConfigSchema } from "../region/layout.ts";
+import type { PartialDefault } from "../../util/options.ts";
 import { EREQUEST, RpcError } from "../errors.ts";
 import { type Bye, byeSchema, decodeHello, FABRIC_SERVICE } from "./hello.ts";
 import { type Driven, ProgressEngine, type Registration } from "./engine.ts";
@@ -25,7 +26,19 @@ import { connectionKey, type HandshakeHost, ServerHandshakes } from "./server_ha
 import type { HandshakeOutcome } from "./handshake_log.ts";
 
 /** Server-side fabric options (zod: one source for types, defaults and messages). */
-export const fabricHostOptionsSchema = z.object({
+export const fabricHostOptionsSchema: z.ZodObject<{
+  fabrics: z.ZodDefault<z.ZodArray<typeof fabricKindSchema>>;
+  providerOptions: z.ZodDefault<z.ZodRecord<z.ZodString, z.ZodUnknown>>;
+  region: PartialDefault<(typeof regionConfigSchema)["shape"]>;
+  batchBudget: z.ZodDefault<z.ZodNumber>;
+  largeThreshold: z.ZodDefault<z.ZodNumber>;
+  objectTtlMs: z.ZodDefault<z.ZodNumber>;
+  ackTimeoutMs: z.ZodDefault<z.ZodNumber>;
+  maxSessions: z.ZodDefault<z.ZodNumber>;
+  maxHandshakes: z.ZodDefault<z.ZodNumber>;
+  historyLength: z.ZodDefault<z.ZodNumber>;
+  progress: typeof progressOptionsSchema;
+}, z.core.$strict> = z.object({
   /** Fabrics this server offers, best first. */
   fabrics: z.array(fabricKindSchema).default(["shm"]),
   /**

@@ -57,7 +57,23 @@ export function clampRegion(max: RegionConfig, proposal: ClientHello["region"]):
 }
 
 /** Server → client: the decision per fabric, the final region, the chosen fabric's offer. */
-export const serverHelloSchema = z.object({
+export const serverHelloSchema: z.ZodObject<{
+  version: z.ZodLiteral<typeof HELLO_VERSION>;
+  sessionId: z.ZodNumber;
+  fabric: z.ZodNullable<typeof fabricKindSchema>;
+  decisions: z.ZodRecord<
+    z.ZodString,
+    z.ZodObject<{
+      state: z.ZodEnum<{ ON: "ON"; OFF: "OFF" }>;
+      reason: z.ZodOptional<z.ZodString>;
+    }, z.core.$strip>
+  >;
+  region: typeof regionConfigSchema;
+  offer: z.ZodOptional<z.ZodUnknown>;
+  methods: z.ZodArray<z.ZodString>;
+  batchBudget: z.ZodNumber;
+  largeThreshold: z.ZodNumber;
+}, z.core.$strict> = z.object({
   version: z.literal(HELLO_VERSION),
   sessionId: z.number().int().nonnegative(),
   /** The fabric chosen for the data plane, or null: TCP only. */

@@ -17,7 +17,13 @@ import { spinPolicy } from "./spin_policy.ts";
 import { invalidateTurnClock, setTurnClock } from "./turn_clock.ts";
 
 /** The progress-loop options as a zod schema (client and server options embed it). */
-export const progressOptionsSchema = z.object({
+export const progressOptionsSchema: z.ZodDefault<
+  z.ZodObject<{
+    spinUs: z.ZodOptional<z.ZodNumber>;
+    idleAfterMs: z.ZodOptional<z.ZodNumber>;
+    idleWaitMs: z.ZodOptional<z.ZodNumber>;
+  }, z.core.$strict>
+> = z.object({
   spinUs: z.number().min(0).max(1_000_000).optional(),
   idleAfterMs: z.number().min(0).max(60_000).optional(),
   idleWaitMs: z.number().int().min(1).max(60_000).optional(),
