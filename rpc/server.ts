@@ -34,10 +34,13 @@ import type { DescService } from "@bufbuild/protobuf";
 export type { CallContext, Handler, Logger, ServiceMap } from "./protocol/dispatch.ts";
 export { typedMethod } from "./protocol/dispatch.ts";
 
-const handlerSchema: z.ZodCustom<Handler, Handler> = z.custom<Handler>((v) => typeof v === "function", {
-  message:
-    "expected a handler function (request: Uint8Array, ctx) => Uint8Array | Promise<Uint8Array>",
-});
+const handlerSchema: z.ZodCustom<Handler, Handler> = z.custom<Handler>(
+  (v) => typeof v === "function",
+  {
+    message:
+      "expected a handler function (request: Uint8Array, ctx) => Uint8Array | Promise<Uint8Array>",
+  },
+);
 const loggerSchema: z.ZodCustom<Logger, Logger> = z.custom<Logger>(
   (v) => typeof v === "object" && v !== null && typeof (v as Logger).warn === "function",
   { message: "expected a logger with a warn(message) method" },
@@ -47,7 +50,12 @@ const loggerSchema: z.ZodCustom<Logger, Logger> = z.custom<Logger>(
 export const ServeOptionsSchema: z.ZodObject<{
   port: z.ZodNumber;
   host: z.ZodDefault<z.ZodString>;
-  services: z.ZodRecord<z.ZodString, z.ZodRecord<z.ZodString, z.ZodCustom<Handler, Handler>>>;
+  services: z.ZodUnion<
+    readonly [
+      z.ZodRecord<z.ZodString, z.ZodRecord<z.ZodString, z.ZodCustom<Handler, Handler>>>,
+      typeof serviceEntriesSchema,
+    ]
+  >;
   maxBodySize: z.ZodDefault<z.ZodNumber>;
   maxConnections: z.ZodDefault<z.ZodNumber>;
   maxInflightPerConnection: z.ZodDefault<z.ZodNumber>;

@@ -51,12 +51,22 @@ import { connectErrorOf } from "./codes.ts";
 import { callOptionsOf } from "./headers.ts";
 import { requiredCheck } from "./required.ts";
 
-const interceptorSchema = z.custom<Interceptor>((v) => typeof v === "function", {
-  message: "expected an interceptor function (next) => (req) => Promise<response>",
-});
+const interceptorSchema: z.ZodCustom<Interceptor, Interceptor> = z.custom<Interceptor>(
+  (v) => typeof v === "function",
+  {
+    message: "expected an interceptor function (next) => (req) => Promise<response>",
+  },
+);
 
 /** Options of {@link createVerbusTransport}: the server, interceptors, and `connect()` options. */
-export const verbusTransportOptionsSchema = connectOptionsSchema.extend({
+export const verbusTransportOptionsSchema: z.ZodObject<
+  (typeof connectOptionsSchema)["shape"] & {
+    host: z.ZodString;
+    port: z.ZodNumber;
+    interceptors: z.ZodDefault<z.ZodArray<typeof interceptorSchema>>;
+  },
+  z.core.$strict
+> = connectOptionsSchema.extend({
   /** The server's host (name or address). */
   host: z.string().min(1),
   /** The server's baidu_std (TCP) port. */
