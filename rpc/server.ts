@@ -31,6 +31,7 @@ import { FABRIC_SERVICE } from "./session/hello.ts";
 
 export type { CallContext, Handler, Logger, ServiceMap } from "./protocol/dispatch.ts";
 export { typedMethod } from "./protocol/dispatch.ts";
+export { borrowsRequest } from "./protocol/borrow.ts";
 
 const handlerSchema = z.custom<Handler>((v) => typeof v === "function", {
   message:

@@ -52,6 +52,11 @@ export const fabricHostOptionsSchema = z.object({
   maxHandshakes: z.number().int().min(1).max(1 << 20).default(256),
   /** Handshake outcomes kept in `history`, and distinct fallback causes the log remembers. */
   historyLength: z.number().int().min(1).max(1 << 16).default(256),
+  /**
+   * Bytes of reused buffers the sessions lend the large requests of handlers marked
+   * `borrowsRequest` (0: every request is copied fresh, as for other handlers).
+   */
+  requestBufferBytes: z.number().int().min(0).max(4096 * 1024 * 1024).default(8 * 1024 * 1024),
   /** Progress-loop tunables. */
   progress: progressOptionsSchema,
 }).strict();

@@ -28,17 +28,12 @@ import {
 } from "../region/descriptors.ts";
 import { CONTROL, type RegionLayout, SESSION_CLOSED } from "../region/layout.ts";
 import { ObjectPool, POOL_EXHAUSTED } from "../region/object_pool.ts";
-import {
-  PRESSURE_OBJPOOL,
-  PRESSURE_RING,
-  TELEMETRY,
-  Telemetry,
-  TELEMETRY_PATH,
-  telemetryView,
-} from "../region/telemetry.ts";
+import { TELEMETRY, type Telemetry, TELEMETRY_PATH } from "../region/telemetry.ts";
+import { applyReclaims, sessionTelemetry } from "./server_telemetry.ts";
 import { type ResponseToken, ResponseTokens } from "./response_tokens.ts";
 import { ServerResponseWriter } from "./server_response_writer.ts";
 import { copyOut } from "./copy_out.ts";
+import { RequestLender } from "./request_lender.ts";
 
 const enc = new TextEncoder();
 const EMPTY = new Uint8Array(0);
@@ -59,6 +54,8 @@ export interface ServerSessionInit {
   logger: Logger;
   /** Simulated pressure flags for this session's control page (fault injection). */
   pressure?: "ring" | "objpool";
+  /** Lends large requests of borrowing handlers reused buffers (default: a private lender). */
+  lender?: RequestLender;
 }
 
 /** One fabric session, server side. */
@@ -82,6 +79,7 @@ export class ServerSession implements ResponseSink {
   readonly #logger: Logger;
   readonly #tokens: ResponseTokens;
   readonly #answers: ServerResponseWriter;
+  readonly #lender: RequestLender;
   /** Per method index: the last frozen request meta (see #take). */
   readonly #requestMeta: (RpcMeta["request"] | undefined)[] = [];
   /**
@@ -130,6 +128,7 @@ export class ServerSession implements ResponseSink {
       ttlMs: init.ttlMs,
     });
     this.#tokens = new ResponseTokens(this.#server.config.slots);
+    this.#lender = init.lender ?? new RequestLender(init.dispatcher);
     this.#slotMeta = Array.from(
       { length: this.#server.config.slots },
       (_, i): RpcMeta => ({ request: undefined, correlationId: i }),
@@ -150,21 +149,7 @@ export class ServerSession implements ResponseSink {
         }
       },
     );
-    const ctl = this.#server.control;
-    this.#telemetry = new Telemetry(
-      telemetryView(local.buffer, local.byteOffset + ctl.offset + CONTROL.telemetry),
-    );
-    this.#telemetry.reset();
-    this.#telemetry.set(TELEMETRY.RING_CAPACITY, this.#server.config.slots);
-    this.#telemetry.set(TELEMETRY.OBJPOOL_CAPACITY, this.#server.config.objectSlabs);
-    this.#telemetry.set(TELEMETRY.FABRIC_UP, 1);
-    this.#telemetry.set(TELEMETRY.TCP_UP, 1);
-    if (init.pressure) {
-      this.#telemetry.set(
-        TELEMETRY.PRESSURE_FLAGS,
-        init.pressure === "ring" ? PRESSURE_RING : PRESSURE_OBJPOOL,
-      );
-    }
+    this.#telemetry = sessionTelemetry(local, this.#server, init.pressure);
   }
 
   /** Aborted when the session ends. */
@@ -272,13 +257,22 @@ export class ServerSession implements ResponseSink {
     }
     this.#telemetry.set(TELEMETRY.RING_USED, this.#tokens.openCount);
     const local = this.#endpoint.local;
-    const payload = copyOut(local, off, len);
-    const attachment = att ? copyOut(local, off + len, att) : EMPTY;
-    if (method === METHOD_RECLAIM) return this.#reclaim(i, payload);
+    if (method === METHOD_RECLAIM) return this.#reclaim(i, copyOut(local, off, len));
     if (method >= this.#methods.length) {
       return this.fail(`slot ${i}: method index ${method} ≥ ${this.#methods.length} methods`);
     }
     const [service, name] = this.#methods[method];
+    // A large request of a handler that borrows it comes in a lent, reused buffer (given back
+    // when the call is answered); any other is the handler's own copy.
+    let payload: Uint8Array, attachment: Uint8Array;
+    const lent = this.#lender.lend(i, method, service, name, local, off, len + att);
+    if (lent !== undefined) {
+      payload = lent.subarray(0, len);
+      attachment = att ? lent.subarray(len, len + att) : EMPTY;
+    } else {
+      payload = copyOut(local, off, len);
+      attachment = att ? copyOut(local, off + len, att) : EMPTY;
+    }
     const timeout = r[b + REQ.timeout] >>> 0;
     const logLo = r[b + REQ.logLo] >>> 0, logHi = r[b + REQ.logHi] >>> 0;
     // The request meta is read-only for the dispatcher: without a log id, reuse one per
@@ -302,20 +296,9 @@ export class ServerSession implements ResponseSink {
 
   /** A RECLAIM batch in the request behind `token`: frees the objects, answers empty. */
   #reclaim(token: ResponseToken, payload: Uint8Array): void {
-    if (payload.length % 8 !== 0) {
-      return this.fail(
-        `slot ${token}: RECLAIM payload of ${payload.length} bytes is not a list of 8-byte references`,
-      );
-    }
-    const dv = new DataView(payload.buffer, payload.byteOffset, payload.length);
-    for (let o = 0; o < payload.length; o += 8) {
-      const res = this.#pool.reclaim(dv.getUint32(o, true), dv.getUint32(o + 4, true));
-      if (res === "ok") this.#telemetry.inc(TELEMETRY.OBJ_RECLAIMS);
-      else if (res === "bad-id") this.#telemetry.inc(TELEMETRY.OBJ_BAD_REFS);
-      else this.#telemetry.inc(TELEMETRY.OBJ_STALE_REFS); // stale or repeated: harmless, counted
-    }
-    this.#telemetry.set(TELEMETRY.OBJPOOL_USED, this.#pool.usedSlabs);
-    this.#answered(this.#answers.inline(token, 0, EMPTY, undefined, 0));
+    const bad = applyReclaims(this.#pool, this.#telemetry, payload);
+    if (bad !== null) return this.fail(`slot ${token}: ${bad}`);
+    this.#answered(token, this.#answers.inline(token, 0, EMPTY, undefined, 0));
   }
 
   /** ResponseSink: the dispatcher's answer to a call of this session. */
@@ -330,7 +313,7 @@ export class ServerSession implements ResponseSink {
     if (errorCode !== 0) {
       this.#telemetry.inc(TELEMETRY.FAILED);
       const text = enc.encode(errorText).subarray(0, slotSize);
-      return this.#answered(this.#answers.inline(token, errorCode, text, undefined, us));
+      return this.#answered(token, this.#answers.inline(token, errorCode, text, undefined, us));
     }
     this.#telemetry.inc(TELEMETRY.COMPLETED);
     const att = call.responseAttachment;
@@ -339,23 +322,24 @@ export class ServerSession implements ResponseSink {
       (this.#tokens.prefersLazy(token) && total >= this.#largeThreshold);
     const path = this.#tokens.cameBulk(token) ? "BULK" : lazy ? "LAZY" : "EAGER";
     this.#telemetry.ewma(TELEMETRY_PATH[path], us);
-    if (!lazy) return this.#answered(this.#answers.inline(token, 0, response, att, us));
+    if (!lazy) return this.#answered(token, this.#answers.inline(token, 0, response, att, us));
     const id = this.#pool.alloc(total);
     if (id === POOL_EXHAUSTED) {
       this.#telemetry.inc(TELEMETRY.FAILED);
       const text = enc.encode(`object pool full (${total} bytes)`);
-      return this.#answered(this.#answers.inline(token, EOVERCROWDED, text, undefined, us));
+      return this.#answered(token, this.#answers.inline(token, EOVERCROWDED, text, undefined, us));
     }
     this.#pool.write(id, response, 0);
     if (att) this.#pool.write(id, att, response.length);
     this.#pool.publish(id);
     this.#telemetry.inc(TELEMETRY.OBJ_ALLOCS);
     this.#telemetry.set(TELEMETRY.OBJPOOL_USED, this.#pool.usedSlabs);
-    this.#answered(this.#answers.object(token, id, response.length, att?.length ?? 0, us));
+    this.#answered(token, this.#answers.object(token, id, response.length, att?.length ?? 0, us));
   }
 
-  /** Bookkeeping after an answer was published with fabric status `status`. */
-  #answered(status: number): void {
+  /** Bookkeeping after the answer of `token` was published with fabric status `status`. */
+  #answered(token: ResponseToken, status: number): void {
+    this.#lender.giveBack(token); // the answer is written: the handler is done with its request
     this.#telemetry.set(TELEMETRY.RING_USED, this.#tokens.openCount);
     this.#kickPending = true;
     if (status < 0) this.fail(`fabric write to the client failed (status ${status})`);
@@ -394,6 +378,7 @@ export class ServerSession implements ResponseSink {
     }
     this.#closed = reason;
     this.#abort.abort();
+    this.#lender.forgetAll(); // handlers still running keep theirs
     this.#endpoint.close();
   }
 }

@@ -56,6 +56,7 @@ const SERVE_SAMPLES: Record<string, string | null> = {
   "rdma-mode": "event",
   "object-ttl-ms": "1500",
   "batch-budget": "32",
+  "kv-max-bytes": "1048576",
   json: null,
 };
 

@@ -89,7 +89,9 @@ const bigBytes = new Uint8Array(20_000).fill(0x42);
 const seqBytes = (n: number) => new TextEncoder().encode(String(n));
 
 const ONLY = argv.find((a) => a.startsWith("--only="))?.slice(7);
-if (ONLY !== undefined && ONLY !== "bigput") throw new Error(`--only: expected bigput, got ${ONLY}`);
+if (ONLY !== undefined && ONLY !== "bigput") {
+  throw new Error(`--only: expected bigput, got ${ONLY}`);
+}
 
 /** One worker: its own key, a rising sequence, a mixed op per turn (or BigPut only). */
 async function worker(c: Client, id: string, until: number): Promise<void> {
