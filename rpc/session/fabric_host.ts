@@ -17,7 +17,7 @@ import { type FabricKind, fabricKindSchema, serverProviders } from "../../transp
 import type { CallContext, Dispatcher, Handler, Logger } from "../protocol/dispatch.ts";
 import { regionConfigSchema } from "../region/layout.ts";
 import { EREQUEST, RpcError } from "../errors.ts";
-import { type Bye, byeSchema, decodeHello, FABRIC_SERVICE } from "./hello.ts";
+import { type Bye, byeSchema, decodeHello, encodeBye, FABRIC_SERVICE } from "./hello.ts";
 import { type Driven, ProgressEngine, type Registration } from "./engine.ts";
 import { type ProgressOptions, progressOptionsSchema } from "./progress.ts";
 import type { ServerSession } from "./server_session.ts";
@@ -159,7 +159,32 @@ export class FabricHost {
       Hello: (req, ctx) => this.#handshakes.hello(req, ctx),
       Ack: (req, ctx) => this.#handshakes.ack(req, ctx),
       Bye: (req, ctx) => this.#bye(req, ctx),
+      Watch: (req, ctx) => this.#watch(req, ctx),
     };
+  }
+
+  /**
+   * The `Watch` handler: the client of an established session keeps this one call open on the TCP
+   * connection, and it is answered (a {@link Bye} naming the reason) when the server ends the
+   * session for any reason of its own — its endpoint failed (an overrun on its JFC, a completion
+   * error), a peer violation, the server closing — so the client fails over at once instead of
+   * waiting for its calls' deadlines. Answered at once when the connection has no such session.
+   */
+  #watch(req: Uint8Array, ctx: CallContext): Uint8Array | Promise<Uint8Array> {
+    let w: Bye;
+    try {
+      w = decodeHello(byeSchema, req, "client watch");
+    } catch (e) {
+      throw new RpcError(EREQUEST, (e as Error).message);
+    }
+    const sessionId = w.sessionId;
+    const s = this.#byConnection.get(connectionKey(ctx));
+    if (!s || s.id !== sessionId) {
+      return encodeBye({ sessionId, reason: "no such session on this connection" });
+    }
+    const told = () => encodeBye({ sessionId, reason: s.closedReason ?? "closed" });
+    if (s.closedReason !== null) return told();
+    return new Promise((resolve) => s.signal.addEventListener("abort", () => resolve(told())));
   }
 
   /**

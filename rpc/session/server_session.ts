@@ -186,7 +186,7 @@ export class ServerSession implements ResponseSink {
    */
   poll(): number {
     this.rounds++;
-    if (this.#closed !== null) return 0;
+    if (this.#closed !== null || this.#endpointFailed()) return 0;
     const db = this.#endpoint.doorbell();
     if (db === this.#seenDoorbell) return 0;
     this.#inPoll = true;
@@ -348,9 +348,19 @@ export class ServerSession implements ResponseSink {
     else if (!this.#inPoll) this.#ringClientDoorbell();
   }
 
-  /** Frees objects older than the TTL; returns how many. */
+  /**
+   * True (after failing the session, which answers the client's Watch) when the endpoint failed on
+   * its own: an overrun on its JFC, a completion error — nothing the client could see.
+   */
+  #endpointFailed(): boolean {
+    if (!this.#endpoint.failed) return false;
+    this.fail(`its fabric endpoint failed: ${this.#endpoint.failureReason ?? "unknown reason"}`);
+    return true;
+  }
+
+  /** The once-a-second tick: notices a failed endpoint, frees objects older than the TTL. */
   sweep(): number {
-    if (this.#closed !== null || this.#pool.usedSlabs === 0) return 0; // O(1) for an idle session
+    if (this.#closed !== null || this.#endpointFailed() || this.#pool.usedSlabs === 0) return 0;
     const n = this.#pool.sweep();
     if (n) {
       this.#telemetry.inc(TELEMETRY.OBJ_TTL_RECLAIMS, n);
