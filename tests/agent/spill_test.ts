@@ -11,8 +11,7 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { assert, assertEquals, test } from "../harness.ts";
 import { RUNTIME, type RuntimeName } from "../../ffi/runtime.ts";
-import { REPO_ROOT, runtimeBinary } from "../util/proc.ts";
-import { connect } from "../../rpc/client.ts";
+import { type Child, REPO_ROOT, runtimeBinary } from "../util/proc.ts";
 import { AgentRingPort } from "../../transport/shm/agent_ring_port.ts";
 import { verifyLargeObject } from "../../examples/demo/large_object.ts";
 import {
@@ -20,14 +19,7 @@ import {
   encodeKeyRequest,
   encodePutRequest,
 } from "../../examples/demo/codec.ts";
-import {
-  agentName,
-  startAgentChild,
-  startProducer,
-  startTestServer,
-  stopAgent,
-  waitFor,
-} from "./util.ts";
+import { startProducer, waitFor, withAgent } from "./util.ts";
 import { agentValue } from "./util_values.ts";
 
 const MIB = 1 << 20;
@@ -48,12 +40,8 @@ function verbusAsync(args: string[]): Promise<{ code: number | null; output: str
 
 test(
   "1 MiB BigPut, KvGet and LargeGet through the agent: spilled both ways, no fallback, put once",
-  async () => {
-    const s = await startTestServer();
-    const name = agentName("spill");
-    const agent = await startAgentChild(name, s.server.port);
-    const c = await connect(`agent:${name}`);
-    try {
+  () =>
+    withAgent("spill", async (s, _name, _agent, c) => {
       const value = agentValue("big1", MIB);
       const put = await c.call("verbus.Demo", "BigPut", encodePutRequest("big1", value));
       assertEquals([put.via, put.path], ["agent", "BULK"]);
@@ -82,109 +70,88 @@ test(
       assert(ring.spilled >= 10, `answers spilled: ${JSON.stringify(ring)}`);
       assertEquals(c.stats().direct, 0, "nothing went direct");
       assertEquals(s.server.stats().connectionsTotal, 1, "one server connection: the agent's");
-    } finally {
-      await c.close();
-      await stopAgent(agent, name);
-      await s.server.close();
-    }
-  },
+    }),
   { timeoutMs: 120_000 },
 );
 
 test(
   "a producer killed with a spilled call in flight: its answer's spill range is freed with its entry",
-  async () => {
-    const s = await startTestServer();
-    const name = agentName("spillkill");
-    const agent = await startAgentChild(name, s.server.port, { extra: ["--reclaim-ms", "200"] });
-    const c = await connect(`agent:${name}`);
-    let victim;
-    try {
-      await c.call("verbus.Demo", "Ping", new Uint8Array(8));
-      victim = await startProducer(name, ["--mode", "spill", "--value-bytes", String(MIB)]);
-      await waitFor(() => s.held() === 1, "the victim's 1 MiB Hold at the server");
-      await victim.kill("SIGKILL");
-      s.release(); // the agent answers 1 MiB into the dead producer's response half
-      await waitFor(
-        () => (c.stats().ring?.spilled ?? 0) >= 1,
-        "the dead producer's answer spilled",
-        30_000,
-        () => JSON.stringify(c.stats().ring),
-      );
-      // The honest producer goes on with large calls meanwhile.
-      for (let i = 0; i < 3; i++) {
-        const r = await c.call("verbus.Demo", "Echo", agentValue(`h${i}`, 600_000));
-        assertEquals(r.response, agentValue(`h${i}`, 600_000));
+  () =>
+    withAgent("spillkill", async (s, name, _agent, c) => {
+      let victim: Child | undefined;
+      try {
+        await c.call("verbus.Demo", "Ping", new Uint8Array(8));
+        victim = await startProducer(name, ["--mode", "spill", "--value-bytes", String(MIB)]);
+        await waitFor(() => s.held() === 1, "the victim's 1 MiB Hold at the server");
+        await victim.kill("SIGKILL");
+        s.release(); // the agent answers 1 MiB into the dead producer's response half
+        await waitFor(
+          () => (c.stats().ring?.spilled ?? 0) >= 1,
+          "the dead producer's answer spilled",
+          30_000,
+          () => JSON.stringify(c.stats().ring),
+        );
+        // The honest producer goes on with large calls meanwhile.
+        for (let i = 0; i < 3; i++) {
+          const r = await c.call("verbus.Demo", "Echo", agentValue(`h${i}`, 600_000));
+          assertEquals(r.response, agentValue(`h${i}`, 600_000));
+        }
+        await waitFor(
+          () => {
+            const r = c.stats().ring!;
+            return r.producersReclaimed >= 1 && r.spillInUse === 0;
+          },
+          "the dead producer's entry reclaimed and no spill range left in use",
+          30_000,
+          () => JSON.stringify(c.stats().ring),
+        );
+      } finally {
+        await victim?.kill();
       }
-      await waitFor(
-        () => {
-          const r = c.stats().ring!;
-          return r.producersReclaimed >= 1 && r.spillInUse === 0;
-        },
-        "the dead producer's entry reclaimed and no spill range left in use",
-        30_000,
-        () => JSON.stringify(c.stats().ring),
-      );
-    } finally {
-      await victim?.kill();
-      await c.close();
-      await stopAgent(agent, name);
-      s.release();
-      await s.server.close();
-    }
-  },
+    }, ["--reclaim-ms", "200"]),
   { timeoutMs: 120_000 },
 );
 
 test(
   "hostile spill descriptors are rejected; the agent and the honest producer go on",
-  async () => {
-    const s = await startTestServer();
-    const name = agentName("spillbad");
-    const agent = await startAgentChild(name, s.server.port);
-    const c = await connect(`agent:${name}`);
-    const bad = await AgentRingPort.open(name);
-    try {
-      await c.call("verbus.Demo", "Ping", new Uint8Array(8));
-      bad.attach();
-      const half = bad.maxRecord;
-      const lies: [string, number, number][] = [
-        ["past the half", half, 64],
-        ["overflowing the half", half - 32, 64],
-        ["negative", -64, 64],
-        ["unaligned", 12, 64],
-        ["longer than the half", 0, half + 8],
-        ["another producer's half (huge)", 0x7fff_fff8, 64],
-      ];
-      const before = c.stats().ring!.rejected;
-      lies.forEach(([, off, len], k) => assert(bad.postSpillRawForTest(k, off, len), "posted"));
-      await waitFor(
-        () => lies.every((_, k) => bad.ready(k) === 0),
-        "every lie answered with an empty (rejected) record",
-        30_000,
-        () => JSON.stringify(lies.map((_, k) => bad.ready(k))),
-      );
-      await waitFor(() => c.stats().ring!.rejected >= before + lies.length, "counted");
-      const r = await c.call("verbus.Demo", "Echo", agentValue("after", MIB));
-      assertEquals([r.via, r.response.length], ["agent", MIB]);
-      assertEquals(agent.output().includes("stopped"), false, "the agent runs");
-    } finally {
-      bad.close();
-      await c.close();
-      await stopAgent(agent, name);
-      await s.server.close();
-    }
-  },
+  () =>
+    withAgent("spillbad", async (_s, name, agent, c) => {
+      const bad = await AgentRingPort.open(name);
+      try {
+        await c.call("verbus.Demo", "Ping", new Uint8Array(8));
+        bad.attach();
+        const half = bad.maxRecord;
+        const lies: [string, number, number][] = [
+          ["past the half", half, 64],
+          ["overflowing the half", half - 32, 64],
+          ["negative", -64, 64],
+          ["unaligned", 12, 64],
+          ["longer than the half", 0, half + 8],
+          ["another producer's half (huge)", 0x7fff_fff8, 64],
+        ];
+        const before = c.stats().ring!.rejected;
+        lies.forEach(([, off, len], k) => assert(bad.postSpillRawForTest(k, off, len), "posted"));
+        await waitFor(
+          () => lies.every((_, k) => bad.ready(k) === 0),
+          "every lie answered with an empty (rejected) record",
+          30_000,
+          () => JSON.stringify(lies.map((_, k) => bad.ready(k))),
+        );
+        await waitFor(() => c.stats().ring!.rejected >= before + lies.length, "counted");
+        const r = await c.call("verbus.Demo", "Echo", agentValue("after", MIB));
+        assertEquals([r.via, r.response.length], ["agent", MIB]);
+        assertEquals(agent.output().includes("stopped"), false, "the agent runs");
+      } finally {
+        bad.close();
+      }
+    }),
   { timeoutMs: 120_000 },
 );
 
 test(
   "verbus call --agent NAME --large-get big:64k (larger than a slot) goes through the agent",
-  async () => {
-    const s = await startTestServer();
-    const name = agentName("clispill");
-    const agent = await startAgentChild(name, s.server.port);
-    try {
+  () =>
+    withAgent("clispill", async (s, name) => {
       const r = await verbusAsync([
         "call",
         "--agent",
@@ -207,10 +174,6 @@ test(
       assertEquals(s.server.stats().connectionsTotal, 1, "no direct connection: the agent's only");
       const bad = await verbusAsync(["call", "--agent", name, "--stats"]);
       assert(bad.code === 2 && bad.output.includes("direct connection"), bad.output);
-    } finally {
-      await stopAgent(agent, name);
-      await s.server.close();
-    }
-  },
+    }),
   { timeoutMs: 120_000 },
 );
