@@ -220,8 +220,9 @@ export async function establishFabric(
 /**
  * Keeps one `verbus.Fabric/Watch` call open on the channel (no deadline): the server answers it
  * when it ends session `sessionId` for a reason of its own (its endpoint failed, the server is
- * closing…), and the session then fails here at once — calls in flight reject with a FABRIC error
- * naming the reason, later calls go over TCP and the link re-negotiates. An answer after the
+ * closing…), and the session then fails here at once: calls in flight the server never took are
+ * redone over TCP (exactly once: the session is closed for good), the others reject with a FABRIC
+ * error naming the reason; later calls go over TCP and the link re-negotiates. An answer after the
  * client itself ended the session changes nothing; a server without Watch (or a closed channel)
  * only loses the notice.
  */
@@ -229,12 +230,14 @@ function watchSession(channel: Channel, session: ClientSession, sessionId: numbe
   channel.call(FABRIC_SERVICE, "Watch", encodeBye({ sessionId, reason: "watch" }), {
     timeoutMs: MAX_TIMER,
   }).then((r) => {
-    let reason: string;
+    let reason: string, untaken: readonly (readonly [number, number])[] = [];
     try {
-      reason = decodeHello(byeSchema, r.response, "server notice").reason;
+      const bye = decodeHello(byeSchema, r.response, "server notice");
+      reason = bye.reason;
+      untaken = bye.untaken ?? [];
     } catch (e) {
       reason = `an unreadable notice (${(e as Error).message})`;
     }
-    session.fail(`the server ended the session: ${reason}`);
+    session.serverEnded(`the server ended the session: ${reason}`, untaken);
   }, () => {});
 }

@@ -182,7 +182,8 @@ export class FabricHost {
     if (!s || s.id !== sessionId) {
       return encodeBye({ sessionId, reason: "no such session on this connection" });
     }
-    const told = () => encodeBye({ sessionId, reason: s.closedReason ?? "closed" });
+    const told = () =>
+      encodeBye({ sessionId, reason: s.closedReason ?? "closed", untaken: [...s.untaken] });
     if (s.closedReason !== null) return told();
     return new Promise((resolve) => s.signal.addEventListener("abort", () => resolve(told())));
   }

@@ -23,6 +23,7 @@ import {
   FLAG_PREFER_LAZY,
   METHOD_RECLAIM,
   READY,
+  readyRequests,
   REQ,
   TAKEN,
 } from "../region/descriptors.ts";
@@ -101,6 +102,8 @@ export class ServerSession implements ResponseSink {
   #inPoll = false;
   #closed: string | null = null;
   #seenDoorbell = 0;
+  /** Set at close: the requests still READY (never taken, never to be), as [slot, seq]. */
+  untaken: readonly [number, number][] = [];
 
   constructor(init: ServerSessionInit) {
     this.id = init.id;
@@ -387,6 +390,8 @@ export class ServerSession implements ResponseSink {
       this.#endpoint.kick();
     }
     this.#closed = reason;
+    // Before the memory goes: the Watch answer names them (the client redoes them over TCP).
+    this.untaken = readyRequests(this.#requestRing, this.#server.config.slots);
     this.#abort.abort();
     this.#lender.forgetAll(); // handlers still running keep theirs
     this.#endpoint.close();

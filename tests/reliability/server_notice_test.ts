@@ -2,8 +2,9 @@
  * A server session whose endpoint fails on its own (issue 12) tells its client: the fault door
  * breaks only the server's endpoint of one session (`fail`: as a fabric error; on simulated URMA
  * also `bad-remote-key`: the server's writes complete with a remote access error). The client
- * learns over TCP (`verbus.Fabric/Watch` is answered): a call in flight fails with a clear
- * FABRIC error instead of waiting for its deadline, an idle client learns without calling, later
+ * learns over TCP (`verbus.Fabric/Watch` is answered): a call in flight the server never took is
+ * redone over TCP exactly once, one it took (and ran) fails with a clear FABRIC error — neither
+ * waits for its deadline —, an idle client learns without calling, later
  * calls go over TCP and then over a re-negotiated session, and another session keeps working.
  * Both runtimes, shm and simulated URMA.
  * @module
@@ -26,12 +27,22 @@ const enc = new TextEncoder();
 const VERBOSE = process.env.VERBUS_TEST_VERBOSE === "1";
 
 type Kind = "shm" | "urma";
+/** How often the server ran Echo for each payload (no call may run twice). */
+const ran = new Map<string, number>();
 
 async function start(kind: Kind): Promise<Server> {
   return await serve({
     port: 0,
     host: "127.0.0.1",
-    services: { "t.N": { Echo: (req: Uint8Array) => req.slice() } },
+    services: {
+      "t.N": {
+        Echo: (req: Uint8Array) => {
+          const k = new TextDecoder().decode(req);
+          ran.set(k, (ran.get(k) ?? 0) + 1);
+          return req.slice();
+        },
+      },
+    },
     fabric: { fabrics: [kind], ...(kind === "urma" ? { providerOptions: SIM } : {}) },
     logger: { warn: () => {}, info: () => {} },
   });
@@ -91,7 +102,8 @@ function scenario(kind: Kind, fault: FaultKind, idle: boolean): void {
           const ms = Math.round(performance.now() - t0);
           if (VERBOSE) console.log(`  ${kind}/${fault}: the idle client learned after ${ms} ms`);
         } else {
-          const outcome = await a.call("t.N", "Echo", enc.encode("in flight"), {
+          const payload = `in flight ${kind} ${fault}`;
+          const outcome = await a.call("t.N", "Echo", enc.encode(payload), {
             timeoutMs: DEADLINE,
           }).then((r) => ({ ok: true as const, r }), (e: Error) => ({ ok: false as const, e }));
           const ms = Math.round(performance.now() - t0);
@@ -102,15 +114,21 @@ function scenario(kind: Kind, fault: FaultKind, idle: boolean): void {
               }`,
             );
           }
-          if (outcome.ok) {
-            // Answered before the failure took effect: exactly once, and right.
-            assertEquals(new TextDecoder().decode(outcome.r.response), "in flight");
+          if (fault === "fail") {
+            // The server noticed before it took the request, and said so: redone over TCP, once.
+            assert(outcome.ok, `redone over TCP: ${!outcome.ok && outcome.e.message}`);
+            assertEquals(outcome.r.path, "TCP_FALLBACK");
+            assertEquals(new TextDecoder().decode(outcome.r.response), payload);
+            assertEquals(ran.get(payload), 1, "ran exactly once");
           } else {
+            // Taken and run, its answer refused: a clear error (not redone: it may have applied).
+            assert(!outcome.ok, "not redone");
             assert(
               /fabric session failed: .*server/.test(outcome.e.message) &&
                 !/timed out/.test(outcome.e.message),
               `a clear FABRIC error, not the deadline (${ms} ms): ${outcome.e.message}`,
             );
+            assertEquals(ran.get(payload), 1, "ran once, not again");
           }
           await until("the client's session is failed", () => a.fabric === "tcp", 10_000);
         }
