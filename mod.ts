@@ -65,7 +65,7 @@ export { Channel, ChannelOptionsSchema, connect as connectChannel } from "./rpc/
 export type { CallOptions, CallResult, ChannelOptions } from "./rpc/channel.ts";
 
 // Server.
-export { serve, ServeOptionsSchema, Server, typedMethod } from "./rpc/server.ts";
+export { borrowsRequest, serve, ServeOptionsSchema, Server, typedMethod } from "./rpc/server.ts";
 export type {
   CallContext,
   Handler,

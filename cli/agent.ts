@@ -13,7 +13,7 @@ import { wantsJson } from "./style.ts";
 const HELP = `usage: verbus agent --connect HOST:PORT [--listen NAME] [--fabric auto|${
   FABRICS.join("|")
 }|tcp]
-                    [--producers N] [--slots N] [--slot-bytes N] [--reclaim-ms N]
+                    [--producers N] [--slots N] [--slot-bytes N] [--spill-bytes N] [--reclaim-ms N]
                     [--idle-after-ms N] [--source-addr A] [--rdma-mode poll|event] [--json]
 
   --connect HOST:PORT   the remote verbus server (one connection, the best fabric both hosts share)
@@ -21,7 +21,9 @@ const HELP = `usage: verbus agent --connect HOST:PORT [--listen NAME] [--fabric 
                         (default "default")
   --producers N         local processes that may be joined at once (default 32)
   --slots N             calls in flight per process (default 32)
-  --slot-bytes N        the largest request or response through the agent (default 65536)
+  --slot-bytes N        the largest request or response a ring slot holds (default 65536)
+  --spill-bytes N       each process's spill area for larger ones, a multiple of 8192: requests
+                        and responses up to half of it go through the agent (default 4194304)
   --reclaim-ms N        a ring position claimed and never published is reclaimed after N ms
                         (its producer died mid-write; default 1000)
   --idle-after-ms N     with no request for N ms, sleep in the futex instead of polling (default 0.2)
@@ -39,6 +41,7 @@ const schema = z.object({
   producers: z.coerce.number().int().min(1).max(1024).default(32),
   slots: z.coerce.number().int().min(1).max(1024).default(32),
   "slot-bytes": z.coerce.number().int().min(256).max(1 << 24).default(65536),
+  "spill-bytes": z.coerce.number().int().min(0).max(1 << 30).multipleOf(8192).default(4 << 20),
   "reclaim-ms": z.coerce.number().int().min(1).max(600_000).default(1000),
   "idle-after-ms": z.coerce.number().min(0).max(1000).default(0.2),
   "source-addr": z.string().min(1).optional(),
@@ -65,6 +68,7 @@ export async function main(args: string[]): Promise<number> {
         "producers",
         "slots",
         "slot-bytes",
+        "spill-bytes",
         "reclaim-ms",
         "idle-after-ms",
         "source-addr",
@@ -86,6 +90,7 @@ export async function main(args: string[]): Promise<number> {
     slots: o.slots,
     entries: Math.min(65536, pow2(o.producers * o.slots)),
     slotBytes: pow2(o["slot-bytes"]),
+    spillBytes: o["spill-bytes"],
     reclaimMs: o["reclaim-ms"],
     idleAfterMs: o["idle-after-ms"],
     client: {

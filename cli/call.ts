@@ -7,6 +7,7 @@
 import { readFileSync } from "node:fs";
 import { decodeKeyRequest, DemoClient, parseBigKey } from "../examples/demo/mod.ts";
 import {
+  type AgentClient,
   type CallPath,
   type Client,
   type ClientCallResult,
@@ -38,9 +39,12 @@ const PATH: Record<string, CallPath> = {
 };
 const enc = new TextEncoder(), dec = new TextDecoder();
 
+/** What the demo ops need of a client: a direct {@link Client} or an agent client. */
+type Caller = Pick<Client, "call" | "fabric">;
+
 /** Runs `fn` with a demo client whose calls record the path they took. */
 async function op(
-  client: Client,
+  client: Caller,
   name: string,
   force: CallPath | undefined,
   timeoutMs: number,
@@ -124,6 +128,141 @@ async function startBarrier(): Promise<void> {
   });
 }
 
+/** Output of the ops: each report kept and printed (one JSON line, or a line for a person). */
+function reporter(json: boolean): { reports: OpReport[]; emit: (r: OpReport) => void } {
+  const reports: OpReport[] = [];
+  const emit = (r: OpReport) => {
+    reports.push(r);
+    if (json) {
+      console.log(
+        JSON.stringify(
+          r,
+          (_k, x) =>
+            typeof x === "bigint" ? x.toString() : x instanceof Uint8Array ? dec.decode(x) : x,
+        ),
+      );
+    } else {
+      console.log(
+        `${r.ok ? paint("stdout", "green", "ok  ") : paint("stdout", "red", "FAIL")} ${
+          r.op.padEnd(10)
+        } path=${String(r.path).padEnd(12)} fabric=${r.fabric.padEnd(5)} ${
+          String(r.latency_us).padStart(9)
+        } µs  ${r.ok ? show(r.result) : r.error}`,
+      );
+    }
+  };
+  return { reports, emit };
+}
+
+/** The demo ops (ping … brpc-echo) the arguments ask for, in order, through `client`. */
+async function demoOps(
+  client: Caller,
+  o: CallArgs,
+  force: CallPath | undefined,
+  emit: (r: OpReport) => void,
+): Promise<void> {
+  const t = o["timeout-ms"];
+  if (o.ping) {
+    emit(
+      await op(client, "ping", force, t, async (d) => {
+        const p = await d.ping();
+        return { rtt_us: round(p.rttUs), server_time_us: p.serverTimeUs };
+      }),
+    );
+  }
+  if (o.echo !== undefined) {
+    emit(
+      await op(
+        client,
+        "echo",
+        force,
+        t,
+        async (d) => dec.decode(await d.echo(enc.encode(o.echo!))),
+      ),
+    );
+  }
+  if (o.put) {
+    emit(await op(client, "put", force, t, (d) => d.put(o.put![0], enc.encode(o.put![1]))));
+  }
+  if (o.get !== undefined) {
+    emit(
+      await op(client, "get", force, t, async (d) => {
+        const v = await d.get(o.get!);
+        return v === undefined ? null : dec.decode(v);
+      }),
+    );
+  }
+  if (o.mget !== undefined) {
+    emit(
+      await op(
+        client,
+        "mget",
+        force,
+        t,
+        async (d) =>
+          (await d.mget(o.mget!.split(","))).map((v) => v === undefined ? null : dec.decode(v)),
+      ),
+    );
+  }
+  if (o.profile !== undefined) {
+    emit(await op(client, "profile", force, t, (d) => d.profile(BigInt(o.profile!))));
+  }
+  if (o["large-get"] !== undefined) {
+    emit(
+      await op(
+        client,
+        "large-get",
+        force,
+        t,
+        async (d) => ({ bytes: (await d.largeGet(o["large-get"]!)).length }),
+      ),
+    );
+  }
+  if (o.bigput) {
+    emit(
+      await op(
+        client,
+        "bigput",
+        force,
+        t,
+        (d) => d.bigPut(o.bigput![0], new Uint8Array(Number(o.bigput![1])).fill(0x42)),
+      ),
+    );
+  }
+  if (o["image-put"]) {
+    const [key, file] = o["image-put"];
+    emit(
+      await op(
+        client,
+        "image-put",
+        force,
+        t,
+        (d) => d.imagePut(key, readFileSync(file), o["image-chunk-size"]),
+      ),
+    );
+  }
+  if (o["brpc-echo"] !== undefined) {
+    emit(await op(client, "brpc-echo", force, t, (d) => d.brpcEcho(o["brpc-echo"]!)));
+  }
+}
+
+/** `verbus call --agent NAME`: the demo ops through the same-host agent NAME. */
+async function callThroughAgent(o: CallArgs, force: CallPath | undefined): Promise<number> {
+  let client: AgentClient;
+  try {
+    client = await connect(`agent:${o.agent}`, { timeoutMs: o["timeout-ms"] });
+  } catch (e) {
+    return reportError("call", (e as Error).message, EXIT_FAILED, o.json);
+  }
+  const { reports, emit } = reporter(o.json);
+  try {
+    await demoOps(client, o, force, emit);
+  } finally {
+    await client.close();
+  }
+  return reports.every((r) => r.ok) ? 0 : EXIT_FAILED;
+}
+
 /** Entry point of `verbus call`. */
 export async function main(args: string[]): Promise<number> {
   if (args.includes("--help") || args.includes("-h")) {
@@ -160,116 +299,29 @@ export async function main(args: string[]): Promise<number> {
     },
     logger: { warn: (m) => console.error(`verbus: ${m}`) },
   };
+  if (
+    o.agent && (o.lifecycle || o["lifecycle-stale"] || o["lifecycle-repeat-reclaim"] ||
+      o["lifecycle-timeout"] || o["async-bench"] || o.stats)
+  ) {
+    return usageError(
+      "call",
+      new Error("--agent: --lifecycle*, --async-bench and --stats need a direct connection"),
+      CALL_HELP,
+      o.json,
+    );
+  }
+  if (o.agent) return await callThroughAgent(o, force);
   let client: Client;
   try {
-    client = await connect({ host: o.host, port: o.port }, options);
+    client = await connect({ host: o.host, port: o.port! }, options);
   } catch (e) {
     return reportError("call", (e as Error).message, EXIT_FAILED, o.json);
   }
   if (o["simulate-server-pressure"]) await client.refreshServerSnapshot();
-  const reports: OpReport[] = [];
   const t = o["timeout-ms"];
-  const emit = (r: OpReport) => {
-    reports.push(r);
-    if (o.json) {
-      console.log(
-        JSON.stringify(
-          r,
-          (_k, x) =>
-            typeof x === "bigint" ? x.toString() : x instanceof Uint8Array ? dec.decode(x) : x,
-        ),
-      );
-    } else {console.log(
-        `${r.ok ? paint("stdout", "green", "ok  ") : paint("stdout", "red", "FAIL")} ${
-          r.op.padEnd(10)
-        } path=${String(r.path).padEnd(12)} fabric=${r.fabric.padEnd(5)} ${
-          String(r.latency_us).padStart(9)
-        } µs  ${r.ok ? show(r.result) : r.error}`,
-      );}
-  };
+  const { reports, emit } = reporter(o.json);
   try {
-    if (o.ping) {
-      emit(
-        await op(client, "ping", force, t, async (d) => {
-          const p = await d.ping();
-          return { rtt_us: round(p.rttUs), server_time_us: p.serverTimeUs };
-        }),
-      );
-    }
-    if (o.echo !== undefined) {
-      emit(
-        await op(
-          client,
-          "echo",
-          force,
-          t,
-          async (d) => dec.decode(await d.echo(enc.encode(o.echo!))),
-        ),
-      );
-    }
-    if (o.put) {
-      emit(await op(client, "put", force, t, (d) => d.put(o.put![0], enc.encode(o.put![1]))));
-    }
-    if (o.get !== undefined) {
-      emit(
-        await op(client, "get", force, t, async (d) => {
-          const v = await d.get(o.get!);
-          return v === undefined ? null : dec.decode(v);
-        }),
-      );
-    }
-    if (o.mget !== undefined) {
-      emit(
-        await op(
-          client,
-          "mget",
-          force,
-          t,
-          async (d) =>
-            (await d.mget(o.mget!.split(","))).map((v) => v === undefined ? null : dec.decode(v)),
-        ),
-      );
-    }
-    if (o.profile !== undefined) {
-      emit(await op(client, "profile", force, t, (d) => d.profile(BigInt(o.profile!))));
-    }
-    if (o["large-get"] !== undefined) {
-      emit(
-        await op(
-          client,
-          "large-get",
-          force,
-          t,
-          async (d) => ({ bytes: (await d.largeGet(o["large-get"]!)).length }),
-        ),
-      );
-    }
-    if (o.bigput) {
-      emit(
-        await op(
-          client,
-          "bigput",
-          force,
-          t,
-          (d) => d.bigPut(o.bigput![0], new Uint8Array(Number(o.bigput![1])).fill(0x42)),
-        ),
-      );
-    }
-    if (o["image-put"]) {
-      const [key, file] = o["image-put"];
-      emit(
-        await op(
-          client,
-          "image-put",
-          force,
-          t,
-          (d) => d.imagePut(key, readFileSync(file), o["image-chunk-size"]),
-        ),
-      );
-    }
-    if (o["brpc-echo"] !== undefined) {
-      emit(await op(client, "brpc-echo", force, t, (d) => d.brpcEcho(o["brpc-echo"]!)));
-    }
+    await demoOps(client, o, force, emit);
     for (
       const kind of [
         "lifecycle",

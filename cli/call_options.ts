@@ -9,6 +9,7 @@ import { parseCommandLine, splitArgs } from "./options.ts";
 
 /** Usage of `verbus call` (printed with --help and after a usage error). */
 export const CALL_HELP = `usage: verbus call --host H --port P [ops] [options]
+       verbus call --agent NAME [ops] [options]   (through the same-host agent NAME)
 
 ops (any number; run in this order):
   --ping                     --echo MSG                 --put K V          --get K
@@ -23,6 +24,8 @@ ops (any number; run in this order):
                              [--async-sync] (after the warm-up print {"ready":true}, wait for a line on stdin)
   --stats                    local telemetry and the server's control-page snapshot
 options:
+  --agent NAME               call through "verbus agent --listen NAME" (no --port; the agent's
+                             connection and fabric; not with --lifecycle*, --async-bench, --stats)
   --fabric auto|${FABRICS.join("|")}|tcp   data plane (default auto: the best both hosts share)
   --urma sim|PATH            liburma to use ("sim" = verbus's simulator; never used otherwise)
   --source-addr A            bind the RDMA connection to local address A
@@ -37,7 +40,8 @@ Every option is also accepted as --name=value.`;
 const num = z.coerce.number().int();
 const schema = z.object({
   host: z.string().min(1).default("127.0.0.1"),
-  port: num.min(1).max(65535),
+  port: num.min(1).max(65535).optional(),
+  agent: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, "expected 1-64 of [A-Za-z0-9_.-]").optional(),
   ping: z.boolean().optional(),
   echo: z.string().optional(),
   put: z.array(z.string()).optional(),
@@ -72,7 +76,10 @@ const schema = z.object({
   "simulate-server-pressure": z.enum(["ring", "objpool"]).optional(),
   "timeout-ms": num.min(1).default(5000),
   json: z.boolean().default(false),
-}).strict().refine((o) => !o.put || o.put.length === 2, {
+}).strict().refine((o) => o.port !== undefined || o.agent !== undefined, {
+  message: "--port is required (or --agent NAME)",
+  path: ["port"],
+}).refine((o) => !o.put || o.put.length === 2, {
   message: "--put takes K V",
   path: ["put"],
 })

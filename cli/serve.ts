@@ -7,7 +7,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
-import { demoService } from "../examples/demo/mod.ts";
+import { demoService, KvStore } from "../examples/demo/mod.ts";
 import { type FabricKind, FABRICS, RUNTIME, serve } from "../mod.ts";
 import { parseCommandLine, splitArgs, usageError } from "./options.ts";
 import { wantsJson } from "./style.ts";
@@ -15,10 +15,12 @@ import { simulatorPath } from "./doctor.ts";
 
 const HELP = `usage: verbus serve --port P [--host H] [--image-dir D] [--fabric LIST|none]
                     [--urma sim|PATH] [--rdma-addr A] [--rdma-port N] [--rdma-mode poll|event]
-                    [--object-ttl-ms N] [--batch-budget N] [--json]
+                    [--object-ttl-ms N] [--batch-budget N] [--kv-max-bytes N] [--json]
 
   --fabric LIST   fabrics to offer, best first, from ${FABRICS.join(", ")} (default: shm,verbs; urma
                   is offered only with --urma, which names liburma: "sim" = verbus's simulator)
+  --kv-max-bytes N  most bytes the demo KV store holds (keys, value buffers, free buffers kept
+                  for reuse; default 1 GiB); a put past it is refused with ELIMIT
 
 Serves verbus.Demo (PING, ECHO, KV_PUT, KV_GET, MGET, PROFILE, LARGE_GET, BIGPUT, IMAGE_PUT)
 and example.EchoService/Echo (brpc's echo) over TCP (baidu_std), and offers the shared-memory
@@ -38,6 +40,7 @@ const schema = z.object({
   "rdma-mode": z.enum(["poll", "event"]).optional(),
   "object-ttl-ms": z.coerce.number().int().min(1).default(30_000),
   "batch-budget": z.coerce.number().int().min(1).max(4096).default(16),
+  "kv-max-bytes": z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
   json: z.boolean().default(false),
 }).strict();
 
@@ -73,7 +76,10 @@ export async function main(args: string[]): Promise<number> {
   const server = await serve({
     port: o.port,
     host: o.host,
-    services: demoService({ imageDir }),
+    services: demoService({
+      imageDir,
+      ...(o["kv-max-bytes"] ? { kv: new KvStore({ maxTotalBytes: o["kv-max-bytes"] }) } : {}),
+    }),
     fabric: o.fabric === "none" ? false : {
       fabrics: list,
       objectTtlMs: o["object-ttl-ms"],

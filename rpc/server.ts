@@ -33,6 +33,7 @@ import type { DescService } from "@bufbuild/protobuf";
 
 export type { CallContext, Handler, Logger, ServiceMap } from "./protocol/dispatch.ts";
 export { typedMethod } from "./protocol/dispatch.ts";
+export { borrowsRequest } from "./protocol/borrow.ts";
 
 const handlerSchema: z.ZodCustom<Handler, Handler> = z.custom<Handler>(
   (v) => typeof v === "function",

@@ -19,6 +19,11 @@ export interface AgentRingSizes {
   readonly slots: number;
   /** Bytes per slot, its 16-byte header included (a power of two). */
   readonly slotBytes: number;
+  /**
+   * Bytes of each producer's spill area (a multiple of 8192; 0: none): records larger than a slot
+   * go there, requests in its first half, responses in its second.
+   */
+  readonly spillBytes: number;
 }
 
 /** Preallocated output of {@link AgentRingHost.drain}; all arrays of one length. */
@@ -34,14 +39,19 @@ export interface AgentRingHost {
   /** The shm object's name. */
   readonly name: string;
   readonly sizes: AgentRingSizes;
-  /** Bytes a record (request or response) may have. */
+  /** Bytes a record (request or response) may have in a slot. */
   readonly slotData: number;
+  /** The largest record: a slot's, or a spill half's when larger. */
+  readonly maxRecord: number;
   /** Takes posted requests into `out`; returns how many (each must be answered). */
   drain(out: DrainBuffers, nowMs: number, reclaimMs: number): number;
   /** A drained request's bytes (shared memory; valid until `respond`). */
   request(producer: number, slot: number, length: number): Uint8Array;
-  /** The data area to write a response into. */
-  responseArea(producer: number, slot: number): Uint8Array;
+  /**
+   * Where to write a response of `bytes` (default: a slot's data area): the slot, or a range of
+   * the producer's spill area when larger; null when it cannot fit now.
+   */
+  responseArea(producer: number, slot: number, bytes?: number): Uint8Array | null;
   /**
    * Publishes a response of `length` bytes (0: the request was rejected) and moves its
    * producer's doorbell; a sleeping producer is woken by the next {@link flushWakes}.
@@ -65,9 +75,14 @@ export interface AgentRingHost {
 export interface AgentRingProducer {
   readonly sizes: AgentRingSizes;
   readonly slotData: number;
+  /** The largest record: a slot's, or a spill half's when larger. */
+  readonly maxRecord: number;
   readonly agentPid: number;
-  /** Slot k's data area (write the request record here). */
-  area(slot: number): Uint8Array;
+  /**
+   * Where to write slot k's request record of `bytes` (default: the slot's data area): the slot,
+   * or a range of this producer's spill area when larger; null when no range is free now.
+   */
+  area(slot: number, bytes?: number): Uint8Array | null;
   /** Posts slot k (`length` bytes); false: the ring is FULL (nothing was sent). */
   post(slot: number, length: number, seq: number): boolean;
   /** The response length of slot k when the agent answered it, else −1. */

@@ -5,14 +5,24 @@
  * key's UTF-8 bytes; each shard is its own `Map` with its own entry and byte counters, so no single
  * map grows past engine limits and per-shard load is observable.
  *
+ * Memory: values live in buffers the store owns and reuses (a {@link BufferPool}): a put of a value
+ * of the same size class as the key's old one overwrites the old buffer in place, and a replaced
+ * or deleted value's buffer serves the next put of its class, so a steady stream of puts makes no
+ * fresh `ArrayBuffer` per call (issue 12: a Bun server fed a fresh 20 KB BigPut value per call grew
+ * to GBs before JSC collected). Every byte the store holds — keys, value buffers including their
+ * unused tails, and free buffers kept for reuse — counts against `maxTotalBytes`; past it a put is
+ * refused with `FULL` naming the limit.
+ *
  * Ownership: {@link KvStore.put} copies the value (callers usually hand in a view into a transport
- * receive buffer that is reused after the call). Values returned by {@link KvStore.get} are the
- * store's own copies, shared with every other reader: treat them as read-only. A later `put` of
- * the same key stores a new copy and never modifies a buffer already handed out.
+ * receive buffer that is reused after the call). A value returned by {@link KvStore.get} is a view
+ * of the store's own buffer, shared with every other reader and valid until the next `put`,
+ * `delete` or `clear` of that key (which may overwrite it in place): read it now, and copy what
+ * you keep past the current synchronous turn.
  *
  * @module
  */
 import { VerbusError } from "../../errors.ts";
+import { BufferPool, sizeClass } from "../../util/buffer_pool.ts";
 
 /** Default number of shards. */
 export const KV_DEFAULT_SHARDS = 16;
@@ -31,8 +41,36 @@ export interface KvStoreOptions {
   maxKeyBytes?: number;
   /** Longest value in bytes (default {@link KV_DEFAULT_MAX_VALUE_BYTES}). */
   maxValueBytes?: number;
-  /** Most key + value bytes the store may hold (default {@link KV_DEFAULT_MAX_TOTAL_BYTES}). */
+  /**
+   * Most bytes the store may hold: keys plus value buffers plus free buffers kept for reuse
+   * (default {@link KV_DEFAULT_MAX_TOTAL_BYTES}).
+   */
   maxTotalBytes?: number;
+  /** Free value buffers kept for reuse at most, in bytes (default {@link KV_DEFAULT_MAX_FREE_BYTES}). */
+  maxFreeBytes?: number;
+}
+
+/** Default of {@link KvStoreOptions.maxFreeBytes}. */
+export const KV_DEFAULT_MAX_FREE_BYTES = 64 * 1024 * 1024;
+
+/** Buffer counters of a {@link KvStore}, as returned by {@link KvStore.memory}. */
+export interface KvMemoryStats {
+  /** Bytes counted against `maxTotalBytes`: keys, value buffers, free buffers. */
+  reservedBytes: number;
+  /** Free value buffers kept for reuse, in bytes. */
+  freeBytes: number;
+  /** Value buffers made (a fresh `ArrayBuffer` each). */
+  allocations: number;
+  /** Puts that overwrote the key's own buffer in place. */
+  inPlace: number;
+  /** Puts served by a free buffer of the class. */
+  reuses: number;
+}
+
+/** One stored value: the store's buffer and the view of its `length` bytes that readers get. */
+interface Entry {
+  buf: Uint8Array;
+  view: Uint8Array;
 }
 
 /** Counters of one shard, as returned by {@link KvStore.stats}. */
@@ -77,7 +115,10 @@ export class KvStore {
   /** Most key + value bytes the store holds. */
   readonly maxTotalBytes: number;
 
-  readonly #maps: Map<string, Uint8Array>[];
+  readonly #maps: Map<string, Entry>[];
+  readonly #pool: BufferPool;
+  #keyBytes = 0;
+  #inPlace = 0;
   readonly #bytes: Float64Array; // per shard
   readonly #scratch: Uint8Array; // UTF-8 of a string key, reused by every call
   #total_bytes = 0;
@@ -103,6 +144,12 @@ export class KvStore {
       1,
       Number.MAX_SAFE_INTEGER,
     );
+    this.#pool = new BufferPool(checkInteger(
+      "maxFreeBytes",
+      options.maxFreeBytes ?? KV_DEFAULT_MAX_FREE_BYTES,
+      0,
+      Number.MAX_SAFE_INTEGER,
+    ));
     this.#maps = Array.from({ length: this.shardCount }, () => new Map());
     this.#bytes = new Float64Array(this.shardCount);
     // +4: encodeInto never splits a code point, so a key of exactly maxKeyBytes always fits and a
@@ -156,10 +203,10 @@ export class KvStore {
   }
 
   /**
-   * Stores a copy of `value` under `key`, replacing any previous value. Returns `true` when a
-   * previous value was replaced. Throws `BOUNDS` when the value is larger than
-   * {@link maxValueBytes} and `FULL` when the store would exceed {@link maxTotalBytes}; on any
-   * error the store is unchanged.
+   * Stores a copy of `value` under `key`, replacing any previous value (in place when its buffer
+   * is of the same size class). Returns `true` when a previous value was replaced. Throws `BOUNDS`
+   * when the value is larger than {@link maxValueBytes} and `FULL` when the store would hold more
+   * than {@link maxTotalBytes}; on any error the stored values are unchanged.
    */
   put(key: string | Uint8Array, value: Uint8Array): boolean {
     const [text, shard, key_bytes] = this.#resolve(key);
@@ -171,26 +218,43 @@ export class KvStore {
     }
     const map = this.#maps[shard];
     const old = map.get(text);
-    const freed = old === undefined ? 0 : key_bytes + old.length;
+    const freed = old === undefined ? 0 : key_bytes + old.view.length;
     const added = key_bytes + value.length;
-    if (this.#total_bytes - freed + added > this.maxTotalBytes) {
-      throw new VerbusError(
-        "FULL",
-        `KV store is full: storing ${added} bytes for key "${text}" would exceed ${this.maxTotalBytes} bytes`,
-        { context: { totalBytes: this.#total_bytes } },
-      );
+    if (old !== undefined && old.buf.length === sizeClass(value.length)) {
+      old.buf.set(value);
+      if (old.view.length !== value.length) old.view = old.buf.subarray(0, value.length);
+      this.#inPlace++;
+    } else {
+      // The old buffer (if any) is released after the new one is had: count it as freeable.
+      const keys = this.#keyBytes + (old === undefined ? key_bytes : 0);
+      const limit = this.maxTotalBytes - keys;
+      const buf = this.#pool.acquire(value.length, limit + (old?.buf.length ?? 0));
+      if (buf === undefined) {
+        throw new VerbusError(
+          "FULL",
+          `KV store is full: storing ${added} bytes for key "${text}" would exceed ${this.maxTotalBytes} bytes`,
+          { context: { totalBytes: this.#total_bytes, reservedBytes: this.reservedBytes } },
+        );
+      }
+      buf.set(value);
+      if (old !== undefined) this.#pool.release(old.buf);
+      this.#pool.trim(limit);
+      this.#keyBytes = keys;
+      map.set(text, { buf, view: buf.subarray(0, value.length) });
     }
-    map.set(text, value.slice());
     this.#bytes[shard] += added - freed;
     this.#total_bytes += added - freed;
     if (old === undefined) this.#entries++;
     return old !== undefined;
   }
 
-  /** The value stored under `key` (read-only, shared), or `undefined` when there is none. */
+  /**
+   * The value stored under `key` (read-only, shared, valid until the key's next put or delete —
+   * see the module documentation), or `undefined` when there is none.
+   */
   get(key: string | Uint8Array): Uint8Array | undefined {
     const [text, shard] = this.#resolve(key);
-    return this.#maps[shard].get(text);
+    return this.#maps[shard].get(text)?.view;
   }
 
   /** {@link get} for each key, in order; validation errors name the index of the bad key. */
@@ -219,8 +283,10 @@ export class KvStore {
     const old = map.get(text);
     if (old === undefined) return false;
     map.delete(text);
-    this.#bytes[shard] -= key_bytes + old.length;
-    this.#total_bytes -= key_bytes + old.length;
+    this.#pool.release(old.buf);
+    this.#keyBytes -= key_bytes;
+    this.#bytes[shard] -= key_bytes + old.view.length;
+    this.#total_bytes -= key_bytes + old.view.length;
     this.#entries--;
     return true;
   }
@@ -228,6 +294,8 @@ export class KvStore {
   /** Removes every key. */
   clear(): void {
     for (const m of this.#maps) m.clear();
+    this.#pool.clear();
+    this.#keyBytes = 0;
     this.#bytes.fill(0);
     this.#total_bytes = 0;
     this.#entries = 0;
@@ -241,6 +309,23 @@ export class KvStore {
   /** Key plus value bytes held by the store. */
   get totalBytes(): number {
     return this.#total_bytes;
+  }
+
+  /** Bytes counted against {@link maxTotalBytes}: keys, value buffers and free buffers. */
+  get reservedBytes(): number {
+    return this.#keyBytes + this.#pool.reservedBytes;
+  }
+
+  /** Buffer counters (a fresh object owned by the caller). */
+  memory(): KvMemoryStats {
+    const s = this.#pool.stats;
+    return {
+      reservedBytes: this.reservedBytes,
+      freeBytes: this.#pool.freeBytes,
+      allocations: s.allocations,
+      inPlace: this.#inPlace,
+      reuses: s.reuses,
+    };
   }
 
   /** Per-shard counters, indexed by shard (a fresh array owned by the caller). */

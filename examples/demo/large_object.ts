@@ -172,7 +172,8 @@ export class LargeObjectSource {
   }
 
   /**
-   * The object named by `key` (read-only, shared with other callers). Throws `INVALID_ARGUMENT` for
+   * The object named by `key` (a generated one is read-only and shared with other callers; a KV
+   * value is a copy, since the store may overwrite its buffer in place). Throws `INVALID_ARGUMENT` for
    * a bad `big:` key and `NOT_FOUND` when a KV key has no value.
    */
   get(key: string): Uint8Array {
@@ -182,7 +183,7 @@ export class LargeObjectSource {
       if (v === undefined) {
         throw new VerbusError("NOT_FOUND", `no large object or KV value under key "${key}"`);
       }
-      return v;
+      return v.slice(); // the KV's buffer may be overwritten in place by a later put of the key
     }
     const hit = this.#cache.get(size);
     if (hit !== undefined) {

@@ -21,7 +21,7 @@ import { join } from "node:path";
 import { z } from "zod";
 import { VerbusError } from "../../errors.ts";
 import { parseOptions } from "../../util/options.ts";
-import { ELIMIT, EREQUEST, RpcError } from "../../mod.ts";
+import { borrowsRequest, ELIMIT, EREQUEST, RpcError } from "../../mod.ts";
 import {
   decodeEchoMessage,
   decodeImageChunk,
@@ -280,6 +280,8 @@ export function demoService(options: DemoServiceOptions = {}): DemoServices {
     ImagePut: (request) => encodeImageChunkResult(uploads.handleChunk(decodeImageChunk(request))),
   };
   for (const m of DEMO_METHODS) demo[m] = guarded(demo[m]);
+  // They copy what they keep (the KV copies the value): a fabric session may lend them its buffer.
+  for (const m of ["Echo", "KvPut", "BigPut"] as const) demo[m] = borrowsRequest(demo[m]);
 
   const brpc_echo: DemoHandler = guarded((request, ctx) => {
     const message = decodeEchoMessage(request, "EchoRequest");

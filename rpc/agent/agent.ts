@@ -27,7 +27,7 @@ import { cpuYielder } from "../../transport/cpu.ts";
 import { parseOptions } from "../../util/options.ts";
 import { type Client, connect } from "../client.ts";
 import type { ClientOptions } from "../connect_options.ts";
-import { decodeRequest, encodeError, encodeResponse } from "./record.ts";
+import { decodeRequest, encodeError, encodeResponse, responseBytes } from "./record.ts";
 
 /** Options of {@link startAgent}; unknown keys are rejected and messages name the field. */
 export const agentOptionsSchema: z.ZodObject<{
@@ -40,6 +40,7 @@ export const agentOptionsSchema: z.ZodObject<{
   sweepMs: z.ZodDefault<z.ZodNumber>;
   idleAfterMs: z.ZodDefault<z.ZodNumber>;
   timeoutMs: z.ZodDefault<z.ZodNumber>;
+  spillBytes: z.ZodDefault<z.ZodNumber>;
   client: z.ZodDefault<z.ZodRecord<z.ZodString, z.ZodUnknown>>;
 }, z.core.$strict> = z.object({
   /** The agent's name: local processes join it as `agent:<name>`. */
@@ -52,8 +53,14 @@ export const agentOptionsSchema: z.ZodObject<{
   producers: z.number().int().min(1).max(1024).default(32),
   /** Calls in flight per process. */
   slots: z.number().int().min(1).max(1024).default(32),
-  /** Bytes per slot (a power of two): the largest request or response through the agent. */
+  /** Bytes per slot (a power of two): the largest request or response a slot holds. */
   slotBytes: z.number().int().min(256).max(1 << 24).default(64 * 1024),
+  /**
+   * Bytes of each process's spill area (a multiple of 8192; 0: none): a request or response
+   * larger than a slot goes there, requests in one half and responses in the other, so the
+   * largest record through the agent is half of it.
+   */
+  spillBytes: z.number().int().min(0).max(1 << 30).multipleOf(8192).default(4 * 1024 * 1024),
   /** A position claimed and not published for this long is reclaimed (its producer died). */
   reclaimMs: z.number().int().min(1).max(600_000).default(1000),
   /** How often dead producers are looked for. */
@@ -162,7 +169,7 @@ export class Agent {
       req = decodeRequest(ring.request(p, k, length));
     } catch (e) {
       this.#badRecords++;
-      this.#answer(p, k, encodeError(ring.responseArea(p, k), e));
+      this.#answer(p, k, encodeError(ring.responseArea(p, k)!, e));
       return;
     }
     this.#forwarded++;
@@ -173,21 +180,24 @@ export class Agent {
       expectedResponseBytes: req.expectedResponseBytes || undefined,
       logId: req.logId,
     }).then((r) => {
-      const area = ring.responseArea(p, k);
-      let len = encodeResponse(area, r);
+      // In the slot when it fits, else in the producer's spill area.
+      const area = ring.responseArea(p, k, responseBytes(r));
+      let len = area ? encodeResponse(area, r) : -1;
       if (len < 0) {
         len = encodeError(
-          area,
+          ring.responseArea(p, k)!,
           new VerbusError(
             "BOUNDS",
-            `the response (${r.response.length} bytes) does not fit the agent's ${ring.slotData}-byte slot`,
+            `the response (${r.response.length} bytes) does not fit the agent's ${ring.slotData}-byte slot nor the ${ring.maxRecord}-byte spill half${
+              ring.maxRecord > ring.slotData ? " (or it is full)" : ""
+            }`,
           ),
         );
       }
       this.#answer(p, k, len);
     }, (e) => {
       this.#failed++;
-      this.#answer(p, k, encodeError(ring.responseArea(p, k), e));
+      this.#answer(p, k, encodeError(ring.responseArea(p, k)!, e));
     });
   }
 
@@ -251,6 +261,7 @@ export async function startAgent(
     producers: o.producers,
     slots: o.slots,
     slotBytes: o.slotBytes,
+    spillBytes: o.spillBytes,
   };
   // The ring first: a name already taken fails before anything reaches the server.
   const ring = await createAgentRing(o.name, sizes);

@@ -136,20 +136,33 @@ export class AgentClient {
       }
       throw e;
     }
-    if (requestBytes(fields) > port.slotData) {
+    // Larger than a slot: the record spills into this process's spill area of the agent's ring.
+    const need = requestBytes(fields);
+    if (need > port.maxRecord) {
       if (this.#o.fallback) return await this.#callDirect(service, method, request, options);
       throw new VerbusError(
         "BOUNDS",
         `request of ${
           request.length + fields.attachment.length
-        } bytes does not fit agent "${this.name}"'s ${port.slotData}-byte slot (set fallback to call directly)`,
+        } bytes does not fit agent "${this.name}"'s ${port.slotData}-byte slot nor its ${port.maxRecord}-byte spill half (set fallback to call directly)`,
       );
     }
     for (;;) {
       while (this.#free.length === 0 && this.#port === port) await this.#waitForSlot(deadline);
       if (this.#port !== port) return await this.call(service, method, request, options);
       const k = this.#free.pop()!;
-      const len = encodeRequest(port.area(k), fields);
+      const area = port.area(k, need);
+      if (area === null) { // the spill area is taken by calls in flight: wait for room
+        this.#releaseSlot(k);
+        if (performance.now() > deadline) {
+          throw new TimeoutError(
+            `no room in agent "${this.name}"'s spill area before the deadline`,
+          );
+        }
+        await new Promise((r) => setTimeout(r, 1));
+        continue;
+      }
+      const len = encodeRequest(area, fields);
       if (len < 0) {
         this.#releaseSlot(k);
         throw new VerbusError("BOUNDS", `service or method name of over 65535 bytes`);

@@ -146,15 +146,20 @@ export function decodeRequest(rec: Uint8Array): AgentRequest {
   };
 }
 
+/** Bytes the response record of `r` takes at most (the fabric name counted as UTF-8 bound). */
+export function responseBytes(
+  r: { response: Uint8Array; attachment?: Uint8Array; fabric: string },
+): number {
+  return RESPONSE_HEADER + r.fabric.length * 3 + r.response.length + (r.attachment?.length ?? 0);
+}
+
 /** A successful answer, or −1 when it does not fit `area`. */
 export function encodeResponse(
   area: Uint8Array,
   r: { response: Uint8Array; attachment?: Uint8Array; path: CallPath; fabric: string },
 ): number {
   const att = r.attachment ?? new Uint8Array(0);
-  if (RESPONSE_HEADER + r.fabric.length * 3 + r.response.length + att.length > area.length) {
-    return -1;
-  }
+  if (responseBytes(r) > area.length) return -1;
   const v = new DataView(area.buffer, area.byteOffset, RESPONSE_HEADER);
   let at = RESPONSE_HEADER;
   const f = enc.encodeInto(r.fabric, area.subarray(at)).written;

@@ -29,6 +29,7 @@ import {
   RpcError,
 } from "../errors.ts";
 import type { Int64, RpcMeta } from "./rpc_meta.ts";
+import { borrowsItsRequest } from "./borrow.ts";
 
 /** What a handler learns about its call, and how it sets the response attachment. */
 export interface CallContext {
@@ -210,6 +211,11 @@ export class Dispatcher {
   /** Live counters (the object is updated in place; copy it to snapshot). */
   get stats(): Readonly<DispatchStats> {
     return this.#stats;
+  }
+
+  /** Whether `service`/`method` is a handler marked `borrowsRequest` (false if none). */
+  borrows(service: string, method: string): boolean {
+    return borrowsItsRequest(this.#services.get(service)?.get(method));
   }
 
   /** From now on every request is answered with ELOGOFF ("server is stopping"). */

@@ -75,3 +75,16 @@ export const KIND_INLINE = 1, KIND_OBJECT = 2;
 export const DESC_WORDS = DESCRIPTOR_BYTES / 4;
 /** The method index of a RECLAIM request (not a service method). */
 export const METHOD_RECLAIM = 0xffff_fffe;
+
+/**
+ * The requests of `ring` (a request ring as Int32 words, `slots` descriptors) still READY — not
+ * taken by the server — as `[slot, seq]`. Reads shared memory only; control path (allocates).
+ */
+export function readyRequests(ring: Int32Array, slots: number): [number, number][] {
+  const out: [number, number][] = [];
+  for (let i = 0; i < slots; i++) {
+    const b = i * DESC_WORDS;
+    if (Atomics.load(ring, b + REQ.state) === READY) out.push([i, ring[b + REQ.seq] >>> 0]);
+  }
+  return out;
+}

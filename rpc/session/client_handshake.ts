@@ -16,6 +16,7 @@ import { failingNthOp } from "../../transport/faults.ts";
 import type { ClientFabricProvider, SessionSizes } from "../../transport/provider.ts";
 import { clientProviders, type FabricKind, FABRICS } from "../../transport/registry.ts";
 import type { Channel } from "../channel.ts";
+import { MAX_TIMER } from "../channel_options.ts";
 import { ENOSERVICE, RpcError } from "../errors.ts";
 import type { Logger } from "../protocol/dispatch.ts";
 import { computeLayout, type RegionConfigInput } from "../region/layout.ts";
@@ -24,6 +25,7 @@ import {
   ACK_OFF,
   ACK_ON,
   bootId,
+  byeSchema,
   type ClientHello,
   decodeHello,
   encodeAck,
@@ -210,6 +212,32 @@ export async function establishFabric(
     return done(null, "tcp", reply.decisions);
   }
   machine.to("ESTABLISHED");
+  watchSession(channel, session, reply.sessionId);
   if (options.faults.fabricDown) session.fail("simulated fabric down (faults.fabricDown)");
   return done(session, provider.label, reply.decisions);
+}
+
+/**
+ * Keeps one `verbus.Fabric/Watch` call open on the channel (no deadline): the server answers it
+ * when it ends session `sessionId` for a reason of its own (its endpoint failed, the server is
+ * closing…), and the session then fails here at once: calls in flight the server never took are
+ * redone over TCP (exactly once: the session is closed for good), the others reject with a FABRIC
+ * error naming the reason; later calls go over TCP and the link re-negotiates. An answer after the
+ * client itself ended the session changes nothing; a server without Watch (or a closed channel)
+ * only loses the notice.
+ */
+function watchSession(channel: Channel, session: ClientSession, sessionId: number): void {
+  channel.call(FABRIC_SERVICE, "Watch", encodeBye({ sessionId, reason: "watch" }), {
+    timeoutMs: MAX_TIMER,
+  }).then((r) => {
+    let reason: string, untaken: readonly (readonly [number, number])[] = [];
+    try {
+      const bye = decodeHello(byeSchema, r.response, "server notice");
+      reason = bye.reason;
+      untaken = bye.untaken ?? [];
+    } catch (e) {
+      reason = `an unreadable notice (${(e as Error).message})`;
+    }
+    session.serverEnded(`the server ended the session: ${reason}`, untaken);
+  }, () => {});
 }

@@ -357,6 +357,22 @@ export class ClientSession {
     if (this.#failed === null) this.#snapshot.refresh();
   }
 
+  /**
+   * The server ended the session (the answer of its Watch): the calls it never took (`untaken`,
+   * `[slot, seq]`; a slot whose seq moved on is another call) are redone over TCP, the rest fail
+   * as in {@link fail}.
+   */
+  serverEnded(reason: string, untaken: readonly (readonly [number, number])[]): void {
+    if (this.#failed !== null) return;
+    const redo = new VerbusError("FULL", `not taken before the server ended the session: TCP`);
+    for (const [i, seq] of untaken) {
+      if (i < this.#client.config.slots && this.#slots.slot(i).seq === seq) {
+        this.#slots.reject(i, redo); // FULL: redone over TCP through the hooks
+      }
+    }
+    this.fail(reason);
+  }
+
   /** Fails the session: every call in flight rejects; later calls go over TCP. Safe twice. */
   fail(reason: string): void {
     if (this.#failed !== null) return;

@@ -18,7 +18,7 @@ import type { CallContext, Dispatcher, Handler, Logger } from "../protocol/dispa
 import { regionConfigSchema } from "../region/layout.ts";
 import type { PartialDefault } from "../../util/options.ts";
 import { EREQUEST, RpcError } from "../errors.ts";
-import { type Bye, byeSchema, decodeHello, FABRIC_SERVICE } from "./hello.ts";
+import { type Bye, byeSchema, decodeHello, encodeBye, FABRIC_SERVICE } from "./hello.ts";
 import { type Driven, ProgressEngine, type Registration } from "./engine.ts";
 import { type ProgressOptions, progressOptionsSchema } from "./progress.ts";
 import type { ServerSession } from "./server_session.ts";
@@ -37,6 +37,7 @@ export const fabricHostOptionsSchema: z.ZodObject<{
   maxSessions: z.ZodDefault<z.ZodNumber>;
   maxHandshakes: z.ZodDefault<z.ZodNumber>;
   historyLength: z.ZodDefault<z.ZodNumber>;
+  requestBufferBytes: z.ZodDefault<z.ZodNumber>;
   progress: typeof progressOptionsSchema;
 }, z.core.$strict> = z.object({
   /** Fabrics this server offers, best first. */
@@ -65,6 +66,11 @@ export const fabricHostOptionsSchema: z.ZodObject<{
   maxHandshakes: z.number().int().min(1).max(1 << 20).default(256),
   /** Handshake outcomes kept in `history`, and distinct fallback causes the log remembers. */
   historyLength: z.number().int().min(1).max(1 << 16).default(256),
+  /**
+   * Bytes of reused buffers the sessions lend the large requests of handlers marked
+   * `borrowsRequest` (0: every request is copied fresh, as for other handlers).
+   */
+  requestBufferBytes: z.number().int().min(0).max(4096 * 1024 * 1024).default(8 * 1024 * 1024),
   /** Progress-loop tunables. */
   progress: progressOptionsSchema,
 }).strict();
@@ -167,7 +173,33 @@ export class FabricHost {
       Hello: (req, ctx) => this.#handshakes.hello(req, ctx),
       Ack: (req, ctx) => this.#handshakes.ack(req, ctx),
       Bye: (req, ctx) => this.#bye(req, ctx),
+      Watch: (req, ctx) => this.#watch(req, ctx),
     };
+  }
+
+  /**
+   * The `Watch` handler: the client of an established session keeps this one call open on the TCP
+   * connection, and it is answered (a {@link Bye} naming the reason) when the server ends the
+   * session for any reason of its own — its endpoint failed (an overrun on its JFC, a completion
+   * error), a peer violation, the server closing — so the client fails over at once instead of
+   * waiting for its calls' deadlines. Answered at once when the connection has no such session.
+   */
+  #watch(req: Uint8Array, ctx: CallContext): Uint8Array | Promise<Uint8Array> {
+    let w: Bye;
+    try {
+      w = decodeHello(byeSchema, req, "client watch");
+    } catch (e) {
+      throw new RpcError(EREQUEST, (e as Error).message);
+    }
+    const sessionId = w.sessionId;
+    const s = this.#byConnection.get(connectionKey(ctx));
+    if (!s || s.id !== sessionId) {
+      return encodeBye({ sessionId, reason: "no such session on this connection" });
+    }
+    const told = () =>
+      encodeBye({ sessionId, reason: s.closedReason ?? "closed", untaken: [...s.untaken] });
+    if (s.closedReason !== null) return told();
+    return new Promise((resolve) => s.signal.addEventListener("abort", () => resolve(told())));
   }
 
   /**

@@ -122,6 +122,12 @@ export function decodeHello<T extends z.ZodType>(
 export const byeSchema = z.object({
   sessionId: z.number().int().min(1).max(2 ** 32),
   reason: z.string().max(512),
+  /**
+   * Server → client only (the answer of a Watch): the requests it had not taken when it ended
+   * the session, as `[slot, seq]` — never run, so the client may redo them over TCP.
+   */
+  untaken: z.array(z.tuple([z.number().int().min(0).max(65535), z.number().int().min(0)]))
+    .max(65536).optional(),
 }).strict();
 export type Bye = z.output<typeof byeSchema>;
 

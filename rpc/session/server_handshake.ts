@@ -36,6 +36,7 @@ import {
   type ServerHello,
 } from "./hello.ts";
 import { ServerSession } from "./server_session.ts";
+import { type LendingPool, lendingPool, RequestLender } from "./request_lender.ts";
 import { HandshakeLog, type HandshakeOutcome } from "./handshake_log.ts";
 import { serverMachine, type ServerState, type StateMachine } from "./state_machine.ts";
 
@@ -69,6 +70,7 @@ export interface HandshakeSettings {
   readonly maxHandshakes: number;
   /** Outcomes kept in the history, and distinct causes remembered by the log-once. */
   readonly historyLength: number;
+  readonly requestBufferBytes: number; // reused buffers lent to borrowing handlers (all sessions)
 }
 
 /** A handshake between its hello and its ACK: the offer is prepared, nothing is connected. */
@@ -107,6 +109,7 @@ export class ServerHandshakes {
   #hellos = 0;
   #nextSession = 1;
   readonly #log: HandshakeLog;
+  readonly #lending: LendingPool;
 
   /**
    * @param unavailable why a fabric of `settings.fabrics` has no provider here
@@ -120,6 +123,7 @@ export class ServerHandshakes {
     private readonly methods: readonly (readonly [string, string])[],
     private readonly logger: Logger,
   ) {
+    this.#lending = lendingPool(settings.requestBufferBytes);
     this.#log = new HandshakeLog(
       settings.historyLength,
       (l) => this.logger.info?.(l) ?? this.logger.warn(l),
@@ -375,6 +379,7 @@ export class ServerHandshakes {
         ttlMs: this.settings.objectTtlMs,
         logger: this.logger,
         pressure: pending.pressure,
+        lender: new RequestLender(this.host.dispatcher()!, this.#lending),
       });
     } catch (e) {
       endpoint.close();

@@ -23,22 +23,18 @@ import {
   FLAG_PREFER_LAZY,
   METHOD_RECLAIM,
   READY,
+  readyRequests,
   REQ,
   TAKEN,
 } from "../region/descriptors.ts";
 import { CONTROL, type RegionLayout, SESSION_CLOSED } from "../region/layout.ts";
 import { ObjectPool, POOL_EXHAUSTED } from "../region/object_pool.ts";
-import {
-  PRESSURE_OBJPOOL,
-  PRESSURE_RING,
-  TELEMETRY,
-  Telemetry,
-  TELEMETRY_PATH,
-  telemetryView,
-} from "../region/telemetry.ts";
+import { TELEMETRY, type Telemetry, TELEMETRY_PATH } from "../region/telemetry.ts";
+import { applyReclaims, sessionTelemetry } from "./server_telemetry.ts";
 import { type ResponseToken, ResponseTokens } from "./response_tokens.ts";
 import { ServerResponseWriter } from "./server_response_writer.ts";
 import { copyOut } from "./copy_out.ts";
+import { RequestLender } from "./request_lender.ts";
 
 const enc = new TextEncoder();
 const EMPTY = new Uint8Array(0);
@@ -59,6 +55,8 @@ export interface ServerSessionInit {
   logger: Logger;
   /** Simulated pressure flags for this session's control page (fault injection). */
   pressure?: "ring" | "objpool";
+  /** Lends large requests of borrowing handlers reused buffers (default: a private lender). */
+  lender?: RequestLender;
 }
 
 /** One fabric session, server side. */
@@ -82,6 +80,7 @@ export class ServerSession implements ResponseSink {
   readonly #logger: Logger;
   readonly #tokens: ResponseTokens;
   readonly #answers: ServerResponseWriter;
+  readonly #lender: RequestLender;
   /** Per method index: the last frozen request meta (see #take). */
   readonly #requestMeta: (RpcMeta["request"] | undefined)[] = [];
   /**
@@ -103,6 +102,8 @@ export class ServerSession implements ResponseSink {
   #inPoll = false;
   #closed: string | null = null;
   #seenDoorbell = 0;
+  /** Set at close: the requests still READY (never taken, never to be), as [slot, seq]. */
+  untaken: readonly [number, number][] = [];
 
   constructor(init: ServerSessionInit) {
     this.id = init.id;
@@ -130,6 +131,7 @@ export class ServerSession implements ResponseSink {
       ttlMs: init.ttlMs,
     });
     this.#tokens = new ResponseTokens(this.#server.config.slots);
+    this.#lender = init.lender ?? new RequestLender(init.dispatcher);
     this.#slotMeta = Array.from(
       { length: this.#server.config.slots },
       (_, i): RpcMeta => ({ request: undefined, correlationId: i }),
@@ -150,21 +152,7 @@ export class ServerSession implements ResponseSink {
         }
       },
     );
-    const ctl = this.#server.control;
-    this.#telemetry = new Telemetry(
-      telemetryView(local.buffer, local.byteOffset + ctl.offset + CONTROL.telemetry),
-    );
-    this.#telemetry.reset();
-    this.#telemetry.set(TELEMETRY.RING_CAPACITY, this.#server.config.slots);
-    this.#telemetry.set(TELEMETRY.OBJPOOL_CAPACITY, this.#server.config.objectSlabs);
-    this.#telemetry.set(TELEMETRY.FABRIC_UP, 1);
-    this.#telemetry.set(TELEMETRY.TCP_UP, 1);
-    if (init.pressure) {
-      this.#telemetry.set(
-        TELEMETRY.PRESSURE_FLAGS,
-        init.pressure === "ring" ? PRESSURE_RING : PRESSURE_OBJPOOL,
-      );
-    }
+    this.#telemetry = sessionTelemetry(local, this.#server, init.pressure);
   }
 
   /** Aborted when the session ends. */
@@ -201,7 +189,7 @@ export class ServerSession implements ResponseSink {
    */
   poll(): number {
     this.rounds++;
-    if (this.#closed !== null) return 0;
+    if (this.#closed !== null || this.#endpointFailed()) return 0;
     const db = this.#endpoint.doorbell();
     if (db === this.#seenDoorbell) return 0;
     this.#inPoll = true;
@@ -272,13 +260,22 @@ export class ServerSession implements ResponseSink {
     }
     this.#telemetry.set(TELEMETRY.RING_USED, this.#tokens.openCount);
     const local = this.#endpoint.local;
-    const payload = copyOut(local, off, len);
-    const attachment = att ? copyOut(local, off + len, att) : EMPTY;
-    if (method === METHOD_RECLAIM) return this.#reclaim(i, payload);
+    if (method === METHOD_RECLAIM) return this.#reclaim(i, copyOut(local, off, len));
     if (method >= this.#methods.length) {
       return this.fail(`slot ${i}: method index ${method} ≥ ${this.#methods.length} methods`);
     }
     const [service, name] = this.#methods[method];
+    // A large request of a handler that borrows it comes in a lent, reused buffer (given back
+    // when the call is answered); any other is the handler's own copy.
+    let payload: Uint8Array, attachment: Uint8Array;
+    const lent = this.#lender.lend(i, method, service, name, local, off, len + att);
+    if (lent !== undefined) {
+      payload = lent.subarray(0, len);
+      attachment = att ? lent.subarray(len, len + att) : EMPTY;
+    } else {
+      payload = copyOut(local, off, len);
+      attachment = att ? copyOut(local, off + len, att) : EMPTY;
+    }
     const timeout = r[b + REQ.timeout] >>> 0;
     const logLo = r[b + REQ.logLo] >>> 0, logHi = r[b + REQ.logHi] >>> 0;
     // The request meta is read-only for the dispatcher: without a log id, reuse one per
@@ -302,20 +299,9 @@ export class ServerSession implements ResponseSink {
 
   /** A RECLAIM batch in the request behind `token`: frees the objects, answers empty. */
   #reclaim(token: ResponseToken, payload: Uint8Array): void {
-    if (payload.length % 8 !== 0) {
-      return this.fail(
-        `slot ${token}: RECLAIM payload of ${payload.length} bytes is not a list of 8-byte references`,
-      );
-    }
-    const dv = new DataView(payload.buffer, payload.byteOffset, payload.length);
-    for (let o = 0; o < payload.length; o += 8) {
-      const res = this.#pool.reclaim(dv.getUint32(o, true), dv.getUint32(o + 4, true));
-      if (res === "ok") this.#telemetry.inc(TELEMETRY.OBJ_RECLAIMS);
-      else if (res === "bad-id") this.#telemetry.inc(TELEMETRY.OBJ_BAD_REFS);
-      else this.#telemetry.inc(TELEMETRY.OBJ_STALE_REFS); // stale or repeated: harmless, counted
-    }
-    this.#telemetry.set(TELEMETRY.OBJPOOL_USED, this.#pool.usedSlabs);
-    this.#answered(this.#answers.inline(token, 0, EMPTY, undefined, 0));
+    const bad = applyReclaims(this.#pool, this.#telemetry, payload);
+    if (bad !== null) return this.fail(`slot ${token}: ${bad}`);
+    this.#answered(token, this.#answers.inline(token, 0, EMPTY, undefined, 0));
   }
 
   /** ResponseSink: the dispatcher's answer to a call of this session. */
@@ -330,7 +316,7 @@ export class ServerSession implements ResponseSink {
     if (errorCode !== 0) {
       this.#telemetry.inc(TELEMETRY.FAILED);
       const text = enc.encode(errorText).subarray(0, slotSize);
-      return this.#answered(this.#answers.inline(token, errorCode, text, undefined, us));
+      return this.#answered(token, this.#answers.inline(token, errorCode, text, undefined, us));
     }
     this.#telemetry.inc(TELEMETRY.COMPLETED);
     const att = call.responseAttachment;
@@ -339,23 +325,24 @@ export class ServerSession implements ResponseSink {
       (this.#tokens.prefersLazy(token) && total >= this.#largeThreshold);
     const path = this.#tokens.cameBulk(token) ? "BULK" : lazy ? "LAZY" : "EAGER";
     this.#telemetry.ewma(TELEMETRY_PATH[path], us);
-    if (!lazy) return this.#answered(this.#answers.inline(token, 0, response, att, us));
+    if (!lazy) return this.#answered(token, this.#answers.inline(token, 0, response, att, us));
     const id = this.#pool.alloc(total);
     if (id === POOL_EXHAUSTED) {
       this.#telemetry.inc(TELEMETRY.FAILED);
       const text = enc.encode(`object pool full (${total} bytes)`);
-      return this.#answered(this.#answers.inline(token, EOVERCROWDED, text, undefined, us));
+      return this.#answered(token, this.#answers.inline(token, EOVERCROWDED, text, undefined, us));
     }
     this.#pool.write(id, response, 0);
     if (att) this.#pool.write(id, att, response.length);
     this.#pool.publish(id);
     this.#telemetry.inc(TELEMETRY.OBJ_ALLOCS);
     this.#telemetry.set(TELEMETRY.OBJPOOL_USED, this.#pool.usedSlabs);
-    this.#answered(this.#answers.object(token, id, response.length, att?.length ?? 0, us));
+    this.#answered(token, this.#answers.object(token, id, response.length, att?.length ?? 0, us));
   }
 
-  /** Bookkeeping after an answer was published with fabric status `status`. */
-  #answered(status: number): void {
+  /** Bookkeeping after the answer of `token` was published with fabric status `status`. */
+  #answered(token: ResponseToken, status: number): void {
+    this.#lender.giveBack(token); // the answer is written: the handler is done with its request
     this.#telemetry.set(TELEMETRY.RING_USED, this.#tokens.openCount);
     this.#kickPending = true;
     if (status < 0) this.fail(`fabric write to the client failed (status ${status})`);
@@ -364,9 +351,19 @@ export class ServerSession implements ResponseSink {
     else if (!this.#inPoll) this.#ringClientDoorbell();
   }
 
-  /** Frees objects older than the TTL; returns how many. */
+  /**
+   * True (after failing the session, which answers the client's Watch) when the endpoint failed on
+   * its own: an overrun on its JFC, a completion error — nothing the client could see.
+   */
+  #endpointFailed(): boolean {
+    if (!this.#endpoint.failed) return false;
+    this.fail(`its fabric endpoint failed: ${this.#endpoint.failureReason ?? "unknown reason"}`);
+    return true;
+  }
+
+  /** The once-a-second tick: notices a failed endpoint, frees objects older than the TTL. */
   sweep(): number {
-    if (this.#closed !== null || this.#pool.usedSlabs === 0) return 0; // O(1) for an idle session
+    if (this.#closed !== null || this.#endpointFailed() || this.#pool.usedSlabs === 0) return 0;
     const n = this.#pool.sweep();
     if (n) {
       this.#telemetry.inc(TELEMETRY.OBJ_TTL_RECLAIMS, n);
@@ -393,7 +390,10 @@ export class ServerSession implements ResponseSink {
       this.#endpoint.kick();
     }
     this.#closed = reason;
+    // Before the memory goes: the Watch answer names them (the client redoes them over TCP).
+    this.untaken = readyRequests(this.#requestRing, this.#server.config.slots);
     this.#abort.abort();
+    this.#lender.forgetAll(); // handlers still running keep theirs
     this.#endpoint.close();
   }
 }

@@ -77,10 +77,13 @@ test(
         expectedResponseBytes: 48 * 1024,
       });
       assertEquals([l.path, verifyLargeObject(48 * 1024, l.response)], ["LAZY", -1]);
-      // Too large for a slot: a clear error (no fallback configured) naming the sizes.
+      // Larger than a slot: spilled both ways, through the agent all the same.
+      const spilled = await c.call("verbus.Demo", "Echo", agentValue("echo", 100_000));
+      assertEquals([spilled.via, spilled.response], ["agent", agentValue("echo", 100_000)]);
+      // Larger than the spill half (2 MiB by default): a clear error (no fallback) naming sizes.
       let msg = "";
-      await c.call("verbus.Demo", "Echo", new Uint8Array(100_000)).catch((e) => (msg = e.message));
-      assert(msg.includes("does not fit") && msg.includes("slot"), msg);
+      await c.call("verbus.Demo", "Echo", new Uint8Array(3 << 20)).catch((e) => (msg = e.message));
+      assert(msg.includes("does not fit") && msg.includes("2097152-byte spill half"), msg);
       // Remote errors keep their shape.
       let code = "";
       await c.call("no.Such", "M", new Uint8Array(0)).catch((

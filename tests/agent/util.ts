@@ -13,6 +13,7 @@ import { demoService } from "../../examples/demo/service.ts";
 import { KvStore } from "../../examples/demo/kv_store.ts";
 import { RUNTIME, type RuntimeName } from "../../ffi/runtime.ts";
 import { serve, type Server } from "../../rpc/server.ts";
+import { type AgentClient, connectAgent } from "../../rpc/agent/agent_client.ts";
 import { type Child, REPO_ROOT, runtimeBinary, spawnScript } from "../util/proc.ts";
 
 /** A KV store that counts how often each key was put (duplicates and losses show). */
@@ -158,4 +159,33 @@ export function runVerbus(args: string[]): { code: number | null; output: string
     },
   );
   return { code: r.status, output: `${r.stdout ?? ""}${r.stderr ?? ""}` };
+}
+
+/**
+ * Runs `fn` with a test server, `verbus agent` (a child, `extra` arguments) connected to it and
+ * a client of that agent, then closes the client, stops the agent, releases held calls and
+ * closes the server.
+ */
+export async function withAgent(
+  tag: string,
+  fn: (
+    s: AgentTestServer,
+    name: string,
+    agent: Child,
+    c: AgentClient,
+  ) => Promise<void>,
+  extra: string[] = [],
+): Promise<void> {
+  const s = await startTestServer();
+  const name = agentName(tag);
+  const agent = await startAgentChild(name, s.server.port, { extra });
+  const c = await connectAgent(name);
+  try {
+    await fn(s, name, agent, c);
+  } finally {
+    await c.close();
+    await stopAgent(agent, name);
+    s.release();
+    await s.server.close();
+  }
 }

@@ -12,6 +12,7 @@ import { splitArgs } from "../../cli/options.ts";
 const CALL_SAMPLES: Record<string, string | [string, string] | null> = {
   host: "127.0.0.2",
   port: "8000",
+  agent: "a1",
   ping: null,
   echo: "a=b",
   put: ["k", "v=w"],
@@ -59,6 +60,7 @@ const SERVE_SAMPLES: Record<string, string | null> = {
   "rdma-mode": "event",
   "object-ttl-ms": "1500",
   "batch-budget": "32",
+  "kv-max-bytes": "1048576",
   json: null,
 };
 

@@ -136,3 +136,46 @@ test("many concurrent sessions through KvPut/KvGet/MGet see one consistent store
     dir.remove();
   }
 });
+
+test("a steady stream of puts reuses the store's buffers: no fresh buffer per put (issue 12)", () => {
+  const kv = new KvStore();
+  const value = new Uint8Array(20_000);
+  for (let i = 0; i < 5000; i++) {
+    value[0] = i & 0xff;
+    kv.put(`k${i % 64}`, value.subarray(0, 20_000 - (i % 900))); // sizes within one class
+  }
+  const m = kv.memory();
+  assertEquals(m.allocations, 64, "one buffer per key, made once");
+  assertEquals(m.inPlace, 5000 - 64);
+  // k7's last put was i = 4999: its first byte and its length.
+  assertEquals([kv.get("k7")![0], kv.get("k7")!.length], [4999 & 0xff, 20_000 - 4999 % 900]);
+  const held = kv.get("k3")!;
+  kv.put("k3", new Uint8Array(held.length).fill(9));
+  assert(kv.get("k3")!.buffer === held.buffer, "overwritten in place");
+  // Replaced by another size: the old buffer goes free and serves the next put of its class.
+  kv.put("k3", new Uint8Array(100));
+  kv.put("new", new Uint8Array(20_000));
+  assertEquals(kv.memory().allocations, 65, "only the 100-byte value was new");
+  assertEquals(kv.memory().reuses, 1);
+  assert(kv.reservedBytes <= 65 * 20_480 + 200, `reserved ${kv.reservedBytes}`);
+});
+
+test("maxTotalBytes bounds the buffers held; past it a put is refused with FULL", () => {
+  const kv = new KvStore({ maxTotalBytes: 100_000 });
+  let refused: VerbusError | undefined;
+  for (let i = 0; i < 10 && refused === undefined; i++) {
+    try {
+      kv.put(`k${i}`, new Uint8Array(20_000)); // 20,480 bytes each
+    } catch (e) {
+      refused = e as VerbusError;
+    }
+  }
+  assertEquals(refused?.code, "FULL");
+  assert(/KV store is full: .*100000 bytes/.test(refused!.message), refused!.message);
+  assertEquals(kv.size, 4);
+  assert(kv.reservedBytes <= 100_000, `reserved ${kv.reservedBytes}`);
+  kv.delete("k0"); // its buffer is kept free and counted, then reused
+  kv.put("again", new Uint8Array(19_000));
+  assertEquals([kv.size, kv.memory().reuses], [4, 1]);
+  assert(kv.reservedBytes <= 100_000);
+});

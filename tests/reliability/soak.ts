@@ -11,6 +11,7 @@
  *   deno run -A tests/reliability/soak.ts [--seconds 600] [--sessions 64] [--window 32]
  *   bun tests/reliability/soak.ts          [same]
  * `--server=deno|bun` runs the server on the other runtime (default: this one).
+ * `--only=bigput` runs BigPut alone (the BULK memory check of issue 12; bench/results/soak.md).
  * @module
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -87,13 +88,18 @@ const echoBytes = new Uint8Array(512).fill(0x65);
 const bigBytes = new Uint8Array(20_000).fill(0x42);
 const seqBytes = (n: number) => new TextEncoder().encode(String(n));
 
-/** One worker: its own key, a rising sequence, a mixed op per turn. */
+const ONLY = argv.find((a) => a.startsWith("--only="))?.slice(7);
+if (ONLY !== undefined && ONLY !== "bigput") {
+  throw new Error(`--only: expected bigput, got ${ONLY}`);
+}
+
+/** One worker: its own key, a rising sequence, a mixed op per turn (or BigPut only). */
 async function worker(c: Client, id: string, until: number): Promise<void> {
   const key = `soak/${id}`;
   let acked = 0; // the newest sequence number whose put was acknowledged
   for (let seq = 1, turn = 0; performance.now() < until; turn++) {
     try {
-      switch (turn % 8) {
+      switch (ONLY === "bigput" ? 3 : turn % 8) {
         case 0:
           await call(c, "Ping", encodePingRequest(BigInt(turn)));
           break;
@@ -189,6 +195,7 @@ try {
   const rssValues = rss.map((s) => s.rss_mib);
   const report = {
     runtime: RUNTIME,
+    only: ONLY ?? "mixed",
     server_runtime: SERVER_RUNTIME,
     seconds: SECONDS,
     sessions: SESSIONS,

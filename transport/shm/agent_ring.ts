@@ -7,17 +7,28 @@
  * doorbell (a futex word; woken only when the agent sleeps). The agent answers in the same slot,
  * length before state (READY), and rings that producer's own doorbell.
  *
+ * A record larger than a slot spills: each producer has its own spill area (`spillBytes`, split
+ * into a request half the producer allocates in and a response half the agent allocates in, each
+ * side with private bookkeeping, `spill_allocator.ts`); the slot then carries only the record's
+ * offset in that half (slot word 3 = 1, data word 0 = offset, length word = the record's length).
+ * The reader checks offset and length against the half before it reads a byte. The producer frees
+ * its request range when the answer is read; the agent frees a response range once the producer
+ * consumed it (the slot is FREE or posted again), or all of them when the producer's entry is
+ * reclaimed.
+ *
  * Layout (byte offsets; u32 words, little-endian):
  * ```
  *      0 magic 'VBAG'  4 version  8 agent pid  12 state (1 READY, 2 CLOSED)  16 entries N
- *     20 producers P  24 slots per producer K  28 slot bytes S  32 epoch
+ *     20 producers P  24 slots per producer K  28 slot bytes S  32 epoch  36 spill bytes X
  *     64 ring tail (producers CAS)    128 ring head (agent)    192 doorbell  196 agent sleeping
  *    256 counters (agent): delivered, reclaimed, garbage, rejected, producers reclaimed, attached,
- *        recovered (descriptors re-enqueued after a scribble lost them)
+ *        recovered (descriptors re-enqueued after a scribble lost them), spilled (answers put in
+ *        spill areas), spill bytes in use (the agent's response ranges)
  *   4096 producer table, P × 64 B: owner (0 free, pid, -1 leaving), doorbell, sleeping
  *    R   ring entries, N × 4 B                       (R = the table's end, rounded to 4 KiB)
- *    D   slots, P × K × S B: state, seq, length, 0, then S − 16 data bytes
+ *    D   slots, P × K × S B: state, seq, length, spilled, then S − 16 data bytes
  *        state: 0 FREE (producer's), 1 POSTED, 2 TAKEN (agent's), 3 READY (producer's again)
+ *    X'  spill areas, P × X B: requests [0, X/2), responses [X/2, X)   (X' = D's end, 4 KiB)
  * ```
  * The agent treats producers as hostile: a descriptor must name an attached producer's slot in
  * state POSTED (taken by CAS, so one slot never runs twice), a length must fit the slot (else the
@@ -44,7 +55,7 @@ import type { ShmMapping } from "./shm_object.ts";
 
 /** The header's magic ('VBAG') and version. */
 export const MAGIC = 0x47414256; // 'VBAG'
-export const VERSION = 1;
+export const VERSION = 2;
 /** Header word indexes. */
 export const H = {
   magic: 0,
@@ -56,6 +67,7 @@ export const H = {
   slots: 6,
   slotBytes: 7,
   epoch: 8,
+  spillBytes: 9,
   tail: 16,
   head: 32,
   doorbell: 48,
@@ -70,6 +82,9 @@ const COUNTERS = [
   "rejected",
   "producersReclaimed",
   "attached",
+  "recovered",
+  "spilled",
+  "spillInUse",
 ];
 /** Header states. */
 export const STATE_READY = 1, STATE_CLOSED = 2;
@@ -94,10 +109,13 @@ export function agentObjectName(name: string): string {
 const align = (n: number) => Math.ceil(n / 4096) * 4096;
 
 /** Byte offsets of the areas for `sizes`. */
-export function areas(s: AgentRingSizes): { entries: number; slots: number; total: number } {
+export function areas(
+  s: AgentRingSizes,
+): { entries: number; slots: number; spill: number; total: number } {
   const entries = align(TABLE + s.producers * ENTRY_BYTES);
   const slots = align(entries + s.entries * 4);
-  return { entries, slots, total: slots + s.producers * s.slots * s.slotBytes };
+  const spill = align(slots + s.producers * s.slots * s.slotBytes);
+  return { entries, slots, spill, total: spill + s.producers * s.spillBytes };
 }
 
 /** Checks sizes (agent options, or a header read from shm). Throws naming the bad one. */
@@ -115,6 +133,12 @@ export function checkSizes(s: AgentRingSizes): void {
   if (!pow2(s.slotBytes) || s.slotBytes < 256 || s.slotBytes > 1 << 24) {
     bad(`slot bytes ${s.slotBytes}`);
   }
+  if (!Number.isInteger(s.spillBytes) || s.spillBytes < 0 || s.spillBytes % 8192 !== 0) {
+    bad(`spill bytes ${s.spillBytes} (a multiple of 8192)`);
+  }
+  if (s.spillBytes > 1 << 30 || s.producers * s.spillBytes > 2 ** 36) {
+    bad(`spill bytes ${s.spillBytes} × ${s.producers} producers`);
+  }
 }
 
 /** The mapping, its words and ring, shared by both sides. */
@@ -128,8 +152,11 @@ export abstract class AgentRingBase {
   protected readonly slotBase: number;
   /** Producers, slots per producer, bytes of a slot's data area. */
   readonly sizes: AgentRingSizes;
-  /** Bytes a record (request or response) may have. */
+  /** Bytes a record (request or response) may have in a slot. */
   readonly slotData: number;
+  /** Bytes of one half of a producer's spill area: the largest spilled record (0: none). */
+  readonly spillHalf: number;
+  protected readonly spillBase: number;
 
   protected constructor(
     protected readonly mapping: ShmMapping,
@@ -142,6 +169,8 @@ export abstract class AgentRingBase {
     const a = areas(sizes);
     this.slotBase = a.slots;
     this.slotData = sizes.slotBytes - SLOT_HEADER;
+    this.spillBase = a.spill;
+    this.spillHalf = sizes.spillBytes / 2;
     this.ring = new MpscRing(this.words, {
       tail: H.tail,
       head: H.head,
@@ -159,6 +188,33 @@ export abstract class AgentRingBase {
   protected slotBytes(p: number, k: number, length: number): Uint8Array {
     const at = this.slotBase + (p * this.sizes.slots + k) * this.sizes.slotBytes + SLOT_HEADER;
     return this.mapping.bytes.subarray(at, at + length);
+  }
+
+  /** The largest record either side can send (a slot's, or a spill half's when larger). */
+  get maxRecord(): number {
+    return Math.max(this.slotData, this.spillHalf);
+  }
+
+  /** Bytes [off, off + length) of producer p's spill half (0 requests, 1 responses). */
+  protected spillView(p: number, half: 0 | 1, off: number, length: number): Uint8Array {
+    const at = this.spillBase + p * this.sizes.spillBytes + half * this.spillHalf + off;
+    return this.mapping.bytes.subarray(at, at + length);
+  }
+
+  /**
+   * The offset a spilled slot (word 3 = 1) names, when `[offset, offset + length)` lies inside a
+   * spill half and starts on 8 bytes; else −1 (a peer's lie). −2: the slot did not spill.
+   */
+  protected spilledAt(sw: number, length: number): number {
+    if (Atomics.load(this.words, sw + 3) !== 1) return -2;
+    const off = Atomics.load(this.words, sw + SLOT_HEADER / 4);
+    return off >= 0 && off % 8 === 0 && length > 0 && off + length <= this.spillHalf ? off : -1;
+  }
+
+  /** Marks slot word `sw` as carrying a record at `off` of a spill half (−1: in the slot). */
+  protected markSpill(sw: number, off: number): void {
+    if (off >= 0) Atomics.store(this.words, sw + SLOT_HEADER / 4, off);
+    Atomics.store(this.words, sw + 3, off >= 0 ? 1 : 0);
   }
 
   protected tableWord(p: number): number {

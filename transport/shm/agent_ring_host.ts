@@ -1,8 +1,10 @@
 /**
  * The agent's side of the agent ring (layout: `agent_ring.ts`): creates the shm object, drains
- * posted requests — every descriptor, owner and length checked, a slot taken by CAS —, answers
- * them in the producers' slots, and sweeps: frees the entries of dead or departed producers and
- * re-enqueues descriptors a scribbler destroyed.
+ * posted requests — every descriptor, owner and length checked, a slot taken by CAS, a spilled
+ * record's offset checked against its producer's request half —, answers them in the producers'
+ * slots (a large answer in the producer's response half, allocated here), and sweeps: frees the
+ * entries of dead or departed producers (and their response ranges), frees the response ranges
+ * producers consumed, and re-enqueues descriptors a scribbler destroyed.
  *
  * Threading: the agent's JS thread; its wait runs off-thread.
  * @module
@@ -28,6 +30,7 @@ import {
 import { AgentRingPort } from "./agent_ring_port.ts";
 import { RING_FULL } from "./mpsc_ring.ts";
 import { processAlive, ShmMapping } from "./shm_object.ts";
+import { SpillAllocator } from "./spill_allocator.ts";
 
 /** The agent's side: creates the object, drains requests, answers them. */
 export class AgentRingHost extends AgentRingBase implements HostApi {
@@ -44,9 +47,21 @@ export class AgentRingHost extends AgentRingBase implements HostApi {
   readonly #toWake: Uint32Array;
   readonly #toWakeFlag: Uint8Array;
   #toWakeCount = 0;
+  /** Per producer: its response half's ranges (agent-private bookkeeping). */
+  readonly #spill: SpillAllocator[];
+  /** Per slot (p × K + k): its request's spill offset, its answer's range (−1: none). */
+  readonly #reqOff: Int32Array;
+  readonly #respOff: Int32Array;
+  readonly #respLen: Int32Array;
+  #spilled = 0;
 
   private constructor(mapping: ShmMapping, helper: Helper, sizes: AgentRingSizes) {
     super(mapping, helper, sizes);
+    const n = sizes.producers * sizes.slots;
+    this.#spill = Array.from({ length: sizes.producers }, () => new SpillAllocator(this.spillHalf));
+    this.#reqOff = new Int32Array(n).fill(-1);
+    this.#respOff = new Int32Array(n).fill(-1);
+    this.#respLen = new Int32Array(n);
     this.name = mapping.name;
     this.#inflight = new Uint32Array(sizes.producers);
     this.#stuck = new Int32Array(sizes.producers * sizes.slots);
@@ -86,6 +101,7 @@ export class AgentRingHost extends AgentRingBase implements HostApi {
     w[H.producers] = sizes.producers;
     w[H.slots] = sizes.slots;
     w[H.slotBytes] = sizes.slotBytes;
+    w[H.spillBytes] = sizes.spillBytes;
     w[H.epoch] = crypto.getRandomValues(new Int32Array(1))[0];
     host.ring.resetAsConsumer();
     w[H.state] = STATE_READY;
@@ -114,8 +130,11 @@ export class AgentRingHost extends AgentRingBase implements HostApi {
       }
       const len = Atomics.load(w, sw + 2);
       this.#inflight[p]++;
-      if (len <= 0 || len > this.slotData) {
-        this.#rejected++;
+      this.#freeAnswer(p, d); // posted again: the producer consumed the last answer
+      const off = this.spilledAt(sw, len);
+      this.#reqOff[d] = off;
+      if (off === -1 || len <= 0 || (off === -2 && len > this.slotData)) {
+        this.#rejected++; // a length past the slot, or a spill range outside the request half
         this.respond(p, s, 0);
         continue;
       }
@@ -128,16 +147,53 @@ export class AgentRingHost extends AgentRingBase implements HostApi {
     return n;
   }
 
-  /** The request bytes of a drained slot (valid until {@link respond}). */
+  /** The request bytes of a drained slot, in it or spilled (valid until {@link respond}). */
   request(p: number, k: number, length: number): Uint8Array {
-    return this.slotBytes(p, k, length);
+    const off = this.#reqOff[p * this.sizes.slots + k];
+    return off >= 0 ? this.spillView(p, 0, off, length) : this.slotBytes(p, k, length);
   }
 
-  /** The whole data area of a TAKEN slot, to write the response into (after close: scratch). */
-  responseArea(p: number, k: number): Uint8Array {
+  /**
+   * Where to write the answer of TAKEN slot (p, k), `bytes` long (default: the slot's whole data
+   * area): the slot when it fits, else a range of p's response half (the ranges p consumed are
+   * freed first when none is free); null when it cannot fit. After close: scratch.
+   */
+  responseArea(p: number, k: number, bytes = this.slotData): Uint8Array | null {
     // A call still running when the agent closed answers into scratch, never into the unmapping.
-    if (this.#closed) return this.#scratch ??= new Uint8Array(this.slotData);
-    return this.slotBytes(p, k, this.slotData);
+    if (this.#closed) {
+      const n = Math.max(bytes, this.slotData);
+      if ((this.#scratch?.length ?? 0) < n) this.#scratch = new Uint8Array(n);
+      return this.#scratch!.subarray(0, n);
+    }
+    const i = p * this.sizes.slots + k;
+    this.#freeAnswer(p, i);
+    if (bytes <= this.slotData) return this.slotBytes(p, k, this.slotData);
+    let off = this.#spill[p].alloc(bytes);
+    if (off < 0 && this.#freeConsumed(p) > 0) off = this.#spill[p].alloc(bytes);
+    if (off < 0) return null;
+    this.#respOff[i] = off;
+    this.#respLen[i] = bytes;
+    return this.spillView(p, 1, off, bytes);
+  }
+
+  /** Frees the response range of slot i (of producer p), if it has one. */
+  #freeAnswer(p: number, i: number): void {
+    if (this.#respOff[i] < 0) return;
+    this.#spill[p].free(this.#respOff[i], this.#respLen[i]);
+    this.#respOff[i] = -1;
+  }
+
+  /** Frees p's response ranges its producer consumed (slot FREE or posted again); how many. */
+  #freeConsumed(p: number): number {
+    let n = 0;
+    for (let k = 0; k < this.sizes.slots; k++) {
+      const i = p * this.sizes.slots + k, st = Atomics.load(this.words, this.slotWord(p, k));
+      if (this.#respOff[i] >= 0 && (st === SLOT.FREE || st === SLOT.POSTED)) {
+        this.#freeAnswer(p, i);
+        n++;
+      }
+    }
+    return n;
   }
 
   /** Publishes the response of slot (p, k): length, then READY, then its doorbell; the wake-up waits for {@link flushWakes}. */
@@ -146,6 +202,10 @@ export class AgentRingHost extends AgentRingBase implements HostApi {
     const w = this.words, sw = this.slotWord(p, k);
     if (this.#inflight[p] > 0) this.#inflight[p]--;
     if (Atomics.load(w, sw) !== SLOT.TAKEN) return; // scribbled: the producer is broken anyway
+    const i = p * this.sizes.slots + k;
+    if (length === 0) this.#freeAnswer(p, i);
+    if (this.#respOff[i] >= 0) Atomics.store(w, H.counters + 7, ++this.#spilled);
+    this.markSpill(sw, this.#respOff[i]);
     Atomics.store(w, sw + 2, length);
     Atomics.store(w, sw, SLOT.READY);
     Atomics.add(w, this.tableWord(p) + 1, 1); // the doorbell moves now: no wake-up can be lost
@@ -184,14 +244,18 @@ export class AgentRingHost extends AgentRingBase implements HostApi {
       if (owner > 0 && processAlive(owner)) {
         attached++;
         this.#recover(p);
+        this.#freeConsumed(p);
         continue;
       }
       if (this.#inflight[p] > 0) continue; // its calls still run: the entry stays taken
-      if (Atomics.compareExchange(w, t, owner, 0) === owner && owner > 0) {
-        this.#producersReclaimed++;
+      if (Atomics.compareExchange(w, t, owner, 0) === owner) {
+        if (owner > 0) this.#producersReclaimed++;
+        this.#respOff.fill(-1, p * this.sizes.slots, (p + 1) * this.sizes.slots);
+        this.#spill[p].reset(); // the next producer of entry p starts with a free response half
       }
     }
     Atomics.store(w, H.counters + 5, attached);
+    Atomics.store(w, H.counters + 8, this.#spill.reduce((s, a) => s + a.usedBytes, 0));
     this.#publishCounters();
   }
 

@@ -1,7 +1,9 @@
 /**
  * A producer's side of the agent ring (layout: `agent_ring.ts`): maps the agent's object
  * (checking its header and that its agent runs), takes a table entry, and posts requests from its
- * own slots — length, then POSTED, then the ring descriptor, then the agent's doorbell.
+ * own slots — length, then POSTED, then the ring descriptor, then the agent's doorbell. A record
+ * larger than a slot goes into this producer's spill area (request half), allocated here and freed
+ * when its slot is released; a spilled answer is read from the response half, bounds-checked.
  *
  * Threading: the producer's JS thread; its wait runs off-thread.
  * @module
@@ -27,6 +29,7 @@ import {
 } from "./agent_ring.ts";
 import { RING_FULL } from "./mpsc_ring.ts";
 import { processAlive, ShmMapping } from "./shm_object.ts";
+import { SpillAllocator } from "./spill_allocator.ts";
 
 /** A producer's side: attached to one table entry, owning its K slots. */
 export class AgentRingPort extends AgentRingBase implements AgentRingProducer {
@@ -34,10 +37,20 @@ export class AgentRingPort extends AgentRingBase implements AgentRingProducer {
   readonly agentPid: number;
   #index = -1;
   #closed = false;
+  readonly #spill: SpillAllocator;
+  /** Per slot: the offset and size of its request record in the spill half (−1: none). */
+  readonly #reqOff: Int32Array;
+  readonly #reqLen: Int32Array;
+  /** Per slot: the offset of its READY answer in the response half (−1: in the slot). */
+  readonly #respOff: Int32Array;
 
   private constructor(mapping: ShmMapping, helper: Helper, sizes: AgentRingSizes) {
     super(mapping, helper, sizes);
     this.agentPid = this.words[H.agentPid];
+    this.#spill = new SpillAllocator(this.spillHalf);
+    this.#reqOff = new Int32Array(sizes.slots).fill(-1);
+    this.#reqLen = new Int32Array(sizes.slots);
+    this.#respOff = new Int32Array(sizes.slots).fill(-1);
   }
 
   /** Maps agent `name`'s object and checks its header (HANDSHAKE / NOT_FOUND naming what). */
@@ -62,6 +75,7 @@ export class AgentRingPort extends AgentRingBase implements AgentRingProducer {
       producers: h[H.producers],
       slots: h[H.slots],
       slotBytes: h[H.slotBytes],
+      spillBytes: h[H.spillBytes],
     };
     const fail = (why: string): never => {
       mapping.close();
@@ -103,9 +117,30 @@ export class AgentRingPort extends AgentRingBase implements AgentRingProducer {
     );
   }
 
-  /** Slot k's data area, to write a request record into. */
-  area(k: number): Uint8Array {
-    return this.slotBytes(this.#index, k, this.slotData);
+  /**
+   * Where to write slot k's request record of `bytes` (default: the slot's data area): the slot
+   * when it fits, else a range of this producer's spill area (null when none is free now; a record
+   * past {@link maxRecord} never fits).
+   */
+  area(k: number, bytes = this.slotData): Uint8Array | null {
+    this.#freeSpill(k);
+    if (bytes <= this.slotData) return this.slotBytes(this.#index, k, this.slotData);
+    const off = this.#spill.alloc(bytes);
+    if (off < 0) return null;
+    this.#reqOff[k] = off;
+    this.#reqLen[k] = bytes;
+    return this.spillView(this.#index, 0, off, bytes);
+  }
+
+  #freeSpill(k: number): void {
+    if (this.#reqOff[k] < 0) return;
+    this.#spill.free(this.#reqOff[k], this.#reqLen[k]);
+    this.#reqOff[k] = -1;
+  }
+
+  /** Bytes of this producer's request spill ranges in use (tests, stats). */
+  get spillInUse(): number {
+    return this.#spill.usedBytes;
   }
 
   /**
@@ -116,6 +151,7 @@ export class AgentRingPort extends AgentRingBase implements AgentRingProducer {
     const w = this.words, sw = this.slotWord(this.#index, k);
     Atomics.store(w, sw + 1, seq);
     Atomics.store(w, sw + 2, length);
+    this.markSpill(sw, this.#reqOff[k]);
     Atomics.store(w, sw, SLOT.POSTED);
     const desc = 1 + this.#index * this.sizes.slots + k;
     for (;;) {
@@ -132,21 +168,30 @@ export class AgentRingPort extends AgentRingBase implements AgentRingProducer {
     return true;
   }
 
-  /** Slot k's response length when READY (−1 otherwise; bounds-checked). */
+  /** Slot k's response length when READY (−1 otherwise; bounds-checked, spilled or not). */
   ready(k: number): number {
     const w = this.words, sw = this.slotWord(this.#index, k);
     if (Atomics.load(w, sw) !== SLOT.READY) return -1;
     const len = Atomics.load(w, sw + 2);
+    const off = this.spilledAt(sw, len);
+    this.#respOff[k] = off;
+    if (off === -1) return 0; // a spilled answer outside the response half: unreadable
+    if (off >= 0) return len;
     return len >= 0 && len <= this.slotData ? len : 0;
   }
 
-  /** Slot k's response bytes (valid until {@link release}). */
+  /** Slot k's response bytes, after {@link ready} (valid until {@link release}). */
   response(k: number, length: number): Uint8Array {
-    return this.slotBytes(this.#index, k, length);
+    const off = this.#respOff[k];
+    return off >= 0
+      ? this.spillView(this.#index, 1, off, length)
+      : this.slotBytes(this.#index, k, length);
   }
 
-  /** Gives slot k back to this producer (READY → FREE). */
+  /** Gives slot k back to this producer (READY → FREE) and frees its request spill range. */
   release(k: number): void {
+    this.#freeSpill(k);
+    this.#respOff[k] = -1;
     Atomics.store(this.words, this.slotWord(this.#index, k), SLOT.FREE);
   }
 
@@ -189,6 +234,22 @@ export class AgentRingPort extends AgentRingBase implements AgentRingProducer {
   /** Test seam: publishes any descriptor at a claimed position (hostile producers). */
   publishRawForTest(pos: number, desc: number): boolean {
     return this.ring.publish(pos, desc);
+  }
+
+  /**
+   * Test seam: posts slot k as if its record of `length` bytes were spilled at `offset` of the
+   * request half — any numbers (a hostile producer's spill descriptor).
+   */
+  postSpillRawForTest(k: number, offset: number, length: number): boolean {
+    const sw = this.slotWord(this.#index, k);
+    Atomics.store(this.words, sw + 4, offset | 0);
+    Atomics.store(this.words, sw + 3, 1);
+    Atomics.store(this.words, sw + 2, length | 0);
+    Atomics.store(this.words, sw, SLOT.POSTED);
+    const pos = this.ring.claim();
+    const ok = pos !== -1 && this.ring.publish(pos, 1 + this.#index * this.sizes.slots + k);
+    this.bump(H.doorbell, H.sleeping);
+    return ok;
   }
 
   /** Test seam: the whole mapping (hostile producers scribble on it). */
