@@ -271,6 +271,7 @@ export async function main(args: string[]): Promise<number> {
           op: o["bench-op"],
           window: o["async-window"],
           bytes: o["bench-bytes"],
+          warmup: o["bench-warmup"],
           force,
           timeoutMs: t,
         }),

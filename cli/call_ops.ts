@@ -20,6 +20,8 @@ export interface BenchSpec {
   op: "ping" | "echo" | "get" | "put" | "large-get";
   window: number;
   bytes: number;
+  /** Calls made first with the same window and not measured (JIT tiers and slots warm). */
+  warmup: number;
   force: CallPath | undefined;
   timeoutMs: number;
 }
@@ -44,8 +46,16 @@ function request(spec: BenchSpec): { method: string; bytes: Uint8Array; expect?:
   }
 }
 
-/** Runs N calls with W in flight; reports p50/p99/qps and per-path counts. */
+/**
+ * Runs `spec.warmup` calls (not measured), then N calls with W in flight; reports p50/p99/qps and
+ * per-path counts of the measured calls.
+ */
 export async function runBench(client: Client, spec: BenchSpec): Promise<OpReport> {
+  if (spec.warmup > 0) await measure(client, { ...spec, n: spec.warmup });
+  return await measure(client, spec);
+}
+
+async function measure(client: Client, spec: BenchSpec): Promise<OpReport> {
   const req = request(spec);
   const lat = new Float64Array(spec.n);
   const paths: Record<string, number> = {};

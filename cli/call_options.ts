@@ -19,6 +19,7 @@ ops (any number; run in this order):
   --lifecycle-repeat-reclaim the same RECLAIM twice (harmless, counted)
   --lifecycle-timeout        an object left unreclaimed until the server's TTL sweep frees it
   --async-bench N --bench-op ping|echo|get|put|large-get [--async-window W] [--bench-bytes B]
+                             [--bench-warmup N]  (N calls first, not measured: JIT and slots warm)
   --stats                    local telemetry and the server's control-page snapshot
 options:
   --fabric auto|${FABRICS.join("|")}|tcp   data plane (default auto: the best both hosts share)
@@ -55,6 +56,7 @@ const schema = z.object({
   "bench-op": z.enum(["ping", "echo", "get", "put", "large-get"]).default("echo"),
   "async-window": num.min(1).max(65536).default(32),
   "bench-bytes": num.min(0).max(64 << 20).default(64),
+  "bench-warmup": num.min(0).max(10_000_000).default(0),
   stats: z.boolean().optional(),
   fabric: z.enum(["auto", ...FABRICS, "tcp"]).default("auto"),
   urma: z.string().min(1).optional(),
