@@ -43,8 +43,13 @@ export interface Driven {
    * resources until it times out. Default: always waits.
    */
   expectsInbound?(): boolean;
-  /** Periodic work, about once a second (TTL sweeps). */
-  tick?(): void;
+  /**
+   * Periodic work, about once a second (TTL sweeps), while the session asked for it
+   * ({@link Registration.wantTicks}); returns true to keep getting ticks, false when it has
+   * nothing left to sweep. An idle session is never ticked: the engine's periodic work is
+   * O(sessions with something to sweep), not O(sessions).
+   */
+  tick?(): boolean;
   /** Milliseconds until its earliest deadline, at most `max` (bounds the engine's sleep). */
   msToDeadline?(max: number): number;
   /** Called after every sleep of the engine while it holds the engine (deadline checks). */
@@ -73,6 +78,8 @@ interface Entry {
   active: boolean;
   /** Its own doorbell wait (fabric without readiness). */
   parked: ParkedWait | null;
+  /** It is in the engine's tick set. */
+  ticking: boolean;
 }
 
 /** What the engine keeps per readiness source. */
@@ -84,9 +91,14 @@ interface SourceRecord {
   count: number;
 }
 
-/** A registration: `activate()` asks for a turn; `remove()` leaves the engine. Safe twice. */
+/**
+ * A registration: `activate()` asks for a turn; `wantTicks()` asks for the periodic `tick()`
+ * until a tick returns false (cheap when already asked: call it whenever there is something to
+ * sweep); `remove()` leaves the engine. Each safe twice.
+ */
 export interface Registration {
   activate(): void;
+  wantTicks(): void;
   remove(): void;
 }
 
@@ -110,6 +122,8 @@ export class ProgressEngine {
   #stepsToClock = 0;
   readonly #withoutReadiness: Entry[] = [];
   readonly #all = new Set<Entry>();
+  /** Entries that asked for ticks (see {@link Registration.wantTicks}). */
+  readonly #ticking = new Set<Entry>();
   /** Entries that asked for the next turn. */
   #active: Entry[] = [];
   #nextActive: Entry[] = [];
@@ -169,6 +183,7 @@ export class ProgressEngine {
       queuedTurn: -1,
       active: false,
       parked: null,
+      ticking: false,
     };
     this.#all.add(entry);
     if (entry.source) {
@@ -205,6 +220,12 @@ export class ProgressEngine {
     let removed = false;
     return {
       activate: () => activate(true),
+      wantTicks: () => {
+        if (!entry.ticking && this.#all.has(entry) && entry.driven.tick) {
+          entry.ticking = true;
+          this.#ticking.add(entry);
+        }
+      },
       remove: () => {
         if (removed) return;
         removed = true;
@@ -215,6 +236,8 @@ export class ProgressEngine {
 
   #remove(entry: Entry): void {
     this.#all.delete(entry);
+    this.#ticking.delete(entry);
+    entry.ticking = false;
     this.#deadlineHolders.delete(entry.driven);
     if (entry.source) {
       const src = this.#sources.get(entry.source);
@@ -297,7 +320,12 @@ export class ProgressEngine {
       const now = performance.now();
       if (now - this.#lastTick > 1000) {
         this.#lastTick = now;
-        for (const e of this.#all) e.driven.tick?.();
+        for (const e of this.#ticking) { // deleting the current entry keeps the iteration valid
+          if (e.driven.tick?.() !== true) {
+            e.ticking = false;
+            this.#ticking.delete(e);
+          }
+        }
       }
     }
     return work;
@@ -347,6 +375,11 @@ export class ProgressEngine {
   /** Wakes the engine (work was submitted from this thread). */
   wake(): void {
     this.#loop.start();
+  }
+
+  /** Sessions that get ticks now (tests: idle sessions get none). */
+  get tickingSessions(): number {
+    return this.#ticking.size;
   }
 
   /** Parked waits now (tests: one wait per readiness source serves all its sessions). */

@@ -68,7 +68,10 @@ function drivenSession(session: ServerSession): Driven {
     step: () => session.poll(),
     wantsTurn: () => session.seenDoorbell === -1, // its batch budget ran out: more may be READY
     seenDoorbell: () => session.seenDoorbell,
-    tick: () => void session.sweep(),
+    tick: () => {
+      session.sweep();
+      return session.liveObjects > 0; // ticks again while objects wait for RECLAIM or their TTL
+    },
   };
 }
 
@@ -222,7 +225,9 @@ export class FabricHost {
     this.#sessions.add(session);
     this.#byConnection.set(key, session);
     this.#engine.hold(this);
-    this.#registrations.set(session, this.#engine.add(drivenSession(session)));
+    const registration = this.#engine.add(drivenSession(session));
+    this.#registrations.set(session, registration);
+    session.onObjectPublished = registration.wantTicks;
   }
 
   /** Closes every session, aborts every pending offer and stops the engine. Safe twice. */

@@ -349,6 +349,7 @@ export class ServerSession implements ResponseSink {
     this.#pool.write(id, response, 0);
     if (att) this.#pool.write(id, att, response.length);
     this.#pool.publish(id);
+    this.onObjectPublished(); // the TTL sweep has work now
     this.#telemetry.inc(TELEMETRY.OBJ_ALLOCS);
     this.#telemetry.set(TELEMETRY.OBJPOOL_USED, this.#pool.usedSlabs);
     this.#answered(this.#answers.object(token, id, response.length, att?.length ?? 0, us));
@@ -362,6 +363,13 @@ export class ServerSession implements ResponseSink {
     // An answer of an async handler arrives between rounds, maybe while this server sleeps:
     // ring at once, or a sleeping client would not hear of it until its wait times out.
     else if (!this.#inPoll) this.#ringClientDoorbell();
+  }
+
+  /** Told when an object is published (the host: the engine's `wantTicks`); server thread. */
+  onObjectPublished: () => void = () => {};
+  /** Objects published and not yet freed (reclaimed or swept). */
+  get liveObjects(): number {
+    return this.#closed !== null ? 0 : this.#pool.usedSlabs;
   }
 
   /** Frees objects older than the TTL; returns how many. */

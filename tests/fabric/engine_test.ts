@@ -10,35 +10,40 @@ import { ProcessNotifyPage } from "../../transport/shm/notify_page.ts";
 import { otherRuntime, withChild } from "../util/proc.ts";
 import { stress } from "./stress.ts";
 import { client, pattern, SHM_ONLY, startServer, until } from "./util.ts";
+import { encodeKeyRequest } from "../../examples/demo/codec.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-test("an idle session is never polled: 200 calls on one of 24 sessions poll only that one", async () => {
-  const { server } = await startServer();
-  const clients = await Promise.all(Array.from({ length: 24 }, () => client(server)));
-  try {
-    for (const c of clients) await c.call("test.Fabric", "Echo", pattern(8, 1)); // everyone once
-    await sleep(50);
-    const sessions = [...server.fabric!.sessions];
-    const before = sessions.map((s) => s.rounds);
-    const engine = await ProgressEngine.forThread();
-    const roundsBefore = engine.counters.sessionRounds;
-    const active = clients[5];
-    for (let i = 0; i < 200; i++) {
-      const r = await active.call("test.Fabric", "Echo", pattern(64, i));
-      assertEquals([r.path, r.response], ["EAGER", pattern(64, i)]);
+test(
+  "an idle session is never polled: 200 calls on one of 24 sessions poll only that one",
+  async () => {
+    const { server } = await startServer();
+    const clients = await Promise.all(Array.from({ length: 24 }, () => client(server)));
+    try {
+      for (const c of clients) await c.call("test.Fabric", "Echo", pattern(8, 1)); // everyone once
+      await sleep(50);
+      const sessions = [...server.fabric!.sessions];
+      const before = sessions.map((s) => s.rounds);
+      const engine = await ProgressEngine.forThread();
+      const roundsBefore = engine.counters.sessionRounds;
+      const active = clients[5];
+      for (let i = 0; i < 200; i++) {
+        const r = await active.call("test.Fabric", "Echo", pattern(64, i));
+        assertEquals([r.path, r.response], ["EAGER", pattern(64, i)]);
+      }
+      const polled = sessions.filter((s, i) => s.rounds !== before[i]);
+      assertEquals(polled.length, 1, "exactly one server session was polled");
+      const rounds = engine.counters.sessionRounds - roundsBefore;
+      // Two active sessions (the client's and the server's) over 200 calls: a few rounds each per
+      // call. Polling every session every turn would take 48 per turn.
+      assert(rounds < 200 * 12, `${rounds} session rounds for 200 calls`);
+    } finally {
+      await Promise.all(clients.map((c) => c.close()));
+      await server.close();
     }
-    const polled = sessions.filter((s, i) => s.rounds !== before[i]);
-    assertEquals(polled.length, 1, "exactly one server session was polled");
-    const rounds = engine.counters.sessionRounds - roundsBefore;
-    // Two active sessions (the client's and the server's) over 200 calls: a few rounds each per
-    // call. Polling every session every turn would take 48 per turn.
-    assert(rounds < 200 * 12, `${rounds} session rounds for 200 calls`);
-  } finally {
-    await Promise.all(clients.map((c) => c.close()));
-    await server.close();
-  }
-}, { skip: SHM_ONLY, timeoutMs: 30_000 });
+  },
+  { skip: SHM_ONLY, timeoutMs: 30_000 },
+);
 
 test("a new session is one look for a sleeping engine, not a busy-poll", async () => {
   const { server } = await startServer();
@@ -62,6 +67,43 @@ test("a new session is one look for a sleeping engine, not a busy-poll", async (
   }
 }, { skip: SHM_ONLY });
 
+test(
+  "periodic work is O(sessions with objects): idle ones get no tick; an unreclaimed object is ticked until its TTL frees it",
+  async () => {
+    const { server } = await startServer({ objectTtlMs: 300 });
+    const clients = await Promise.all(Array.from({ length: 24 }, () => client(server)));
+    try {
+      for (const c of clients) await c.call("test.Fabric", "Echo", pattern(8, 4));
+      const engine = await ProgressEngine.forThread();
+      await until(() => engine.tickingSessions === 0, 3000, "no session to tick");
+      // A LAZY answer reclaimed at once: ticked at most until the next tick finds the pool empty.
+      const big = encodeKeyRequest("big:64k");
+      await clients[3].call("verbus.Demo", "LargeGet", big, { forcePath: "LAZY" });
+      await clients[3].drain();
+      await until(
+        () => engine.tickingSessions === 0,
+        3000,
+        "the reclaimed session to leave the ticks",
+      );
+      // An object nobody reclaims: its session alone is ticked, and the TTL sweep frees it.
+      const s = clients[7].session!;
+      const before = (await clients[7].refreshServerSnapshot())!;
+      s.lifecycle.skipReclaim = true;
+      await clients[7].call("verbus.Demo", "LargeGet", big, { forcePath: "LAZY" });
+      s.lifecycle.skipReclaim = false;
+      assertEquals(engine.tickingSessions, 1, "the one session with a live object");
+      await until(() => engine.tickingSessions === 0, 5000, "the TTL sweep to free the object");
+      const after = (await clients[7].refreshServerSnapshot())!;
+      assertEquals(after.objTtlReclaims - before.objTtlReclaims, 1, "freed by the TTL sweep");
+      assertEquals(after.objectPoolUsed, 0);
+    } finally {
+      await Promise.all(clients.map((c) => c.close()));
+      await server.close();
+    }
+  },
+  { timeoutMs: 30_000 },
+);
+
 test("one wait serves every session: 40 idle sessions park one wait", async () => {
   const { server } = await startServer();
   const clients = await Promise.all(Array.from({ length: 40 }, () => client(server)));
@@ -83,14 +125,18 @@ test("one wait serves every session: 40 idle sessions park one wait", async () =
 /** The stress against an shm server on `port` (the demo service's echo). */
 const target = (port: number) => ({ port, echo: "verbus.Demo/Echo", label: "shm" });
 
-test("no wake-up is lost: 32 sessions, random pauses across the spin and sleep thresholds", async () => {
-  const { server } = await startServer();
-  try {
-    await stress(target(server.port), 32, 30, 25);
-  } finally {
-    await server.close();
-  }
-}, { skip: SHM_ONLY, timeoutMs: 60_000 });
+test(
+  "no wake-up is lost: 32 sessions, random pauses across the spin and sleep thresholds",
+  async () => {
+    const { server } = await startServer();
+    try {
+      await stress(target(server.port), 32, 30, 25);
+    } finally {
+      await server.close();
+    }
+  },
+  { skip: SHM_ONLY, timeoutMs: 60_000 },
+);
 
 test(`no wake-up is lost across processes: 16 sessions to a ${otherRuntime()} server`, async () => {
   await withChild(otherRuntime(), "tests/fixtures/fabric_server.ts", {}, async (child) => {
