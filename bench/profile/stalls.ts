@@ -9,6 +9,7 @@
  *   deno run -A bench/profile/stalls.ts [--path shm|tcp] [--calls 200000] [--window 32]
  *       [--spin-us N] [--idle-after-ms N]   (progress-loop options of both sides)
  *       [--batch-budget N]                  (the server's requests per session round)
+ *       [--wrap N]                          (N extra async functions around each call)
  *   bun bench/profile/stalls.ts …
  *
  * If the time per call is far above the work per call (`bench/profile/run.ts`) and most of the
@@ -25,6 +26,8 @@ const path = arg("path", "shm");
 const calls = numArg("calls", 200_000);
 const window = Math.max(1, numArg("window", 32));
 const warmup = numArg("warmup", 5000);
+/** Extra `async` layers around each call (a caller one or more awaits away from the promise). */
+const wrap = Math.max(0, numArg("wrap", 0));
 // deno-lint-ignore no-explicit-any
 const g = globalThis as any;
 const self = g.Deno ? [g.Deno.execPath(), ["run", "-A"]] : [process.execPath, []];
@@ -55,13 +58,17 @@ const client = await connect(
 const req = new Uint8Array(64).fill(0x61);
 const engine = await ProgressEngine.forThread();
 
+async function wrapped(depth: number): Promise<unknown> {
+  return depth === 0 ? await client.call(SERVICE, "Echo", req) : await wrapped(depth - 1);
+}
+
 async function run(n: number, lat: Float64Array | null, done: Float64Array | null) {
   let next = 0, k = 0;
   const worker = async () => {
     while (next < n) {
       const i = next++;
       const a = performance.now();
-      await client.call(SERVICE, "Echo", req);
+      await wrapped(wrap);
       const b = performance.now();
       if (lat) lat[i] = b - a;
       if (done) done[k++] = b;
@@ -107,6 +114,7 @@ console.log(JSON.stringify({
   runtime: g.Deno ? "deno" : "bun",
   path: client.fabric,
   window,
+  wrap,
   calls,
   calls_per_s: Math.round(calls / (wall / 1000)),
   p50_us: pct(0.5),

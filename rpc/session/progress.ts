@@ -47,6 +47,11 @@ export interface LoopMachine {
 
 /** How often the loop re-reads the runnable-task count, ms. */
 export const POLICY_REFRESH_MS = 100;
+/**
+ * Polls of a spin that await a microtask without `sched_yield`: a caller a few awaits away from
+ * its resolved promise submits in these, before the spin starts giving the core away.
+ */
+const CALLER_HOPS = 8;
 /** Empty polls between two clock reads of a spin. */
 const POLLS_PER_CLOCK = 16;
 
@@ -118,12 +123,13 @@ export class ProgressLoop {
   }
 
   /**
-   * Polls until work or the spin budget runs out. The clock is read when the first poll finds
-   * nothing and every {@link POLLS_PER_CLOCK} polls after (never in a turn that found work at
-   * once); returns the work found, and the last clock reading in `this.#now` (NaN: none).
+   * Looks once; when that finds nothing, spins ({@link #spinFor}). The clock is read when the
+   * first poll finds nothing and every {@link POLLS_PER_CLOCK} polls after (never in a turn that
+   * found work at once); returns the work found, and the last clock reading in `this.#now` (NaN:
+   * none). Returns a number when the first look found work (no promise on the busy path).
    */
-  #spin(): number {
-    let did = this.step();
+  #spin(): number | Promise<number> {
+    const did = this.step();
     this.#now = NaN;
     if (did > 0 || !this.keepRunning()) return did;
     const t0 = performance.now();
@@ -143,14 +149,26 @@ export class ProgressLoop {
       this.counters.shortSpins++;
       return 0;
     }
-    const spinMs = d.spinUs / 1000;
+    return this.#spinFor(t0, d.spinUs / 1000, d.yieldEachPoll);
+  }
+
+  /**
+   * The busy-poll: polls until work or `spinMs` passed. Between two polls it awaits a microtask,
+   * so a caller any number of awaits away from the promise a step resolved (an `async` wrapper,
+   * a generated client) gets to submit its next call during the spin: a synchronous spin held
+   * the thread, and such a caller submitted only after the spin gave up and the loop yielded.
+   */
+  async #spinFor(t0: number, spinMs: number, yieldEachPoll: boolean): Promise<number> {
     for (let k = 1;; k++) {
-      if (d.yieldEachPoll) this.yieldCpu();
-      did = this.step();
+      // The first polls only let callers run; then, if asked, each gives the core away too.
+      if (yieldEachPoll && k > CALLER_HOPS) this.yieldCpu();
+      await undefined;
+      const did = this.step();
       if (did > 0 || !this.keepRunning()) return did;
       if (k % POLLS_PER_CLOCK === 0) {
         const now = performance.now();
         this.#now = now;
+        setTurnClock(now); // callers that run between polls read a clock this fresh
         if (now - t0 > spinMs) return 0;
       }
     }
@@ -163,7 +181,8 @@ export class ProgressLoop {
     let workSeen = false;
     let micro = 0;
     while (this.#running) {
-      const did = this.#spin();
+      const first = this.#spin();
+      const did = typeof first === "number" ? first : await first;
       this.counters.turns++;
       if (did > 0) {
         workSeen = true; // lastWork is set at the next empty turn (no clock read in busy turns)
