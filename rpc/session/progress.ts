@@ -48,8 +48,8 @@ export interface LoopMachine {
 /** How often the loop re-reads the runnable-task count, ms. */
 export const POLICY_REFRESH_MS = 100;
 /**
- * Polls of a spin that await a microtask without `sched_yield`: a caller a few awaits away from
- * its resolved promise submits in these, before the spin starts giving the core away.
+ * Polls at the start of a spin that each await a microtask first: a caller up to about this many
+ * awaits away from its resolved promise submits in them, before the tight spin holds the thread.
  */
 const CALLER_HOPS = 8;
 /** Empty polls between two clock reads of a spin. */
@@ -153,22 +153,25 @@ export class ProgressLoop {
   }
 
   /**
-   * The busy-poll: polls until work or `spinMs` passed. Between two polls it awaits a microtask,
-   * so a caller any number of awaits away from the promise a step resolved (an `async` wrapper,
-   * a generated client) gets to submit its next call during the spin: a synchronous spin held
-   * the thread, and such a caller submitted only after the spin gave up and the loop yielded.
+   * The busy-poll: polls until work or `spinMs` passed. Its first {@link CALLER_HOPS} polls each
+   * await a microtask first, so a caller a few awaits away from the promise a step just resolved
+   * (an `async` wrapper, a generated client) submits its next call now: a spin that held the
+   * thread from its first poll made such a caller wait for the whole spin and the loop's yield.
+   * Then it polls in a tight loop (the cheapest way to see an answer the moment it lands).
    */
   async #spinFor(t0: number, spinMs: number, yieldEachPoll: boolean): Promise<number> {
-    for (let k = 1;; k++) {
-      // The first polls only let callers run; then, if asked, each gives the core away too.
-      if (yieldEachPoll && k > CALLER_HOPS) this.yieldCpu();
+    for (let k = 1; k <= CALLER_HOPS; k++) {
       await undefined;
+      const did = this.step();
+      if (did > 0 || !this.keepRunning()) return did;
+    }
+    for (let k = 1;; k++) {
+      if (yieldEachPoll) this.yieldCpu();
       const did = this.step();
       if (did > 0 || !this.keepRunning()) return did;
       if (k % POLLS_PER_CLOCK === 0) {
         const now = performance.now();
         this.#now = now;
-        setTurnClock(now); // callers that run between polls read a clock this fresh
         if (now - t0 > spinMs) return 0;
       }
     }
