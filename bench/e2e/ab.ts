@@ -5,10 +5,12 @@
  * the same for B; prints per case the median calls/s and p50 of each side and the median B/A ratio.
  *
  *   deno run -A bench/e2e/ab.ts --a /path/to/base --b . [--runtime deno|bun|both] [--rounds 5]
- *       [--calls 20000] [--windows 1,32] [--fabric shm] [--out FILE.json]
+ *       [--calls 20000] [--windows 1,32] [--fabric shm] [--clients 1] [--out FILE.json]
+ *
+ * `--clients N`: N client processes at once per side (calls/s summed, p50 the median of theirs).
  * @module
  */
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { type ServerProcess, startServe } from "./serve.ts";
 import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -20,6 +22,7 @@ const RUNTIMES = arg("runtime", "both") === "both" ? ["deno", "bun"] : [arg("run
 const ROUNDS = numArg("rounds", 5), CALLS = numArg("calls", 20000);
 const WINDOWS = arg("windows", "1,32").split(",").map(Number);
 const FABRIC = arg("fabric", "shm");
+const CLIENTS = Math.max(1, numArg("clients", 1));
 const BIN: Record<string, string> = {
   deno: join(ROOT, "node_modules/.bin/deno"),
   bun: join(ROOT, "node_modules/.bin/bun"),
@@ -42,7 +45,9 @@ function serve(rt: string, root: string): Promise<ServerProcess> {
   return startServe(bin, a, root);
 }
 
-function client(rt: string, root: string, port: number, w: number, n: number) {
+type Result = { qps: number; p50_us: number; p99_us: number };
+
+function client(rt: string, root: string, port: number, w: number, n: number): Promise<Result> {
   const [bin, a] = cmd(rt, root, [
     "call",
     "--port",
@@ -61,12 +66,27 @@ function client(rt: string, root: string, port: number, w: number, n: number) {
     "--timeout-ms",
     "30000",
   ]);
-  const r = spawnSync(bin, [...a], { cwd: root, encoding: "utf8", timeout: 300_000 });
-  const line = (r.stdout ?? "").trim().split("\n").filter((l) => l.startsWith("{")).pop();
-  if (!line) throw new Error(`client printed no JSON (exit ${r.status}): ${r.stderr}`);
-  const j = JSON.parse(line);
-  if (!j.ok) throw new Error(`client failed: ${line}`);
-  return j.result as { qps: number; p50_us: number; p99_us: number };
+  return new Promise((res, rej) => {
+    const p = spawn(bin, [...a], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "", err = "";
+    p.stdout!.on("data", (d) => (out += d));
+    p.stderr!.on("data", (d) => (err += d));
+    const timer = setTimeout(() => p.kill("SIGTERM"), 300_000);
+    p.on("exit", (code) => {
+      clearTimeout(timer);
+      const line = out.trim().split("\n").filter((l) => l.startsWith("{")).pop();
+      if (!line) return rej(new Error(`client printed no JSON (exit ${code}): ${err}`));
+      const j = JSON.parse(line);
+      if (!j.ok) return rej(new Error(`client failed: ${line}`));
+      res(j.result as Result);
+    });
+  });
+}
+
+/** `CLIENTS` clients at once: calls/s summed, p50 the median of theirs. */
+async function clients(rt: string, root: string, port: number, w: number, n: number) {
+  const rs = await Promise.all(Array.from({ length: CLIENTS }, () => client(rt, root, port, w, n)));
+  return { qps: rs.reduce((a, r) => a + r.qps, 0), p50_us: median(rs.map((r) => r.p50_us)) };
 }
 
 const median = (xs: number[]) => {
@@ -85,8 +105,8 @@ for (const rt of RUNTIMES) {
       for (const root of order) {
         const s = await serve(rt, root);
         try {
-          client(rt, root, s.port, w, Math.min(2000, CALLS)); // warm-up
-          res[root] = client(rt, root, s.port, w, CALLS);
+          await clients(rt, root, s.port, w, Math.min(2000, CALLS)); // warm-up
+          res[root] = await clients(rt, root, s.port, w, CALLS);
         } finally {
           await s.stop();
         }
@@ -113,7 +133,7 @@ if (file) {
   writeFileSync(
     file,
     JSON.stringify(
-      { a: A, b: B, fabric: FABRIC, rounds: ROUNDS, calls: CALLS, rows: out },
+      { a: A, b: B, fabric: FABRIC, clients: CLIENTS, rounds: ROUNDS, calls: CALLS, rows: out },
       null,
       2,
     ) + "\n",

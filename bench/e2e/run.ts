@@ -34,7 +34,9 @@ const BIN = {
   deno: join(ROOT, "node_modules/.bin/deno"),
   bun: join(ROOT, "node_modules/.bin/bun"),
 };
-const N_SMALL = quick ? 5000 : 40000, N_LARGE = quick ? 500 : 4000;
+const N_SMALL = quick ? 5000 : 100000, N_LARGE = quick ? 500 : 4000;
+/** Calls every client makes first, not measured (JIT tiers up, slots warm): rows measure steady state. */
+const WARM_SMALL = quick ? 500 : 5000, WARM_LARGE = quick ? 50 : 500;
 
 type Rt = "deno" | "bun";
 const run = (rt: Rt, script: string, a: string[]) =>
@@ -122,6 +124,8 @@ function benchCmd(
     String(bytes),
     "--async-window",
     String(window),
+    "--async-warmup",
+    String(Math.min(n, bytes > 4096 ? WARM_LARGE : WARM_SMALL)),
     "--timeout-ms",
     "30000",
   ]);
@@ -232,7 +236,7 @@ for (const rt of ["deno", "bun"] as Rt[]) {
         "--calls",
         String(N_SMALL),
         "--warmup",
-        "2000",
+        String(WARM_SMALL),
       ]),
     );
     baselineRow(rt, "raw TCP echo", w, r);

@@ -10,7 +10,7 @@
  * @module
  */
 
-import { env } from "../common/args.ts";
+import { arg, env } from "../common/args.ts";
 export { arg, ARGS, env, exit, numArg, onSignal } from "../common/args.ts";
 
 /** Where verbus's `mod.ts` is: `$VERBUS_ROOT/mod.ts`, else this checkout's. */
@@ -19,6 +19,20 @@ export function modUrl(): string {
   return root
     ? new URL(`file://${root.replace(/\/$/, "")}/mod.ts`).href
     : new URL("../../mod.ts", import.meta.url).href;
+}
+
+/** Progress-loop options from `--spin-us` / `--idle-after-ms` (unset: the defaults). */
+export function progressArgs(): { spinUs?: number; idleAfterMs?: number } {
+  const o: { spinUs?: number; idleAfterMs?: number } = {};
+  const spin = arg("spin-us", ""), idle = arg("idle-after-ms", "");
+  if (spin !== "") o.spinUs = Number(spin);
+  if (idle !== "") o.idleAfterMs = Number(idle);
+  return o;
+}
+
+/** Where the progress engine of that same checkout is (`stalls.ts` reads its counters). */
+export function engineUrl(): string {
+  return modUrl().replace(/mod\.ts$/, "rpc/session/engine.ts");
 }
 
 /**

@@ -9,6 +9,7 @@
  * marker of the same name so `run.ts` can cut the profile to the measured calls; answers "ok" —
  * with `--counters`, "start" instruments the server's objects (`counters.ts`) and "end" answers
  * the counters as JSON),
+ * `Stats` (the server's progress-engine loop counters as JSON),
  * `Quit` (answers, then exits 0 — an exit the CPU profiler sees, so it writes its profile).
  * Exits 0 on SIGTERM/SIGINT too. Prints one JSON line `{"port":N,"runtime":...}` once listening.
  * @module
@@ -23,6 +24,7 @@ import {
   verbusProfileMarkEnd,
   verbusProfileMarkStart,
 } from "./common.ts";
+import { engineUrl, progressArgs } from "./common.ts";
 import { instrument, readCounters, resetCounters } from "./counters.ts";
 
 const { serve, RUNTIME } = await loadVerbus();
@@ -56,13 +58,25 @@ const server = await serve({
         verbusProfileMarkEnd();
         return counters ? new TextEncoder().encode(JSON.stringify(readCounters())) : OK;
       },
+      /** The server's progress-engine loop counters as JSON (`stalls.ts`). */
+      async Stats(): Promise<Uint8Array> {
+        const { ProgressEngine } = await import(engineUrl());
+        const engine = await ProgressEngine.forThread();
+        return new TextEncoder().encode(JSON.stringify(engine.loopCounters));
+      },
       Quit(): Uint8Array {
         setTimeout(quit, 50);
         return OK;
       },
     },
   },
-  fabric: fabrics.length > 0 ? { fabrics } : false,
+  fabric: fabrics.length > 0
+    ? {
+      fabrics,
+      progress: progressArgs(),
+      ...(arg("batch-budget", "") ? { batchBudget: Number(arg("batch-budget", "")) } : {}),
+    }
+    : false,
   logger: { warn: (m: string) => console.error(`profile server: ${m}`), info: () => {} },
 });
 onSignal(quit);

@@ -53,6 +53,11 @@ export interface LoopMachine {
 
 /** How often the loop re-reads the runnable-task count, ms. */
 export const POLICY_REFRESH_MS = 100;
+/**
+ * Polls at the start of a spin that each await a microtask first: a caller up to about this many
+ * awaits away from its resolved promise submits in them, before the tight spin holds the thread.
+ */
+const CALLER_HOPS = 8;
 /** Empty polls between two clock reads of a spin. */
 const POLLS_PER_CLOCK = 16;
 
@@ -124,12 +129,13 @@ export class ProgressLoop {
   }
 
   /**
-   * Polls until work or the spin budget runs out. The clock is read when the first poll finds
-   * nothing and every {@link POLLS_PER_CLOCK} polls after (never in a turn that found work at
-   * once); returns the work found, and the last clock reading in `this.#now` (NaN: none).
+   * Looks once; when that finds nothing, spins ({@link #spinFor}). The clock is read when the
+   * first poll finds nothing and every {@link POLLS_PER_CLOCK} polls after (never in a turn that
+   * found work at once); returns the work found, and the last clock reading in `this.#now` (NaN:
+   * none). Returns a number when the first look found work (no promise on the busy path).
    */
-  #spin(): number {
-    let did = this.step();
+  #spin(): number | Promise<number> {
+    const did = this.step();
     this.#now = NaN;
     if (did > 0 || !this.keepRunning()) return did;
     const t0 = performance.now();
@@ -149,10 +155,25 @@ export class ProgressLoop {
       this.counters.shortSpins++;
       return 0;
     }
-    const spinMs = d.spinUs / 1000;
+    return this.#spinFor(t0, d.spinUs / 1000, d.yieldEachPoll);
+  }
+
+  /**
+   * The busy-poll: polls until work or `spinMs` passed. Its first {@link CALLER_HOPS} polls each
+   * await a microtask first, so a caller a few awaits away from the promise a step just resolved
+   * (an `async` wrapper, a generated client) submits its next call now: a spin that held the
+   * thread from its first poll made such a caller wait for the whole spin and the loop's yield.
+   * Then it polls in a tight loop (the cheapest way to see an answer the moment it lands).
+   */
+  async #spinFor(t0: number, spinMs: number, yieldEachPoll: boolean): Promise<number> {
+    for (let k = 1; k <= CALLER_HOPS; k++) {
+      await undefined;
+      const did = this.step();
+      if (did > 0 || !this.keepRunning()) return did;
+    }
     for (let k = 1;; k++) {
-      if (d.yieldEachPoll) this.yieldCpu();
-      did = this.step();
+      if (yieldEachPoll) this.yieldCpu();
+      const did = this.step();
       if (did > 0 || !this.keepRunning()) return did;
       if (k % POLLS_PER_CLOCK === 0) {
         const now = performance.now();
@@ -169,7 +190,8 @@ export class ProgressLoop {
     let workSeen = false;
     let micro = 0;
     while (this.#running) {
-      const did = this.#spin();
+      const first = this.#spin();
+      const did = typeof first === "number" ? first : await first;
       this.counters.turns++;
       if (did > 0) {
         workSeen = true; // lastWork is set at the next empty turn (no clock read in busy turns)

@@ -168,6 +168,37 @@ test("lifecycle demos and --stats from the command line", async () => {
   );
 }, { timeoutMs: 120_000 });
 
+test("--async-bench --async-warmup: the warm-up calls are made but not measured", async () => {
+  await withChild(
+    otherRuntime(),
+    "cli/main.ts",
+    { args: ["serve", "--port", "0", ...SERVE] },
+    async (srv) => {
+      const r = verbus([
+        "call",
+        "--port",
+        String(srv.port),
+        "--json",
+        "--async-bench",
+        "20",
+        "--async-warmup",
+        "30",
+        "--async-window",
+        "4",
+        "--stats",
+      ]);
+      assertEquals(r.code, 0, r.err);
+      const by = Object.fromEntries(lines(r.out).map((l) => [l.op, l.result]));
+      const bench = by["bench:echo"] as { count: number; paths: Record<string, number> };
+      assertEquals(bench.count, 20, JSON.stringify(bench));
+      assertEquals(Object.values(bench.paths).reduce((a, b) => a + b, 0), 20);
+      // …while the client really made all 50 calls
+      const calls = (by.stats as { calls: Record<string, number> }).calls;
+      assertEquals(Object.values(calls).reduce((a, b) => a + b, 0), 50, JSON.stringify(calls));
+    },
+  );
+}, { timeoutMs: 120_000 });
+
 test("a bad option is refused naming it (exit 2), a bad value too", () => {
   const a = verbus(["call", "--port", "1", "--frobnicate", "3"]);
   assertEquals(a.code, 2);
