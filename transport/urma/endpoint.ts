@@ -81,7 +81,8 @@ export class UrmaEndpoint implements FabricEndpoint {
     );
     this.readiness = { source: hub, token: parts.binding.token };
     this.faults = this.#faults = new UrmaFaults(
-      (descriptor, token) => parts.resources.own(hub.ctx.importSegment(descriptor, token)),
+      (descriptor, token, blob) =>
+        parts.resources.own(hub.ctx.importSegment(descriptor, token, blob)),
       this.#sendSide,
       parts.remoteSize,
       (reason) => this.fail(reason),

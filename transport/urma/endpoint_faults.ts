@@ -29,7 +29,11 @@ export class UrmaFaults implements FabricFaults {
 
   constructor(
     /** Imports a segment for this endpoint (closed with it). */
-    private readonly importSegment: (descriptor: Uint8Array, token: number) => ImportedSegment,
+    private readonly importSegment: (
+      descriptor: Uint8Array,
+      token: number,
+      blob: Uint8Array | null,
+    ) => ImportedSegment,
     private readonly sendSide: UrmaSendSide,
     private readonly remoteSize: number,
     private readonly failEndpoint: (reason: string) => void,
@@ -40,7 +44,10 @@ export class UrmaFaults implements FabricFaults {
       case "bad-remote-key": {
         const seg = this.sendSide.peerSegment;
         const token = (seg.token ^ WRONG_TOKEN_MASK) >>> 0;
-        this.sendSide.retargetPeerSegment(this.importSegment(seg.descriptorBytes, token));
+        // the same description as the handshake's (the library's blob where it gave one)
+        this.sendSide.retargetPeerSegment(
+          this.importSegment(seg.descriptorBytes, token, seg.blobBytes),
+        );
         return;
       }
       case "out-of-bounds":

@@ -113,6 +113,8 @@ export class ImportedSegment extends NativeHandle {
   readonly descriptorBytes: Uint8Array;
   /** The token it was imported with. */
   readonly token: number;
+  /** The library's own description it was imported from (a copy), or null (the fixed form). */
+  readonly blobBytes: Uint8Array | null;
 
   /** @internal use UrmaContext.importSegment(). */
   constructor(
@@ -122,6 +124,7 @@ export class ImportedSegment extends NativeHandle {
     length: number,
     descriptor: Uint8Array,
     token: number,
+    blob: Uint8Array | null,
   ) {
     const lib = context.lib;
     super(`urma_imported_seg ${length} B`, ptr, context, (p) => {
@@ -137,6 +140,7 @@ export class ImportedSegment extends NativeHandle {
     this.ptrValue = Number(lib.ffi.address(ptr));
     this.descriptorBytes = descriptor;
     this.token = token >>> 0;
+    this.blobBytes = blob;
   }
 
   /** @internal */
@@ -168,7 +172,7 @@ export class ImportedSegment extends NativeHandle {
       "urma_import_seg",
       `${len} bytes`,
     );
-    return new ImportedSegment(ctx, p, Number(va), Number(len), desc.slice(), token);
+    return new ImportedSegment(ctx, p, Number(va), Number(len), desc.slice(), token, blob && seg);
   }
 }
 
