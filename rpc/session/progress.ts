@@ -99,7 +99,9 @@ export class ProgressLoop {
   /** Applies the fields of `options` that are set (defaults: spinUs 20, idleAfterMs 5, idleWaitMs 2000). */
   configure(options: ProgressOptions): void {
     if (options.spinUs !== undefined) this.#spinUs = options.spinUs;
-    if (options.idleAfterMs !== undefined) this.#idleAfterMs = options.idleAfterMs;
+    if (options.idleAfterMs !== undefined) {
+      this.#idleAfter = this.#idleAfterMs = options.idleAfterMs;
+    }
     if (options.idleWaitMs !== undefined) this.#idleWaitMs = options.idleWaitMs;
   }
 
@@ -150,7 +152,9 @@ export class ProgressLoop {
       runnable: this.#runnable,
       peerAsleep: this.machine.peerAsleep(),
       spinUs: this.#spinUs,
+      idleAfterMs: this.#idleAfterMs,
     });
+    this.#idleAfter = d.idleAfterMs;
     if (d.spinUs <= 0) {
       this.counters.shortSpins++;
       return 0;
@@ -184,6 +188,8 @@ export class ProgressLoop {
   }
 
   #now = NaN;
+  /** Time without work before the idle sleep, as the spin policy last decided it (ms). */
+  #idleAfter = 5;
 
   async #run(): Promise<void> {
     let lastWork = performance.now();
@@ -207,7 +213,7 @@ export class ProgressLoop {
           workSeen = false;
           lastWork = now;
         }
-        if (now - lastWork > this.#idleAfterMs) {
+        if (now - lastWork > this.#idleAfter) {
           this.counters.sleeps++;
           invalidateTurnClock();
           let guard: ReturnType<typeof setTimeout> | undefined;

@@ -11,6 +11,12 @@
  *   side we wait for gets the core.
  * - Otherwise (a core each): spin the whole budget without yielding.
  *
+ * When to go to the idle sleep (after how long without work): the configured `idleAfterMs`,
+ * except on an oversubscribed host (more runnable tasks than cores, or one core), where a loop
+ * that keeps turning without work only takes turns from the processes that have work — the
+ * server it waits for among them — so it sleeps after {@link OVERSUBSCRIBED_IDLE_AFTER_MS}, and
+ * the peer's kick wakes it (the kernel then runs it ahead of the busy tasks).
+ *
  * Pure; never throws.
  * @module
  */
@@ -25,7 +31,12 @@ export interface SpinInputs {
   peerAsleep: boolean;
   /** The configured spin budget in µs (`progress.spinUs`). */
   spinUs: number;
+  /** The configured time without work before the idle sleep, ms (`progress.idleAfterMs`). */
+  idleAfterMs: number;
 }
+
+/** Time without work before the idle sleep on an oversubscribed host, ms (see the module doc). */
+export const OVERSUBSCRIBED_IDLE_AFTER_MS = 0.2;
 
 /** The decision. */
 export interface SpinDecision {
@@ -33,11 +44,17 @@ export interface SpinDecision {
   spinUs: number;
   /** `sched_yield` after every empty poll of the spin (and not only after the spin). */
   yieldEachPoll: boolean;
+  /** Time without work before the idle sleep, ms. */
+  idleAfterMs: number;
 }
 
 /** See the module documentation. */
 export function spinPolicy(i: SpinInputs): SpinDecision {
-  if (i.cores <= 1 || i.peerAsleep) return { spinUs: 0, yieldEachPoll: true };
-  if (i.runnable > i.cores) return { spinUs: i.spinUs / 4, yieldEachPoll: true };
-  return { spinUs: i.spinUs, yieldEachPoll: false };
+  const crowded = i.cores <= 1 || i.runnable > i.cores;
+  const idleAfterMs = crowded
+    ? Math.min(i.idleAfterMs, OVERSUBSCRIBED_IDLE_AFTER_MS)
+    : i.idleAfterMs;
+  if (i.cores <= 1 || i.peerAsleep) return { spinUs: 0, yieldEachPoll: true, idleAfterMs };
+  if (crowded) return { spinUs: i.spinUs / 4, yieldEachPoll: true, idleAfterMs };
+  return { spinUs: i.spinUs, yieldEachPoll: false, idleAfterMs };
 }

@@ -3,37 +3,52 @@
  * sleep, and the per-turn clock the data path reads instead of `performance.now()` per call.
  */
 import { assert, assertEquals, test } from "../harness.ts";
-import { spinPolicy } from "../../rpc/session/spin_policy.ts";
+import { OVERSUBSCRIBED_IDLE_AFTER_MS, spinPolicy } from "../../rpc/session/spin_policy.ts";
 import { invalidateTurnClock, setTurnClock, turnNow } from "../../rpc/session/turn_clock.ts";
 
-const base = { cores: 2, runnable: 2, peerAsleep: false, spinUs: 20 };
+const base = { cores: 2, runnable: 2, peerAsleep: false, spinUs: 20, idleAfterMs: 5 };
 
 test("spin policy: a core each → the whole budget, no yield while spinning", () => {
-  assertEquals(spinPolicy(base), { spinUs: 20, yieldEachPoll: false });
-  assertEquals(spinPolicy({ ...base, runnable: 1 }), { spinUs: 20, yieldEachPoll: false });
-  assertEquals(
-    spinPolicy({ ...base, runnable: -1 }),
-    { spinUs: 20, yieldEachPoll: false },
-    "unknown load",
-  );
-  assertEquals(spinPolicy({ ...base, cores: 8, runnable: 8 }), {
-    spinUs: 20,
-    yieldEachPoll: false,
-  });
+  const whole = { spinUs: 20, yieldEachPoll: false, idleAfterMs: 5 };
+  assertEquals(spinPolicy(base), whole);
+  assertEquals(spinPolicy({ ...base, runnable: 1 }), whole);
+  assertEquals(spinPolicy({ ...base, runnable: -1 }), whole, "unknown load");
+  assertEquals(spinPolicy({ ...base, cores: 8, runnable: 8 }), whole);
 });
 
 test("spin policy: oversubscribed → a quarter of the budget, yielding the core after every poll", () => {
-  assertEquals(spinPolicy({ ...base, runnable: 3 }), { spinUs: 5, yieldEachPoll: true });
-  assertEquals(spinPolicy({ ...base, cores: 8, runnable: 9, spinUs: 40 }), {
-    spinUs: 10,
-    yieldEachPoll: true,
-  });
+  assertEquals(spinPolicy({ ...base, runnable: 3 }).spinUs, 5);
+  assertEquals(spinPolicy({ ...base, runnable: 3 }).yieldEachPoll, true);
+  const eight = spinPolicy({ ...base, cores: 8, runnable: 9, spinUs: 40 });
+  assertEquals([eight.spinUs, eight.yieldEachPoll], [10, true]);
 });
 
 test("spin policy: a sleeping peer or a single core → no spin, yield at once", () => {
-  assertEquals(spinPolicy({ ...base, peerAsleep: true }), { spinUs: 0, yieldEachPoll: true });
-  assertEquals(spinPolicy({ ...base, cores: 1, runnable: 1 }), { spinUs: 0, yieldEachPoll: true });
+  assertEquals(spinPolicy({ ...base, peerAsleep: true }), {
+    spinUs: 0,
+    yieldEachPoll: true,
+    idleAfterMs: 5,
+  });
+  assertEquals(spinPolicy({ ...base, cores: 1, runnable: 1 }).spinUs, 0);
+  assertEquals(spinPolicy({ ...base, cores: 1, runnable: 1 }).yieldEachPoll, true);
   assertEquals(spinPolicy({ ...base, runnable: 1, peerAsleep: true, cores: 16 }).spinUs, 0);
+});
+
+test("spin policy: oversubscribed or one core → the idle sleep comes early; else as configured", () => {
+  assertEquals(spinPolicy({ ...base, runnable: 3 }).idleAfterMs, OVERSUBSCRIBED_IDLE_AFTER_MS);
+  assertEquals(
+    spinPolicy({ ...base, cores: 1, runnable: 1 }).idleAfterMs,
+    OVERSUBSCRIBED_IDLE_AFTER_MS,
+  );
+  assertEquals(
+    spinPolicy({ ...base, runnable: 3, peerAsleep: true }).idleAfterMs,
+    OVERSUBSCRIBED_IDLE_AFTER_MS,
+  );
+  assert(OVERSUBSCRIBED_IDLE_AFTER_MS < 5);
+  // never later than configured
+  assertEquals(spinPolicy({ ...base, runnable: 3, idleAfterMs: 0.05 }).idleAfterMs, 0.05);
+  assertEquals(spinPolicy({ ...base, idleAfterMs: 30 }).idleAfterMs, 30);
+  assertEquals(spinPolicy({ ...base, runnable: -1, idleAfterMs: 30 }).idleAfterMs, 30);
 });
 
 test("turn clock: one reading per turn, fresh after invalidation", () => {
