@@ -13,8 +13,8 @@
  */
 import type { z } from "zod";
 import { ClosedError, VerbusError } from "../errors.ts";
-import { tcp } from "../transport/tcp/mod.ts";
 import type { TcpConn } from "../transport/tcp/tcp.ts";
+import { dialChannel } from "./brpc_rdma.ts";
 import { brpcErrorName, RpcError } from "./errors.ts";
 import { parseOptions } from "../util/options.ts";
 import { ChannelOptionsSchema, MAX_TIMER, parseAddress } from "./channel_options.ts";
@@ -173,11 +173,8 @@ export class Channel {
 
   async #open(): Promise<TcpConn> {
     try {
-      const conn = await tcp.connect({
-        host: this.host,
-        port: this.port,
-        timeoutMs: this.#options.connectTimeoutMs,
-      });
+      // TCP, or TCP + brpc's RDMA handshake (options.brpcRdma): the same TcpConn either way.
+      const conn = await dialChannel(this.host, this.port, this.#options);
       if (this.#closed) {
         conn.close();
         throw new ClosedError("channel");

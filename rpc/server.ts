@@ -28,6 +28,7 @@ import {
 } from "./server_connection.ts";
 import { FabricHost, fabricHostOptionsSchema } from "./session/fabric_host.ts";
 import { FABRIC_SERVICE } from "./session/hello.ts";
+import { BrpcRdmaAcceptor, brpcRdmaOptionSchema } from "./brpc_rdma.ts";
 
 export type { CallContext, Handler, Logger, ServiceMap } from "./protocol/dispatch.ts";
 export { typedMethod } from "./protocol/dispatch.ts";
@@ -86,6 +87,11 @@ export const ServeOptionsSchema = z.object({
   drainTimeoutMs: z.number().int().nonnegative().default(5000),
   /** Fast fabrics offered to verbus clients after the handshake (`false`: TCP only). */
   fabric: z.union([z.literal(false), fabricHostOptionsSchema]).optional(),
+  /**
+   * brpc's RDMA mode: a connection that starts with brpc's RDMA hello ("RDMA") is served over a
+   * queue pair (a stock brpc client with `-use_rdma=true`); others stay plain baidu_std.
+   */
+  brpcRdma: brpcRdmaOptionSchema,
 }).strict().refine((o) => o.writeLowWaterMark < o.writeHighWaterMark, {
   message: "writeLowWaterMark must be below writeHighWaterMark",
   path: ["writeLowWaterMark"],
@@ -158,6 +164,8 @@ export class Server implements ConnectionHost {
 
   /** The fabric side (sessions over shm / RDMA / URMA), or null when disabled. */
   readonly fabric: FabricHost | null;
+  /** brpc's RDMA mode (option `brpcRdma`), or null. */
+  readonly brpcRdma: BrpcRdmaAcceptor | null;
 
   /** @internal Use {@link serve}. */
   constructor(
@@ -185,6 +193,9 @@ export class Server implements ConnectionHost {
       stallTimeoutMs: options.stallTimeoutMs,
     };
     this.#maxConnections = options.maxConnections;
+    this.brpcRdma = options.brpcRdma
+      ? new BrpcRdmaAcceptor(options.brpcRdma, options.idleTimeoutMs, this.logger)
+      : null;
     const shortest = Math.min(
       options.headerTimeoutMs || Infinity,
       options.idleTimeoutMs || Infinity,
@@ -202,6 +213,12 @@ export class Server implements ConnectionHost {
 
   /** @internal Called by the listener for each accepted connection. */
   accept(conn: TcpConn): void {
+    if (this.brpcRdma !== null && this.#closing === null) this.brpcRdma.accept(conn, this.#serve);
+    else this.#serve(conn);
+  }
+
+  /** Serves a connection (TCP, or RDMA after brpc's handshake). */
+  readonly #serve = (conn: TcpConn): void => {
     if (this.#closing !== null) {
       conn.close();
       return;
@@ -224,7 +241,7 @@ export class Server implements ConnectionHost {
     if (this.#sweepTimer === undefined && this.#sweepMs > 0) {
       this.#sweepTimer = setInterval(this.#sweep, this.#sweepMs);
     }
-  }
+  };
 
   /** Closes the connections whose header or idle timeout passed. */
   readonly #sweep = (): void => {
@@ -290,6 +307,7 @@ export class Server implements ConnectionHost {
   async #close(): Promise<void> {
     this.#listener?.close();
     this.fabric?.close();
+    this.brpcRdma?.close();
     this.dispatcher.stop();
     const deadline = Date.now() + this.#drainTimeoutMs;
     let timer: ReturnType<typeof setTimeout> | undefined;
