@@ -14,9 +14,10 @@ import {
   connect,
 } from "../mod.ts";
 import { usageError } from "./options.ts";
-import { CALL_HELP, type CallArgs, parseCallArgs } from "./call_options.ts";
+import { CALL_HELP, type CallArgs, parseCallArgs, VERBUS_ONLY } from "./call_options.ts";
 import { simulatorPath } from "./doctor.ts";
 import { runBench, runLifecycle } from "./call_ops.ts";
+import { runBrpcRdma, runMethod } from "./call_method.ts";
 
 /** One line of output. */
 export interface OpReport {
@@ -107,6 +108,25 @@ function show(v: unknown): string {
   );
 }
 
+/** Prints one report: a line a person reads, or one JSON object (`json`). */
+export function printReport(r: OpReport, json: boolean): void {
+  if (json) {
+    console.log(
+      JSON.stringify(
+        r,
+        (_k, x) =>
+          typeof x === "bigint" ? x.toString() : x instanceof Uint8Array ? dec.decode(x) : x,
+      ),
+    );
+  } else {
+    console.log(
+      `${r.ok ? "ok  " : "FAIL"} ${r.op.padEnd(10)} path=${String(r.path).padEnd(12)} fabric=${
+        r.fabric.padEnd(5)
+      } ${String(r.latency_us).padStart(9)} µs  ${r.ok ? show(r.result) : r.error}`,
+    );
+  }
+}
+
 /** Entry point of `verbus call`. */
 export async function main(args: string[]): Promise<number> {
   if (args.includes("--help") || args.includes("-h")) {
@@ -118,6 +138,14 @@ export async function main(args: string[]): Promise<number> {
     o = parseCallArgs(args);
   } catch (e) {
     return usageError("call", e, CALL_HELP);
+  }
+  if (o["brpc-rdma"]) {
+    const other = VERBUS_ONLY.filter((k) => o[k] !== undefined);
+    if (other.length > 0) {
+      const why = `--brpc-rdma runs only --method and --brpc-echo, not --${other.join(", --")}`;
+      return usageError("call", new Error(why), CALL_HELP);
+    }
+    return await runBrpcRdma(o, (r) => printReport(r, o.json));
   }
   const force = o["force-path"] ? PATH[o["force-path"]] : undefined;
   const options: ClientOptions = {
@@ -155,19 +183,7 @@ export async function main(args: string[]): Promise<number> {
   const t = o["timeout-ms"];
   const emit = (r: OpReport) => {
     reports.push(r);
-    if (o.json) {
-      console.log(
-        JSON.stringify(
-          r,
-          (_k, x) =>
-            typeof x === "bigint" ? x.toString() : x instanceof Uint8Array ? dec.decode(x) : x,
-        ),
-      );
-    } else {console.log(
-        `${r.ok ? "ok  " : "FAIL"} ${r.op.padEnd(10)} path=${String(r.path).padEnd(12)} fabric=${
-          r.fabric.padEnd(5)
-        } ${String(r.latency_us).padStart(9)} µs  ${r.ok ? show(r.result) : r.error}`,
-      );}
+    printReport(r, o.json);
   };
   try {
     if (o.ping) {
@@ -251,6 +267,15 @@ export async function main(args: string[]): Promise<number> {
     }
     if (o["brpc-echo"] !== undefined) {
       emit(await op(client, "brpc-echo", force, t, (d) => d.brpcEcho(o["brpc-echo"]!)));
+    }
+    if (o.method !== undefined) {
+      emit(
+        await runMethod(
+          (s, m, body, attachment) =>
+            client.call(s, m, body, { attachment, forcePath: force, timeoutMs: t }),
+          o,
+        ),
+      );
     }
     for (
       const kind of [

@@ -17,6 +17,7 @@
 import { z } from "zod";
 import { ConnectFailedError } from "../errors.ts";
 import {
+  BrpcRdmaConn,
   brpcRdmaOptionsSchema,
   clientHandshake,
   openBrpcQp,
@@ -42,6 +43,11 @@ function logOnce(logger: Logger | undefined, line: string): void {
   if (said.size >= 256) said.clear();
   said.add(cause);
   (logger ?? defaultLogger).warn(line);
+}
+
+/** "brpc-rdma" when `conn` is an established brpc RDMA connection, else "tcp". */
+export function connKind(conn: TcpConn | null): "brpc-rdma" | "tcp" {
+  return conn instanceof BrpcRdmaConn ? "brpc-rdma" : "tcp";
 }
 
 /** What the channel passes. */

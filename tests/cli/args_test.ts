@@ -13,6 +13,10 @@ const CALL_SAMPLES: Record<string, string | [string, string] | null> = {
   host: "127.0.0.2",
   port: "8000",
   ping: null,
+  method: "test.PerfTestService/Test",
+  "body-hex": "0801",
+  "attachment-bytes": "10",
+  "brpc-rdma": null,
   echo: "a=b",
   put: ["k", "v=w"],
   get: "k",
@@ -56,6 +60,7 @@ const SERVE_SAMPLES: Record<string, string | null> = {
   "rdma-mode": "event",
   "object-ttl-ms": "1500",
   "batch-budget": "32",
+  "brpc-rdma": null,
   json: null,
 };
 
