@@ -20,16 +20,19 @@ async function until(cond: () => boolean, ms = 5000): Promise<void> {
 test("brpc-rdma over rxe: 200 calls in flight on 16-deep queues, 40 KB messages, echoed", async () => {
   const lines: string[] = [];
   const logger = { warn: (m: string) => void lines.push(m) };
+  // Both addresses are local in the VM (TCP goes through lo): name the devices, as brpc's
+  // -rdma_device does, so the QPs sit on rxe0 and rxe1 and cross the veth pair.
   const small = { sqSize: 16, rqSize: 16 };
+  const server_ = { ...small, device: "rxe1" }, client = { ...small, device: "rxe0" };
   const server = await serve({
     port: 0,
     host: SERVER_ADDR,
     services: TEST_SERVICES,
-    brpcRdma: small,
+    brpcRdma: server_,
     logger,
   });
   const ch = await connect(`${SERVER_ADDR}:${server.port}`, {
-    brpcRdma: small,
+    brpcRdma: client,
     logger,
     timeoutMs: 30_000,
   });
@@ -60,7 +63,7 @@ test("brpc-rdma over rxe: plain TCP clients of the same server; RDMA clients rec
     port: 0,
     host: SERVER_ADDR,
     services: TEST_SERVICES,
-    brpcRdma: {},
+    brpcRdma: { device: "rxe1" },
     logger,
   });
   try {
@@ -68,7 +71,10 @@ test("brpc-rdma over rxe: plain TCP clients of the same server; RDMA clients rec
     assertEquals((await plain.call("t.Verbs", "Echo", pattern(100, 1))).response, pattern(100, 1));
     await plain.close();
     for (let i = 0; i < 3; i++) {
-      const ch = await connect(`${SERVER_ADDR}:${server.port}`, { brpcRdma: {}, logger });
+      const ch = await connect(`${SERVER_ADDR}:${server.port}`, {
+        brpcRdma: { device: "rxe0" },
+        logger,
+      });
       const r = await ch.call("t.Verbs", "Echo", pattern(20_000, i));
       assertEquals(r.response, pattern(20_000, i));
       await ch.close();

@@ -112,6 +112,11 @@ class TimedReader {
   constructor(readonly tcp: TcpConn, public deadline: number) {
     this.reader = new RawReader(tcp);
   }
+  /** Whether the last failed read failed by the deadline (not by the peer closing). */
+  get timedOut(): boolean {
+    return this.#timedOut;
+  }
+
   async read(n: number, what: string): Promise<Uint8Array> {
     const left = Math.max(1, this.deadline - Date.now());
     const timer = this.deadline === Infinity ? undefined : setTimeout(() => {
@@ -208,6 +213,7 @@ export async function clientHandshake(
     if (typeof h === "string") return fail(h);
     remote = h;
   } catch (e) {
+    if (r.timedOut) return fail(msg(e));
     return fail(`${msg(e)} (a server without RDMA mode closes on the hello)`, true);
   }
   let why = helloRefusal(remote);

@@ -1,0 +1,268 @@
+/**
+ * Test fixture (Soft-RoCE VM): a brpc RDMA server written straight from the protocol
+ * description (BRIEF §4 and brpc's rdma_handshake.cpp / rdma_endpoint.cpp) — it imports none of
+ * verbus's brpc-RDMA modules, only the raw verbs binding (QP, CQ, MR), TCP, and the baidu_std
+ * frame codec for the stream it carries. It checks every field of the client's hello, then
+ * answers with its own (a smaller block and smaller queues, so the client's cutting and windows
+ * show), brings its QP up against the client's GID/QPN with PSN 0, expects the ACK 0x00000001,
+ * and echoes each request. On the data path it checks, for every receive: at most one of its
+ * blocks; credits (immediates) never more than it owes; the client never has more data sends
+ * outstanding than its window min(client SQ, my RQ) − 3; standalone ACKs only past half the
+ * window. It can withhold credits (`holdCredits`) so the client's window runs dry.
+ */
+import { IBV_ACCESS, IBV_WR } from "../../ffi/symbols/libibverbs.ts";
+import { VB_RECV_DESC, VB_SGE } from "../../ffi/layouts/helper.ts";
+import { encodeFrame, FrameParser } from "../../rpc/protocol/frame.ts";
+import { RawReader, tcp } from "../../transport/tcp/mod.ts";
+import type { TcpConn } from "../../transport/tcp/tcp.ts";
+import { openDevice } from "../../transport/verbs/device.ts";
+import { directQpSteps } from "../../transport/verbs/qp.ts";
+import { loadVerbs } from "../../transport/verbs/verbs_lib.ts";
+import { TestBatch, WcReader } from "./verbs_pair.ts";
+
+/** What the peer announces and how it behaves. */
+export interface PeerConfig {
+  blockSize: number;
+  sqSize: number;
+  rqSize: number;
+  /** Return no credit until the client's window is used up (then all at once). */
+  holdCredits: boolean;
+}
+
+/** What the peer saw (the test asserts on it). */
+export interface PeerLog {
+  hello: Record<string, number | string>;
+  ack: string;
+  receives: number;
+  maxRecvLen: number;
+  /** Most client data sends outstanding (received, credit not yet returned) at once. */
+  maxOutstanding: number;
+  /** Immediates of the client's zero-length receives (its standalone ACKs). */
+  ackImms: number[];
+  /** The client's standalone ACKs must carry more than this (half of my sends' window). */
+  ackAbove: number;
+  /** Credits the client returned in all. */
+  creditsIn: number;
+  violations: string[];
+  frames: number;
+}
+
+const RECV_BASE = 1_000_000;
+
+/** Starts the peer on `host` (rxe1's address); one connection at a time. */
+export async function startBrpcPeer(host: string, device: string, cfg: PeerConfig) {
+  const v = await loadVerbs();
+  const ctx = openDevice(v, device);
+  const gidIndex = (() => {
+    const want = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, ...host.split(".").map(Number)];
+    for (let i = 0; i < ctx.queryPort(1).gidTblLen; i++) {
+      try {
+        if (ctx.queryGid(1, i).every((x, k) => x === want[k])) return i;
+      } catch { /* empty */ }
+    }
+    throw new Error(`no GID for ${host} on ${device}`);
+  })();
+  const logs: PeerLog[] = [];
+  const listener = await tcp.listen({
+    host,
+    port: 0,
+    onConnection: (c) => void serveOne(c).catch((e) => logs.at(-1)?.violations.push(String(e))),
+  });
+
+  async function serveOne(conn: TcpConn): Promise<void> {
+    const log: PeerLog = {
+      hello: {},
+      ack: "",
+      receives: 0,
+      maxRecvLen: 0,
+      maxOutstanding: 0,
+      ackImms: [],
+      ackAbove: 0,
+      creditsIn: 0,
+      violations: [],
+      frames: 0,
+    };
+    logs.push(log);
+    const r = new RawReader(conn);
+    const h = await r.read(40);
+    const d = new DataView(h.buffer);
+    log.hello = {
+      magic: new TextDecoder().decode(h.subarray(0, 4)),
+      msgLen: d.getUint16(4),
+      helloVer: d.getUint16(6),
+      implVer: d.getUint16(8),
+      blockSize: d.getUint32(10),
+      sqSize: d.getUint16(14),
+      rqSize: d.getUint16(16),
+      lid: d.getUint16(18),
+      gid: Array.from(h.subarray(20, 36)).join("."),
+      qpNum: d.getUint32(36),
+    };
+    const client = log.hello as {
+      blockSize: number;
+      sqSize: number;
+      rqSize: number;
+      qpNum: number;
+    };
+    // My resources: a QP, one CQ, rq receive blocks, send buffers of the client's block size.
+    const pd = ctx.allocPd();
+    const cq = ctx.createCq(256);
+    const qp = pd.createQp({
+      sendCq: cq,
+      recvCq: cq,
+      maxSendWr: cfg.sqSize,
+      maxRecvWr: cfg.rqSize,
+      maxSendSge: 1,
+    });
+    const recvBuf = new Uint8Array(cfg.rqSize * cfg.blockSize);
+    const rmr = pd.registerBuffer(recvBuf, IBV_ACCESS.LOCAL_WRITE);
+    const sendBuf = new Uint8Array(cfg.sqSize * client.blockSize);
+    const smr = pd.registerBuffer(sendBuf, IBV_ACCESS.LOCAL_WRITE);
+    const rdesc = new Uint8Array(VB_RECV_DESC.$size), rsge = new Uint8Array(VB_SGE.$size);
+    const bad = new Uint32Array(1);
+    const post = (block: number) => {
+      const dd = new DataView(rdesc.buffer), s = new DataView(rsge.buffer);
+      dd.setBigUint64(VB_RECV_DESC.wr_id, BigInt(RECV_BASE + block), true);
+      dd.setUint32(VB_RECV_DESC.num_sge, 1, true);
+      s.setBigUint64(VB_SGE.addr, rmr.addr + BigInt(block * cfg.blockSize), true);
+      s.setUint32(VB_SGE.length, cfg.blockSize, true);
+      s.setUint32(VB_SGE.lkey, rmr.lkey, true);
+      const rc = qp.postRecv(rdesc, rsge, 1, bad);
+      if (rc !== 0) throw new Error(`peer post_recv: ${rc}`);
+    };
+    const clientGid = Uint8Array.from(log.hello.gid.toString().split(".").map(Number));
+    qp.bringUp(directQpSteps({
+      remote: { qpNum: client.qpNum, psn: 0, gid: clientGid, lid: 0 },
+      port: 1,
+      sgidIndex: gidIndex,
+      psn: 0,
+      access: IBV_ACCESS.REMOTE_WRITE,
+    }));
+    for (let b = 0; b < cfg.rqSize; b++) post(b); // before my hello: the client may send at once
+    const mine = new Uint8Array(40);
+    const m = new DataView(mine.buffer);
+    mine.set([0x52, 0x44, 0x4d, 0x41]);
+    m.setUint16(4, 40);
+    m.setUint16(6, 2);
+    m.setUint16(8, 1);
+    m.setUint32(10, cfg.blockSize);
+    m.setUint16(14, cfg.sqSize);
+    m.setUint16(16, cfg.rqSize);
+    m.setUint16(18, 0);
+    mine.set(ctx.queryGid(1, gidIndex), 20);
+    m.setUint32(36, qp.qpNum);
+    conn.write(mine);
+    const ack = await r.read(4);
+    log.ack = Array.from(ack, (x) => x.toString(16).padStart(2, "0")).join("");
+    r.release();
+
+    // The data path, by the description.
+    const clientWindow = Math.min(client.sqSize, cfg.rqSize) - 3; // the client's sends to me
+    const myWindow = Math.min(cfg.sqSize, client.rqSize) - 3; // my sends to the client
+    const ackThreshold = Math.floor(clientWindow / 2); // my standalone ACKs: past half my RQ window
+    log.ackAbove = Math.floor(myWindow / 2);
+    let outstanding = 0; // client data sends received, credit not yet returned
+    let myCredits = myWindow; // client receives I may use
+    let inFlight = 0; // my sends not completed
+    let wrSeq = 1;
+    const out: Uint8Array[] = [];
+    const batch = new TestBatch(8, 8);
+    const wc = new WcReader(32);
+    const sendOne = (data: Uint8Array, imm: number) => {
+      const slot = wrSeq % cfg.sqSize;
+      sendBuf.set(data, slot * client.blockSize);
+      batch.reset();
+      batch.add(
+        2 | 4,
+        IBV_WR.SEND_WITH_IMM,
+        wrSeq++,
+        0,
+        0,
+        imm,
+        data.length ? [[smr.address + slot * client.blockSize, data.length, smr.lkey]] : [],
+      );
+      const rc = batch.post(qp);
+      if (rc !== 0) log.violations.push(`peer post_send: ${rc}`);
+      inFlight++;
+    };
+    const parser = new FrameParser((meta, payload, attachment) => {
+      log.frames++;
+      const frame = encodeFrame(
+        { correlationId: meta.correlationId, attachmentSize: attachment.length },
+        payload,
+        attachment,
+      );
+      for (let o = 0; o < frame.length; o += client.blockSize) {
+        out.push(frame.subarray(o, o + client.blockSize));
+      }
+    });
+    const flush = () => {
+      while (out.length > 0 && myCredits > 0 && inFlight < cfg.sqSize - 3) {
+        const give = cfg.holdCredits && outstanding < clientWindow ? 0 : outstanding;
+        outstanding -= give;
+        myCredits--;
+        sendOne(out.shift()!, give);
+      }
+      const give = cfg.holdCredits && outstanding < clientWindow ? 0 : outstanding;
+      if (give > ackThreshold && inFlight < cfg.sqSize) {
+        outstanding -= give;
+        sendOne(new Uint8Array(0), give);
+      }
+    };
+    let done = false;
+    conn.onClose(() => void (done = true));
+    conn.onData(() => log.violations.push("bytes on the TCP connection after the ACK"));
+    while (!done) {
+      const n = wc.poll(cq);
+      for (let i = 0; i < n; i++) {
+        const id = wc.wrId(i);
+        if (wc.status(i) !== 0) {
+          log.violations.push(`completion status ${wc.status(i)} (wr ${id})`);
+          done = true;
+          break;
+        }
+        if (id < RECV_BASE) {
+          inFlight--;
+          continue;
+        }
+        const len = wc.byteLen(i), imm = wc.imm(i);
+        if (imm > 0) {
+          log.creditsIn += imm;
+          myCredits += imm;
+          if (myCredits > myWindow) {
+            log.violations.push(`credits ${myCredits} > window ${myWindow}`);
+          }
+        }
+        const block = id - RECV_BASE;
+        if (len === 0) log.ackImms.push(imm);
+        else {
+          log.receives++;
+          log.maxRecvLen = Math.max(log.maxRecvLen, len);
+          if (len > cfg.blockSize) {
+            log.violations.push(`receive of ${len} > block ${cfg.blockSize}`);
+          }
+          outstanding++;
+          log.maxOutstanding = Math.max(log.maxOutstanding, outstanding);
+          if (outstanding > clientWindow) {
+            log.violations.push(`client has ${outstanding} sends out, window ${clientWindow}`);
+          }
+          parser.push(recvBuf.slice(block * cfg.blockSize, block * cfg.blockSize + len));
+        }
+        post(block);
+      }
+      flush();
+      if (n === 0) await new Promise((res) => setTimeout(res, 0));
+    }
+    pd.close();
+    cq.close();
+  }
+
+  return {
+    port: listener.port,
+    logs,
+    close() {
+      listener.close();
+      ctx.close();
+    },
+  };
+}
