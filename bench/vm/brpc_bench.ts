@@ -11,43 +11,20 @@
  * anything. Writes bench/results/brpc-rdma-vm-<runtime>.{md,json}.
  * @module
  */
-import { spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { RUNTIME } from "../../ffi/runtime.ts";
 import { connect as connectChannel } from "../../rpc/channel.ts";
 import { connect } from "../../rpc/client.ts";
 import { demoService } from "../../examples/demo/service.ts";
 import { serve } from "../../rpc/server.ts";
+import { ROOT, spawnServerRole, VM_BENCH_REGION } from "./vm_common.ts";
 
 // deno-lint-ignore no-explicit-any
 const g = globalThis as any;
 const args: string[] = RUNTIME === "deno" ? g.Deno.args : g.process.argv.slice(2);
 const SERVER = "10.77.0.2", CLIENT = "10.77.0.1";
-const ROOT = resolve(new URL("../..", import.meta.url).pathname);
 const ROUNDS = 5, SERIAL = 400, FLIGHT = 32, BATCH = 3000;
-
-function spawnServer(): Promise<{ port: number; kill(): void }> {
-  const script = join(ROOT, "bench/vm/brpc_bench.ts");
-  const bin: string = RUNTIME === "deno" ? g.Deno.execPath() : g.process.execPath;
-  const argv = RUNTIME === "deno"
-    ? ["run", "-A", "--config", join(ROOT, "deno.json"), script]
-    : [script];
-  const p = spawn(bin, [...argv, "--serve"], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
-  let out = "";
-  return new Promise((res, rej) => {
-    const timer = setTimeout(() => rej(new Error(`server did not start: ${out}`)), 120_000);
-    p.stdout!.on("data", (b: Uint8Array) => {
-      out += new TextDecoder().decode(b);
-      const m = /listening on (\d+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        res({ port: Number(m[1]), kill: () => p.kill("SIGKILL") });
-      }
-    });
-    p.stderr!.on("data", (b: Uint8Array) => g.process.stderr.write(b));
-  });
-}
 
 type Call = (req: Uint8Array) => Promise<unknown>;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -74,7 +51,7 @@ async function flight(call: Call): Promise<number> {
 }
 
 async function main(): Promise<void> {
-  const srv = await spawnServer();
+  const srv = await spawnServerRole("bench/vm/brpc_bench.ts", ["--serve"]);
   const addr = `${SERVER}:${srv.port}`;
   const brpc = await connectChannel(addr, { brpcRdma: { device: "rxe0" }, timeoutMs: 30_000 });
   if (brpc.transport !== "brpc-rdma") throw new Error("the brpc-rdma channel fell back to TCP");
@@ -161,14 +138,7 @@ if (args.includes("--serve")) {
     fabric: {
       fabrics: ["verbs"],
       providerOptions: { verbs: { addr: SERVER, port: 0, mode: "event" } },
-      region: {
-        slots: 64,
-        slotSize: 8192,
-        bulkSize: 1 << 20,
-        objectSlabs: 16,
-        objectSlabSize: 128 << 10,
-        stagingSize: 4 << 20,
-      },
+      region: VM_BENCH_REGION,
     },
     brpcRdma: { device: "rxe1" },
     logger: { warn: (m) => console.error(`bench server: ${m}`) },

@@ -8,7 +8,8 @@
  * and echoes each request. On the data path it checks, for every receive: at most one of its
  * blocks; credits (immediates) never more than it owes; the client never has more data sends
  * outstanding than its window min(client SQ, my RQ) − 3; standalone ACKs only past half the
- * window. It can withhold credits (`holdCredits`) so the client's window runs dry.
+ * window. It can withhold credits (`holdCredits`) so the client's window runs dry. The same
+ * session code also plays a brpc client (`client()`) against a verbus server.
  */
 import { IBV_ACCESS, IBV_WR } from "../../ffi/symbols/libibverbs.ts";
 import { VB_RECV_DESC, VB_SGE } from "../../ffi/layouts/helper.ts";
@@ -66,10 +67,16 @@ export async function startBrpcPeer(host: string, device: string, cfg: PeerConfi
   const listener = await tcp.listen({
     host,
     port: 0,
-    onConnection: (c) => void serveOne(c).catch((e) => logs.at(-1)?.violations.push(String(e))),
+    onConnection: (c) =>
+      void session(c, "server", []).catch((e) => logs.at(-1)?.violations.push(String(e))),
   });
 
-  async function serveOne(conn: TcpConn): Promise<void> {
+  /**
+   * One connection. Server role: read the hello, bring the QP up, answer, read the ACK, echo
+   * every request. Client role: send the hello, read the answer, bring up, ACK, send `requests`
+   * and wait for their answers (checked against them).
+   */
+  async function session(conn: TcpConn, role: "server" | "client", requests: Uint8Array[]) {
     const log: PeerLog = {
       hello: {},
       ack: "",
@@ -84,6 +91,29 @@ export async function startBrpcPeer(host: string, device: string, cfg: PeerConfi
     };
     logs.push(log);
     const r = new RawReader(conn);
+    // My resources first (the hello carries the QP number): a QP, one CQ, rq receive blocks.
+    const pd = ctx.allocPd();
+    const cq = ctx.createCq(256);
+    const qp = pd.createQp({
+      sendCq: cq,
+      recvCq: cq,
+      maxSendWr: cfg.sqSize,
+      maxRecvWr: cfg.rqSize,
+      maxSendSge: 1,
+    });
+    const mine = new Uint8Array(40);
+    const m = new DataView(mine.buffer);
+    mine.set([0x52, 0x44, 0x4d, 0x41]);
+    m.setUint16(4, 40);
+    m.setUint16(6, 2);
+    m.setUint16(8, 1);
+    m.setUint32(10, cfg.blockSize);
+    m.setUint16(14, cfg.sqSize);
+    m.setUint16(16, cfg.rqSize);
+    m.setUint16(18, 0);
+    mine.set(ctx.queryGid(1, gidIndex), 20);
+    m.setUint32(36, qp.qpNum);
+    if (role === "client") conn.write(mine);
     const h = await r.read(40);
     const d = new DataView(h.buffer);
     log.hello = {
@@ -98,25 +128,16 @@ export async function startBrpcPeer(host: string, device: string, cfg: PeerConfi
       gid: Array.from(h.subarray(20, 36)).join("."),
       qpNum: d.getUint32(36),
     };
-    const client = log.hello as {
+    const remote = log.hello as {
       blockSize: number;
       sqSize: number;
       rqSize: number;
       qpNum: number;
     };
-    // My resources: a QP, one CQ, rq receive blocks, send buffers of the client's block size.
-    const pd = ctx.allocPd();
-    const cq = ctx.createCq(256);
-    const qp = pd.createQp({
-      sendCq: cq,
-      recvCq: cq,
-      maxSendWr: cfg.sqSize,
-      maxRecvWr: cfg.rqSize,
-      maxSendSge: 1,
-    });
+    // Send buffers of the peer's block size.
     const recvBuf = new Uint8Array(cfg.rqSize * cfg.blockSize);
     const rmr = pd.registerBuffer(recvBuf, IBV_ACCESS.LOCAL_WRITE);
-    const sendBuf = new Uint8Array(cfg.sqSize * client.blockSize);
+    const sendBuf = new Uint8Array(cfg.sqSize * remote.blockSize);
     const smr = pd.registerBuffer(sendBuf, IBV_ACCESS.LOCAL_WRITE);
     const rdesc = new Uint8Array(VB_RECV_DESC.$size), rsge = new Uint8Array(VB_SGE.$size);
     const bad = new Uint32Array(1);
@@ -132,33 +153,23 @@ export async function startBrpcPeer(host: string, device: string, cfg: PeerConfi
     };
     const clientGid = Uint8Array.from(log.hello.gid.toString().split(".").map(Number));
     qp.bringUp(directQpSteps({
-      remote: { qpNum: client.qpNum, psn: 0, gid: clientGid, lid: 0 },
+      remote: { qpNum: remote.qpNum, psn: 0, gid: clientGid, lid: 0 },
       port: 1,
       sgidIndex: gidIndex,
       psn: 0,
       access: IBV_ACCESS.REMOTE_WRITE,
     }));
-    for (let b = 0; b < cfg.rqSize; b++) post(b); // before my hello: the client may send at once
-    const mine = new Uint8Array(40);
-    const m = new DataView(mine.buffer);
-    mine.set([0x52, 0x44, 0x4d, 0x41]);
-    m.setUint16(4, 40);
-    m.setUint16(6, 2);
-    m.setUint16(8, 1);
-    m.setUint32(10, cfg.blockSize);
-    m.setUint16(14, cfg.sqSize);
-    m.setUint16(16, cfg.rqSize);
-    m.setUint16(18, 0);
-    mine.set(ctx.queryGid(1, gidIndex), 20);
-    m.setUint32(36, qp.qpNum);
-    conn.write(mine);
-    const ack = await r.read(4);
-    log.ack = Array.from(ack, (x) => x.toString(16).padStart(2, "0")).join("");
+    for (let b = 0; b < cfg.rqSize; b++) post(b); // before my hello / ACK: the peer may send at once
+    if (role === "server") {
+      conn.write(mine);
+      const ack = await r.read(4);
+      log.ack = Array.from(ack, (x) => x.toString(16).padStart(2, "0")).join("");
+    } else conn.write(Uint8Array.of(0, 0, 0, 1));
     r.release();
 
     // The data path, by the description.
-    const clientWindow = Math.min(client.sqSize, cfg.rqSize) - 3; // the client's sends to me
-    const myWindow = Math.min(cfg.sqSize, client.rqSize) - 3; // my sends to the client
+    const clientWindow = Math.min(remote.sqSize, cfg.rqSize) - 3; // the client's sends to me
+    const myWindow = Math.min(cfg.sqSize, remote.rqSize) - 3; // my sends to the client
     const ackThreshold = Math.floor(clientWindow / 2); // my standalone ACKs: past half my RQ window
     log.ackAbove = Math.floor(myWindow / 2);
     let outstanding = 0; // client data sends received, credit not yet returned
@@ -170,7 +181,7 @@ export async function startBrpcPeer(host: string, device: string, cfg: PeerConfi
     const wc = new WcReader(32);
     const sendOne = (data: Uint8Array, imm: number) => {
       const slot = wrSeq % cfg.sqSize;
-      sendBuf.set(data, slot * client.blockSize);
+      sendBuf.set(data, slot * remote.blockSize);
       batch.reset();
       batch.add(
         2 | 4,
@@ -179,23 +190,43 @@ export async function startBrpcPeer(host: string, device: string, cfg: PeerConfi
         0,
         0,
         imm,
-        data.length ? [[smr.address + slot * client.blockSize, data.length, smr.lkey]] : [],
+        data.length ? [[smr.address + slot * remote.blockSize, data.length, smr.lkey]] : [],
       );
       const rc = batch.post(qp);
       if (rc !== 0) log.violations.push(`peer post_send: ${rc}`);
       inFlight++;
     };
+    const cut = (frame: Uint8Array) => {
+      for (let o = 0; o < frame.length; o += remote.blockSize) {
+        out.push(frame.subarray(o, o + remote.blockSize));
+      }
+    };
+    let done = false;
     const parser = new FrameParser((meta, payload, attachment) => {
       log.frames++;
+      if (role === "client") {
+        const want = requests[Number(meta.correlationId) - 1];
+        if (!want || want.length !== payload.length || want.some((x, k) => x !== payload[k])) {
+          log.violations.push(`answer ${meta.correlationId} differs from its request`);
+        }
+        if (log.frames === requests.length) done = true;
+        return;
+      }
       const frame = encodeFrame(
         { correlationId: meta.correlationId, attachmentSize: attachment.length },
         payload,
         attachment,
       );
-      for (let o = 0; o < frame.length; o += client.blockSize) {
-        out.push(frame.subarray(o, o + client.blockSize));
-      }
+      cut(frame);
     });
+    requests.forEach((req, i) =>
+      cut(
+        encodeFrame({
+          request: { serviceName: "t.Verbs", methodName: "Echo" },
+          correlationId: i + 1,
+        }, req),
+      )
+    );
     const flush = () => {
       while (out.length > 0 && myCredits > 0 && inFlight < cfg.sqSize - 3) {
         const give = cfg.holdCredits && outstanding < clientWindow ? 0 : outstanding;
@@ -209,7 +240,6 @@ export async function startBrpcPeer(host: string, device: string, cfg: PeerConfi
         sendOne(new Uint8Array(0), give);
       }
     };
-    let done = false;
     conn.onClose(() => void (done = true));
     conn.onData(() => log.violations.push("bytes on the TCP connection after the ACK"));
     while (!done) {
@@ -253,13 +283,20 @@ export async function startBrpcPeer(host: string, device: string, cfg: PeerConfi
       flush();
       if (n === 0) await new Promise((res) => setTimeout(res, 0));
     }
+    if (role === "client") conn.close();
     pd.close();
     cq.close();
+    return log;
   }
 
   return {
     port: listener.port,
     logs,
+    /** Plays a brpc client against the server at `host:port` (one connection). */
+    async client(host: string, port: number, requests: Uint8Array[]): Promise<PeerLog> {
+      const conn = await tcp.connect({ host, port });
+      return await session(conn, "client", requests);
+    },
     close() {
       listener.close();
       ctx.close();

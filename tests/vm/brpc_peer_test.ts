@@ -4,11 +4,12 @@
  * the block size limit (the peer announces 2048-byte blocks: every send of verbus stays within
  * one), the credit arithmetic (never more sends outstanding than min(SQ, peer RQ) − 3, and the
  * window runs dry and comes back when the peer withholds credits), standalone ACKs only past half
- * the window. Both runtimes.
+ * the window; and the same peer as a brpc client of a verbus server. Both runtimes.
  */
 import { connect } from "../../rpc/channel.ts";
 import { assert, assertEquals, test } from "../harness.ts";
-import { pattern, SERVER_ADDR } from "./fabric_verbs_util.ts";
+import { CLIENT_ADDR, pattern, SERVER_ADDR, TEST_SERVICES } from "./fabric_verbs_util.ts";
+import { serve } from "../../rpc/server.ts";
 import { startBrpcPeer } from "./brpc_peer.ts";
 
 test("brpc-rdma client vs a protocol-description peer: hello, ACK, block limit, credits", async () => {
@@ -61,6 +62,42 @@ test("brpc-rdma client vs a protocol-description peer: hello, ACK, block limit, 
     assert(log.creditsIn > 0, "the client returned credits for the peer's answers");
   } finally {
     await ch.close();
+    peer.close();
+  }
+});
+
+test("brpc-rdma server vs a protocol-description client: its hello, block limit, credits", async () => {
+  // The peer client on rxe0 announces 1024-byte blocks and 16-deep queues: the server's sends
+  // must stay within 1024 bytes and within min(128, 16) − 3 = 13 outstanding.
+  const peer = await startBrpcPeer(CLIENT_ADDR, "rxe0", {
+    blockSize: 1024,
+    sqSize: 16,
+    rqSize: 16,
+    holdCredits: true,
+  });
+  const lines: string[] = [];
+  const server = await serve({
+    port: 0,
+    host: SERVER_ADDR,
+    services: TEST_SERVICES,
+    brpcRdma: { device: "rxe1" },
+    logger: { warn: (m) => void lines.push(m) },
+  });
+  try {
+    const requests = Array.from({ length: 60 }, (_, i) => pattern(i % 3 === 0 ? 3000 : 40 + i, i));
+    const log = await peer.client(SERVER_ADDR, server.port, requests);
+    assertEquals(log.violations, [], lines.join("\n"));
+    assertEquals(log.frames, 60, "every answer, each equal to its request");
+    assertEquals(log.hello.magic, "RDMA");
+    assertEquals([log.hello.msgLen, log.hello.helloVer, log.hello.implVer], [40, 2, 1]);
+    assertEquals([log.hello.blockSize, log.hello.sqSize, log.hello.rqSize], [8160, 128, 128]);
+    assertEquals(log.hello.gid, "0.0.0.0.0.0.0.0.0.0.255.255.10.77.0.2", "rxe1's IPv4 GID");
+    assertEquals(log.maxRecvLen, 1024, "answers cut at the peer's 1024-byte block");
+    assertEquals(log.maxOutstanding, 13, "the server's window min(128, 16) − 3, reached");
+    assert(log.ackImms.every((imm) => imm > log.ackAbove), `ACKs ${log.ackImms} > ${log.ackAbove}`);
+    assertEquals(server.brpcRdma!.outcomes.ESTABLISHED, 1);
+  } finally {
+    await server.close();
     peer.close();
   }
 });
