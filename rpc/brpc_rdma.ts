@@ -92,11 +92,19 @@ export class BrpcRdmaAcceptor {
     readonly options: BrpcRdmaOptions,
     readonly sniffTimeoutMs: number,
     readonly logger: Logger,
+    /** Connections in their handshake at once; more are closed at once (logged once). */
+    readonly maxPending = 16_384,
   ) {}
 
   /** Runs the handshake on `conn`; `next` gets the connection to serve, unless it FAILED. */
   accept(conn: TcpConn, next: (c: TcpConn) => void): void {
-    if (this.#closed) {
+    if (this.#closed || this.#pending.size >= this.maxPending) {
+      if (!this.#closed) {
+        logOnce(
+          this.logger,
+          `brpc-rdma: refusing a connection: ${this.maxPending} in their handshake`,
+        );
+      }
       conn.close();
       return;
     }

@@ -194,7 +194,12 @@ export class Server implements ConnectionHost {
     };
     this.#maxConnections = options.maxConnections;
     this.brpcRdma = options.brpcRdma
-      ? new BrpcRdmaAcceptor(options.brpcRdma, options.idleTimeoutMs, this.logger)
+      ? new BrpcRdmaAcceptor(
+        options.brpcRdma,
+        options.idleTimeoutMs,
+        this.logger,
+        options.maxConnections,
+      )
       : null;
     const shortest = Math.min(
       options.headerTimeoutMs || Infinity,

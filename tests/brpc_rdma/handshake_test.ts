@@ -236,3 +236,28 @@ test("brpc-rdma client: hostile server hellos end FALLBACK_TCP or FAILED with th
   }
   assert(f.made.every((q) => q.closed), "every QP of a failed handshake is released");
 });
+
+test("brpc-rdma server: connections still in their handshake are bounded by maxConnections", async () => {
+  const lines: string[] = [];
+  const server = await serve({
+    port: 0,
+    services,
+    brpcRdma: OPTS,
+    maxConnections: 2,
+    logger: { warn: (m) => void lines.push(m) },
+  });
+  try {
+    const quiet = [];
+    for (let i = 0; i < 2; i++) {
+      quiet.push(await tcp.connect({ host: "127.0.0.1", port: server.port }));
+    }
+    await new Promise((r) => setTimeout(r, 30));
+    const third = await tcp.connect({ host: "127.0.0.1", port: server.port });
+    assert(await closedWithin(third, 2000), "the third silent connection is closed");
+    assert(!quiet[0].closed && !quiet[1].closed, "the first two wait for their first bytes");
+    assert(lines.some((l) => l.includes("2 in their handshake")), lines.join("\n"));
+    for (const q of quiet) q.close();
+  } finally {
+    await server.close();
+  }
+});

@@ -124,6 +124,8 @@ class VerbsBrpcQp implements BrpcQp {
   readonly sqSize: number;
   readonly rqSize: number;
   readonly blockSize: number;
+  /** The device port (brpc `-rdma_port`). */
+  readonly port: number;
   readonly #v: VerbsLib;
   readonly #pd: ProtectionDomain;
   readonly #channel: CompletionChannel;
@@ -185,8 +187,6 @@ class VerbsBrpcQp implements BrpcQp {
     this.#rsv = new DataView(this.#rsge.buffer);
     this.port = o.port;
   }
-
-  readonly port: number;
 
   bringUp(remote: BrpcHello, slots: number, slotSize: number): void {
     this.#slotSize = slotSize;
