@@ -184,3 +184,25 @@ test("brpc-rdma: without an RDMA device both sides stay on TCP, the reason logge
     await server.close();
   }
 });
+
+test("brpc-rdma: the last send of every burst is SOLICITED (brpc waits for solicited events)", () =>
+  withFake(async (made) => {
+    const server = await serve({ port: 0, services, brpcRdma: {}, logger: logger() });
+    const ch = await connect(`127.0.0.1:${server.port}`, { brpcRdma: {} });
+    try {
+      for (let i = 0; i < 5; i++) {
+        const before = made[0].wire.length;
+        await ch.call("t.B", "Echo", bytes(i === 4 ? 30_000 : 50, i));
+        const burst = made[0].wire.slice(before).filter((w) => w.len > 0);
+        assert(
+          burst.length >= 1 && (burst.at(-1)!.flags & 4) !== 0,
+          `call ${i}: last send solicited`,
+        );
+        const answer = made[1].wire.filter((w) => w.len > 0).at(-1)!;
+        assert((answer.flags & 4) !== 0, `answer ${i}: solicited`);
+      }
+    } finally {
+      await ch.close();
+      await server.close();
+    }
+  }));

@@ -215,7 +215,7 @@ export class BrpcRdmaConn extends ConnBase implements BrpcCompletionSink {
         ? slab.subarray(this.runStart, this.runStart + this.pendingWriteBytes)
         : this.takeQueued();
       let off = 0;
-      while (off < src.length && w.canSend) off += this.#sendPiece(src, off);
+      while (off < src.length && w.canSend) off += this.#sendPiece(src, off, slab !== null);
       if (slab !== null) this.wroteRun(off);
       else {
         if (off < src.length) this.requeueFront(src.subarray(off));
@@ -225,8 +225,12 @@ export class BrpcRdmaConn extends ConnBase implements BrpcCompletionSink {
     if (this.#staged > 0) this.#post();
   }
 
-  /** Copies one slot's worth of `src` from `off` and stages its send; returns the bytes taken. */
-  #sendPiece(src: Uint8Array, off: number): number {
+  /**
+   * Copies one slot's worth of `src` from `off` and stages its send; returns the bytes taken.
+   * `whole`: `src` is everything queued (else more may follow it in the queue). The last send of
+   * a burst is SOLICITED: brpc arms its receive CQ for solicited completions only.
+   */
+  #sendPiece(src: Uint8Array, off: number, whole: boolean): number {
     const w = this.window;
     const k = Math.min(this.slotSize, src.length - off);
     const slot = this.#sqCurrent;
@@ -234,7 +238,7 @@ export class BrpcRdmaConn extends ConnBase implements BrpcCompletionSink {
     if (++this.#sqCurrent === this.#slots) this.#sqCurrent = 0;
     const edge = w.remoteRq === 1 || w.sqWindow === 1;
     const imm = w.takeSend();
-    const last = off + k === src.length && !this.hasQueued;
+    const last = off + k === src.length && (whole || !this.hasQueued);
     let flags = edge || last || this.#staged + 1 === POST_BATCH ? SEND_SOLICITED : 0;
     if (w.signalCount > 0) flags |= SEND_SIGNALED;
     this.#qp.stageSend(slot, k, imm, flags, w.signalCount);
