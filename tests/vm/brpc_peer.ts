@@ -28,6 +28,17 @@ export interface PeerConfig {
   rqSize: number;
   /** Return no credit until the client's window is used up (then all at once). */
   holdCredits: boolean;
+  /**
+   * Wait as brpc does: sleep on a completion channel armed for SOLICITED completions only. A
+   * receive found after a wait that timed out is a violation (the sender did not solicit it).
+   */
+  solicitedEvents?: boolean;
+  /**
+   * First connection only: on this request, move my QP to ERR and close the TCP connection (a
+   * dying brpc process), never answering. (With the TCP connection left open, rxe retries the
+   * client's next send forever instead of failing it after retry_cnt: measured, not used here.)
+   */
+  errorAfterFrames?: number;
 }
 
 /** What the peer saw (the test asserts on it). */
@@ -93,7 +104,8 @@ export async function startBrpcPeer(host: string, device: string, cfg: PeerConfi
     const r = new RawReader(conn);
     // My resources first (the hello carries the QP number): a QP, one CQ, rq receive blocks.
     const pd = ctx.allocPd();
-    const cq = ctx.createCq(256);
+    const channel = cfg.solicitedEvents ? ctx.createCompChannel() : null;
+    const cq = ctx.createCq(256, channel);
     const qp = pd.createQp({
       sendCq: cq,
       recvCq: cq,
@@ -196,6 +208,7 @@ export async function startBrpcPeer(host: string, device: string, cfg: PeerConfi
       if (rc !== 0) log.violations.push(`peer post_send: ${rc}`);
       inFlight++;
     };
+    let broken = false;
     const cut = (frame: Uint8Array) => {
       for (let o = 0; o < frame.length; o += remote.blockSize) {
         out.push(frame.subarray(o, o + remote.blockSize));
@@ -204,6 +217,13 @@ export async function startBrpcPeer(host: string, device: string, cfg: PeerConfi
     let done = false;
     const parser = new FrameParser((meta, payload, attachment) => {
       log.frames++;
+      if (role === "server" && logs.length === 1 && log.frames === cfg.errorAfterFrames) {
+        broken = true;
+        qp.toError(); // this request is never answered; the QP is dead…
+        conn.close(); // …and the TCP connection goes with it, as when a brpc process dies
+        return;
+      }
+      if (broken) return;
       if (role === "client") {
         const want = requests[Number(meta.correlationId) - 1];
         if (!want || want.length !== payload.length || want.some((x, k) => x !== payload[k])) {
@@ -242,11 +262,13 @@ export async function startBrpcPeer(host: string, device: string, cfg: PeerConfi
     };
     conn.onClose(() => void (done = true));
     conn.onData(() => log.violations.push("bytes on the TCP connection after the ACK"));
-    while (!done) {
-      const n = wc.poll(cq);
+    /** Handles the `n` completions just polled; returns how many were receives. */
+    const handle = (n: number): number => {
+      let recvs = 0;
       for (let i = 0; i < n; i++) {
         const id = wc.wrId(i);
         if (wc.status(i) !== 0) {
+          if (broken) continue; // my QP is in ERR on purpose: flushed work; TCP stays open
           log.violations.push(`completion status ${wc.status(i)} (wr ${id})`);
           done = true;
           break;
@@ -255,6 +277,7 @@ export async function startBrpcPeer(host: string, device: string, cfg: PeerConfi
           inFlight--;
           continue;
         }
+        recvs++;
         const len = wc.byteLen(i), imm = wc.imm(i);
         if (imm > 0) {
           log.creditsIn += imm;
@@ -280,12 +303,36 @@ export async function startBrpcPeer(host: string, device: string, cfg: PeerConfi
         }
         post(block);
       }
+      return recvs;
+    };
+    while (!done) {
+      const n = wc.poll(cq);
+      handle(n);
       flush();
-      if (n === 0) await new Promise((res) => setTimeout(res, 0));
+      if (n > 0 || done) continue;
+      if (channel === null) {
+        await new Promise((res) => setTimeout(res, 0));
+        continue;
+      }
+      // As brpc: arm for solicited completions, look once more (what completed before the arm
+      // raises no event), then sleep. A receive found only after the sleep timed out was never
+      // solicited: a sender that does not set SOLICITED would stall a brpc receiver.
+      cq.reqNotify(true);
+      const m = wc.poll(cq);
+      if (m > 0) {
+        handle(m);
+        flush();
+        continue;
+      }
+      if (await channel.waitEvent(1500)) continue;
+      const late = wc.poll(cq);
+      if (handle(late) > 0) log.violations.push("receives completed without a solicited event");
+      flush();
     }
     if (role === "client") conn.close();
     pd.close();
     cq.close();
+    channel?.close();
     return log;
   }
 

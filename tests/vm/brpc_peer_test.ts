@@ -4,8 +4,10 @@
  * the block size limit (the peer announces 2048-byte blocks: every send of verbus stays within
  * one), the credit arithmetic (never more sends outstanding than min(SQ, peer RQ) − 3, and the
  * window runs dry and comes back when the peer withholds credits), standalone ACKs only past half
- * the window; and the same peer as a brpc client of a verbus server. Both runtimes.
+ * the window, every burst ending in a SOLICITED send (the peer sleeps as brpc does, woken by
+ * solicited completions only); and the same peer as a brpc client of a verbus server. Both runtimes.
  */
+import { ConnectionClosedError } from "../../errors.ts";
 import { connect } from "../../rpc/channel.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 import { CLIENT_ADDR, pattern, SERVER_ADDR, TEST_SERVICES } from "./fabric_verbs_util.ts";
@@ -18,6 +20,7 @@ test("brpc-rdma client vs a protocol-description peer: hello, ACK, block limit, 
     sqSize: 32,
     rqSize: 32,
     holdCredits: true,
+    solicitedEvents: true,
   });
   const lines: string[] = [];
   const ch = await connect(`${SERVER_ADDR}:${peer.port}`, {
@@ -40,6 +43,12 @@ test("brpc-rdma client vs a protocol-description peer: hello, ACK, block limit, 
       return ch.call("t.P", "Echo", req).then((r) => assertEquals(r.response, req, `call ${i}`));
     });
     await Promise.all(calls);
+    // Lone small calls: each one send, neither at a window edge nor a batch end — it must still
+    // be SOLICITED, or the peer (sleeping as brpc does) never wakes for it.
+    for (let i = 0; i < 4; i++) {
+      const r = await ch.call("t.P", "Echo", pattern(50, i));
+      assertEquals(r.response, pattern(50, i));
+    }
     const big = pattern(200_000, 5);
     assertEquals((await ch.call("t.P", "Echo", big)).response, big);
     const log = peer.logs[0];
@@ -54,7 +63,7 @@ test("brpc-rdma client vs a protocol-description peer: hello, ACK, block limit, 
     const qpn = log.hello.qpNum as number;
     assert(qpn > 0 && qpn < 1 << 24, `qp_num ${qpn}`);
     assertEquals(log.ack, "00000001");
-    assertEquals(log.frames, 101);
+    assertEquals(log.frames, 105);
     assertEquals(log.maxRecvLen, 2048, "big messages are cut at the peer's block");
     // min(client SQ 128, peer RQ 32) − 3 = 29: reached (credits ran out), never passed.
     assertEquals(log.maxOutstanding, 29);
@@ -98,6 +107,34 @@ test("brpc-rdma server vs a protocol-description client: its hello, block limit,
     assertEquals(server.brpcRdma!.outcomes.ESTABLISHED, 1);
   } finally {
     await server.close();
+    peer.close();
+  }
+});
+
+test("brpc-rdma client: the peer dies (QP to ERR, TCP closed) — the call fails, the next reconnects", async () => {
+  const peer = await startBrpcPeer(SERVER_ADDR, "rxe1", {
+    blockSize: 8192,
+    sqSize: 64,
+    rqSize: 64,
+    holdCredits: false,
+    errorAfterFrames: 3,
+  });
+  const ch = await connect(`${SERVER_ADDR}:${peer.port}`, {
+    brpcRdma: { device: "rxe0" },
+    timeoutMs: 20_000,
+    logger: { warn() {} },
+  });
+  try {
+    for (let i = 0; i < 2; i++) await ch.call("t.P", "Echo", pattern(100, i));
+    const lost = await ch.call("t.P", "Echo", pattern(100, 2)).then(() => null, (e) => e);
+    assert(lost instanceof ConnectionClosedError, `the call in flight fails like a reset: ${lost}`);
+    const again = await ch.call("t.P", "Echo", pattern(5000, 3));
+    assertEquals(again.response, pattern(5000, 3), "the next call reconnected");
+    assertEquals(ch.transport, "brpc-rdma");
+    assertEquals(peer.logs.length, 2);
+    assertEquals(peer.logs[1].violations, []);
+  } finally {
+    await ch.close();
     peer.close();
   }
 });

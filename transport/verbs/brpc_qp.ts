@@ -44,6 +44,14 @@ const POLL_MAX = 32;
 const BRPC_QP = { pathMtu: 3, timeout: 14, retryCnt: 7, rnrRetry: 0, minRnrTimer: 0, hopLimit: 16 };
 
 const contexts = new Map<string, Context>();
+const TWO32 = 0x1_0000_0000;
+
+/** Writes a u64 (< 2^53, as a number: no BigInt on the data path) little-endian. */
+function setU64(d: DataView, off: number, v: number): void {
+  const hi = Math.floor(v / TWO32);
+  d.setUint32(off, v - hi * TWO32, true);
+  d.setUint32(off + 4, hi, true);
+}
 
 /** The IPv4-mapped GID of `ip` ("::ffff:a.b.c.d"), or null when `ip` is not IPv4. */
 function ipv4Gid(ip: string): Uint8Array | null {
@@ -251,10 +259,10 @@ class VerbsBrpcQp implements BrpcQp {
     const i = this.#reposts++;
     const d = this.#rdv, s = this.#rsv, mr = this.#recvMr;
     const od = i * VB_RECV_DESC.$size, os = i * VB_SGE.$size;
-    d.setBigUint64(od + VB_RECV_DESC.wr_id, BigInt(RECV_WR_BASE + block), true);
+    setU64(d, od + VB_RECV_DESC.wr_id, RECV_WR_BASE + block);
     d.setUint32(od + VB_RECV_DESC.sge_index, i, true);
     d.setUint32(od + VB_RECV_DESC.num_sge, 1, true);
-    s.setBigUint64(os + VB_SGE.addr, mr.addr + BigInt(block * this.blockSize), true);
+    setU64(s, os + VB_SGE.addr, mr.address + block * this.blockSize);
     s.setUint32(os + VB_SGE.length, this.blockSize, true);
     s.setUint32(os + VB_SGE.lkey, mr.lkey, true);
     if (this.#reposts * VB_RECV_DESC.$size === this.#rdesc.length) this.#flushReposts(true);
