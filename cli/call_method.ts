@@ -85,7 +85,7 @@ export async function runBrpcRdma(o: CallArgs, emit: (r: OpReport) => void): Pro
   try {
     ch = await connectChannel({ host: o.host, port: o.port }, {
       timeoutMs: o["timeout-ms"],
-      brpcRdma: {},
+      brpcRdma: o["rdma-device"] ? { device: o["rdma-device"] } : {},
       logger,
     });
   } catch (e) {

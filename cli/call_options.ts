@@ -26,6 +26,7 @@ ops (any number; run in this order):
 options:
   --brpc-rdma                brpc's RDMA protocol (a brpc server with -use_rdma=true, or
                              verbus serve --brpc-rdma); only --method and --brpc-echo
+  --rdma-device D            the RDMA device of --brpc-rdma (brpc's -rdma_device)
   --fabric auto|${FABRICS.join("|")}|tcp   data plane (default auto: the best both hosts share)
   --urma sim|PATH            liburma to use ("sim" = verbus's simulator; never used otherwise)
   --source-addr A            bind the RDMA connection to local address A
@@ -72,6 +73,7 @@ const schema = z.object({
   "body-hex": z.string().regex(/^([0-9a-fA-F]{2})*$/, "expected hex bytes").optional(),
   "attachment-bytes": num.min(0).max(64 << 20).optional(),
   "brpc-rdma": z.boolean().optional(),
+  "rdma-device": z.string().min(1).optional(),
   lifecycle: num.min(1).max(100_000).optional(),
   "lifecycle-stale": z.boolean().optional(),
   "lifecycle-repeat-reclaim": z.boolean().optional(),

@@ -14,13 +14,16 @@ import { simulatorPath } from "./doctor.ts";
 
 const HELP = `usage: verbus serve --port P [--host H] [--image-dir D] [--fabric LIST|none]
                     [--urma sim|PATH] [--rdma-addr A] [--rdma-port N] [--rdma-mode poll|event]
-                    [--object-ttl-ms N] [--batch-budget N] [--brpc-rdma] [--json]
+                    [--object-ttl-ms N] [--batch-budget N] [--brpc-rdma [--rdma-device D]]
+                    [--json]
 
   --fabric LIST   fabrics to offer, best first, from ${FABRICS.join(", ")} (default: shm,verbs; urma
                   is offered only with --urma, which names liburma: "sim" = verbus's simulator)
 
   --brpc-rdma     also speak brpc's RDMA protocol: a brpc client with -use_rdma=true (or verbus
                   call --brpc-rdma) is served over a queue pair; others stay on TCP
+  --rdma-device D the RDMA device of --brpc-rdma (brpc's -rdma_device; default: the one that
+                  holds the listening address)
 
 Serves verbus.Demo (PING, ECHO, KV_PUT, KV_GET, MGET, PROFILE, LARGE_GET, BIGPUT, IMAGE_PUT),
 example.EchoService/Echo (brpc's echo) and test.PerfTestService/Test (brpc's rdma_performance)
@@ -42,6 +45,7 @@ const schema = z.object({
   "object-ttl-ms": z.coerce.number().int().min(1).default(30_000),
   "batch-budget": z.coerce.number().int().min(1).max(4096).default(16),
   "brpc-rdma": z.boolean().default(false),
+  "rdma-device": z.string().min(1).optional(),
   json: z.boolean().default(false),
 }).strict();
 
@@ -91,7 +95,7 @@ export async function main(args: string[]): Promise<number> {
         ...(urmaLib ? { urma: { library: urmaLib } } : {}),
       },
     },
-    brpcRdma: o["brpc-rdma"] ? {} : false,
+    brpcRdma: o["brpc-rdma"] ? (o["rdma-device"] ? { device: o["rdma-device"] } : {}) : false,
     logger: { warn: (m) => console.error(`verbus serve: ${m}`), info: () => {} },
   });
   const offered =

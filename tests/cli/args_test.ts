@@ -17,6 +17,7 @@ const CALL_SAMPLES: Record<string, string | [string, string] | null> = {
   "body-hex": "0801",
   "attachment-bytes": "10",
   "brpc-rdma": null,
+  "rdma-device": "rxe0",
   echo: "a=b",
   put: ["k", "v=w"],
   get: "k",
@@ -61,6 +62,7 @@ const SERVE_SAMPLES: Record<string, string | null> = {
   "object-ttl-ms": "1500",
   "batch-budget": "32",
   "brpc-rdma": null,
+  "rdma-device": "rxe1",
   json: null,
 };
 
