@@ -6,7 +6,7 @@
  *
  * Client: FALLBACK_TCP (no RDMA here, the server answered zeroed versions, bring-up failed) keeps
  * the same connection on TCP; a server not in RDMA mode (it closed on the hello, or answered with
- * something else) is dialled again over plain TCP; both are logged once per cause. Any other
+ * something else) is dialled again over plain TCP; both are logged once per cause (per logger). Any other
  * FAILED ending rejects the connect with `ConnectFailedError`.
  * Server: a connection whose first four bytes are not "RDMA" is a plain baidu_std peer (as brpc
  * serves TCP clients on an RDMA server); each other ending is logged once per cause.
@@ -35,14 +35,17 @@ export type { BrpcRdmaOptions };
 
 const defaultLogger: Logger = { warn: (m) => console.warn(`verbus: ${m}`) };
 
-/** Causes already logged (bounded): each handshake ending is said once per process. */
-const said = new Set<string>();
+/** Causes already logged, per logger (bounded): each handshake ending is said once. */
+const said = new WeakMap<Logger, Set<string>>();
 function logOnce(logger: Logger | undefined, line: string): void {
+  const l = logger ?? defaultLogger;
   const cause = line.replace(/\d+\.\d+\.\d+\.\d+:\d+/g, "").replace(/\d+/g, "N");
-  if (said.has(cause)) return;
-  if (said.size >= 256) said.clear();
-  said.add(cause);
-  (logger ?? defaultLogger).warn(line);
+  let seen = said.get(l);
+  if (seen === undefined) said.set(l, seen = new Set());
+  if (seen.has(cause)) return;
+  if (seen.size >= 256) seen.clear();
+  seen.add(cause);
+  l.warn(line);
 }
 
 /** "brpc-rdma" when `conn` is an established brpc RDMA connection, else "tcp". */
