@@ -9,7 +9,7 @@ APT_PKGS := rdma-core ibverbs-providers libibverbs-dev librdmacm-dev ibverbs-uti
 RESULTS := build/test-results
 export NO_COLOR := 1
 
-.PHONY: all setup deps helper demo example test test-quick test-vm check binary bench bench-ffi bench-connect bench-e2e bench-vm bench-profile bench-scale bench-scale-vm soak bench-agent bench-cli bench-cli-vm clean
+.PHONY: all setup deps helper demo example test test-quick test-vm check binary bench bench-ffi bench-connect bench-e2e bench-vm bench-profile bench-scale bench-scale-vm bench-brpc-vm soak bench-agent bench-cli bench-cli-vm clean
 
 all: setup
 
@@ -108,6 +108,11 @@ bench-agent: setup
 # bench/results/vm.{md,json}. VERBS_BENCH_BEFORE=/path/to/checkout adds that tree's figures.
 bench-vm: setup
 	SR_SHARE=$(CURDIR) $(SOFTROCE)/run-in-vm.sh 'VERBS_BENCH_BEFORE=$(VERBS_BENCH_BEFORE) bash bench/vm/verbs_bench.sh both'
+
+# Inside the Soft-RoCE VM: brpc's RDMA mode vs the verbs fabric vs TCP, both runtimes
+# (bench/results/brpc-rdma-vm-<runtime>.{md,json}).
+bench-brpc-vm: setup
+	SR_SHARE=$(CURDIR) $(SOFTROCE)/run-in-vm.sh 'bash bench/vm/brpc_bench.sh'
 
 # Inside the Soft-RoCE VM: N idle verbs sessions (10, 100, 500) and one active, both runtimes
 # (bench/results/scale-vm-<runtime>.{md,json}).

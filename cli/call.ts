@@ -16,9 +16,10 @@ import {
 } from "../mod.ts";
 import { EXIT_FAILED, usageError } from "./options.ts";
 import { paint, reportError, wantsJson } from "./style.ts";
-import { CALL_HELP, type CallArgs, parseCallArgs } from "./call_options.ts";
+import { CALL_HELP, type CallArgs, parseCallArgs, VERBUS_ONLY } from "./call_options.ts";
 import { simulatorPath } from "./doctor.ts";
 import { runBench, runLifecycle } from "./call_ops.ts";
+import { runBrpcRdma, runMethod } from "./call_method.ts";
 
 /** One line of output. */
 export interface OpReport {
@@ -128,28 +129,33 @@ async function startBarrier(): Promise<void> {
   });
 }
 
-/** Output of the ops: each report kept and printed (one JSON line, or a line for a person). */
+/** Prints one report: a line a person reads, or one JSON object (`json`). */
+export function printReport(r: OpReport, json: boolean): void {
+  if (json) {
+    console.log(
+      JSON.stringify(
+        r,
+        (_k, x) =>
+          typeof x === "bigint" ? x.toString() : x instanceof Uint8Array ? dec.decode(x) : x,
+      ),
+    );
+  } else {
+    console.log(
+      `${r.ok ? paint("stdout", "green", "ok  ") : paint("stdout", "red", "FAIL")} ${
+        r.op.padEnd(10)
+      } path=${String(r.path).padEnd(12)} fabric=${r.fabric.padEnd(5)} ${
+        String(r.latency_us).padStart(9)
+      } µs  ${r.ok ? show(r.result) : r.error}`,
+    );
+  }
+}
+
+/** Output of the ops: each report kept and printed ({@link printReport}). */
 function reporter(json: boolean): { reports: OpReport[]; emit: (r: OpReport) => void } {
   const reports: OpReport[] = [];
   const emit = (r: OpReport) => {
     reports.push(r);
-    if (json) {
-      console.log(
-        JSON.stringify(
-          r,
-          (_k, x) =>
-            typeof x === "bigint" ? x.toString() : x instanceof Uint8Array ? dec.decode(x) : x,
-        ),
-      );
-    } else {
-      console.log(
-        `${r.ok ? paint("stdout", "green", "ok  ") : paint("stdout", "red", "FAIL")} ${
-          r.op.padEnd(10)
-        } path=${String(r.path).padEnd(12)} fabric=${r.fabric.padEnd(5)} ${
-          String(r.latency_us).padStart(9)
-        } µs  ${r.ok ? show(r.result) : r.error}`,
-      );
-    }
+    printReport(r, json);
   };
   return { reports, emit };
 }
@@ -275,6 +281,14 @@ export async function main(args: string[]): Promise<number> {
   } catch (e) {
     return usageError("call", e, CALL_HELP, wantsJson(args));
   }
+  if (o["brpc-rdma"]) {
+    const other = VERBUS_ONLY.filter((k) => o[k] !== undefined);
+    if (other.length > 0) {
+      const why = `--brpc-rdma runs only --method and --brpc-echo, not --${other.join(", --")}`;
+      return usageError("call", new Error(why), CALL_HELP, o.json);
+    }
+    return await runBrpcRdma(o, (r) => printReport(r, o.json));
+  }
   const force = o["force-path"] ? PATH[o["force-path"]] : undefined;
   const options: ClientOptions = {
     timeoutMs: o["timeout-ms"],
@@ -322,6 +336,15 @@ export async function main(args: string[]): Promise<number> {
   const { reports, emit } = reporter(o.json);
   try {
     await demoOps(client, o, force, emit);
+    if (o.method !== undefined) {
+      emit(
+        await runMethod(
+          (s, m, body, attachment) =>
+            client.call(s, m, body, { attachment, forcePath: force, timeoutMs: t }),
+          o,
+        ),
+      );
+    }
     for (
       const kind of [
         "lifecycle",

@@ -15,6 +15,9 @@ ops (any number; run in this order):
   --ping                     --echo MSG                 --put K V          --get K
   --mget K1,K2,...           --profile ID               --large-get KEY    --bigput KEY BYTES
   --image-put KEY FILE [--image-chunk-size N]           --brpc-echo MSG
+  --method SERVICE/METHOD --body-hex HEX [--attachment-bytes N]
+                             any baidu_std method; prints the response in hex and the size
+                             of its attachment (e.g. test.PerfTestService/Test --body-hex 0801)
   --lifecycle N              N LAZY objects allocated, read and reclaimed
   --lifecycle-stale          a RECLAIM with a stale generation (harmless, counted)
   --lifecycle-repeat-reclaim the same RECLAIM twice (harmless, counted)
@@ -26,6 +29,9 @@ ops (any number; run in this order):
 options:
   --agent NAME               call through "verbus agent --listen NAME" (no --port; the agent's
                              connection and fabric; not with --lifecycle*, --async-bench, --stats)
+  --brpc-rdma                brpc's RDMA protocol (a brpc server with -use_rdma=true, or
+                             verbus serve --brpc-rdma); only --method and --brpc-echo
+  --rdma-device D            the RDMA device of --brpc-rdma (brpc's -rdma_device)
   --fabric auto|${FABRICS.join("|")}|tcp   data plane (default auto: the best both hosts share)
   --urma sim|PATH            liburma to use ("sim" = verbus's simulator; never used otherwise)
   --source-addr A            bind the RDMA connection to local address A
@@ -38,6 +44,22 @@ options:
 Every option is also accepted as --name=value.`;
 
 const num = z.coerce.number().int();
+/** The options that need a verbus server (and its Client): not with --brpc-rdma. */
+export const VERBUS_ONLY = [
+  "ping",
+  "echo",
+  "put",
+  "get",
+  "mget",
+  "profile",
+  "large-get",
+  "bigput",
+  "image-put",
+  "lifecycle",
+  "async-bench",
+  "stats",
+  "force-path",
+] as const;
 const schema = z.object({
   host: z.string().min(1).default("127.0.0.1"),
   port: num.min(1).max(65535).optional(),
@@ -53,6 +75,11 @@ const schema = z.object({
   "image-put": z.array(z.string()).optional(),
   "image-chunk-size": num.min(1).max(24 * 1024).optional(),
   "brpc-echo": z.string().optional(),
+  method: z.string().min(1).optional(),
+  "body-hex": z.string().regex(/^([0-9a-fA-F]{2})*$/, "expected hex bytes").optional(),
+  "attachment-bytes": num.min(0).max(64 << 20).optional(),
+  "brpc-rdma": z.boolean().optional(),
+  "rdma-device": z.string().min(1).optional(),
   lifecycle: num.min(1).max(100_000).optional(),
   "lifecycle-stale": z.boolean().optional(),
   "lifecycle-repeat-reclaim": z.boolean().optional(),
@@ -90,6 +117,10 @@ const schema = z.object({
   .refine((o) => !o["image-put"] || o["image-put"].length === 2, {
     message: "--image-put takes KEY FILE",
     path: ["image-put"],
+  })
+  .refine((o) => o.method !== undefined || (o["body-hex"] ?? o["attachment-bytes"]) === undefined, {
+    message: "--body-hex and --attachment-bytes go with --method",
+    path: ["method"],
   });
 /** The validated options of `verbus call`. */
 export type CallArgs = z.output<typeof schema>;
@@ -97,6 +128,7 @@ export type CallArgs = z.output<typeof schema>;
 const FLAGS = [
   "ping",
   "async-sync",
+  "brpc-rdma",
   "stats",
   "json",
   "simulate-fabric-down",

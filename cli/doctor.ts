@@ -96,6 +96,13 @@ function formatDoctor(c: HostCapabilities): string {
       c.shm.usable ? "usable (POSIX shm + mmap + Atomics)" : `not usable: ${c.shm.reason}`
     }`,
   );
+  out.push(
+    `brpc-rdma    ${
+      c.brpcRdma.usable
+        ? `usable on ${c.brpcRdma.where} (serve/call --brpc-rdma)`
+        : `not usable: ${c.brpcRdma.reason} (--brpc-rdma stays on TCP)`
+    }`,
+  );
   out.push(`fabrics      ${c.fabrics.join(" > ")}  (best first)`);
   return out.join("\n");
 }

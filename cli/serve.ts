@@ -15,16 +15,23 @@ import { simulatorPath } from "./doctor.ts";
 
 const HELP = `usage: verbus serve --port P [--host H] [--image-dir D] [--fabric LIST|none]
                     [--urma sim|PATH] [--rdma-addr A] [--rdma-port N] [--rdma-mode poll|event]
-                    [--object-ttl-ms N] [--batch-budget N] [--kv-max-bytes N] [--json]
+                    [--object-ttl-ms N] [--batch-budget N] [--kv-max-bytes N]
+                    [--brpc-rdma [--rdma-device D]] [--json]
 
   --fabric LIST   fabrics to offer, best first, from ${FABRICS.join(", ")} (default: shm,verbs; urma
                   is offered only with --urma, which names liburma: "sim" = verbus's simulator)
   --kv-max-bytes N  most bytes the demo KV store holds (keys, value buffers, free buffers kept
                   for reuse; default 1 GiB); a put past it is refused with ELIMIT
 
-Serves verbus.Demo (PING, ECHO, KV_PUT, KV_GET, MGET, PROFILE, LARGE_GET, BIGPUT, IMAGE_PUT)
-and example.EchoService/Echo (brpc's echo) over TCP (baidu_std), and offers the shared-memory
-fabric to clients on this host. Stops gracefully on SIGINT / SIGTERM.`;
+  --brpc-rdma     also speak brpc's RDMA protocol: a brpc client with -use_rdma=true (or verbus
+                  call --brpc-rdma) is served over a queue pair; others stay on TCP
+  --rdma-device D the RDMA device of --brpc-rdma (brpc's -rdma_device; default: the one that
+                  holds the listening address)
+
+Serves verbus.Demo (PING, ECHO, KV_PUT, KV_GET, MGET, PROFILE, LARGE_GET, BIGPUT, IMAGE_PUT),
+example.EchoService/Echo (brpc's echo) and test.PerfTestService/Test (brpc's rdma_performance)
+over TCP (baidu_std), and offers the shared-memory fabric to clients on this host. Stops
+gracefully on SIGINT / SIGTERM.`;
 
 const schema = z.object({
   port: z.coerce.number().int().min(0).max(65535),
@@ -41,6 +48,8 @@ const schema = z.object({
   "object-ttl-ms": z.coerce.number().int().min(1).default(30_000),
   "batch-budget": z.coerce.number().int().min(1).max(4096).default(16),
   "kv-max-bytes": z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
+  "brpc-rdma": z.boolean().default(false),
+  "rdma-device": z.string().min(1).optional(),
   json: z.boolean().default(false),
 }).strict();
 
@@ -52,8 +61,8 @@ export const SERVE_OPTIONS: readonly string[] = Object.keys(schema.shape);
 /** Parses `verbus serve`'s argv (`--name value` or `--name=value`); throws naming the bad option. */
 export function parseServeArgs(args: string[]): ServeArgs {
   const values = splitArgs(args, {
-    flags: ["json"],
-    values: SERVE_OPTIONS.filter((k) => k !== "json"),
+    flags: ["json", "brpc-rdma"],
+    values: SERVE_OPTIONS.filter((k) => k !== "json" && k !== "brpc-rdma"),
   });
   return parseCommandLine(schema, values);
 }
@@ -93,12 +102,14 @@ export async function main(args: string[]): Promise<number> {
         ...(urmaLib ? { urma: { library: urmaLib } } : {}),
       },
     },
+    brpcRdma: o["brpc-rdma"] ? (o["rdma-device"] ? { device: o["rdma-device"] } : {}) : false,
     logger: { warn: (m) => console.error(`verbus serve: ${m}`), info: () => {} },
   });
   const offered =
     server.fabric?.fabrics.map((f) => f === "urma" && o.urma === "sim" ? "urma (simulated)" : f) ??
       [];
-  const fabrics = o.fabric === "none" ? "tcp only" : [...offered, "tcp"].join(" + ");
+  const fabrics = (o.fabric === "none" ? "tcp only" : [...offered, "tcp"].join(" + ")) +
+    (o["brpc-rdma"] ? " + brpc-rdma" : "");
   console.log(
     o.json
       ? JSON.stringify({

@@ -13,8 +13,8 @@
  */
 import type { z } from "zod";
 import { ClosedError, VerbusError } from "../errors.ts";
-import { tcp } from "../transport/tcp/mod.ts";
 import type { TcpConn } from "../transport/tcp/tcp.ts";
+import { connKind, dialChannel } from "./brpc_rdma.ts";
 import { brpcErrorName, RpcError } from "./errors.ts";
 import { parseOptions } from "../util/options.ts";
 import { ChannelOptionsSchema, MAX_TIMER, parseAddress } from "./channel_options.ts";
@@ -107,6 +107,11 @@ export class Channel {
     return this.#conn !== null && !this.#conn.closed;
   }
 
+  /** What carries the connection: "brpc-rdma" (brpc's RDMA mode established) or "tcp". */
+  get transport(): "brpc-rdma" | "tcp" {
+    return connKind(this.#conn);
+  }
+
   /**
    * Calls `service.method` with `request` (copied; the caller keeps it). Resolves with the answer;
    * rejects with `RpcError`, `TimeoutError`, `ConnectionClosedError`, `ConnectFailedError` or
@@ -173,11 +178,7 @@ export class Channel {
 
   async #open(): Promise<TcpConn> {
     try {
-      const conn = await tcp.connect({
-        host: this.host,
-        port: this.port,
-        timeoutMs: this.#options.connectTimeoutMs,
-      });
+      const conn = await dialChannel(this.host, this.port, this.#options);
       if (this.#closed) {
         conn.close();
         throw new ClosedError("channel");

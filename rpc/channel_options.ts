@@ -4,6 +4,7 @@
  * @module
  */
 import { z } from "zod";
+import { brpcRdmaOptionsSchema } from "../transport/brpc_rdma/options.ts";
 import { parseOptions } from "../util/options.ts";
 import type { Logger } from "./protocol/dispatch.ts";
 import { DEFAULT_MAX_BODY_SIZE } from "./protocol/frame.ts";
@@ -19,6 +20,7 @@ export type ChannelOptionsShape = {
   connectTimeoutMs: z.ZodDefault<z.ZodNumber>;
   maxBodySize: z.ZodDefault<z.ZodNumber>;
   logger: z.ZodOptional<z.ZodCustom<Logger, Logger>>;
+  brpcRdma: z.ZodDefault<z.ZodUnion<readonly [z.ZodLiteral<false>, typeof brpcRdmaOptionsSchema]>>;
 };
 
 /** Largest timer delay (ms) a runtime accepts. */
@@ -34,6 +36,13 @@ export const ChannelOptionsSchema: z.ZodObject<ChannelOptionsShape, z.core.$stri
   maxBodySize: z.number().int().positive().max(0xffffffff).default(DEFAULT_MAX_BODY_SIZE),
   /** Where connection problems are logged; default: nothing is logged (errors reach callers). */
   logger: loggerSchema.optional(),
+  /**
+   * brpc's RDMA mode (a stock brpc server started with `-use_rdma=true`, or a verbus server with
+   * `brpcRdma`): each connection starts with brpc's RDMA handshake and carries baidu_std over a
+   * queue pair; it stays on TCP (logged once, with the reason) when either side cannot.
+   * Default `false`: plain TCP.
+   */
+  brpcRdma: z.union([z.literal(false), brpcRdmaOptionsSchema]).default(false),
 }).strict();
 
 /** Input type of {@link connect}'s options. */

@@ -11,14 +11,13 @@
  * Threading: a server lives on the JS thread that created it.
  * @module
  */
-import { z } from "zod";
+import type { z } from "zod";
 import type { ProtocolError } from "../errors.ts";
 import { tcp } from "../transport/tcp/mod.ts";
 import type { TcpConn, TcpListener } from "../transport/tcp/tcp.ts";
 import { ELIMIT } from "./errors.ts";
 import { parseOptions } from "../util/options.ts";
-import { Dispatcher, type Handler, type Logger, type ServiceMap } from "./protocol/dispatch.ts";
-import { DEFAULT_MAX_BODY_SIZE } from "./protocol/frame.ts";
+import { Dispatcher, type Logger } from "./protocol/dispatch.ts";
 import {
   addr,
   closeWithReason,
@@ -26,117 +25,16 @@ import {
   type ConnectionLimits,
   ServerConnection,
 } from "./server_connection.ts";
-import { FabricHost, fabricHostOptionsSchema } from "./session/fabric_host.ts";
+import { FabricHost } from "./session/fabric_host.ts";
 import { FABRIC_SERVICE } from "./session/hello.ts";
-import { serviceEntriesSchema, type TypedServiceEntries } from "./connect/service.ts";
 import type { DescService } from "@bufbuild/protobuf";
+import { BrpcRdmaAcceptor } from "./brpc_rdma.ts";
+import { type ServeOptionsOf, ServeOptionsSchema } from "./serve_options.ts";
 
 export type { CallContext, Handler, Logger, ServiceMap } from "./protocol/dispatch.ts";
 export { typedMethod } from "./protocol/dispatch.ts";
 export { borrowsRequest } from "./protocol/borrow.ts";
-
-const handlerSchema: z.ZodCustom<Handler, Handler> = z.custom<Handler>(
-  (v) => typeof v === "function",
-  {
-    message:
-      "expected a handler function (request: Uint8Array, ctx) => Uint8Array | Promise<Uint8Array>",
-  },
-);
-const loggerSchema: z.ZodCustom<Logger, Logger> = z.custom<Logger>(
-  (v) => typeof v === "object" && v !== null && typeof (v as Logger).warn === "function",
-  { message: "expected a logger with a warn(message) method" },
-);
-
-/** The options of {@link serve}, validated with zod (unknown keys are rejected). */
-export const ServeOptionsSchema: z.ZodObject<{
-  port: z.ZodNumber;
-  host: z.ZodDefault<z.ZodString>;
-  services: z.ZodUnion<
-    readonly [
-      z.ZodRecord<z.ZodString, z.ZodRecord<z.ZodString, z.ZodCustom<Handler, Handler>>>,
-      typeof serviceEntriesSchema,
-    ]
-  >;
-  maxBodySize: z.ZodDefault<z.ZodNumber>;
-  maxConnections: z.ZodDefault<z.ZodNumber>;
-  maxInflightPerConnection: z.ZodDefault<z.ZodNumber>;
-  writeHighWaterMark: z.ZodDefault<z.ZodNumber>;
-  writeLowWaterMark: z.ZodDefault<z.ZodNumber>;
-  headerTimeoutMs: z.ZodDefault<z.ZodNumber>;
-  idleTimeoutMs: z.ZodDefault<z.ZodNumber>;
-  stallTimeoutMs: z.ZodDefault<z.ZodNumber>;
-  logger: z.ZodOptional<z.ZodCustom<Logger, Logger>>;
-  drainTimeoutMs: z.ZodDefault<z.ZodNumber>;
-  fabric: z.ZodOptional<z.ZodUnion<readonly [z.ZodLiteral<false>, typeof fabricHostOptionsSchema]>>;
-}, z.core.$strict> = z.object({
-  /** TCP port; 0 = ephemeral (read `server.port`). */
-  port: z.number().int().min(0).max(65535),
-  /** Address to bind. */
-  host: z.string().min(1).default("127.0.0.1"),
-  /**
-   * Byte-level, `{ "example.EchoService": { Echo: handler } }`, or from protobuf descriptors,
-   * `[[EchoService, { echo(req, ctx) { … } }], …]` (see `rpc/connect/service.ts`).
-   */
-  services: z.union([
-    z.record(
-      z.string().regex(
-        /^[A-Za-z_][A-Za-z0-9_.]*$/,
-        "expected a protobuf service name like pkg.Service",
-      ),
-      z.record(
-        z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "expected a method name"),
-        handlerSchema,
-      ),
-    ),
-    serviceEntriesSchema,
-  ]),
-  /** Largest accepted request body; a bigger frame closes its connection. */
-  maxBodySize: z.number().int().positive().max(0xffffffff).default(DEFAULT_MAX_BODY_SIZE),
-  /** Connections open at once; one more is closed at once (the reason logged once). */
-  maxConnections: z.number().int().positive().default(16_384),
-  /** Calls running at once on one connection; more are answered with ELIMIT without running. */
-  maxInflightPerConnection: z.number().int().positive().default(1024),
-  /**
-   * Answer bytes queued for one connection past which it stops taking requests and stops reading
-   * the socket (a peer that does not read its answers).
-   */
-  writeHighWaterMark: z.number().int().positive().default(8 * 1024 * 1024),
-  /** Queued answer bytes at or below which a stopped connection goes on (below the high mark). */
-  writeLowWaterMark: z.number().int().nonnegative().default(1024 * 1024),
-  /** A frame begun must have arrived whole within this many ms, or the connection is closed (0: never). */
-  headerTimeoutMs: z.number().int().nonnegative().default(30_000),
-  /**
-   * A connection with no call in flight, nothing queued and nothing received for this many ms is
-   * closed (0: never). Connections something depends on (a fabric session) are kept.
-   */
-  idleTimeoutMs: z.number().int().nonnegative().default(300_000),
-  /**
-   * A connection whose answers stay over `writeHighWaterMark` this many ms (its peer does not
-   * read them) is closed and its queue dropped (0: never).
-   */
-  stallTimeoutMs: z.number().int().nonnegative().default(30_000),
-  /** Where problems are logged; default `console.warn`. */
-  logger: loggerSchema.optional(),
-  /** How long `close()` waits for calls in flight and for their answers to be written. */
-  drainTimeoutMs: z.number().int().nonnegative().default(5000),
-  /** Fast fabrics offered to verbus clients after the handshake (`false`: TCP only). */
-  fabric: z.union([z.literal(false), fabricHostOptionsSchema]).optional(),
-}).strict().refine((o) => o.writeLowWaterMark < o.writeHighWaterMark, {
-  message: "writeLowWaterMark must be below writeHighWaterMark",
-  path: ["writeLowWaterMark"],
-});
-
-/** Input type of {@link serve}. */
-export type ServeOptions = z.input<typeof ServeOptionsSchema>;
-
-/**
- * What {@link serve} takes: {@link ServeOptions} whose `services` are byte-level handlers or
- * `[descriptor, implementation]` pairs, each implementation type-checked against its own
- * descriptor (a list built at run time goes through `protoServices(list)` first).
- */
-export type ServeOptionsOf<T extends readonly DescService[]> =
-  & Omit<ServeOptions, "services">
-  & { services: ServiceMap | TypedServiceEntries<T> };
+export { type ServeOptions, type ServeOptionsOf, ServeOptionsSchema } from "./serve_options.ts";
 
 /** Counters of a {@link Server} (a snapshot). */
 export interface ServerStats {
@@ -202,6 +100,8 @@ export class Server implements ConnectionHost {
 
   /** The fabric side (sessions over shm / RDMA / URMA), or null when disabled. */
   readonly fabric: FabricHost | null;
+  /** brpc's RDMA mode (option `brpcRdma`), or null. */
+  readonly brpcRdma: BrpcRdmaAcceptor | null;
 
   /** @internal Use {@link serve}. */
   constructor(
@@ -229,6 +129,14 @@ export class Server implements ConnectionHost {
       stallTimeoutMs: options.stallTimeoutMs,
     };
     this.#maxConnections = options.maxConnections;
+    this.brpcRdma = options.brpcRdma
+      ? new BrpcRdmaAcceptor(
+        options.brpcRdma,
+        options.idleTimeoutMs,
+        this.logger,
+        options.maxConnections,
+      )
+      : null;
     const shortest = Math.min(
       options.headerTimeoutMs || Infinity,
       options.idleTimeoutMs || Infinity,
@@ -246,6 +154,12 @@ export class Server implements ConnectionHost {
 
   /** @internal Called by the listener for each accepted connection. */
   accept(conn: TcpConn): void {
+    if (this.brpcRdma !== null && this.#closing === null) this.brpcRdma.accept(conn, this.#serve);
+    else this.#serve(conn);
+  }
+
+  /** Serves a connection (TCP, or RDMA after brpc's handshake). */
+  readonly #serve = (conn: TcpConn): void => {
     if (this.#closing !== null) {
       conn.close();
       return;
@@ -268,7 +182,7 @@ export class Server implements ConnectionHost {
     if (this.#sweepTimer === undefined && this.#sweepMs > 0) {
       this.#sweepTimer = setInterval(this.#sweep, this.#sweepMs);
     }
-  }
+  };
 
   /** Closes the connections whose header or idle timeout passed. */
   readonly #sweep = (): void => {
@@ -334,6 +248,7 @@ export class Server implements ConnectionHost {
   async #close(): Promise<void> {
     this.#listener?.close();
     this.fabric?.close();
+    this.brpcRdma?.close();
     this.dispatcher.stop();
     const deadline = Date.now() + this.#drainTimeoutMs;
     let timer: ReturnType<typeof setTimeout> | undefined;

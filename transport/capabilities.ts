@@ -13,6 +13,7 @@ import type { FabricKind } from "./registry.ts";
 import { probeShm, type ShmCapabilities } from "./shm/probe.ts";
 import { probeUrma, type UrmaCapabilities } from "./urma/probe.ts";
 import { probeVerbs, type RdmaCapabilities } from "./verbs/probe.ts";
+import { type BrpcRdmaCapability, brpcRdmaCapability } from "./brpc_rdma/probe.ts";
 
 export type { LibraryStatus } from "./library_status.ts";
 export type { GidInfo, PortInfo, RdmaDeviceInfo } from "./verbs/probe.ts";
@@ -28,6 +29,8 @@ export interface HostCapabilities {
   rdma: RdmaCapabilities;
   urma: UrmaCapabilities;
   shm: ShmCapabilities;
+  /** brpc's RDMA mode (`brpcRdma` / `--brpc-rdma`): can this host run it. */
+  brpcRdma: BrpcRdmaCapability;
   /** Fabrics this host can use, best first; TCP is always there. */
   fabrics: FabricName[];
 }
@@ -71,6 +74,7 @@ export async function probeHost(urmaPath?: string): Promise<HostCapabilities> {
     rdma: verbs.rdma,
     urma: urma.urma,
     shm,
+    brpcRdma: brpcRdmaCapability(h.ok, verbs.libibverbs, verbs.rdma),
     fabrics,
   };
 }

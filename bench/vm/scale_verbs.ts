@@ -11,7 +11,6 @@
  *   deno run -A bench/vm/scale_verbs.ts [--counts 10,100,500] [--iters 400]
  * @module
  */
-import { spawn } from "node:child_process";
 import { execFileSync } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -20,6 +19,7 @@ import { type Client, connect } from "../../rpc/client.ts";
 import { serve } from "../../rpc/server.ts";
 import { VerbsHub } from "../../transport/verbs/hub.ts";
 import { SMALL_REGION } from "../scale/common.ts";
+import { spawnServerRole } from "./vm_common.ts";
 
 // deno-lint-ignore no-explicit-any
 const g = globalThis as any;
@@ -62,25 +62,7 @@ if (args.includes("--serve")) {
 }
 
 function spawnServer(): Promise<{ port: number; pid: number; kill(): void }> {
-  const script = join(ROOT, "bench/vm/scale_verbs.ts");
-  const bin: string = RUNTIME === "deno" ? g.Deno.execPath() : g.process.execPath;
-  const argv = RUNTIME === "deno"
-    ? ["run", "-A", "--config", join(ROOT, "deno.json"), script]
-    : [script];
-  const p = spawn(bin, [...argv, "--serve"], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
-  let out = "";
-  return new Promise((res, rej) => {
-    const timer = setTimeout(() => rej(new Error(`server did not start: ${out}`)), 120_000);
-    p.stdout!.on("data", (b: Uint8Array) => {
-      out += new TextDecoder().decode(b);
-      const m = /listening on (\d+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        res({ port: Number(m[1]), pid: p.pid!, kill: () => p.kill("SIGKILL") });
-      }
-    });
-    p.stderr!.on("data", (b: Uint8Array) => g.process.stderr.write(b));
-  });
+  return spawnServerRole("bench/vm/scale_verbs.ts", ["--serve"]);
 }
 
 function procFigures(pid: number): { threads: number; fds: number; rssKiB: number } {

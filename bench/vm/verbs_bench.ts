@@ -9,7 +9,6 @@
  *   bun bench/vm/verbs_bench.ts --serve --mode poll      (the server role, used internally)
  * @module
  */
-import { spawn } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { RUNTIME } from "../../ffi/runtime.ts";
@@ -18,20 +17,14 @@ import { encodeKeyRequest } from "../../examples/demo/codec.ts";
 import { demoService } from "../../examples/demo/service.ts";
 import { serve } from "../../rpc/server.ts";
 import { endpointPingPong } from "./endpoint_pingpong.ts";
+import { spawnServerRole, VM_BENCH_REGION } from "./vm_common.ts";
 
 // deno-lint-ignore no-explicit-any
 const g = globalThis as any;
 const args: string[] = RUNTIME === "deno" ? g.Deno.args : g.process.argv.slice(2);
 const opt = (n: string, d: string) => (args.includes(n) ? args[args.indexOf(n) + 1] : d);
 const SERVER = "10.77.0.2", CLIENT = "10.77.0.1";
-const REGION = {
-  slots: 64,
-  slotSize: 8192,
-  bulkSize: 1 << 20,
-  objectSlabs: 16,
-  objectSlabSize: 128 << 10,
-  stagingSize: 4 << 20,
-};
+const REGION = VM_BENCH_REGION;
 const ROOT = resolve(new URL("../..", import.meta.url).pathname);
 
 if (args.includes("--serve")) {
@@ -53,30 +46,7 @@ if (args.includes("--serve")) {
 
 /** Spawns this script as a server on the same runtime; resolves with its port and a kill. */
 function spawnServer(mode: string): Promise<{ port: number; startMs: number; kill(): void }> {
-  const script = join(ROOT, "bench/vm/verbs_bench.ts");
-  const bin: string = RUNTIME === "deno" ? g.Deno.execPath() : g.process.execPath;
-  const argv = RUNTIME === "deno"
-    ? ["run", "-A", "--config", join(ROOT, "deno.json"), script]
-    : [script];
-  const t0 = performance.now();
-  const p = spawn(bin, [...argv, "--serve", "--mode", mode], {
-    cwd: ROOT,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  return new Promise((res, rej) => {
-    const timer = setTimeout(() => rej(new Error(`server did not start: ${out}`)), 120_000);
-    const on = (b: Uint8Array) => {
-      out += new TextDecoder().decode(b);
-      const m = /listening on (\d+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        res({ port: Number(m[1]), startMs: performance.now() - t0, kill: () => p.kill("SIGKILL") });
-      }
-    };
-    p.stdout!.on("data", on);
-    p.stderr!.on("data", (b: Uint8Array) => process.stderr.write(b));
-  });
+  return spawnServerRole("bench/vm/verbs_bench.ts", ["--serve", "--mode", mode]);
 }
 
 interface Rtt {

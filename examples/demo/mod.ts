@@ -30,6 +30,14 @@ export type {
   DemoServices,
 } from "./service.ts";
 export { KvStore } from "./kv_store.ts";
+export { decodeEchoMessage, encodeEchoMessage } from "./brpc_echo.ts";
+export {
+  BRPC_PERF_SERVICE,
+  decodePerfTestRequest,
+  decodePerfTestResponse,
+  encodePerfTestRequest,
+  encodePerfTestResponse,
+} from "./brpc_perf.ts";
 export type { KvStoreOptions } from "./kv_store.ts";
 
 // The typed client.

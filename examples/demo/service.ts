@@ -20,6 +20,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
 import { VerbusError } from "../../errors.ts";
+import {
+  BRPC_PERF_SERVICE,
+  cpuUsageSampler,
+  decodePerfTestRequest,
+  encodePerfTestResponse,
+} from "./brpc_perf.ts";
 import { parseOptions } from "../../util/options.ts";
 import { borrowsRequest, ELIMIT, EREQUEST, RpcError } from "../../mod.ts";
 import {
@@ -89,6 +95,8 @@ export type DemoServices = {
   readonly "verbus.Demo": Readonly<Record<DemoMethod, DemoHandler>>;
   /** brpc's `example.EchoService`. */
   readonly "example.EchoService": Readonly<{ Echo: DemoHandler }>;
+  /** brpc's `test.PerfTestService` (example/rdma_performance). */
+  readonly "test.PerfTestService": Readonly<{ Test: DemoHandler }>;
 };
 
 const options_schema = z.strictObject({
@@ -289,8 +297,15 @@ export function demoService(options: DemoServiceOptions = {}): DemoServices {
     return encodeEchoMessage(message);
   });
 
+  const cpu = cpuUsageSampler();
+  const brpc_perf: DemoHandler = guarded((request, ctx) => {
+    if (decodePerfTestRequest(request).echoAttachment) echo_attachment(ctx);
+    return encodePerfTestResponse(cpu());
+  });
+
   return Object.freeze({
     [DEMO_SERVICE]: Object.freeze(demo),
     [BRPC_ECHO_SERVICE]: Object.freeze({ Echo: brpc_echo }),
+    [BRPC_PERF_SERVICE]: Object.freeze({ Test: brpc_perf }),
   }) as DemoServices;
 }

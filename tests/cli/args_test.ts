@@ -14,6 +14,11 @@ const CALL_SAMPLES: Record<string, string | [string, string] | null> = {
   port: "8000",
   agent: "a1",
   ping: null,
+  method: "test.PerfTestService/Test",
+  "body-hex": "0801",
+  "attachment-bytes": "10",
+  "brpc-rdma": null,
+  "rdma-device": "rxe0",
   echo: "a=b",
   put: ["k", "v=w"],
   get: "k",
@@ -61,6 +66,8 @@ const SERVE_SAMPLES: Record<string, string | null> = {
   "object-ttl-ms": "1500",
   "batch-budget": "32",
   "kv-max-bytes": "1048576",
+  "brpc-rdma": null,
+  "rdma-device": "rxe1",
   json: null,
 };
 

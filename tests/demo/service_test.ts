@@ -63,9 +63,13 @@ async function badRequest(
   return e;
 }
 
-test("the table has every demo method and brpc's echo", () =>
+test("the table has every demo method, brpc's echo and brpc's PerfTestService", () =>
   withService((svc) => {
-    assertEquals(Object.keys(svc).sort(), [BRPC_ECHO_SERVICE, DEMO_SERVICE].sort());
+    assertEquals(
+      Object.keys(svc).sort(),
+      [BRPC_ECHO_SERVICE, DEMO_SERVICE, "test.PerfTestService"].sort(),
+    );
+    assertEquals(Object.keys(svc["test.PerfTestService"]), ["Test"]);
     assertEquals(Object.keys(svc[DEMO_SERVICE]).sort(), [...DEMO_METHODS].sort());
     assertEquals(Object.keys(svc[BRPC_ECHO_SERVICE]), ["Echo"]);
     assert(Object.isFrozen(svc[DEMO_SERVICE]), "tables are frozen");

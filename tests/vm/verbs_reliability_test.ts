@@ -25,7 +25,10 @@ test(
       // No prepared pool (preparedQps 0): a pooled bundle is kept on purpose, so only without it
       // does "released" mean back to the counts before.
       fabric: { fabrics: ["verbs"], providerOptions: { verbs: { addr: SERVER, preparedQps: 0 } } },
-      client: { fabric: "verbs", providerOptions: { verbs: { sourceAddr: CLIENT, preparedQps: 0 } } },
+      client: {
+        fabric: "verbs",
+        providerOptions: { verbs: { sourceAddr: CLIENT, preparedQps: 0 } },
+      },
       want: "verbs",
       ackTimeoutMs: 5000, // the VM is slow: ACKs must not time out before the test sends them
       hello: async () => {

@@ -273,6 +273,11 @@ export abstract class ConnBase implements TcpConn {
     } else (this.#early ??= []).push(chunk);
   }
 
+  unread(chunk: Uint8Array): void {
+    if (this.#closed || chunk.length === 0) return;
+    (this.#early ??= []).unshift(chunk);
+  }
+
   onData(handler: DataHandler | null): void {
     this.#data = handler;
     // Deliver what arrived without a handler; the handler may swap itself out mid-way.

@@ -71,6 +71,12 @@ export interface TcpConn {
    * buffered and delivered, in order, as soon as one is set.
    */
   onData(handler: DataHandler | null): void;
+  /**
+   * Puts `chunk` back in front of the input (a protocol sniffed the first bytes and is not their
+   * owner): it is delivered before anything else to the next data handler set. Call only while
+   * no data handler is set (e.g. after `RawReader.release`). Ownership moves to the connection.
+   */
+  unread(chunk: Uint8Array): void;
   /** Sets the close handler (one; a later call replaces it). Called at most once, after all data. */
   onClose(handler: CloseHandler | null): void;
   /**

@@ -1,0 +1,122 @@
+/**
+ * The options of `serve()` (one zod schema: types, defaults and error messages) and the types a
+ * caller writes them in. Pure; any thread.
+ * @module
+ */
+import { z } from "zod";
+import type { DescService } from "@bufbuild/protobuf";
+import type { Handler, Logger, ServiceMap } from "./protocol/dispatch.ts";
+import { DEFAULT_MAX_BODY_SIZE } from "./protocol/frame.ts";
+import { fabricHostOptionsSchema } from "./session/fabric_host.ts";
+import { serviceEntriesSchema, type TypedServiceEntries } from "./connect/service.ts";
+import { brpcRdmaOptionSchema } from "./brpc_rdma.ts";
+
+const handlerSchema: z.ZodCustom<Handler, Handler> = z.custom<Handler>(
+  (v) => typeof v === "function",
+  {
+    message:
+      "expected a handler function (request: Uint8Array, ctx) => Uint8Array | Promise<Uint8Array>",
+  },
+);
+const loggerSchema: z.ZodCustom<Logger, Logger> = z.custom<Logger>(
+  (v) => typeof v === "object" && v !== null && typeof (v as Logger).warn === "function",
+  { message: "expected a logger with a warn(message) method" },
+);
+
+/** The options of {@link serve}, validated with zod (unknown keys are rejected). */
+export const ServeOptionsSchema: z.ZodObject<{
+  port: z.ZodNumber;
+  host: z.ZodDefault<z.ZodString>;
+  services: z.ZodUnion<
+    readonly [
+      z.ZodRecord<z.ZodString, z.ZodRecord<z.ZodString, z.ZodCustom<Handler, Handler>>>,
+      typeof serviceEntriesSchema,
+    ]
+  >;
+  maxBodySize: z.ZodDefault<z.ZodNumber>;
+  maxConnections: z.ZodDefault<z.ZodNumber>;
+  maxInflightPerConnection: z.ZodDefault<z.ZodNumber>;
+  writeHighWaterMark: z.ZodDefault<z.ZodNumber>;
+  writeLowWaterMark: z.ZodDefault<z.ZodNumber>;
+  headerTimeoutMs: z.ZodDefault<z.ZodNumber>;
+  idleTimeoutMs: z.ZodDefault<z.ZodNumber>;
+  stallTimeoutMs: z.ZodDefault<z.ZodNumber>;
+  logger: z.ZodOptional<z.ZodCustom<Logger, Logger>>;
+  drainTimeoutMs: z.ZodDefault<z.ZodNumber>;
+  fabric: z.ZodOptional<z.ZodUnion<readonly [z.ZodLiteral<false>, typeof fabricHostOptionsSchema]>>;
+  brpcRdma: typeof brpcRdmaOptionSchema;
+}, z.core.$strict> = z.object({
+  /** TCP port; 0 = ephemeral (read `server.port`). */
+  port: z.number().int().min(0).max(65535),
+  /** Address to bind. */
+  host: z.string().min(1).default("127.0.0.1"),
+  /**
+   * Byte-level, `{ "example.EchoService": { Echo: handler } }`, or from protobuf descriptors,
+   * `[[EchoService, { echo(req, ctx) { … } }], …]` (see `rpc/connect/service.ts`).
+   */
+  services: z.union([
+    z.record(
+      z.string().regex(
+        /^[A-Za-z_][A-Za-z0-9_.]*$/,
+        "expected a protobuf service name like pkg.Service",
+      ),
+      z.record(
+        z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "expected a method name"),
+        handlerSchema,
+      ),
+    ),
+    serviceEntriesSchema,
+  ]),
+  /** Largest accepted request body; a bigger frame closes its connection. */
+  maxBodySize: z.number().int().positive().max(0xffffffff).default(DEFAULT_MAX_BODY_SIZE),
+  /** Connections open at once; one more is closed at once (the reason logged once). */
+  maxConnections: z.number().int().positive().default(16_384),
+  /** Calls running at once on one connection; more are answered with ELIMIT without running. */
+  maxInflightPerConnection: z.number().int().positive().default(1024),
+  /**
+   * Answer bytes queued for one connection past which it stops taking requests and stops reading
+   * the socket (a peer that does not read its answers).
+   */
+  writeHighWaterMark: z.number().int().positive().default(8 * 1024 * 1024),
+  /** Queued answer bytes at or below which a stopped connection goes on (below the high mark). */
+  writeLowWaterMark: z.number().int().nonnegative().default(1024 * 1024),
+  /** A frame begun must have arrived whole within this many ms, or the connection is closed (0: never). */
+  headerTimeoutMs: z.number().int().nonnegative().default(30_000),
+  /**
+   * A connection with no call in flight, nothing queued and nothing received for this many ms is
+   * closed (0: never). Connections something depends on (a fabric session) are kept.
+   */
+  idleTimeoutMs: z.number().int().nonnegative().default(300_000),
+  /**
+   * A connection whose answers stay over `writeHighWaterMark` this many ms (its peer does not
+   * read them) is closed and its queue dropped (0: never).
+   */
+  stallTimeoutMs: z.number().int().nonnegative().default(30_000),
+  /** Where problems are logged; default `console.warn`. */
+  logger: loggerSchema.optional(),
+  /** How long `close()` waits for calls in flight and for their answers to be written. */
+  drainTimeoutMs: z.number().int().nonnegative().default(5000),
+  /** Fast fabrics offered to verbus clients after the handshake (`false`: TCP only). */
+  fabric: z.union([z.literal(false), fabricHostOptionsSchema]).optional(),
+  /**
+   * brpc's RDMA mode: a connection that starts with brpc's RDMA hello ("RDMA") is served over a
+   * queue pair (a stock brpc client with `-use_rdma=true`); others stay plain baidu_std.
+   */
+  brpcRdma: brpcRdmaOptionSchema,
+}).strict().refine((o) => o.writeLowWaterMark < o.writeHighWaterMark, {
+  message: "writeLowWaterMark must be below writeHighWaterMark",
+  path: ["writeLowWaterMark"],
+});
+
+/** Input type of {@link serve}. */
+export type ServeOptions = z.input<typeof ServeOptionsSchema>;
+
+/**
+ * What {@link serve} takes: {@link ServeOptions} whose `services` are byte-level handlers or
+ * `[descriptor, implementation]` pairs, each implementation type-checked against its own
+ * descriptor (a list built at run time goes through `protoServices(list)` first).
+ */
+export type ServeOptionsOf<T extends readonly DescService[]> =
+  & Omit<ServeOptions, "services">
+  & { services: ServiceMap | TypedServiceEntries<T> };
+

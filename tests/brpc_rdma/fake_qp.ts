@@ -1,0 +1,183 @@
+/**
+ * Test fixture: an in-memory {@link BrpcQp} with a real RC QP's rules where brpc's protocol
+ * depends on them — a SEND consumes one posted receive of the peer (none posted: the sender's
+ * QP fails, as with `rnr_retry` 0), a SEND longer than the peer's receive block fails both
+ * sides (local length error), the send queue holds at most `sqSize` unreaped work requests
+ * (unsignalled ones are reaped by a later signalled completion), completions come in order.
+ * QPs find each other by QP number, as over the wire.
+ */
+import type { BrpcHello } from "../../transport/brpc_rdma/hello.ts";
+import type { BrpcRdmaOptions } from "../../transport/brpc_rdma/options.ts";
+import {
+  type BrpcCompletionSink,
+  type BrpcQp,
+  SEND_SIGNALED,
+} from "../../transport/brpc_rdma/qp_port.ts";
+
+type Cqe = { send: true; wrId: number; status: number } | {
+  send: false;
+  data: Uint8Array;
+  imm: number;
+  status: number;
+};
+
+const byQpn = new Map<number, FakeQp>();
+let nextQpn = 0x100;
+
+/** Every send a fake QP posted (tests read the wire). */
+export interface WireRecord {
+  from: number;
+  len: number;
+  imm: number;
+  flags: number;
+  wrId: number;
+}
+
+/** Statuses the fake uses (ibv_wc_status values). */
+export const LOC_LEN_ERR = 1, WR_FLUSH_ERR = 5, RNR_RETRY_EXC_ERR = 13;
+
+/** One in-memory QP. */
+export class FakeQp implements BrpcQp {
+  readonly deviceName = "fake0";
+  readonly lid = 0;
+  readonly gid = new Uint8Array(16).fill(0xfe);
+  readonly qpNum = nextQpn++;
+  readonly sqSize: number;
+  readonly rqSize: number;
+  readonly blockSize: number;
+  /** Every send this QP posted. */
+  readonly wire: WireRecord[] = [];
+  /** Most receives this QP ever had posted and unused at once (never above rqSize). */
+  posted = 0;
+  peer: FakeQp | null = null;
+  closed = false;
+  #cq: Cqe[] = [];
+  #slots: Uint8Array[] = [];
+  #staged: { slot: number; len: number; imm: number; flags: number; wrId: number }[] = [];
+  #inSq = 0;
+  #unsignaled = 0;
+  #waiter: (() => void) | null = null;
+  #error = false;
+
+  constructor(o: BrpcRdmaOptions) {
+    this.sqSize = o.sqSize;
+    this.rqSize = o.rqSize;
+    this.blockSize = o.blockSize;
+    byQpn.set(this.qpNum, this);
+  }
+
+  bringUp(remote: BrpcHello, slots: number, slotSize: number): void {
+    const p = byQpn.get(remote.qpNum);
+    if (p === undefined) throw new Error(`no QP ${remote.qpNum} (RTR: bad dest_qp_num)`);
+    this.peer = p;
+    this.posted = this.rqSize;
+    this.#slots = Array.from({ length: slots }, () => new Uint8Array(slotSize));
+  }
+
+  sendSlot(i: number): Uint8Array {
+    return this.#slots[i];
+  }
+
+  stageSend(slot: number, len: number, imm: number, flags: number, wrId: number): void {
+    this.#staged.push({ slot, len, imm, flags, wrId });
+  }
+
+  postStaged(): number {
+    const staged = this.#staged;
+    this.#staged = [];
+    for (const s of staged) {
+      if (this.#inSq >= this.sqSize) return 12; // ENOMEM: send queue full
+      this.#inSq++;
+      this.#unsignaled++;
+      this.wire.push({ from: this.qpNum, len: s.len, imm: s.imm, flags: s.flags, wrId: s.wrId });
+      this.#transmit(s.len === 0 ? new Uint8Array(0) : this.#slots[s.slot].slice(0, s.len), s);
+      if (this.#error) return 0;
+      if ((s.flags & SEND_SIGNALED) !== 0) {
+        this.#inSq -= this.#unsignaled;
+        this.#unsignaled = 0;
+        this.#push({ send: true, wrId: s.wrId, status: 0 });
+      }
+    }
+    return 0;
+  }
+
+  #transmit(data: Uint8Array, s: { imm: number; wrId: number }): void {
+    const p = this.peer!;
+    if (p.closed || p.#error) return;
+    if (p.posted === 0) return this.fail(RNR_RETRY_EXC_ERR, s.wrId);
+    if (data.length > p.blockSize) {
+      p.fail(LOC_LEN_ERR, 0);
+      return this.fail(WR_FLUSH_ERR, s.wrId);
+    }
+    p.posted--;
+    p.#push({ send: false, data, imm: s.imm, status: 0 });
+  }
+
+  /** Puts the QP in error: one failed completion (as a NIC reports it). */
+  fail(status: number, wrId: number): void {
+    if (this.#error) return;
+    this.#error = true;
+    this.#push({ send: true, wrId, status });
+  }
+
+  #push(c: Cqe): void {
+    this.#cq.push(c);
+    const w = this.#waiter;
+    this.#waiter = null;
+    w?.();
+  }
+
+  poll(sink: BrpcCompletionSink): number {
+    let n = 0;
+    while (n < 32 && this.#cq.length > 0 && !this.closed) {
+      const c = this.#cq.shift()!;
+      n++;
+      if (c.send) sink.onSend(c.wrId, c.status);
+      else {
+        const block = new Uint8Array(this.blockSize);
+        block.set(c.data);
+        sink.onRecv(block, c.data.length, c.imm, c.status);
+        if (c.status === 0) this.posted++; // reposted
+      }
+    }
+    return n;
+  }
+
+  arm(): void {}
+
+  wait(timeoutMs: number): Promise<boolean> {
+    if (this.#cq.length > 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const t = setTimeout(() => {
+        this.#waiter = null;
+        resolve(false);
+      }, timeoutMs);
+      this.#waiter = () => {
+        clearTimeout(t);
+        resolve(true);
+      };
+    });
+  }
+
+  statusText(status: number): string {
+    return `fake status ${status}`;
+  }
+
+  close(): void {
+    this.closed = true;
+    byQpn.delete(this.qpNum);
+  }
+}
+
+/** A factory that records the QPs it made. */
+export function fakeFactory() {
+  const made: FakeQp[] = [];
+  return {
+    made,
+    factory: (o: BrpcRdmaOptions) => {
+      const q = new FakeQp(o);
+      made.push(q);
+      return Promise.resolve(q);
+    },
+  };
+}

@@ -1,0 +1,71 @@
+/**
+ * What brpc's RDMA mode needs of an RDMA device, as an interface: the verbs fabric implements it
+ * (`transport/verbs/brpc_qp.ts`, loaded lazily, so a host without RDMA never loads verbs code),
+ * and host tests implement it in memory. The handshake (`handshake.ts`) and the stream
+ * connection (`stream_conn.ts`) see only this.
+ *
+ * Buffer ownership: the send slots and receive blocks are registered memory owned by the QP;
+ * a view handed to {@link BrpcCompletionSink.onRecv} is valid only during that call (its block
+ * is reposted after it).
+ *
+ * Threading: one JS thread; only {@link BrpcQp.wait} blocks, off-thread.
+ * @module
+ */
+import type { NetAddress } from "../tcp/tcp.ts";
+import type { BrpcHello } from "./hello.ts";
+import type { BrpcRdmaOptions } from "./options.ts";
+
+/** Send flags (the values of IBV_SEND_SIGNALED / IBV_SEND_SOLICITED). */
+export const SEND_SIGNALED = 2, SEND_SOLICITED = 4;
+
+/** Receives the completions one {@link BrpcQp.poll} reaps, in order. */
+export interface BrpcCompletionSink {
+  /** A signalled send completed (`status` 0) or failed. */
+  onSend(wrId: number, status: number): void;
+  /**
+   * A receive completed: `len` bytes of `block` (valid during the call only), `imm` the credits
+   * it returns (host order, 0 when none). `status` not 0: it failed (the QP is in error).
+   */
+  onRecv(block: Uint8Array, len: number, imm: number, status: number): void;
+}
+
+/** One connection's queue pair, its CQ and its registered blocks. */
+export interface BrpcQp {
+  /** The device it is on (for messages). */
+  readonly deviceName: string;
+  /** What this side announces in its hello. */
+  readonly lid: number;
+  readonly gid: Uint8Array;
+  readonly qpNum: number;
+  readonly sqSize: number;
+  readonly rqSize: number;
+  /** The size of each posted receive block. */
+  readonly blockSize: number;
+  /**
+   * RESET → INIT, posts `rqSize` receive blocks, → RTR (the peer's GID, LID and QP number, PSN
+   * 0) → RTS, and sets up `slots` send slots of `slotSize` bytes. Throws on any failure.
+   */
+  bringUp(remote: BrpcHello, slots: number, slotSize: number): void;
+  /** Send slot `i` (registered memory): fill it, then {@link stageSend}. */
+  sendSlot(i: number): Uint8Array;
+  /** Adds a SEND_WITH_IMM of `len` bytes of slot `slot` (`len` 0: no data, a standalone ACK). */
+  stageSend(slot: number, len: number, imm: number, flags: number, wrId: number): void;
+  /** Posts every staged send with one doorbell. 0, or the errno of `ibv_post_send`. */
+  postStaged(): number;
+  /** Reaps completions into `sink` (each receive is reposted after its call). Count, or -errno. */
+  poll(sink: BrpcCompletionSink): number;
+  /** Asks for an event on the next completion (`ibv_req_notify_cq`). */
+  arm(): void;
+  /** Sleeps off-thread until a completion event or `timeoutMs`. */
+  wait(timeoutMs: number): Promise<boolean>;
+  /** Human text of a completion status. */
+  statusText(status: number): string;
+  /** Destroys the QP, CQ, channel and MRs. Safe twice; never while a wait is pending. */
+  close(): void;
+}
+
+/** Opens a {@link BrpcQp} (C_ALLOC_QPCQ / S_ALLOC_QPCQ). Throws when this host cannot. */
+export type BrpcQpFactory = (
+  options: BrpcRdmaOptions,
+  local: NetAddress,
+) => Promise<BrpcQp>;
