@@ -72,7 +72,7 @@ async function stop(p: Proc, signal: NodeJS.Signals = "SIGTERM"): Promise<void> 
 /**
  * What the server process carries now: its established TCP connections (from /proc/net/tcp*,
  * local port = the server's), the shm session objects it has mapped (unlinked once the client
- * mapped them, so read from /proc/<pid>/maps) and its threads.
+ * mapped them, or sealed memfds: read from /proc/<pid>/maps) and its threads.
  */
 function serverLoad(
   pid: number,
@@ -87,7 +87,8 @@ function serverLoad(
     }
   }
   const maps = readFileSync(`/proc/${pid}/maps`, "utf8");
-  const shmSessions = new Set(maps.match(/\/dev\/shm\/verbus-\d+-\d+\b/g) ?? []).size;
+  // sealed memfds (`/memfd:verbus-<pid>-<n> (deleted)`), or named objects (`/dev/shm/verbus-…`)
+  const shmSessions = new Set(maps.match(/(?:\/dev\/shm\/|\/memfd:)verbus-\d+-\d+\b/g) ?? []).size;
   const threads = Number(/Threads:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]);
   return { connections, shmSessions, threads };
 }
