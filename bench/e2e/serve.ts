@@ -1,5 +1,6 @@
 /**
- * A `verbus serve --port 0 --json` child process for the e2e harnesses: started, its port read
+ * A server child process for the bench harnesses (`verbus serve --port 0 --json`, or any script
+ * that prints a JSON line with its `"port"`): started, its port read
  * from its JSON line, stopped with SIGTERM.
  * @module
  */
@@ -8,6 +9,8 @@ import { spawn } from "node:child_process";
 /** A running server process. */
 export interface ServerProcess {
   port: number;
+  /** Its process id. */
+  pid: number;
   /** SIGTERM, then waits for the exit. */
   stop(): Promise<void>;
 }
@@ -31,6 +34,7 @@ export async function startServe(
   });
   return {
     port,
+    pid: p.pid!,
     stop: () => {
       p.kill("SIGTERM");
       return exited;

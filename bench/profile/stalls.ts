@@ -16,7 +16,7 @@
  * wall time sits in a few long gaps, the loss is waiting (sleeps, yields, descheduling), not work.
  * @module
  */
-import { spawn } from "node:child_process";
+import { startServe } from "../e2e/serve.ts";
 import { readFileSync } from "node:fs";
 import { arg, engineUrl, loadVerbus, numArg, progressArgs, SERVICE } from "./common.ts";
 
@@ -35,18 +35,12 @@ const forwarded = ["spin-us", "idle-after-ms", "batch-budget"].flatMap((n) =>
   arg(n, "") === "" ? [] : [`--${n}`, arg(n, "")]
 );
 const serverScript = new URL("./echo_server.ts", import.meta.url).pathname;
-const srv = spawn(self[0] as string, [...self[1] as string[], serverScript, ...forwarded], {
-  stdio: ["ignore", "pipe", "inherit"],
-});
-const port = await new Promise<number>((res, rej) => {
-  let out = "";
-  srv.stdout!.on("data", (d) => {
-    out += d;
-    const m = /"port":(\d+)/.exec(out);
-    if (m) res(Number(m[1]));
-  });
-  srv.on("exit", (c) => rej(new Error(`server exited ${c}`)));
-});
+const srv = await startServe(self[0] as string, [
+  ...self[1] as string[],
+  serverScript,
+  ...forwarded,
+], ".");
+const port = srv.port;
 
 const { connect } = await loadVerbus();
 const client = await connect(
@@ -92,12 +86,12 @@ await run(warmup, null, null);
 const sBefore = await serverStats();
 const lat = new Float64Array(calls), done = new Float64Array(calls);
 const before = engine.loopCounters;
-const cpu0 = [cpuSeconds("self"), cpuSeconds(srv.pid!)];
+const cpu0 = [cpuSeconds("self"), cpuSeconds(srv.pid)];
 const t0 = performance.now();
 await run(calls, lat, done);
 const wall = performance.now() - t0;
 const after = engine.loopCounters;
-const cpu1 = [cpuSeconds("self"), cpuSeconds(srv.pid!)];
+const cpu1 = [cpuSeconds("self"), cpuSeconds(srv.pid)];
 const sAfter = await serverStats();
 lat.sort();
 const pct = (p: number) => +(lat[Math.min(calls - 1, Math.floor(calls * p))] * 1000).toFixed(1);
@@ -145,5 +139,5 @@ console.log(JSON.stringify({
 }));
 await client.call(SERVICE, "Quit", new Uint8Array(0)).catch(() => {});
 client.close?.();
-srv.kill("SIGTERM");
+await srv.stop();
 setTimeout(() => process.exit(0), 200);
