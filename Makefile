@@ -9,7 +9,7 @@ APT_PKGS := rdma-core ibverbs-providers libibverbs-dev librdmacm-dev ibverbs-uti
 RESULTS := build/test-results
 export NO_COLOR := 1
 
-.PHONY: all setup deps helper demo example test test-quick test-vm check binary bench bench-ffi bench-connect bench-e2e bench-vm bench-profile bench-scale bench-scale-vm bench-brpc-vm soak bench-agent bench-cli bench-cli-vm clean
+.PHONY: all setup deps helper demo example test test-quick test-vm check binary bench bench-ffi bench-connect bench-e2e bench-vm bench-profile bench-scale bench-scale-vm bench-brpc-vm soak bench-agent bench-agent-vm bench-cli bench-cli-vm clean
 
 all: setup
 
@@ -103,6 +103,10 @@ soak: setup
 # see the header of bench/agent/run.ts.
 bench-agent: setup
 	$(DENO) run -A bench/agent/run.ts $(AGENT_ARGS)
+
+# The same over verbs in the Soft-RoCE VM (server on rxe1, the agent and direct workers from rxe0).
+bench-agent-vm: setup
+	SR_SHARE=$(CURDIR) $(SOFTROCE)/run-in-vm.sh 'node_modules/.bin/deno run -A bench/agent/run.ts --fabric verbs --server-addr 10.77.0.2 --client-addr 10.77.0.1 --name agent-vm $(AGENT_ARGS)'
 
 # Inside the Soft-RoCE VM: verbus over verbs against perftest; issue 11's VM table in
 # bench/results/vm.{md,json}. VERBS_BENCH_BEFORE=/path/to/checkout adds that tree's figures.

@@ -4,6 +4,8 @@
  *   node_modules/.bin/deno run -A bench/agent/run.ts [--runtime deno|bun|both] [--procs 8]
  *       [--rounds 2] [--seconds 5] [--window 32] [--bytes 16] [--idle-after-ms 0.2]
  *       [--out bench/results] [--name agent]
+ *       [--fabric shm|verbs --server-addr A --client-addr B]   (verbs: in the Soft-RoCE VM,
+ *                                                               `make bench-agent-vm`)
  *
  * Per runtime: one `verbus serve` (shm + TCP), then rounds alternating A/B — A: `verbus agent`
  * and `--procs` worker processes calling through it; B: the same workers, each with its own
@@ -29,6 +31,13 @@ const PROCS = numArg("procs", 8), ROUNDS = numArg("rounds", 2), SECONDS = numArg
 const WINDOW = numArg("window", 32), BYTES = numArg("bytes", 16);
 const IDLE = arg("idle-after-ms", "0.2"); // the agent client's and the agent's
 const OUT = resolve(arg("out", join(ROOT, "bench/results"))), NAME = arg("name", "agent");
+/** The remote leg: shm on this host (default), or verbs between two RDMA addresses (the VM's). */
+const FABRIC = arg("fabric", "shm");
+const SERVER_ADDR = arg("server-addr", "127.0.0.1"), CLIENT_ADDR = arg("client-addr", "");
+if (FABRIC !== "shm" && FABRIC !== "verbs") throw new Error("--fabric expects shm or verbs");
+if (FABRIC === "verbs" && !CLIENT_ADDR) throw new Error("--fabric verbs needs --client-addr");
+/** What the agent and the direct workers add to reach the server over verbs from CLIENT_ADDR. */
+const VIA = FABRIC === "verbs" ? ["--source-addr", CLIENT_ADDR] : [];
 const BIN: Record<Rt, string> = {
   deno: join(ROOT, "node_modules/.bin/deno"),
   bun: join(ROOT, "node_modules/.bin/bun"),
@@ -108,7 +117,10 @@ async function round(rt: Rt, mode: Round["mode"], port: number, serverPid: numbe
     ? start(rt, "cli/main.ts", [
       "agent",
       "--connect",
-      `127.0.0.1:${port}`,
+      `${SERVER_ADDR}:${port}`,
+      "--fabric",
+      FABRIC,
+      ...VIA,
       "--listen",
       name,
       "--idle-after-ms",
@@ -116,7 +128,7 @@ async function round(rt: Rt, mode: Round["mode"], port: number, serverPid: numbe
     ])
     : null;
   if (agent) await until(agent, /listening on agent:/, "agent");
-  const target = agent ? ["--agent", name] : ["--address", `127.0.0.1:${port}`];
+  const target = agent ? ["--agent", name] : ["--address", `${SERVER_ADDR}:${port}`, ...VIA];
   const workers = Array.from({ length: PROCS }, () =>
     start(rt, "bench/agent/worker.ts", [
       ...target,
@@ -171,7 +183,9 @@ const md: string[] = [
   `${new Date().toISOString()}; ${cpus().length} cores (load ${
     loadavg().map((x) => x.toFixed(1)).join(" ")
   } at start); ` +
-  `each process keeps ${WINDOW} ECHO calls of ${BYTES} B in flight for ${SECONDS} s; rounds alternate A/B; ` +
+  `each process keeps ${WINDOW} ECHO calls of ${BYTES} B in flight for ${SECONDS} s; the remote leg is ${
+    FABRIC === "verbs" ? `verbs (${CLIENT_ADDR} → ${SERVER_ADDR})` : "shm"
+  }; rounds alternate A/B; ` +
   "server, agent and workers all on this machine, one runtime at a time. Server load sampled mid-run " +
   "(TCP connections = established ones on its port, /proc/net/tcp*; shm sessions = session objects it has mapped, /proc/<pid>/maps).",
   "",
@@ -179,7 +193,13 @@ const md: string[] = [
   "|---|---|---|---|---|---|---|---|",
 ];
 for (const rt of RUNTIMES) {
-  const server = start(rt, "cli/main.ts", ["serve", "--port", "0", "--json"]);
+  const server = start(rt, "cli/main.ts", [
+    "serve",
+    "--port",
+    "0",
+    "--json",
+    ...(FABRIC === "verbs" ? ["--host", SERVER_ADDR, "--fabric", "verbs"] : []),
+  ]);
   const port = Number((await until(server, /"port":(\d+)/, "server"))[1]);
   const rounds: Round[] = [];
   try {

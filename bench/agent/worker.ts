@@ -6,6 +6,7 @@
  *
  *   deno run -A bench/agent/worker.ts (--agent NAME | --address H:P) --go FILE [--seconds 5]
  *       [--window 32] [--bytes 16] [--idle-after-ms 0.2 (agent client)]
+ *       [--source-addr A (direct over verbs: the local RDMA address)]
  * @module
  */
 import { existsSync } from "node:fs";
@@ -18,7 +19,10 @@ if (!go || (!agent && !address)) {
   throw new Error("worker: --go FILE and --agent NAME or --address H:P");
 }
 const idleAfterMs = numArg("idle-after-ms", 0.2);
-const c = agent ? await connect(`agent:${agent}`, { idleAfterMs }) : await connect(address);
+const sourceAddr = arg("source-addr", "");
+const c = agent
+  ? await connect(`agent:${agent}`, { idleAfterMs })
+  : await connect(address, sourceAddr ? { providerOptions: { verbs: { sourceAddr } } } : {});
 const req = new Uint8Array(bytes);
 let fabric = "", via = "direct";
 for (let i = 0; i < 200; i++) {
