@@ -20,9 +20,14 @@ if (!go || (!agent && !address)) {
 }
 const idleAfterMs = numArg("idle-after-ms", 0.2);
 const sourceAddr = arg("source-addr", "");
+// Generous timeouts: in the emulated VM many processes start and handshake at once.
+const timeoutMs = numArg("timeout-ms", 30_000);
 const c = agent
-  ? await connect(`agent:${agent}`, { idleAfterMs })
-  : await connect(address, sourceAddr ? { providerOptions: { verbs: { sourceAddr } } } : {});
+  ? await connect(`agent:${agent}`, { idleAfterMs, timeoutMs })
+  : await connect(address, {
+    timeoutMs,
+    ...(sourceAddr ? { providerOptions: { verbs: { sourceAddr } } } : {}),
+  });
 const req = new Uint8Array(bytes);
 let fabric = "", via = "direct";
 for (let i = 0; i < 200; i++) {
