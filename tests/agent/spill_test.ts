@@ -35,7 +35,8 @@ function verbusAsync(args: string[]): Promise<{ code: number | null; output: str
   let output = "";
   p.stdout!.on("data", (d) => (output += d));
   p.stderr!.on("data", (d) => (output += d));
-  return new Promise((r) => p.on("exit", (code) => r({ code, output })));
+  // "close", not "exit": the exit can come before the last output was read
+  return new Promise((r) => p.on("close", (code) => r({ code, output })));
 }
 
 test(

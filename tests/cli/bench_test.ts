@@ -143,7 +143,8 @@ test("a server that dies during a cell: the cell reports the error, exit 1", asy
       err += d;
       if (err.includes("1 cells")) setTimeout(() => srv.kill("SIGKILL"), 1500);
     });
-    const code = await new Promise<number | null>((r) => p.on("exit", r));
+    // "close", not "exit": the exit can come before the last stdout bytes were read
+    const code = await new Promise<number | null>((r) => p.on("close", r));
     assertEquals(code, 1, err);
     const cell = JSON.parse(out).cells[0];
     assert(cell.failed > 0 && typeof cell.error === "string", JSON.stringify(cell));

@@ -111,7 +111,8 @@ test(`the example client on ${other} calls a server on ${RUNTIME} over shm`, asy
     let out = "";
     child.stdout!.on("data", (d) => (out += d));
     child.stderr!.on("data", (d) => (out += d));
-    const code = await new Promise<number | null>((r) => child.on("exit", r));
+    // "close", not "exit": the exit can come before the last stdout bytes were read
+    const code = await new Promise<number | null>((r) => child.on("close", r));
     assertEquals(code, 0, out);
     assert(
       out.includes(`[${other}] Hello, Grace! (greeting #1) | echo from ${other} | fabric: shm`),
