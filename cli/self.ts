@@ -48,6 +48,8 @@ export function selfCommand(args: readonly string[]): CommandLine {
 export interface ServerProcess {
   /** The port from its JSON line. */
   readonly port: number;
+  /** Its process id. */
+  readonly pid: number;
   /** Its `--json` listening line. */
   readonly listening: Record<string, unknown>;
   /** What it wrote on stderr so far. */
@@ -57,8 +59,9 @@ export interface ServerProcess {
 }
 
 /**
- * Starts `cmd` (a `verbus serve … --json` command) in `cwd`; resolves once it printed its JSON
- * listening line, rejects with its stderr if it exits first.
+ * Starts `cmd` (a `verbus serve … --json` command, or any server printing a JSON line with its
+ * `"port"`) in `cwd`; resolves once it printed that line, rejects with its stderr if it exits
+ * first.
  */
 export async function startServe(cmd: CommandLine, cwd?: string): Promise<ServerProcess> {
   const p = spawn(cmd[0], [...cmd[1]], { cwd, stdio: ["ignore", "pipe", "pipe"] });
@@ -76,6 +79,7 @@ export async function startServe(cmd: CommandLine, cwd?: string): Promise<Server
   });
   return {
     port: Number(listening.port),
+    pid: p.pid!,
     listening,
     stderr: () => err,
     stop: () => {

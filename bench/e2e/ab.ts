@@ -11,7 +11,7 @@
  * @module
  */
 import { spawn } from "node:child_process";
-import { type ServerProcess, startServe } from "./serve.ts";
+import { type ServerProcess, startServe } from "../../cli/self.ts";
 import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { arg, numArg } from "../common/args.ts";
@@ -42,7 +42,7 @@ const cmd = (rt: string, root: string, a: string[]) =>
 
 function serve(rt: string, root: string): Promise<ServerProcess> {
   const [bin, a] = cmd(rt, root, ["serve", "--port", "0", "--json"]);
-  return startServe(bin, a, root);
+  return startServe([bin, a], root);
 }
 
 type Result = { qps: number; p50_us: number; p99_us: number };

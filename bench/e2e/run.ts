@@ -17,7 +17,7 @@
  * @module
  */
 import { spawn, spawnSync } from "node:child_process";
-import { startServe } from "./serve.ts";
+import { startServe } from "../../cli/self.ts";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { argv as nodeArgv } from "node:process";
@@ -80,7 +80,7 @@ function jsonParallel(
 
 async function withServer<T>(rt: Rt, fn: (port: number) => T | Promise<T>): Promise<T> {
   const [bin, a] = run(rt, "cli/main.ts", ["serve", "--port", "0", "--json"]);
-  const server = await startServe(bin, a, ROOT);
+  const server = await startServe([bin, a], ROOT);
   try {
     return await fn(server.port);
   } finally {

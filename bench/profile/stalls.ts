@@ -16,7 +16,7 @@
  * wall time sits in a few long gaps, the loss is waiting (sleeps, yields, descheduling), not work.
  * @module
  */
-import { startServe } from "../e2e/serve.ts";
+import { startServe } from "../../cli/self.ts";
 import { readFileSync } from "node:fs";
 import { arg, engineUrl, loadVerbus, numArg, progressArgs, SERVICE } from "./common.ts";
 
@@ -35,11 +35,11 @@ const forwarded = ["spin-us", "idle-after-ms", "batch-budget"].flatMap((n) =>
   arg(n, "") === "" ? [] : [`--${n}`, arg(n, "")]
 );
 const serverScript = new URL("./echo_server.ts", import.meta.url).pathname;
-const srv = await startServe(self[0] as string, [
+const srv = await startServe([self[0] as string, [
   ...self[1] as string[],
   serverScript,
   ...forwarded,
-], ".");
+]]);
 const port = srv.port;
 
 const { connect } = await loadVerbus();
