@@ -91,6 +91,9 @@ function drivenSession(session: ServerSession): Driven {
   };
 }
 
+/** Notices of ended sessions kept for late Watch calls (one per connection, oldest dropped). */
+const ENDED_KEPT = 1024;
+
 /** The fabric half of a server. Create with {@link FabricHost.create}; one JS thread. */
 export class FabricHost {
   #dispatcher: Dispatcher | null = null;
@@ -100,6 +103,11 @@ export class FabricHost {
   /** The established session of each connection (a new hello on it replaces the old session). */
   readonly #byConnection = new Map<string, ServerSession>();
   readonly #registrations = new Map<ServerSession, Registration>();
+  /**
+   * The notice of the last session that ended on each connection, for a Watch that arrives after
+   * its session ended (the client opens it right after the ACK): at most {@link ENDED_KEPT}.
+   */
+  readonly #ended = new Map<string, Bye>();
   readonly #engine: ProgressEngine;
   readonly #logger: Logger;
   #closed = false;
@@ -192,8 +200,10 @@ export class FabricHost {
       throw new RpcError(EREQUEST, (e as Error).message);
     }
     const sessionId = w.sessionId;
-    const s = this.#byConnection.get(connectionKey(ctx));
+    const key = connectionKey(ctx), s = this.#byConnection.get(key);
     if (!s || s.id !== sessionId) {
+      const ended = this.#ended.get(key);
+      if (ended?.sessionId === sessionId) return encodeBye(ended);
       return encodeBye({ sessionId, reason: "no such session on this connection" });
     }
     const told = () =>
@@ -263,6 +273,13 @@ export class FabricHost {
       this.#registrations.get(session)?.remove();
       this.#registrations.delete(session);
       if (this.#byConnection.get(key) === session) this.#byConnection.delete(key);
+      if (this.#ended.size >= ENDED_KEPT) this.#ended.delete(this.#ended.keys().next().value!);
+      this.#ended.delete(key); // re-inserted last: the oldest notice is dropped first
+      this.#ended.set(key, {
+        sessionId: session.id,
+        reason: session.closedReason ?? "closed",
+        untaken: [...session.untaken],
+      });
     }, { once: true });
     this.#sessions.add(session);
     this.#byConnection.set(key, session);
