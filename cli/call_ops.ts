@@ -60,6 +60,26 @@ function request(spec: BenchSpec): { method: string; bytes: Uint8Array; expect?:
 }
 
 /**
+ * `count` calls with up to `window` in flight, their results ignored: the JIT tiers up on the
+ * same code the measured calls run (a warm-up one call at a time leaves the 32-in-flight paths —
+ * batched completions, many promises at once — cold, and the first measured ones pay for it).
+ */
+export async function warmUp(
+  call: () => Promise<unknown>,
+  count: number,
+  window: number,
+): Promise<void> {
+  let left = count;
+  const worker = async () => {
+    while (left > 0) {
+      left--;
+      await call().catch(() => {});
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(window, count)) }, worker));
+}
+
+/**
  * Runs N calls with W in flight (or as many as fit in `seconds`), after `warmup` calls left out;
  * reports p50/p99/qps, the latency quantiles ({@link BENCH_QUANTILES}) and per-path counts.
  */
@@ -71,7 +91,7 @@ export async function runBench(client: Client, spec: BenchSpec): Promise<OpRepor
       forcePath: spec.force,
       expectedResponseBytes: req.expect,
     });
-  for (let i = 0; i < (spec.warmup ?? 0); i++) await call().catch(() => {});
+  await warmUp(call, spec.warmup ?? 0, spec.window);
   await spec.ready?.();
   let lat = new Float64Array(Math.min(spec.n, 1 << 16));
   const paths: Record<string, number> = {};

@@ -37,7 +37,10 @@ test("a notice that only says this client ended the session keeps this side's re
   const g = new NoticeGrace();
   g.watching = true;
   g.begin("fabric post failed: boom", () => {});
-  assertEquals(g.notice("the client ended it: fabric post failed: boom"), "fabric post failed: boom");
+  assertEquals(
+    g.notice("the client ended it: fabric post failed: boom"),
+    "fabric post failed: boom",
+  );
 });
 
 test("the Watch ending ends the grace at once with this side's reason; once only", () => {
