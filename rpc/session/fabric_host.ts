@@ -17,7 +17,7 @@ import { type FabricKind, fabricKindSchema, serverProviders } from "../../transp
 import type { CallContext, Dispatcher, Handler, Logger } from "../protocol/dispatch.ts";
 import { regionConfigSchema } from "../region/layout.ts";
 import type { PartialDefault } from "../../util/options.ts";
-import { EREQUEST, RpcError } from "../errors.ts";
+import { ELIMIT, EREQUEST, RpcError } from "../errors.ts";
 import { type Bye, byeSchema, decodeHello, encodeBye, FABRIC_SERVICE } from "./hello.ts";
 import { type Driven, ProgressEngine, type Registration } from "./engine.ts";
 import { type ProgressOptions, progressOptionsSchema } from "./progress.ts";
@@ -108,6 +108,8 @@ export class FabricHost {
    * its session ended (the client opens it right after the ACK): at most {@link ENDED_KEPT}.
    */
   readonly #ended = new Map<string, Bye>();
+  /** Sessions with an open Watch (one each). */
+  readonly #watched = new Set<ServerSession>();
   readonly #engine: ProgressEngine;
   readonly #logger: Logger;
   #closed = false;
@@ -209,7 +211,17 @@ export class FabricHost {
     const told = () =>
       encodeBye({ sessionId, reason: s.closedReason ?? "closed", untaken: [...s.untaken] });
     if (s.closedReason !== null) return told();
-    return new Promise((resolve) => s.signal.addEventListener("abort", () => resolve(told())));
+    // One open Watch per session: a Watch is exempt from the connection's cap on calls in flight.
+    if (this.#watched.has(s)) {
+      throw new RpcError(ELIMIT, `a Watch is already open for fabric session ${sessionId}`);
+    }
+    this.#watched.add(s);
+    return new Promise((resolve) =>
+      s.signal.addEventListener("abort", () => {
+        this.#watched.delete(s);
+        resolve(told());
+      })
+    );
   }
 
   /**
