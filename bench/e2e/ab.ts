@@ -20,6 +20,7 @@ import { writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import { arg, numArg } from "../common/args.ts";
+import { asyncBenchArgs } from "../common/bench_call.ts";
 
 const ROOT = resolve(new URL("../..", import.meta.url).pathname);
 const A = resolve(arg("a", ROOT)), B = resolve(arg("b", ROOT));
@@ -54,26 +55,19 @@ function serve(rt: string, root: string): Promise<ServerProcess> {
 type Result = { qps: number; p50_us: number; p99_us: number };
 
 function client(rt: string, root: string, port: number, w: number, n: number): Promise<Result> {
-  const [bin, a] = cmd(rt, root, [
-    "call",
-    "--port",
-    String(port),
-    "--json",
-    "--fabric",
-    FABRIC,
-    "--async-bench",
-    String(n),
-    "--bench-op",
-    "echo",
-    "--bench-bytes",
-    "64",
-    "--async-window",
-    String(w),
-    "--async-warmup",
-    String(WARMUP),
-    "--timeout-ms",
-    "30000",
-  ]);
+  const [bin, a] = cmd(
+    rt,
+    root,
+    asyncBenchArgs({
+      port,
+      fabric: FABRIC,
+      op: "echo",
+      bytes: 64,
+      window: w,
+      calls: n,
+      warmup: WARMUP,
+    }),
+  );
   return new Promise((res, rej) => {
     const p = spawn(bin, [...a], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
     let out = "", err = "";

@@ -76,7 +76,11 @@ for (let i = 0; i < INFLIGHT; i++) {
 }
 const requestChunk = sink.bytes().slice();
 
-const dispatcher = new Dispatcher({ "bench.Echo": { Echo: argv.includes("--copy") ? (r: Uint8Array) => r.slice() : (r: Uint8Array) => r } }, {
+const dispatcher = new Dispatcher({
+  "bench.Echo": {
+    Echo: argv.includes("--copy") ? (r: Uint8Array) => r.slice() : (r: Uint8Array) => r,
+  },
+}, {
   warn: (m) => console.error(m),
 });
 const conn = new NullConn();

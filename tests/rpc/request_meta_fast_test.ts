@@ -13,7 +13,10 @@ import { assert, assertEquals, assertThrows, test } from "../harness.ts";
 const REQ = { serviceName: "bench.Echo", methodName: "Echo", timeoutMs: 30000 };
 const bytes = (m: RpcMeta) => encodeRpcMeta(m).slice();
 /** Decodes `m` once with the full decoder (which caches its request), then with the fast path. */
-function fast(m: RpcMeta, prime: RpcMeta = { request: REQ, correlationId: 1 }): RpcMeta | undefined {
+function fast(
+  m: RpcMeta,
+  prime: RpcMeta = { request: REQ, correlationId: 1 },
+): RpcMeta | undefined {
   decodeRpcMeta(bytes(prime));
   const b = bytes(m);
   return decodeRequestMetaFast(b, 0, b.length);
@@ -51,7 +54,15 @@ test("any other shape is left to the full decoder", () => {
   ];
   for (const [what, m] of other) assertEquals(fast(m), undefined, what);
   // attachment_size that is negative as an int32 (the full decoder then refuses the frame)
-  const neg = new Uint8Array([...bytes({ request: REQ, correlationId: 1 }), 0x28, 0xff, 0xff, 0xff, 0xff, 0x0f]);
+  const neg = new Uint8Array([
+    ...bytes({ request: REQ, correlationId: 1 }),
+    0x28,
+    0xff,
+    0xff,
+    0xff,
+    0xff,
+    0x0f,
+  ]);
   decodeRpcMeta(bytes({ request: REQ, correlationId: 1 }));
   assertEquals(decodeRequestMetaFast(neg, 0, neg.length), undefined, "attachment_size >= 2^31");
   // bytes after the known fields (an unknown field 15)
