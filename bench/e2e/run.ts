@@ -16,6 +16,7 @@
  * Only ratios between rows of the same run mean anything.
  * @module
  */
+import { asyncBenchArgs } from "../common/bench_call.ts";
 import { spawn, spawnSync } from "node:child_process";
 import { startServe } from "../../cli/self.ts";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -122,28 +123,20 @@ function benchCmd(
   n: number,
   fabric: string,
 ) {
-  return run(rt, "cli/main.ts", [
-    "call",
-    "--port",
-    String(port),
-    "--json",
-    "--fabric",
-    fabric,
-    "--async-bench",
-    String(n),
-    "--bench-op",
-    op,
-    "--bench-bytes",
-    String(bytes),
-    "--async-window",
-    String(window),
-    "--async-warmup",
-    String(bytes > 4096 ? WARM_LARGE : window > 1 ? WARM_WIDE : WARM_SMALL),
-    "--async-seconds",
-    String(ROW_SECONDS),
-    "--timeout-ms",
-    "30000",
-  ]);
+  return run(
+    rt,
+    "cli/main.ts",
+    asyncBenchArgs({
+      port,
+      fabric,
+      op,
+      bytes,
+      window,
+      calls: n,
+      warmup: bytes > 4096 ? WARM_LARGE : window > 1 ? WARM_WIDE : WARM_SMALL,
+      seconds: ROW_SECONDS,
+    }),
+  );
 }
 
 function bench(
