@@ -55,5 +55,5 @@ test("runBench warms up with the window and leaves the warm-up out of its figure
   );
   assertEquals(peakBeforeMeasuring, 4, "the warm-up ran 4 in flight");
   assertEquals(c.made, 52);
-  assertEquals(r.result.count, 20);
+  assertEquals((r.result as { count: number }).count, 20);
 });
