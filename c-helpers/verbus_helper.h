@@ -107,13 +107,6 @@ int vb_get_cq_event(struct ibv_comp_channel *channel, int timeout_ms, struct ibv
  * consumed): a process's one completion-channel wait that local work can end early. */
 int vb_get_cq_event_or_wake(struct ibv_comp_channel *channel, int wake_fd, int timeout_ms,
 			    struct ibv_cq **cq_out);
-/* The same wait with a timeout in µs, for a plain (blocking) call on the JS thread: a spin that
- * gives the core away until the CQ's next event instead of sched_yield (software RDMA devices,
- * whose completions this machine's CPUs make). Arm the CQ and poll it once before calling. */
-int vb_cq_block(struct ibv_comp_channel *channel, int timeout_us, struct ibv_cq **cq_out);
-/* Makes fd nonblocking (0 or -errno): a completion channel two waiters poll (a parked
- * off-thread wait and a block on the JS thread) must not leave the loser stuck in read(). */
-int vb_set_nonblock(int fd);
 /* A nonblocking eventfd (fd, or -errno), and signalling it (0 or -errno). */
 int vb_eventfd(void);
 int vb_eventfd_signal(int fd);

@@ -6,7 +6,6 @@
 #include "verbus_helper.h"
 
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
@@ -105,38 +104,6 @@ int vb_get_cq_event(struct ibv_comp_channel *channel, int timeout_ms, struct ibv
 		return -ENOSYS;
 	int rc = vb_wait_fd(channel->fd, timeout_ms);
 	return rc <= 0 ? rc : take_cq_event(channel, cq_out);
-}
-
-int vb_cq_block(struct ibv_comp_channel *channel, int timeout_us, struct ibv_cq **cq_out)
-{
-	if (!channel || !cq_out || timeout_us < 0)
-		return -EINVAL;
-	if (!p_get_cq_event)
-		return -ENOSYS;
-	struct pollfd p = { .fd = channel->fd, .events = POLLIN, .revents = 0 };
-	struct timespec ts = { .tv_sec = timeout_us / 1000000,
-			       .tv_nsec = (long)(timeout_us % 1000000) * 1000L };
-	int rc;
-	for (;;) {
-		rc = ppoll(&p, 1, &ts, NULL);
-		if (rc >= 0 || errno != EINTR)
-			break;
-	}
-	if (rc < 0)
-		return -errno;
-	if (rc == 0)
-		return 0;
-	if (p.revents & POLLNVAL)
-		return -EBADF;
-	return take_cq_event(channel, cq_out);
-}
-
-int vb_set_nonblock(int fd)
-{
-	int fl = fcntl(fd, F_GETFL);
-	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
-		return -errno;
-	return 0;
 }
 
 int vb_eventfd(void)

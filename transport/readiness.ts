@@ -35,14 +35,6 @@ export interface ReadinessSource {
   wait(seen: number, timeoutMs: number): Promise<boolean>;
   /** Wakes this process's `wait` (local work arrived). */
   wake(): void;
-  /**
-   * Optional: gives the core away while the engine waits for this source and nothing else —
-   * blocks THIS thread in the kernel for a short bound of the source's (about a millisecond)
-   * until the source may have news, instead of `sched_yield`. For sources whose news this
-   * machine's CPUs make (a software RDMA device): a spinning waiter takes the CPU from that work.
-   * Returns false when it does not apply (the engine yields as usual). Never throws.
-   */
-  block?(): boolean;
 }
 
 /** An endpoint's place in its process's readiness source. */

@@ -11,7 +11,7 @@
  *   and its ksoftirqd threads (where rxe's tasklets and the veth's packets run), and the idle
  *   share of the VM's 2 vCPUs — the rest of a call's wall time is waiting;
  * - per call: progress-loop turns, idle sleeps, spins cut short, hub CQ polls and channel sleeps,
- *   ibv_post_send doorbells, work requests and signaled ones, on both sides;
+ *   on both sides (`perf trace -s` in the VM counts the syscalls: doorbells are `write`s);
  *   context switches (voluntary/involuntary) of both processes;
  * - the runnable-task count the spin policy reads (/proc/loadavg), sampled every 20 ms.
  *
@@ -35,25 +35,15 @@ const { VerbsHub } = await lib("transport/verbs/hub.ts");
 const enc = new TextEncoder(), dec = new TextDecoder();
 const now = () => performance.timeOrigin + performance.now();
 
-/** This process's loop, hub and send-ring counters (`rings`: the endpoints' counters). */
-async function counters(rings: () => Record<string, number>[]): Promise<Record<string, number>> {
+/** This process's progress-loop and verbs hub counters. */
+async function counters(): Promise<Record<string, number>> {
   const e = await ProgressEngine.forThread();
-  const out: Record<string, number> = {
-    ...e.loopCounters,
-    cpuYields: e.counters.cpuYields ?? 0,
-    blocks: e.counters.blocks ?? 0,
-  };
+  const out: Record<string, number> = { ...e.loopCounters };
   // deno-lint-ignore no-explicit-any
   for (const h of VerbsHub.all() as any[]) {
     out.cqPolls = (out.cqPolls ?? 0) + h.counters.polls;
     out.cqSleeps = (out.cqSleeps ?? 0) + h.counters.sleeps;
     out.completions = (out.completions ?? 0) + h.counters.completions;
-    out.blockWakes = (out.blockWakes ?? 0) + (h.counters.blockWakes ?? 0);
-  }
-  for (const r of rings()) {
-    for (const k of ["posts", "requests", "signaled", "inline"]) {
-      out[k] = (out[k] ?? 0) + (r[k] ?? 0);
-    }
   }
   return out;
 }
@@ -70,7 +60,7 @@ if (ARGS.includes("--serve")) {
           return b;
         },
         async Stats(): Promise<Uint8Array> {
-          return enc.encode(JSON.stringify(await counters(() => ringsOf(server))));
+          return enc.encode(JSON.stringify(await counters()));
         },
       },
     },
@@ -85,33 +75,6 @@ if (ARGS.includes("--serve")) {
   console.log(`listening on ${server.port}`);
 } else {
   await main();
-}
-
-/** The send-ring counters of every verbs endpoint reachable from `o` (a server or a client). */
-// deno-lint-ignore no-explicit-any
-function ringsOf(o: any): Record<string, number>[] {
-  const seen = new Set<unknown>(), out: Record<string, number>[] = [];
-  // deno-lint-ignore no-explicit-any
-  const walk = (x: any, depth: number) => {
-    if (x === null || typeof x !== "object" || seen.has(x) || depth > 6) return;
-    seen.add(x);
-    if (x.kind === "verbs" && x.counters && typeof x.counters.posts === "number") {
-      out.push(x.counters);
-      return;
-    }
-    if (x instanceof Map || x instanceof Set) {
-      for (const v of x.values()) walk(v, depth + 1);
-      return;
-    }
-    if (ArrayBuffer.isView(x)) return;
-    for (const k of Object.getOwnPropertyNames(x)) {
-      try {
-        walk(x[k], depth + 1);
-      } catch { /* getter threw */ }
-    }
-  };
-  walk(o, 0);
-  return out;
 }
 
 /** utime, stime (µs) and voluntary/involuntary context switches of `pid`. */
@@ -161,7 +124,7 @@ async function measure(c: any, serverPid: number, calls: number, window: number)
   const rt = new Float64Array(calls),
     leg1 = new Float64Array(calls),
     leg2 = new Float64Array(calls);
-  const s0 = await stats(), c0 = await counters(() => ringsOf(c));
+  const s0 = await stats(), c0 = await counters();
   const p0 = procCpu("self"), q0 = procCpu(serverPid), v0 = vmCpu();
   const runnable: number[] = [];
   const sampler = setInterval(() => {
@@ -186,7 +149,7 @@ async function measure(c: any, serverPid: number, calls: number, window: number)
   const wall = (performance.now() - t0) * 1000;
   clearInterval(sampler);
   const p1 = procCpu("self"), q1 = procCpu(serverPid), v1 = vmCpu();
-  const c1 = await counters(() => ringsOf(c)), s1 = await stats();
+  const c1 = await counters(), s1 = await stats();
   for (const a of [rt, leg1, leg2]) a.sort();
   const per = (x: number) => +(x / calls).toFixed(2);
   const delta = (a: Record<string, number>, b: Record<string, number>) =>

@@ -35,10 +35,6 @@ export const HELPER_SYMBOLS = {
     result: "i32",
     nonblocking: true,
   },
-  /** int vb_cq_block(struct ibv_comp_channel *ch, int timeout_us, struct ibv_cq **cq_out);  1 event, 0 timeout, -errno (blocks the calling thread) */
-  vb_cq_block: { args: ["pointer", "i32", "buffer"], result: "i32" },
-  /** int vb_set_nonblock(int fd);  0 or -errno */
-  vb_set_nonblock: { args: ["i32"], result: "i32" },
   /** int vb_eventfd(void);  fd, or -errno */
   vb_eventfd: { args: [], result: "i32" },
   /** int vb_eventfd_signal(int fd);  0 or -errno */

@@ -96,9 +96,6 @@ export interface EngineCounters {
   sessionRounds: number;
   /** Announcements collected from readiness sources. */
   announced: number;
-  /** Gives of the core while waiting: `sched_yield`s, and blocks in the only source's `block()`. */
-  cpuYields: number;
-  blocks: number;
 }
 
 /** See the module documentation. Get it with {@link ProgressEngine.forThread}. */
@@ -123,9 +120,7 @@ export class ProgressEngine {
   #turn = 0;
   #lastTick = 0;
   /** Counters (tests and stats). */
-  readonly counters: EngineCounters = { sessionRounds: 0, announced: 0, cpuYields: 0, blocks: 0 };
-  /** The one readiness source, when the engine waits for nothing else and it can block; or null. */
-  #blocker: ReadinessSource | null = null;
+  readonly counters: EngineCounters = { sessionRounds: 0, announced: 0 };
 
   private constructor(yieldCpu: () => void) {
     this.#loop = new ProgressLoop(
@@ -133,32 +128,9 @@ export class ProgressEngine {
       (ms) => this.#idle(ms),
       () => this.#holders.size > 0,
       {},
-      () => this.#yieldCpu(yieldCpu),
+      yieldCpu,
       { cores: cpuCores(), runnable: runnableTasks, peerAsleep: () => this.#peersAsleep() },
     );
-  }
-
-  /**
-   * How the loop gives its core away while waiting: when every driven session is on one
-   * readiness source that can block (a software RDMA device's hub), a block on it — the core
-   * goes to the kernel work that makes the answers, and the answer wakes this thread; else
-   * `sched_yield`.
-   */
-  #yieldCpu(sysYield: () => void): void {
-    const b = this.#blocker;
-    if (b !== null && b.block!()) {
-      this.counters.blocks++;
-      return;
-    }
-    this.counters.cpuYields++;
-    sysYield();
-  }
-
-  #updateBlocker(): void {
-    const only = this.#sourceList.length === 1 && this.#withoutReadiness.length === 0
-      ? this.#sourceList[0].source
-      : null;
-    this.#blocker = only?.block ? only : null;
   }
 
   /** True when some client waits for answers and every such client's peer sleeps. */
@@ -220,7 +192,6 @@ export class ProgressEngine {
     } else {
       this.#withoutReadiness.push(entry);
     }
-    this.#updateBlocker();
     const activate = (spin: boolean) => {
       if (!entry.active && this.#all.has(entry)) {
         entry.active = true;
@@ -259,7 +230,6 @@ export class ProgressEngine {
       const i = this.#withoutReadiness.indexOf(entry);
       if (i >= 0) this.#withoutReadiness.splice(i, 1);
     }
-    this.#updateBlocker();
     entry.active = false; // dropped from the active lists on their next pass
   }
 

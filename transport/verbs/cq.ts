@@ -29,13 +29,6 @@ export class CompletionChannel extends NativeHandle {
       );
     });
     this.fd = lib.ffi.readI32(ptr, IBV_COMP_CHANNEL.fd);
-    // Nonblocking: two waiters may poll it (a parked off-thread wait, a block on the JS thread);
-    // the one that loses the event must see EAGAIN, not sleep in read() until the next one.
-    const rc = lib.helper.lib.symbols.vb_set_nonblock(this.fd);
-    if (rc < 0) {
-      this.close();
-      throw new NativeError("fcntl", -rc, `O_NONBLOCK on the ${this.kind} fd`);
-    }
   }
 
   /**
@@ -66,20 +59,6 @@ export class CompletionChannel extends NativeHandle {
     if (rc < 0) throw new NativeError("ibv_get_cq_event", -rc, `wait on ${this.kind}`);
     return rc === 1 || rc === 2;
   }
-
-  /**
-   * Blocks THIS thread up to `timeoutUs` for one CQ event (acked); true on an event. A plain call:
-   * the caller chose to hold its thread that long (a spin that gives its core away instead of
-   * `sched_yield`). Arm the CQ and poll it once before calling (what completed before arming
-   * raises no event). Data path: allocates nothing.
-   */
-  block(timeoutUs: number): boolean {
-    const rc = this.context.lib.helper.lib.symbols.vb_cq_block(this.handle, timeoutUs, this.#cqOut);
-    if (rc < 0) throw new NativeError("ibv_get_cq_event", -rc, `block on ${this.kind}`);
-    return rc === 1;
-  }
-
-  readonly #cqOut = new BigUint64Array(1);
 }
 
 /** A completion queue (`struct ibv_cq`). */

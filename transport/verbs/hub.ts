@@ -33,7 +33,6 @@
  * Threading: one JS thread; `wait` blocks off-thread (helper `vb_get_cq_event`, nonblocking FFI).
  * @module
  */
-import { existsSync } from "node:fs";
 import { setImmediate } from "node:timers";
 import { NativeError, VerbusError } from "../../errors.ts";
 import { IBV_WC_OPCODE } from "../../ffi/symbols/libibverbs.ts";
@@ -52,26 +51,6 @@ const MAX_CQ_DEPTH = 65536;
 /** Completions polled per `vb_poll_cq` call; a drain makes at most {@link DRAIN_ROUNDS} calls. */
 const POLL_BATCH = 128;
 const DRAIN_ROUNDS = 8;
-
-/**
- * Longest {@link VerbsHub.block}, µs: how long a waiting loop may hold its JS thread in the
- * kernel before it looks at its event loop again (timers, TCP). A completion ends it at once.
- */
-export const BLOCK_US = 1000;
-
-/**
- * True when the device `name` is software (Soft-RoCE rxe, siw): no hardware behind it in sysfs
- * (`/sys/class/infiniband/NAME/device` names the PCI function of a real HCA). Its completions
- * are made by this machine's CPUs — kernel work that a spinning process takes the CPU from.
- */
-export function isSoftwareDevice(name: string): boolean {
-  try {
-    return existsSync(`/sys/class/infiniband/${name}`) &&
-      !existsSync(`/sys/class/infiniband/${name}/device`);
-  } catch {
-    return false;
-  }
-}
 
 /** An endpoint as the hub sees it. Called on the hub's JS thread, during a drain. */
 export interface HubMember {
@@ -97,9 +76,6 @@ export interface HubCounters {
   sleeps: number;
   /** CQs this hub created (always 1: tests count it). */
   cqs: number;
-  /** Blocks on the channel from the JS thread ({@link VerbsHub.block}), and those an event ended. */
-  blocks: number;
-  blockWakes: number;
 }
 
 /** One device's shared completion resources and readiness source. See the module doc. */
@@ -116,14 +92,7 @@ export class VerbsHub implements ReadinessSource {
     wrongImm: 0,
     sleeps: 0,
     cqs: 1,
-    blocks: 0,
-    blockWakes: 0,
   };
-  /**
-   * The device is software ({@link isSoftwareDevice}): a waiting loop blocks on the channel
-   * ({@link block}) instead of spinning, in poll mode too. Tests may set it.
-   */
-  software: boolean;
   readonly #lib: VerbsLib;
   readonly #cqHandle: NonNullPtr;
   readonly #wc = new WcReader(POLL_BATCH);
@@ -156,7 +125,6 @@ export class VerbsHub implements ReadinessSource {
     this.#lib = lib;
     this.cqDepth = depth;
     this.#cqHandle = cq.handle;
-    this.software = isSoftwareDevice(ctx.deviceName);
     const fd = lib.helper.lib.symbols.vb_eventfd();
     if (fd < 0) throw new NativeError("eventfd", -fd, `wake-up fd of the ${ctx.deviceName} hub`);
     this.#wakeFd = fd;
@@ -298,9 +266,7 @@ export class VerbsHub implements ReadinessSource {
 
   wait(seen: number, timeoutMs: number): Promise<boolean> {
     if (this.#doorbell !== seen || this.#pendingCount > 0) return Promise.resolve(true);
-    if (this.#pollers > 0) { // poll mode: look again after one macrotask (blocking first on rxe)
-      if (this.software) this.block(Math.min(BLOCK_US, timeoutMs * 1000));
-      if (this.#doorbell !== seen || this.#pendingCount > 0) return Promise.resolve(true);
+    if (this.#pollers > 0) {
       return new Promise((r) => setImmediate(() => r(this.drain() > 0 || this.#doorbell !== seen)));
     }
     this.#sleeping ??= this.#sleep(seen, timeoutMs).finally(() => (this.#sleeping = null));
@@ -315,29 +281,6 @@ export class VerbsHub implements ReadinessSource {
     const woke = await this.channel.waitEventOrWake(this.#wakeFd, timeoutMs);
     this.drain();
     return woke || this.#doorbell !== seen;
-  }
-
-  /**
-   * Gives the core away while a loop waits for this hub, on a software device only (returns
-   * false elsewhere: the caller yields as usual): arms the CQ, looks once more, then blocks THIS
-   * thread in the kernel up to `maxUs` until the CQ's next event, and drains. The core goes to
-   * the kernel's rxe work and the peer, and the wake is the kernel's, with no thread hop
-   * (`sched_yield` keeps this task runnable; TCG's clock reads are syscalls). Data path:
-   * allocates nothing. Never throws (a failed block is a plain yield).
-   */
-  block(maxUs: number = BLOCK_US): boolean {
-    if (!this.software) return false;
-    if (this.#pendingCount > 0 || maxUs <= 0) return true;
-    try {
-      this.cq.reqNotify();
-      if (this.drain() > 0) return true; // completed before the CQ was armed: no event for it
-      this.counters.blocks++;
-      if (this.channel.block(Math.ceil(maxUs))) this.counters.blockWakes++;
-      this.drain();
-    } catch {
-      return false;
-    }
-    return true;
   }
 
   /** Local work arrived (or the last session left): the wait returns at once. */
