@@ -15,18 +15,12 @@ import { RUNTIME, type RuntimeName } from "../../ffi/runtime.ts";
 import { withChild } from "../util/proc.ts";
 import { serve } from "../../rpc/server.ts";
 import { pattern, SHM_ONLY } from "./util.ts";
+import { SMALL_REGION } from "../../bench/scale/common.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const td = new TextDecoder();
-/** A tiny region (the scale bench's): 1,000 sessions fit in a test. */
-const TINY = {
-  slots: 64,
-  slotSize: 4096,
-  bulkSize: 65536,
-  objectSlabs: 4,
-  objectSlabSize: 65536,
-  stagingSize: 65536,
-};
+/** The scale bench's region (64 slots × 4 KiB, …): 1,000 sessions fit in a test. */
+const TINY = SMALL_REGION;
 
 async function open(port: number, n: number): Promise<Client[]> {
   const out: Client[] = [];
