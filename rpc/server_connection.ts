@@ -31,6 +31,7 @@ import { encodeFrameTo, FrameParser } from "./protocol/frame.ts";
 import { encodeResponseFrameTo } from "./protocol/frame_fast.ts";
 import { EndNotice } from "../util/end_notice.ts";
 import type { Int64, RpcMeta, RpcRequestMeta, RpcResponseMeta } from "./protocol/rpc_meta.ts";
+import { FABRIC_SERVICE } from "./session/hello.ts";
 
 /** The per-connection limits (validated by the server's options schema). */
 export interface ConnectionLimits {
@@ -111,6 +112,12 @@ export class ServerConnection implements ResponseSink {
   #partialSince = 0;
   /** Calls dispatched and not answered yet. */
   #inflight = 0;
+  /**
+   * Of those, open `verbus.Fabric/Watch` calls: each waits for the end of a fabric session (the
+   * host keeps one per session), so they do not count against `maxInflightPerConnection` — with
+   * a cap of 1 a fabric client's Watch would refuse every TCP call of its connection.
+   */
+  #watches = 0;
   /** Since when (sweep time) the output queue has been over its high-water mark (0 = it is not). */
   #blockedSince = 0;
   #closing = false;
@@ -125,9 +132,11 @@ export class ServerConnection implements ResponseSink {
     this.#receivedAt = Date.now();
     const dispatcher = host.dispatcher;
     this.#parser = new FrameParser((meta, payload, attachment) => {
-      if (this.#inflight >= this.#maxInflight) this.#refuse(meta);
+      const watch = isWatch(meta);
+      if (!watch && this.#inflight - this.#watches >= this.#maxInflight) this.#refuse(meta);
       else {
         this.#inflight++;
+        if (watch) this.#watches++;
         dispatcher.dispatch(meta, payload, attachment, this, this.#receivedAt);
       }
       // The peer is not reading its answers: take no more requests until they drained.
@@ -255,6 +264,7 @@ export class ServerConnection implements ResponseSink {
 
   send(call: ServerCall, response: Uint8Array, errorCode: number, errorText: string): void {
     this.#inflight--;
+    if (this.#watches > 0 && isWatch(call.meta)) this.#watches--;
     const conn = this.#conn;
     if (conn.closed) return;
     if (errorCode === 0) {
@@ -281,4 +291,10 @@ export class ServerConnection implements ResponseSink {
   close(): void {
     this.#conn.close();
   }
+}
+
+/** True for a `verbus.Fabric/Watch` request. */
+function isWatch(meta: RpcMeta): boolean {
+  const r = meta.request;
+  return r !== undefined && r.methodName === "Watch" && r.serviceName === FABRIC_SERVICE;
 }

@@ -5,21 +5,28 @@
  * the same for B; prints per case the median calls/s and p50 of each side and the median B/A ratio.
  *
  *   deno run -A bench/e2e/ab.ts --a /path/to/base --b . [--runtime deno|bun|both] [--rounds 5]
- *       [--calls 20000] [--windows 1,32] [--fabric shm] [--clients 1] [--out FILE.json]
+ *       [--calls 20000] [--warmup 5000] [--windows 1,32] [--fabric shm|tcp] [--clients 1]
+ *       [--out FILE.json]
  *
  * `--clients N`: N client processes at once per side (calls/s summed, p50 the median of theirs).
+ * `--fabric tcp`: verbus's TCP path (baidu_std), as the e2e "verbus TCP" rows.
+ * `--warmup N`: calls every measured client process makes first, left out of its figures
+ * (`--async-warmup`; JIT tiers up, as the e2e rows do), after a separate warm-up client per round.
  * @module
  */
 import { spawn } from "node:child_process";
 import { type ServerProcess, startServe } from "../../cli/self.ts";
 import { writeFileSync } from "node:fs";
+import { loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import { arg, numArg } from "../common/args.ts";
+import { asyncBenchArgs } from "../common/bench_call.ts";
 
 const ROOT = resolve(new URL("../..", import.meta.url).pathname);
 const A = resolve(arg("a", ROOT)), B = resolve(arg("b", ROOT));
 const RUNTIMES = arg("runtime", "both") === "both" ? ["deno", "bun"] : [arg("runtime", "")];
 const ROUNDS = numArg("rounds", 5), CALLS = numArg("calls", 20000);
+const WARMUP = numArg("warmup", 5000);
 const WINDOWS = arg("windows", "1,32").split(",").map(Number);
 const FABRIC = arg("fabric", "shm");
 const CLIENTS = Math.max(1, numArg("clients", 1));
@@ -48,24 +55,19 @@ function serve(rt: string, root: string): Promise<ServerProcess> {
 type Result = { qps: number; p50_us: number; p99_us: number };
 
 function client(rt: string, root: string, port: number, w: number, n: number): Promise<Result> {
-  const [bin, a] = cmd(rt, root, [
-    "call",
-    "--port",
-    String(port),
-    "--json",
-    "--fabric",
-    FABRIC,
-    "--async-bench",
-    String(n),
-    "--bench-op",
-    "echo",
-    "--bench-bytes",
-    "64",
-    "--async-window",
-    String(w),
-    "--timeout-ms",
-    "30000",
-  ]);
+  const [bin, a] = cmd(
+    rt,
+    root,
+    asyncBenchArgs({
+      port,
+      fabric: FABRIC,
+      op: "echo",
+      bytes: 64,
+      window: w,
+      calls: n,
+      warmup: WARMUP,
+    }),
+  );
   return new Promise((res, rej) => {
     const p = spawn(bin, [...a], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
     let out = "", err = "";
@@ -113,7 +115,10 @@ for (const rt of RUNTIMES) {
       }
       qa.push(res[A].qps), qb.push(res[B].qps), pa.push(res[A].p50_us), pb.push(res[B].p50_us);
       ratio.push(res[B].qps / res[A].qps);
-      console.error(`${rt} w=${w} round ${r}: A ${res[A].qps} B ${res[B].qps} calls/s`);
+      console.error(
+        `${rt} w=${w} round ${r}: A ${res[A].qps} B ${res[B].qps} calls/s ` +
+          `(load ${loadavg()[0].toFixed(2)})`,
+      );
     }
     const row = {
       runtime: rt,
@@ -133,7 +138,17 @@ if (file) {
   writeFileSync(
     file,
     JSON.stringify(
-      { a: A, b: B, fabric: FABRIC, clients: CLIENTS, rounds: ROUNDS, calls: CALLS, rows: out },
+      {
+        a: A,
+        b: B,
+        fabric: FABRIC,
+        clients: CLIENTS,
+        rounds: ROUNDS,
+        calls: CALLS,
+        warmup: WARMUP,
+        load_at_end: loadavg(),
+        rows: out,
+      },
       null,
       2,
     ) + "\n",

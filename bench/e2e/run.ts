@@ -16,6 +16,7 @@
  * Only ratios between rows of the same run mean anything.
  * @module
  */
+import { asyncBenchArgs } from "../common/bench_call.ts";
 import { spawn, spawnSync } from "node:child_process";
 import { startServe } from "../../cli/self.ts";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -35,8 +36,21 @@ const BIN = {
   bun: join(ROOT, "node_modules/.bin/bun"),
 };
 const N_SMALL = quick ? 5000 : 100000, N_LARGE = quick ? 500 : 4000;
-/** Calls every client makes first, not measured (JIT tiers up, slots warm): rows measure steady state. */
-const WARM_SMALL = quick ? 500 : 5000, WARM_LARGE = quick ? 50 : 500;
+/**
+ * Calls per client of a row with many in flight: at ~1M calls/s a 100k-call row lasted 0.1 s and
+ * measured the JIT tiering up, not the steady state (shm at 32 in flight: 0.49M calls/s in such a
+ * row, 1.1M over 3M calls, Deno and Bun alike). Each row stops after {@link ROW_SECONDS} anyway.
+ */
+const N_WIDE = quick ? 20000 : 1_000_000;
+/** Longest measured phase of one row, s (`--async-seconds`). */
+const ROW_SECONDS = quick ? 2 : 4;
+/**
+ * Calls every client makes first, not measured, with the row's number in flight (JIT tiers up,
+ * slots warm): rows measure steady state. Rows with many in flight warm up longer.
+ */
+const WARM_SMALL = quick ? 500 : 5000,
+  WARM_WIDE = quick ? 2000 : 200_000,
+  WARM_LARGE = quick ? 50 : 500;
 
 type Rt = "deno" | "bun";
 const run = (rt: Rt, script: string, a: string[]) =>
@@ -109,26 +123,20 @@ function benchCmd(
   n: number,
   fabric: string,
 ) {
-  return run(rt, "cli/main.ts", [
-    "call",
-    "--port",
-    String(port),
-    "--json",
-    "--fabric",
-    fabric,
-    "--async-bench",
-    String(n),
-    "--bench-op",
-    op,
-    "--bench-bytes",
-    String(bytes),
-    "--async-window",
-    String(window),
-    "--async-warmup",
-    String(Math.min(n, bytes > 4096 ? WARM_LARGE : WARM_SMALL)),
-    "--timeout-ms",
-    "30000",
-  ]);
+  return run(
+    rt,
+    "cli/main.ts",
+    asyncBenchArgs({
+      port,
+      fabric,
+      op,
+      bytes,
+      window,
+      calls: n,
+      warmup: bytes > 4096 ? WARM_LARGE : window > 1 ? WARM_WIDE : WARM_SMALL,
+      seconds: ROW_SECONDS,
+    }),
+  );
 }
 
 function bench(
@@ -209,18 +217,19 @@ for (const rt of ["deno", "bun"] as Rt[]) {
     for (const w of [1, 32]) {
       if (tcpOnly) {
         bench(rt, port, "ECHO 64 B", "echo", 64, w, Math.min(2000, N_SMALL), "tcp", "warmup");
-        bench(rt, port, "ECHO 64 B", "echo", 64, w, N_SMALL, "tcp", "verbus TCP");
+        bench(rt, port, "ECHO 64 B", "echo", 64, w, w > 1 ? N_WIDE : N_SMALL, "tcp", "verbus TCP");
         continue;
       }
       for (let warm = 0; warm < 1; warm++) {
         bench(rt, port, "ECHO 64 B", "echo", 64, w, Math.min(2000, N_SMALL), "shm", "warmup");
       }
-      bench(rt, port, "ECHO 64 B", "echo", 64, w, N_SMALL, "tcp", "verbus TCP");
-      bench(rt, port, "ECHO 64 B", "echo", 64, w, N_SMALL, "shm", "verbus shm");
+      const n = w > 1 ? N_WIDE : N_SMALL;
+      bench(rt, port, "ECHO 64 B", "echo", 64, w, n, "tcp", "verbus TCP");
+      bench(rt, port, "ECHO 64 B", "echo", 64, w, n, "shm", "verbus shm");
     }
     if (tcpOnly) return;
-    await benchClients(rt, port, 32, N_SMALL / 2, "tcp", "verbus TCP");
-    await benchClients(rt, port, 32, N_SMALL / 2, "shm", "verbus shm");
+    await benchClients(rt, port, 32, N_WIDE / 2, "tcp", "verbus TCP");
+    await benchClients(rt, port, 32, N_WIDE / 2, "shm", "verbus shm");
     bench(rt, port, "LARGE_GET 64 KiB", "large-get", 65536, 1, N_LARGE, "tcp", "verbus TCP");
     bench(rt, port, "LARGE_GET 64 KiB", "large-get", 65536, 1, N_LARGE, "shm", "verbus shm");
     bench(rt, port, "BIGPUT 16 KiB", "put", 16384, 1, N_LARGE, "tcp", "verbus TCP");
@@ -234,9 +243,9 @@ for (const rt of ["deno", "bun"] as Rt[]) {
         "--inflight",
         String(w),
         "--calls",
-        String(N_SMALL),
+        String(w > 1 ? N_WIDE : N_SMALL),
         "--warmup",
-        String(WARM_SMALL),
+        String(w > 1 ? WARM_WIDE : WARM_SMALL),
       ]),
     );
     baselineRow(rt, "raw TCP echo", w, r);
@@ -247,7 +256,7 @@ for (const rt of ["deno", "bun"] as Rt[]) {
       "--inflight",
       String(w),
       "--calls",
-      String(quick ? 50000 : 200000),
+      String(quick ? 50000 : w > 1 ? 2_000_000 : 200000),
     ]));
     baselineRow(rt, "shm ring (promise per call)", w, r);
   }
@@ -368,9 +377,9 @@ for (const rt of ["deno", "bun"]) {
   );
 }
 const md = [
-  `ECHO/LARGE_GET/BIGPUT: ${N_SMALL} / ${N_LARGE} calls per row (${CLIENTS}-client rows: ${
-    N_SMALL / 2
-  } per client); load average at the end ${
+  `Calls per row: ECHO at 1 in flight ${N_SMALL} after ${WARM_SMALL} warm-up calls; ECHO at 32 in flight ${N_WIDE} (${CLIENTS}-client rows: ${
+    N_WIDE / 2
+  } per client) after ${WARM_WIDE} warm-up calls with as many in flight; LARGE_GET/BIGPUT ${N_LARGE} after ${WARM_LARGE}; a row stops after ${ROW_SECONDS} s. Load average at the end ${
     loadavg().map((x) => x.toFixed(2)).join(" ")
   } on ${availableParallelism()} cores. Only ratios of rows of one run mean anything.`,
   "",

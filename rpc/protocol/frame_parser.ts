@@ -11,7 +11,7 @@
  */
 import { ProtocolError } from "../../errors.ts";
 import { RUNTIME } from "../../util/runtime.ts";
-import { decodeAnswerMeta } from "./rpc_meta_decode.ts";
+import { decodeAnswerMeta, decodeRequestMetaFast } from "./rpc_meta_decode.ts";
 import { decodeRpcMeta, type RpcMeta } from "./rpc_meta.ts";
 
 /** Size of the frame header. */
@@ -251,9 +251,11 @@ export class FrameParser {
     const bodySize = this.#bodySize, metaSize = this.#metaSize;
     const metaEnd = start + metaSize;
     const reuse = this.#answerMeta;
+    // Plain answers (a client) and plain requests with the last request's meta (a server) take a
+    // fast path; any other meta the full decoder.
     const meta = reuse !== null && decodeAnswerMeta(buf, start, metaEnd, reuse)
       ? reuse
-      : decodeRpcMeta(buf, start, metaEnd);
+      : decodeRequestMetaFast(buf, start, metaEnd) ?? decodeRpcMeta(buf, start, metaEnd);
     const rest = bodySize - metaSize;
     const att = meta.attachmentSize ?? 0;
     if (att < 0 || att > rest) {

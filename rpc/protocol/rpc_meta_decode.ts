@@ -246,6 +246,38 @@ export function decodeRpcMeta(bytes: Uint8Array, start = 0, end = bytes.length):
   return m;
 }
 
+/**
+ * Fast path for the meta of a plain request, the shape a verbus channel (and a brpc client) sends
+ * call after call: `request` (field 1) byte-identical to the last request meta decoded here, then
+ * `correlation_id` (< 2^49) and optionally a non-negative `attachment_size`, in field order,
+ * nothing else. Returns a fresh {@link RpcMeta} (the caller's) whose `request` is the shared
+ * frozen one, or `undefined` for any other shape — then use {@link decodeRpcMeta}, which also
+ * makes that request the cached one. Reads `b[start, end)` only; keeps nothing.
+ */
+export function decodeRequestMetaFast(
+  b: Uint8Array,
+  start: number,
+  end: number,
+): RpcMeta | undefined {
+  if (lastReqLen < 0 || end - start < 4 || b[start] !== 0x0a) return undefined;
+  const n = smallVarint(b, start + 1, end);
+  if (n !== lastReqLen) return undefined;
+  let p = vpos;
+  if (end - p < n + 2) return undefined;
+  const c = lastReqBytes;
+  for (let i = 0; i < n; i++) if (c[i] !== b[p + i]) return undefined;
+  p += n;
+  if (b[p] !== 0x20) return undefined;
+  const id = smallVarint(b, p + 1, end);
+  if (id < 0) return undefined;
+  p = vpos;
+  if (p === end) return { request: lastReq, correlationId: id };
+  if (b[p] !== 0x28) return undefined;
+  const att = smallVarint(b, p + 1, end);
+  if (att < 0 || att > 0x7fffffff || vpos !== end) return undefined;
+  return { request: lastReq, correlationId: id, attachmentSize: att };
+}
+
 /** Reads a varint of at most 7 bytes (< 2^49) at `b[p..end)`; sets `vpos`; -1 if not one. */
 let vpos = 0;
 function smallVarint(b: Uint8Array, p: number, end: number): number {

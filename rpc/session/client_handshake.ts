@@ -224,9 +224,11 @@ export async function establishFabric(
  * redone over TCP (exactly once: the session is closed for good), the others reject with a FABRIC
  * error naming the reason; later calls go over TCP and the link re-negotiates. An answer after the
  * client itself ended the session changes nothing; a server without Watch (or a closed channel)
- * only loses the notice.
+ * only loses the notice. While it is open, a session that fails on this side waits briefly for
+ * this notice before failing its calls (`notice_grace.ts`): the server may know better why.
  */
 function watchSession(channel: Channel, session: ClientSession, sessionId: number): void {
+  session.watching = true;
   channel.call(FABRIC_SERVICE, "Watch", encodeBye({ sessionId, reason: "watch" }), {
     timeoutMs: MAX_TIMER,
   }).then((r) => {
@@ -238,6 +240,7 @@ function watchSession(channel: Channel, session: ClientSession, sessionId: numbe
     } catch (e) {
       reason = `an unreadable notice (${(e as Error).message})`;
     }
-    session.serverEnded(`the server ended the session: ${reason}`, untaken);
-  }, () => {});
+    session.serverEnded(reason, untaken);
+    session.watching = false;
+  }, () => (session.watching = false));
 }

@@ -17,6 +17,8 @@ import { CONTROL, type RegionLayout, SESSION_CLOSED } from "../region/layout.ts"
 import type { TelemetrySnapshot } from "../region/telemetry.ts";
 import { CallDeadlines } from "./call_deadlines.ts";
 import { NO_FREE_SLOT, SLOT_CALL, SlotTable } from "./client_slots.ts";
+import { MethodTable } from "./method_table.ts";
+import { NoticeGrace } from "./notice_grace.ts";
 import type { ClientCallOptions, ClientCallResult } from "../connect_options.ts";
 import { type CallHooks, type ClientSessionStats, newCallPromise, settle } from "./fabric_call.ts";
 import { ObjectLifecycleProbe } from "./object_lifecycle_probe.ts";
@@ -57,12 +59,7 @@ export class ClientSession {
   readonly #endpoint: FabricEndpoint;
   readonly #server: RegionLayout;
   readonly #client: RegionLayout;
-  /** service → method → index, from the server hello. */
-  readonly #methods = new Map<string, Map<string, number>>();
-  /** The last method looked up (a caller usually names the same one call after call). */
-  #lastService = "";
-  #lastMethod = "";
-  #lastIndex = -1;
+  readonly #methods: MethodTable;
   readonly #slots: SlotTable;
   readonly #writer: RequestWriter;
   readonly #reader: ResponseReader;
@@ -76,6 +73,8 @@ export class ClientSession {
   readonly #control: Int32Array;
   readonly #onFail: (reason: string) => void;
   #failed: string | null = null;
+  /** After a failure on this side: the wait for the server's notice before calls fail. */
+  readonly #grace = new NoticeGrace();
   #seenDoorbell = 0;
   /** Calls submitted, for sampling their latency (one in {@link LATENCY_SAMPLE_MASK} + 1). */
   #sampleCount = 0;
@@ -99,12 +98,7 @@ export class ClientSession {
     this.#endpoint = init.endpoint;
     this.#server = init.server;
     this.#client = init.client;
-    init.methods.forEach((m, i) => {
-      const cut = m.lastIndexOf("/"), service = m.slice(0, cut);
-      let byName = this.#methods.get(service);
-      if (!byName) this.#methods.set(service, byName = new Map());
-      byName.set(m.slice(cut + 1), i);
-    });
+    this.#methods = new MethodTable(init.methods);
     const local = this.#endpoint.local, slotCount = this.#client.config.slots;
     this.#control = new Int32Array(
       local.buffer,
@@ -198,12 +192,7 @@ export class ClientSession {
 
   /** The method index of "service/method", or -1 when the server did not list it. */
   methodIndex(service: string, method: string): number {
-    if (service === this.#lastService && method === this.#lastMethod) return this.#lastIndex;
-    const i = this.#methods.get(service)?.get(method) ?? -1;
-    this.#lastService = service;
-    this.#lastMethod = method;
-    this.#lastIndex = i;
-    return i;
+    return this.#methods.indexOf(service, method);
   }
 
   /** True (after failing the session) when the fabric endpoint failed. */
@@ -357,29 +346,47 @@ export class ClientSession {
     if (this.#failed === null) this.#snapshot.refresh();
   }
 
+  /** Whether the session's Watch call is open: a failure here then waits for the server's notice. */
+  set watching(open: boolean) {
+    this.#grace.watching = open;
+  }
+
   /**
-   * The server ended the session (the answer of its Watch): the calls it never took (`untaken`,
-   * `[slot, seq]`; a slot whose seq moved on is another call) are redone over TCP, the rest fail
-   * as in {@link fail}.
+   * The server ended the session (the answer of its Watch, `reason` its own words): the calls it
+   * never took (`untaken`, `[slot, seq]`; a slot whose seq moved on is another call) are redone
+   * over TCP, the rest fail as in {@link fail} — naming the server's reason, also when this side
+   * had already failed and was waiting for the notice.
    */
   serverEnded(reason: string, untaken: readonly (readonly [number, number])[]): void {
-    if (this.#failed !== null) return;
+    const waited = this.#grace.running;
+    if (this.#failed !== null && !waited) return;
     const redo = new VerbusError("FULL", `not taken before the server ended the session: TCP`);
     for (const [i, seq] of untaken) {
       if (i < this.#client.config.slots && this.#slots.slot(i).seq === seq) {
         this.#slots.reject(i, redo); // FULL: redone over TCP through the hooks
       }
     }
-    this.fail(reason);
+    if (waited) return this.#rejectAll(this.#grace.notice(reason)!);
+    this.#grace.watching = false; // the notice came: nothing more to wait for
+    this.fail(`the server ended the session: ${reason}`);
   }
 
-  /** Fails the session: every call in flight rejects; later calls go over TCP. Safe twice. */
+  /**
+   * Fails the session: later calls go over TCP; the calls in flight reject at once, or while the
+   * Watch is open once the server's notice came (`notice_grace.ts`). Safe twice.
+   */
   fail(reason: string): void {
     if (this.#failed !== null) return;
     this.#failed = reason;
     this.#endpoint.fail(reason);
-    this.#slots.rejectAll(() => new VerbusError("FABRIC", `fabric session failed: ${reason}`));
+    if (this.#slots.busyCount === 0 || !this.#grace.begin(reason, (r) => this.#rejectAll(r))) {
+      this.#rejectAll(reason);
+    }
     this.#onFail(reason);
+  }
+
+  #rejectAll(reason: string): void {
+    this.#slots.rejectAll(() => new VerbusError("FABRIC", `fabric session failed: ${reason}`));
   }
 
   /** Closes the session and its endpoint (calls in flight reject). Safe twice. */
@@ -387,7 +394,7 @@ export class ClientSession {
     if (this.#failed === null) {
       this.#failed = "closed";
       this.#slots.rejectAll(() => new VerbusError("FABRIC", "fabric session closed"));
-    }
+    } else this.#grace.end(); // its calls fail now, naming what this side saw
     this.#endpoint.close();
   }
 }

@@ -17,7 +17,7 @@ import { type FabricKind, fabricKindSchema, serverProviders } from "../../transp
 import type { CallContext, Dispatcher, Handler, Logger, ServerCall } from "../protocol/dispatch.ts";
 import { regionConfigSchema } from "../region/layout.ts";
 import type { PartialDefault } from "../../util/options.ts";
-import { EREQUEST, RpcError } from "../errors.ts";
+import { ELIMIT, EREQUEST, RpcError } from "../errors.ts";
 import { type Bye, byeSchema, decodeHello, encodeBye, FABRIC_SERVICE } from "./hello.ts";
 import { type Driven, ProgressEngine, type Registration } from "./engine.ts";
 import { type ProgressOptions, progressOptionsSchema } from "./progress.ts";
@@ -91,6 +91,9 @@ function drivenSession(session: ServerSession): Driven {
   };
 }
 
+/** Notices of ended sessions kept for late Watch calls (one per connection, oldest dropped). */
+const ENDED_KEPT = 1024;
+
 /** The fabric half of a server. Create with {@link FabricHost.create}; one JS thread. */
 export class FabricHost {
   #dispatcher: Dispatcher | null = null;
@@ -100,6 +103,13 @@ export class FabricHost {
   /** The established session of each connection (a new hello on it replaces the old session). */
   readonly #byConnection = new Map<string, ServerSession>();
   readonly #registrations = new Map<ServerSession, Registration>();
+  /**
+   * The notice of the last session that ended on each connection, for a Watch that arrives after
+   * its session ended (the client opens it right after the ACK): at most {@link ENDED_KEPT}.
+   */
+  readonly #ended = new Map<string, Bye>();
+  /** Sessions with an open Watch (one each). */
+  readonly #watched = new Set<ServerSession>();
   readonly #engine: ProgressEngine;
   readonly #logger: Logger;
   #closed = false;
@@ -193,14 +203,26 @@ export class FabricHost {
       throw new RpcError(EREQUEST, (e as Error).message);
     }
     const sessionId = w.sessionId;
-    const s = this.#byConnection.get(connectionKey(ctx));
+    const key = connectionKey(ctx), s = this.#byConnection.get(key);
     if (!s || s.id !== sessionId) {
+      const ended = this.#ended.get(key);
+      if (ended?.sessionId === sessionId) return encodeBye(ended);
       return encodeBye({ sessionId, reason: "no such session on this connection" });
     }
     const told = () =>
       encodeBye({ sessionId, reason: s.closedReason ?? "closed", untaken: [...s.untaken] });
     if (s.closedReason !== null) return told();
-    return new Promise((resolve) => s.lifetime.onEnd(() => resolve(told())));
+    // One open Watch per session: a Watch is exempt from the connection's cap on calls in flight.
+    if (this.#watched.has(s)) {
+      throw new RpcError(ELIMIT, `a Watch is already open for fabric session ${sessionId}`);
+    }
+    this.#watched.add(s);
+    return new Promise((resolve) =>
+      s.lifetime.onEnd(() => {
+        this.#watched.delete(s);
+        resolve(told());
+      })
+    );
   }
 
   /**
@@ -264,6 +286,13 @@ export class FabricHost {
       this.#registrations.get(session)?.remove();
       this.#registrations.delete(session);
       if (this.#byConnection.get(key) === session) this.#byConnection.delete(key);
+      if (this.#ended.size >= ENDED_KEPT) this.#ended.delete(this.#ended.keys().next().value!);
+      this.#ended.delete(key); // re-inserted last: the oldest notice is dropped first
+      this.#ended.set(key, {
+        sessionId: session.id,
+        reason: session.closedReason ?? "closed",
+        untaken: [...session.untaken],
+      });
     });
     this.#sessions.add(session);
     this.#byConnection.set(key, session);

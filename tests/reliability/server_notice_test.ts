@@ -162,6 +162,40 @@ scenario("urma", "fail", false);
 scenario("urma", "fail", true);
 scenario("urma", "bad-remote-key", false);
 
+test("a Watch that comes after its session ended gets that session's notice, not 'no such session'", async () => {
+  // The client opens its Watch right after the ACK; a session that breaks at once (an overrun in
+  // its first turn) may end before the Watch reaches the server: the notice must still say why.
+  const server = await start("shm");
+  const known = new Set<ServerSession>();
+  const a = await client(server, "shm");
+  const sa = newSession(server, known);
+  try {
+    await echo(a, "warm");
+    sa.endpoint.faults.inject("fail", "broken before the late watch");
+    await until("the server closed the session", () => sa.closedReason !== null, 10_000);
+    const r = await a.channel.call(
+      FABRIC_SERVICE,
+      "Watch",
+      encodeBye({ sessionId: sa.id, reason: "watch" }),
+    );
+    const notice = decodeHello(byeSchema, r.response, "notice");
+    assertEquals(notice.sessionId, sa.id);
+    assert(/broken before the late watch/.test(notice.reason), notice.reason);
+    const other = await a.channel.call( // another id on this connection: still unknown
+      FABRIC_SERVICE,
+      "Watch",
+      encodeBye({ sessionId: sa.id + 1000, reason: "watch" }),
+    );
+    assertEquals(
+      decodeHello(byeSchema, other.response, "notice").reason,
+      "no such session on this connection",
+    );
+  } finally {
+    await a.close();
+    await server.close();
+  }
+});
+
 test("a Watch that is garbage is refused naming it; one for a session the connection lacks is answered at once", async () => {
   const server = await start("shm");
   const ch = await connectChannel({ host: "127.0.0.1", port: server.port });

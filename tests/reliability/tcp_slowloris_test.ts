@@ -87,6 +87,9 @@ test("idle: a silent connection is closed after the idle timeout, a busy one is 
     services: { "t.Rel": { ...services["t.Rel"], Hold: async (r: Uint8Array) => (await gate, r) } },
   });
   const busy = await connect({ host: "127.0.0.1", port: server.port });
+  // The busy client has a call running all along (silent on the wire, but not idle) — from right
+  // after it connected: on a loaded machine the watchers' set-up below can outlast the timeout.
+  const held = busy.call("t.Rel", "Hold", te.encode("held"));
   try {
     const t0 = performance.now(); // before either connection exists: both close >= 300 ms later
     const silent = await connectWatcher(server.port);
@@ -99,8 +102,6 @@ test("idle: a silent connection is closed after the idle timeout, a busy one is 
       ),
     );
     const closed = Promise.all([silent.closedWithin(5000), quiet.closedWithin(5000)]);
-    // The busy client has a call running all along (silent on the wire, but not idle).
-    const held = busy.call("t.Rel", "Hold", te.encode("held"));
     assertEquals(await closed, [true, true], "both idle connections were closed");
     await sleep(400);
     release();
@@ -115,6 +116,8 @@ test("idle: a silent connection is closed after the idle timeout, a busy one is 
     assert(busy.connected, "the busy client's connection is still the first one");
     assertEquals(server.stats().connectionsTotal, 3, "the busy client never had to reconnect");
   } finally {
+    release();
+    await held.catch(() => {});
     await busy.close();
     await server.close();
   }
