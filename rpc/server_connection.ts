@@ -29,6 +29,7 @@ import { ECLOSE, ELIMIT, EREQUEST, ERESPONSE } from "./errors.ts";
 import type { Dispatcher, Logger, ResponseSink, ServerCall } from "./protocol/dispatch.ts";
 import { encodeFrameTo, FrameParser } from "./protocol/frame.ts";
 import { encodeResponseFrameTo } from "./protocol/frame_fast.ts";
+import { EndNotice } from "../util/end_notice.ts";
 import type { Int64, RpcMeta, RpcRequestMeta, RpcResponseMeta } from "./protocol/rpc_meta.ts";
 import { FABRIC_SERVICE } from "./session/hello.ts";
 
@@ -103,7 +104,8 @@ export class ServerConnection implements ResponseSink {
   readonly #host: ConnectionHost;
   readonly #parser: FrameParser;
   readonly #maxInflight: number;
-  #abort: AbortController | null = null;
+  /** Its end: the fabric session negotiated on it listens; a signal for handlers that ask. */
+  readonly lifetime: EndNotice = new EndNotice();
   /** Arrival time of the chunk being parsed (one clock read per chunk, not per call). */
   #receivedAt = 0;
   /** When the frame still incomplete began arriving (0 = none incomplete). */
@@ -144,7 +146,7 @@ export class ServerConnection implements ResponseSink {
     conn.onWritable(() => queueMicrotask(this.#resume));
     conn.onClose(() => {
       host.connectionClosed(this);
-      this.#abort?.abort(new ConnectionClosedError(`connection from ${addr(this.peer)} closed`));
+      this.lifetime.end(new ConnectionClosedError(`connection from ${addr(this.peer)} closed`));
     });
     conn.onData((chunk) => {
       const now = this.#receivedAt = Date.now();
@@ -203,7 +205,7 @@ export class ServerConnection implements ResponseSink {
   }
 
   get signal(): AbortSignal {
-    return (this.#abort ??= new AbortController()).signal;
+    return this.lifetime.signal;
   }
 
   /** Whether its output queue is over the high-water mark (not reading now). */
@@ -252,7 +254,7 @@ export class ServerConnection implements ResponseSink {
     const i = limits.idleTimeoutMs;
     if (
       i > 0 && now - this.#receivedAt >= i && this.#inflight === 0 &&
-      conn.pendingWriteBytes === 0 && this.#partialSince === 0 && this.#abort === null
+      conn.pendingWriteBytes === 0 && this.#partialSince === 0 && !this.lifetime.watched
     ) {
       this.#closeWith(ECLOSE, `idle for ${i} ms`);
       return "idle";

@@ -3,8 +3,8 @@
  * public API only (`connect`, `client.call`).
  *
  *   deno run -A bench/scale/client.ts --port P --sessions N [--concurrency 64] [--calls 5000]
- *       [--warmup 500] [--bytes 64] [--idle-ms 3000] [--max-seconds 180] [--fabric shm|verbs]
- *       [--source-addr A]
+ *       [--warmup 500] [--bytes 64] [--idle-ms 3000] [--settle-ms 0] [--heap] [--max-seconds 180]
+ *       [--fabric shm|verbs] [--source-addr A]
  *
  * Phases, each printed as one JSON line as soon as it ends (so a harness that must kill this
  * process still has what was measured):
@@ -15,8 +15,12 @@
  * 2. `echo`: `--calls` ECHO of `--bytes` B on the first client, 1 in flight, the others idle;
  *    p50/p99/mean µs and the p50 of the best of 5 rounds (stops at 80 % of `--max-seconds`, then `complete: false`).
  * 3. `idle`: the server's CPU time over `--idle-ms` with every session connected and idle (and
- *    this process's), as % of one core. Server figures come from `bench.Scale/Stats` over a
- *    separate TCP-only connection (not a fabric session).
+ *    this process's), as % of one core, right after the ECHO phase; with `--settle-ms S`, also
+ *    `idleSettled`: the same over `--idle-ms` after S ms more of idling (a runtime's collector
+ *    may go on working for a while after activity: Bun's GC timer collects every second until
+ *    the heap stops changing). Server figures come from `bench.Scale/Stats` over a separate
+ *    TCP-only connection (not a fabric session); the idle samples ask for the CPU time only.
+ *    `--heap`: the server's JS heap before and after (event `heap`; `bench.Scale/Heap`).
  * 4. `wake`: after the idle window, one ECHO on every session in turn; total and per-session
  *    p50/p99 (stops at 95 % of `--max-seconds`, then `complete: false`).
  * Then `result`: everything above in one object, and the process exits 0.
@@ -44,6 +48,8 @@ const CALLS = numArg("calls", 5000);
 const WARMUP = numArg("warmup", 500);
 const BYTES = numArg("bytes", 64);
 const IDLE_MS = numArg("idle-ms", 3000);
+const SETTLE_MS = numArg("settle-ms", 0);
+const HEAP = ARGS.includes("--heap");
 const MAX_MS = numArg("max-seconds", 180) * 1000;
 const FABRIC = arg("fabric", "shm");
 /** True when `c` got the fabric asked for (URMA on the simulator is "urma (simulated)"). */
@@ -51,7 +57,6 @@ const onAsked = (c: { fabric: string }) =>
   c.fabric === FABRIC || c.fabric === `${FABRIC} (simulated)`;
 const SOURCE = arg("source-addr", "");
 if (port <= 0) throw new Error("--port is required");
-void ARGS;
 
 const T0 = performance.now();
 const elapsed = () => performance.now() - T0;
@@ -191,26 +196,49 @@ out.echo = {
 };
 emit({ event: "echo", ...(out.echo as object) });
 
-// 3. idle CPU, every session connected and idle
-const s1 = await serverStats();
-const c1 = cpuMs(), w1 = performance.now();
-await sleep(IDLE_MS);
-const c2 = cpuMs(), w2 = performance.now();
-const s2 = await serverStats();
-out.idle = {
-  ms: IDLE_MS,
-  serverCpuPct: r1(((s2.cpuMs - s1.cpuMs) / (s2.atMs - s1.atMs)) * 100),
-  // Engine turns and sleeps per second while idle (null: a verbus without loopCounters).
-  serverLoopPerS: s1.loop && s2.loop
-    ? {
-      turns: r1(((s2.loop.turns - s1.loop.turns) * 1000) / (s2.atMs - s1.atMs)),
-      sleeps: r1(((s2.loop.sleeps - s1.loop.sleeps) * 1000) / (s2.atMs - s1.atMs)),
-    }
-    : null,
-  clientCpuPct: r1(((c2 - c1) / (w2 - w1)) * 100),
-  server: s2,
-};
+// 3. idle CPU, every session connected and idle: the window right after the calls, and (with
+// --settle-ms) one after that long idle. The samples ask the server for its CPU time only, so the
+// probe allocates next to nothing there (a full Stats lists 10,000 fds and would wake its GC).
+const LIGHT = new Uint8Array([1]);
+async function serverCpu(): Promise<
+  Pick<ProcStats, "cpuMs" | "atMs"> & { loop?: { turns: number; sleeps: number } | null }
+> {
+  const r = await control.call(SERVICE, "Stats", LIGHT);
+  return JSON.parse(new TextDecoder().decode(r.response));
+}
+async function serverHeap(): Promise<unknown> {
+  if (!HEAP) return null;
+  const r = await control.call(SERVICE, "Heap", new Uint8Array(0));
+  return JSON.parse(new TextDecoder().decode(r.response));
+}
+async function idleWindow(ms: number): Promise<Record<string, unknown>> {
+  const s1 = await serverCpu();
+  const c1 = cpuMs(), w1 = performance.now();
+  await sleep(ms);
+  const c2 = cpuMs(), w2 = performance.now();
+  const s2 = await serverCpu();
+  const perS = (a: number, b: number) => r1(((b - a) * 1000) / (s2.atMs - s1.atMs));
+  return {
+    ms,
+    serverCpuPct: r1(((s2.cpuMs - s1.cpuMs) / (s2.atMs - s1.atMs)) * 100),
+    // Engine turns and sleeps per second while idle (null: a verbus without loopCounters).
+    serverLoopPerS: s1.loop && s2.loop
+      ? { turns: perS(s1.loop.turns, s2.loop.turns), sleeps: perS(s1.loop.sleeps, s2.loop.sleeps) }
+      : null,
+    clientCpuPct: r1(((c2 - c1) / (w2 - w1)) * 100),
+  };
+}
+const heapBefore = await serverHeap();
+out.idle = await idleWindow(IDLE_MS);
 emit({ event: "idle", ...(out.idle as object) });
+if (SETTLE_MS > 0) {
+  await sleep(SETTLE_MS);
+  emit({ event: "settledStart", afterMs: IDLE_MS + SETTLE_MS });
+  out.idleSettled = { afterMs: IDLE_MS + SETTLE_MS, ...await idleWindow(IDLE_MS) };
+  emit({ event: "idleSettled", ...(out.idleSettled as object) });
+}
+// What the server's JS heap holds (--heap; its walk costs the server CPU, so after the windows).
+if (HEAP) emit({ event: "heap", before: heapBefore, after: await serverHeap() });
 
 // 4. wake every session in turn, one call each
 const wake: number[] = [];

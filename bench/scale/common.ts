@@ -95,6 +95,14 @@ function jsMemory(): { heapMiB?: number; externalMiB?: number } {
   return { heapMiB: mib(m.heapUsed), externalMiB: mib(m.external) };
 }
 
+/**
+ * This process's CPU time only (what the idle windows sample: no fd listing, no heap walk, so the
+ * probe itself allocates next to nothing in the server it measures).
+ */
+export function cpuStats(): Pick<ProcStats, "cpuMs" | "atMs"> {
+  return { cpuMs: cpuMs(), atMs: performance.now() };
+}
+
 /** Samples this process: RSS, threads, fds, CPU time. Reads `/proc/self`. */
 export function procStats(): ProcStats {
   const status = readFileSync("/proc/self/status", "utf8");
@@ -118,4 +126,47 @@ export function percentile(sorted: number[], p: number): number {
 /** Prints one JSON line to stdout (the harness reads every line). */
 export function emit(o: Record<string, unknown>): void {
   console.log(JSON.stringify(o));
+}
+
+/**
+ * The JS engine's heap, for the idle-CPU profile (`idle_profile.ts`): on Bun `bun:jsc`'s
+ * `heapStats()` (heap bytes, extra memory JSC charges for ArrayBuffers, object count, the most
+ * common object types, all of them); on Deno `node:v8`'s heap statistics. Returns a sampler (loaded once;
+ * `{}` where neither exists).
+ */
+export async function engineHeap(): Promise<() => Record<string, unknown>> {
+  const mib = (x: number) => Math.round(x / 1048576);
+  if (g.Bun) {
+    const spec = "bun:jsc"; // a variable: Deno's type check does not know the module
+    const jsc = await import(spec);
+    return () => {
+      const h = jsc.heapStats();
+      const types = Object.entries(h.objectTypeCounts as Record<string, number>)
+        .sort((a, b) => b[1] - a[1]);
+      return {
+        heapMiB: mib(h.heapSize),
+        capacityMiB: mib(h.heapCapacity),
+        extraMiB: mib(h.extraMemorySize),
+        // The JS heap proper (cells), bytes: what changes when JS allocates.
+        cellBytes: h.heapSize - h.extraMemorySize,
+        capacityBytes: h.heapCapacity,
+        objects: h.objectCount,
+        protectedObjects: h.protectedObjectCount,
+        types: Object.fromEntries(types),
+      };
+    };
+  }
+  try {
+    const v8 = await import("node:v8");
+    return () => {
+      const h = v8.getHeapStatistics();
+      return {
+        heapMiB: mib(h.used_heap_size),
+        capacityMiB: mib(h.total_heap_size),
+        extraMiB: mib(h.external_memory),
+      };
+    };
+  } catch {
+    return () => ({});
+  }
 }

@@ -22,6 +22,8 @@ export interface CountResult {
   serverAfterSetup?: Json;
   echo?: Json;
   idle?: Json;
+  /** The idle window after `--settle-ms` more of idling (absent without it). */
+  idleSettled?: Json;
   wake?: Json;
   /** Sessions the client had at 0 s, 10 s, 20 s, … (from its progress lines). */
   setupCurve?: number[];
@@ -61,7 +63,8 @@ function row(r: CountResult): string {
     `${f(su?.serverCpuMsPerSession, 2)} / ${f(su?.clientCpuMsPerSession, 2)} | ` +
     `${f(e?.p50Us)} | ${f(e?.p99Us)} | ${f(e?.bestRoundP50Us)} | ${f(mib(s?.rssKiB), 0)} | ` +
     `${f(s?.externalMiB, 0)} | ${f(s?.threads, 0)} | ` +
-    `${f(s?.fds, 0)} | ${f(i?.serverCpuPct)} | ${f(i?.clientCpuPct)} | ${f(w?.totalMs, 0)}` +
+    `${f(s?.fds, 0)} | ${f(i?.serverCpuPct)} | ${f(r.idleSettled?.serverCpuPct)} | ` +
+    `${f(i?.clientCpuPct)} | ${f(w?.totalMs, 0)}` +
     `${w && !w.complete ? ` (${w.answered})` : ""} | ${f(w?.p50Us)} | ${f(w?.p99Us)} | ` +
     `${f((w?.maxUs ?? NaN) / 1000)} |`;
 }
@@ -97,8 +100,11 @@ export function markdown(rep: Report): string {
     "One server process and one client process (same runtime). The client opens N sessions " +
     "(`connect()` each, 64 handshakes at a time), times ECHO 64 B on one of them (1 in flight, " +
     "5,000 calls after 500 warm-up; best-round p50: the median of the best of 5 rounds of " +
-    "1,000) while the others stay idle, samples the server's CPU over 3 s " +
-    "with every session idle, then wakes every session in turn with one ECHO. Server figures " +
+    "1,000) while the others stay idle, samples the server's CPU with every session idle " +
+    'over `--idle-ms` right after the calls ("idle server CPU") and, with `--settle-ms S`, ' +
+    'over the same length after S ms more of idling ("… settled": Bun\'s GC timer collects ' +
+    "every second for a while after activity), then wakes every session in turn with one ECHO. " +
+    "The idle samples ask the server for its CPU time only. Server figures " +
     "(VmRSS, Threads, open fds, CPU time) come from the server itself (`bench.Scale/Stats` over a " +
     "separate TCP-only connection). Regions are kept small so that many sessions fit in memory: " +
     "64 slots × 4 KiB, BULK 64 KiB, 4 × 64 KiB object slabs, 64 KiB staging (server maximum and " +
@@ -121,9 +127,9 @@ export function markdown(rep: Report): string {
       "",
       "| sessions | reached | setup s | sessions/s | setup CPU ms/session (server / client) | " +
         "ECHO p50 µs | ECHO p99 µs | best-round p50 µs | server RSS MiB | server JS external MiB | " +
-        "threads | fds | idle server CPU % | idle client CPU % | wake-all ms | wake p50 µs | " +
-        "wake p99 µs | wake max ms |",
-      "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "threads | fds | idle server CPU % | … settled | idle client CPU % | wake-all ms | " +
+        "wake p50 µs | wake p99 µs | wake max ms |",
+      "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
       ...rs.map(row),
       "",
       "Ratios against 10 sessions:",

@@ -3,13 +3,13 @@
  *
  *   node_modules/.bin/deno run -A bench/scale/run.ts [--runtime deno|bun|both]
  *       [--sessions 10,1000,10000] [--max-seconds 180] [--concurrency 64] [--calls 5000]
- *       [--idle-ms 3000] [--fabric shm|urma|verbs] [--root DIR] [--out bench/results] [--name scale]
+ *       [--idle-ms 3000] [--settle-ms 0] [--fabric shm|urma|verbs] [--root DIR] [--out bench/results] [--name scale]
  *       [--note TEXT] [--baseline-runs 3] [--rdma-addr A --source-addr A (with --fabric verbs)]
  *
  * For each runtime it runs N = 10 first (the baseline), then the larger counts, each with a fresh
  * `server.ts` and one `client.ts` (same runtime, two processes) that opens N sessions to it; see
  * `client.ts` for the phases. The baseline runs `--baseline-runs` times (default 3) and the
- * quietest run (lowest best-round ECHO p50) is kept, since the machine may be shared. A count that does not finish within `--max-seconds` is killed and
+ * run with the median best-round ECHO p50 is kept, since the machine may be shared. A count that does not finish within `--max-seconds` is killed and
  * reported as "did not finish: reached K sessions in S s" with what was measured until then.
  * Children run under `bash -c 'ulimit -n 20000; exec …'` (lower if the hard limit is lower; the
  * report says so). Writes `<out>/<name>.md` and `<out>/<name>.json`.
@@ -18,19 +18,27 @@
  * `VERBUS_ROOT`; Deno with `--config DIR/deno.json`), e.g. a before/after pair.
  * @module
  */
-import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, totalmem } from "node:os";
 import { join, resolve } from "node:path";
 import process from "node:process";
 import { type CountResult, markdown, type Report } from "./report.ts";
 import { arg, ARGS, sleep, within } from "../common/args.ts";
+import {
+  BIN,
+  command as procCommand,
+  fdLimit,
+  type Rt,
+  SELF_ROOT,
+  serverPort,
+  start as startProc,
+  stop,
+  sweepShm,
+} from "./procs.ts";
 
 const opt = arg;
-const HERE = resolve(new URL(".", import.meta.url).pathname);
-const SELF_ROOT = resolve(HERE, "../..");
 const ROOT = resolve(opt("root", SELF_ROOT));
-type Rt = "deno" | "bun";
 const RUNTIMES =
   (opt("runtime", "both") === "both" ? ["deno", "bun"] : [opt("runtime", "")]) as Rt[];
 const requested = opt("sessions", "10,1000,10000").split(",").map(Number);
@@ -44,84 +52,16 @@ const URMA_ENV: Record<string, string> = FABRIC === "urma" && !process.env.VERBU
   : {};
 const OUT = resolve(opt("out", join(SELF_ROOT, "bench/results")));
 const NAME = opt("name", "scale");
-const BIN: Record<Rt, string> = {
-  deno: join(SELF_ROOT, "node_modules/.bin/deno"),
-  bun: join(SELF_ROOT, "node_modules/.bin/bun"),
-};
 for (const rt of RUNTIMES) if (!(rt in BIN)) throw new Error("--runtime expects deno, bun or both");
 for (const n of COUNTS) if (!(n >= 1)) throw new Error("--sessions expects numbers, e.g. 10,1000");
 if (!existsSync(join(ROOT, "mod.ts"))) throw new Error(`--root ${ROOT}: no mod.ts there`);
-const passOn = ["concurrency", "calls", "idle-ms", "warmup", "bytes", "source-addr"]
+const passOn = ["concurrency", "calls", "idle-ms", "settle-ms", "warmup", "bytes", "source-addr"]
   .flatMap((k) => ARGS.includes(`--${k}`) ? [`--${k}`, opt(k, "")] : []);
 
-/** The fd limit children get: 20,000 if the hard limit allows it, else the hard limit. */
-function fdLimit(): { limit: number; note: string } {
-  const want = 20000;
-  const hard = spawnSync("bash", ["-c", "ulimit -Hn"], { encoding: "utf8" }).stdout.trim();
-  const h = hard === "unlimited" ? Infinity : Number(hard);
-  if (h >= want) return { limit: want, note: `children run with ulimit -n ${want}` };
-  return {
-    limit: h,
-    note: `could not raise the fd limit to ${want}: the hard limit is ${hard}; ` +
-      `children run with ulimit -n ${h}`,
-  };
-}
 const FD = fdLimit();
-
-function command(rt: Rt, script: string, args: string[]): string[] {
-  const s = join(HERE, script);
-  const run = rt === "deno"
-    ? [BIN.deno, "run", "-A", "--config", join(ROOT, "deno.json"), s, ...args]
-    : [BIN.bun, s, ...args];
-  return ["bash", "-c", `ulimit -n ${FD.limit} || exit 97; exec "$0" "$@"`, ...run];
-}
-
-interface Proc {
-  pid: number;
-  exited: Promise<number>;
-  lines: () => string[];
-  stderr: () => string;
-  kill: (sig: "SIGTERM" | "SIGKILL") => void;
-}
-
-function start(cmd: string[]): Proc {
-  const p = spawn(cmd[0], cmd.slice(1), {
-    cwd: ROOT,
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, ...URMA_ENV, VERBUS_ROOT: ROOT, NO_COLOR: "1" },
-  });
-  let out = "", err = "";
-  p.stdout!.on("data", (d) => (out += d));
-  p.stderr!.on("data", (d) => (err = (err + d).slice(-20000)));
-  const exited = new Promise<number>((r) => p.on("exit", (c, s) => r(c ?? (s ? -1 : -2))));
-  return {
-    pid: p.pid ?? -1,
-    exited,
-    lines: () => out.split("\n").filter((l) => l.startsWith("{")),
-    stderr: () => err,
-    kill: (s) => void p.kill(s),
-  };
-}
-
-async function stop(p: Proc): Promise<void> {
-  p.kill("SIGTERM");
-  if (await within(p.exited, 5000) === "timeout") {
-    p.kill("SIGKILL");
-    await within(p.exited, 5000);
-  }
-}
-
-/** Removes shm objects the processes we started may have left (`/dev/shm/verbus-<pid>-*`). */
-function sweepShm(pids: number[]): number {
-  let n = 0;
-  for (const f of readdirSync("/dev/shm")) {
-    if (pids.some((pid) => f.startsWith(`verbus-${pid}-`))) {
-      rmSync(join("/dev/shm", f), { force: true });
-      n++;
-    }
-  }
-  return n;
-}
+const command = (rt: Rt, script: string, args: string[]) =>
+  procCommand(rt, ROOT, FD.limit, script, args);
+const start = (cmd: string[]) => startProc(cmd, ROOT, URMA_ENV);
 
 const tail = (s: string, n = 6) => s.trim().split("\n").slice(-n).join("\n");
 
@@ -133,14 +73,7 @@ async function runCount(rt: Rt, n: number): Promise<CountResult> {
   const load = loadavg()[0];
   const rdma = ARGS.includes("--rdma-addr") ? ["--rdma-addr", opt("rdma-addr", "")] : [];
   const server = start(command(rt, "server.ts", ["--fabric", FABRIC, ...rdma]));
-  let port = 0, serverPid = server.pid;
-  for (let i = 0; i < 300 && !port; i++) {
-    for (const l of server.lines()) {
-      const j = JSON.parse(l);
-      if (j.port) (port = j.port), (serverPid = j.pid ?? serverPid);
-    }
-    if (!port) await sleep(100);
-  }
+  const { port, pid: serverPid } = await serverPort(server);
   if (!port) {
     await stop(server);
     return {
@@ -206,6 +139,7 @@ async function runCount(rt: Rt, n: number): Promise<CountResult> {
     serverAfterSetup: events.serverAfterSetup,
     echo: events.echo,
     idle: events.idle,
+    idleSettled: events.idleSettled,
     wake: events.wake,
     setupCurve: curve,
     warnings: events.result?.warnings,
@@ -242,14 +176,15 @@ const report: Report = {
 for (const rt of RUNTIMES) {
   for (const n of COUNTS) {
     console.error(`scale: ${rt}, ${n} sessions …`);
-    // The baseline is run BASELINE_RUNS times and the quietest run (lowest best-round p50) kept:
-    // one co-tenant burst on a shared machine would otherwise skew every ratio.
+    // The baseline is run BASELINE_RUNS times and the run with the median best-round p50 kept:
+    // one co-tenant burst on a shared machine would otherwise skew every ratio (the quietest
+    // run, kept before, biased the ratios up: the larger counts run once).
     const tries: CountResult[] = [];
     for (let k = 0; k < (n === 10 ? BASELINE_RUNS : 1); k++) tries.push(await runCount(rt, n));
     const score = (x: CountResult) => x.echo?.bestRoundP50Us ?? Infinity;
-    const r = tries.reduce((a, b) => (score(b) < score(a) ? b : a));
+    const r = [...tries].sort((a, b) => score(a) - score(b))[(tries.length - 1) >> 1];
     if (tries.length > 1) {
-      r.status += `; the quietest of ${tries.length} runs (best-round p50 ` +
+      r.status += `; the median of ${tries.length} runs (best-round p50 ` +
         `${tries.map((x) => score(x)).join(", ")} µs)`;
     }
     console.error(`scale: ${rt}, ${n} sessions: ${r.status} (${r.seconds} s)`);

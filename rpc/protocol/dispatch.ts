@@ -72,8 +72,9 @@ export type ServiceMap = Readonly<Record<string, Readonly<Record<string, Handler
 export interface ResponseSink {
   /** The peer, reported to handlers. */
   readonly peer: NetAddress;
-  /** Aborted when the peer goes away. */
+  /** Aborted when the peer goes away; `lifetime` says it as callbacks (util/end_notice.ts). */
   readonly signal: AbortSignal;
+  readonly lifetime: import("../../util/end_notice.ts").EndNotice;
   /**
    * Sends the answer to `call`: `errorCode` 0 = success with `response` and
    * `call.responseAttachment`; otherwise an error answer with `errorText` and no body.

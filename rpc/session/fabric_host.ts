@@ -14,7 +14,7 @@
 import { z } from "zod";
 import type { ServerFabricProvider } from "../../transport/provider.ts";
 import { type FabricKind, fabricKindSchema, serverProviders } from "../../transport/registry.ts";
-import type { CallContext, Dispatcher, Handler, Logger } from "../protocol/dispatch.ts";
+import type { CallContext, Dispatcher, Handler, Logger, ServerCall } from "../protocol/dispatch.ts";
 import { regionConfigSchema } from "../region/layout.ts";
 import type { PartialDefault } from "../../util/options.ts";
 import { ELIMIT, EREQUEST, RpcError } from "../errors.ts";
@@ -180,8 +180,9 @@ export class FabricHost {
   /** The `verbus.Fabric` service to register with the dispatcher. */
   service(): Record<string, Handler> {
     return {
-      Hello: (req, ctx) => this.#handshakes.hello(req, ctx),
-      Ack: (req, ctx) => this.#handshakes.ack(req, ctx),
+      // The dispatcher's contexts are its ServerCalls (the handshake listens on `sink.lifetime`).
+      Hello: (req, ctx) => this.#handshakes.hello(req, ctx as ServerCall),
+      Ack: (req, ctx) => this.#handshakes.ack(req, ctx as ServerCall),
       Bye: (req, ctx) => this.#bye(req, ctx),
       Watch: (req, ctx) => this.#watch(req, ctx),
     };
@@ -217,7 +218,7 @@ export class FabricHost {
     }
     this.#watched.add(s);
     return new Promise((resolve) =>
-      s.signal.addEventListener("abort", () => {
+      s.lifetime.onEnd(() => {
         this.#watched.delete(s);
         resolve(told());
       })
@@ -280,7 +281,7 @@ export class FabricHost {
 
   /** Serves a session the handshake just established on connection `key`. */
   #adopt(session: ServerSession, key: string): void {
-    session.signal.addEventListener("abort", () => {
+    session.lifetime.onEnd(() => {
       this.#sessions.delete(session);
       this.#registrations.get(session)?.remove();
       this.#registrations.delete(session);
@@ -292,7 +293,7 @@ export class FabricHost {
         reason: session.closedReason ?? "closed",
         untaken: [...session.untaken],
       });
-    }, { once: true });
+    });
     this.#sessions.add(session);
     this.#byConnection.set(key, session);
     this.#engine.hold(this);

@@ -22,7 +22,7 @@ import type {
 import type { FabricKind } from "../../transport/registry.ts";
 import type { NetAddress } from "../../transport/tcp/tcp.ts";
 import { EREQUEST, RpcError } from "../errors.ts";
-import type { CallContext, Dispatcher, Logger } from "../protocol/dispatch.ts";
+import type { CallContext, Dispatcher, Logger, ServerCall } from "../protocol/dispatch.ts";
 import { computeLayout, type RegionConfig, type RegionLayout } from "../region/layout.ts";
 import {
   ACK_ON,
@@ -39,6 +39,7 @@ import { ServerSession } from "./server_session.ts";
 import { type LendingPool, lendingPool, RequestLender } from "./request_lender.ts";
 import { HandshakeLog, type HandshakeOutcome } from "./handshake_log.ts";
 import { serverMachine, type ServerState, type StateMachine } from "./state_machine.ts";
+import type { EndNotice } from "../../util/end_notice.ts";
 
 /** What the handshake needs from the host it establishes sessions for. */
 export interface HandshakeHost {
@@ -93,19 +94,13 @@ const NO_BYTES = new Uint8Array(0);
 /** The key of a TCP connection (its peer address). */
 export const connectionKey = (ctx: CallContext): string => `${ctx.peer.host}:${ctx.peer.port}`;
 
-/** Listens for `signal`'s abort; returns the function that removes the listener. */
-function onAbort(signal: AbortSignal, fn: () => void): () => void {
-  signal.addEventListener("abort", fn, { once: true });
-  return () => signal.removeEventListener("abort", fn);
-}
-
 /** The server's handshakes, one per connection at a time. */
 export class ServerHandshakes {
   readonly #pending = new Map<string, PendingHandshake>();
   /** Hellos between their start and their answer (their offer is being prepared). */
   #preparing = 0;
-  /** The number of the latest Hello of each connection (keyed by its signal: no leak). */
-  readonly #latest = new WeakMap<AbortSignal, number>();
+  /** The number of the latest Hello of each connection (keyed by its end notice: no leak). */
+  readonly #latest = new WeakMap<EndNotice, number>();
   #hellos = 0;
   #nextSession = 1;
   readonly #log: HandshakeLog;
@@ -173,14 +168,14 @@ export class ServerHandshakes {
   }
 
   /** The `Hello` handler: decides each fabric, prepares the chosen one's offer, answers. */
-  async hello(req: Uint8Array, ctx: CallContext): Promise<Uint8Array> {
+  async hello(req: Uint8Array, ctx: ServerCall): Promise<Uint8Array> {
     const key = connectionKey(ctx);
     // The client negotiates again: its pending handshake and its old session end here, so an
     // ACK after this Hello can never confirm the offer of an earlier one.
     this.#drop(key, "replaced by a new hello");
     this.host.retire(key);
     const mine = ++this.#hellos;
-    this.#latest.set(ctx.connectionSignal, mine);
+    this.#latest.set(ctx.sink.lifetime, mine);
     const machine = this.#machine(key);
     let hello: ClientHello;
     try {
@@ -250,13 +245,13 @@ export class ServerHandshakes {
       this.#preparing--;
     }
     if (
-      this.host.closed() || ctx.connectionSignal.aborted ||
-      this.#latest.get(ctx.connectionSignal) !== mine
+      this.host.closed() || ctx.sink.lifetime.ended ||
+      this.#latest.get(ctx.sink.lifetime) !== mine
     ) {
       // It went away while the offer was made, or a later Hello on it took over.
       const reason = this.host.closed()
         ? "server closing"
-        : ctx.connectionSignal.aborted
+        : ctx.sink.lifetime.ended
         ? "connection closed"
         : "replaced by a new hello";
       offer.abort(reason);
@@ -281,7 +276,7 @@ export class ServerHandshakes {
         this.settings.ackTimeoutMs,
       ),
       // The offer lives as long as the TCP connection (not the Hello call's deadline).
-      unlisten: onAbort(ctx.connectionSignal, () => this.#drop(key, "connection closed", pending)),
+      unlisten: ctx.sink.lifetime.onEnd(() => this.#drop(key, "connection closed", pending)),
     };
     this.#pending.set(key, pending);
     machine.to("S_HELLO_SEND");
@@ -319,7 +314,7 @@ export class ServerHandshakes {
   }
 
   /** The `Ack` handler: ACK 1 connects the offer and establishes the session; ACK 0 drops it. */
-  async ack(req: Uint8Array, ctx: CallContext): Promise<Uint8Array> {
+  async ack(req: Uint8Array, ctx: ServerCall): Promise<Uint8Array> {
     const key = connectionKey(ctx);
     if (!this.#pending.has(key)) {
       throw new RpcError(EREQUEST, "ACK without a pending fabric hello on this connection");
@@ -346,15 +341,15 @@ export class ServerHandshakes {
       this.#fallBack(key, pending.machine, reason);
       throw new RpcError(EREQUEST, `fabric connection not confirmed: ${reason}`);
     }
-    if (this.host.closed() || ctx.connectionSignal.aborted) { // went away while it connected
+    if (this.host.closed() || ctx.sink.lifetime.ended) { // went away while it connected
       endpoint.close();
       const reason = this.host.closed() ? "server closing" : "connection closed";
       this.#fallBack(key, pending.machine, reason);
       return NO_BYTES;
     }
     const session = this.#startSession(pending, endpoint, key);
-    const unlisten = onAbort(ctx.connectionSignal, () => session.close("connection closed"));
-    session.signal.addEventListener("abort", unlisten, { once: true });
+    const unlisten = ctx.sink.lifetime.onEnd(() => session.close("connection closed"));
+    session.lifetime.onEnd(unlisten);
     return NO_BYTES;
   }
 

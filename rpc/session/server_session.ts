@@ -35,6 +35,7 @@ import { type ResponseToken, ResponseTokens } from "./response_tokens.ts";
 import { ServerResponseWriter } from "./server_response_writer.ts";
 import { copyOut } from "./copy_out.ts";
 import { RequestLender } from "./request_lender.ts";
+import { EndNotice } from "../../util/end_notice.ts";
 
 const enc = new TextEncoder();
 const EMPTY = new Uint8Array(0);
@@ -63,7 +64,8 @@ export interface ServerSessionInit {
 export class ServerSession implements ResponseSink {
   readonly id: number;
   readonly peer: NetAddress;
-  readonly #abort = new AbortController();
+  /** The session's end: listeners run at close (`lifetime.onEnd`), a signal for handlers. */
+  readonly lifetime: EndNotice = new EndNotice();
   readonly #endpoint: FabricEndpoint;
   readonly #server: RegionLayout;
   readonly #client: RegionLayout;
@@ -86,9 +88,10 @@ export class ServerSession implements ResponseSink {
   /**
    * Per ring slot: the meta of the request it carries (its correlationId — the token — never
    * changes; the request meta is set per take). A slot carries one request until its answer, so
-   * the record is the call's until then.
+   * the record is the call's until then. Made on the slot's first request (an idle session
+   * keeps no 64 objects a GC must walk).
    */
-  readonly #slotMeta: RpcMeta[];
+  readonly #slotMeta: (RpcMeta | undefined)[];
   /** `Date.now()` of the current poll round (read once per round that found work), or -1. */
   #roundNow = -1;
   /** Answers whose body the fabric refused (each failed its call only). */
@@ -132,10 +135,7 @@ export class ServerSession implements ResponseSink {
     });
     this.#tokens = new ResponseTokens(this.#server.config.slots);
     this.#lender = init.lender ?? new RequestLender(init.dispatcher);
-    this.#slotMeta = Array.from(
-      { length: this.#server.config.slots },
-      (_, i): RpcMeta => ({ request: undefined, correlationId: i }),
-    );
+    this.#slotMeta = new Array(this.#server.config.slots);
     this.#answers = new ServerResponseWriter(
       this.#endpoint,
       { server: this.#server, client: this.#client },
@@ -157,7 +157,7 @@ export class ServerSession implements ResponseSink {
 
   /** Aborted when the session ends. */
   get signal(): AbortSignal {
-    return this.#abort.signal;
+    return this.lifetime.signal;
   }
 
   /** Null while open; the reason once closed. */
@@ -291,7 +291,7 @@ export class ServerSession implements ResponseSink {
       if (!(logLo | logHi)) this.#requestMeta[method] = request;
     }
     // The answer comes back through send() with this token (the slot index, its meta's correlationId).
-    const meta = this.#slotMeta[i];
+    const meta = this.#slotMeta[i] ??= { request, correlationId: i };
     meta.request = request;
     if (this.#roundNow < 0) this.#roundNow = Date.now(); // one clock read per round
     this.#dispatcher.dispatch(meta, payload, attachment, this, this.#roundNow);
@@ -392,7 +392,7 @@ export class ServerSession implements ResponseSink {
     this.#closed = reason;
     // Before the memory goes: the Watch answer names them (the client redoes them over TCP).
     this.untaken = readyRequests(this.#requestRing, this.#server.config.slots);
-    this.#abort.abort();
+    this.lifetime.end();
     this.#lender.forgetAll(); // handlers still running keep theirs
     this.#endpoint.close();
   }

@@ -7,6 +7,7 @@ import type { NetAddress } from "../../transport/tcp/tcp.ts";
 import { ENOMETHOD, ENOSERVICE } from "../../rpc/errors.ts";
 import { Dispatcher, type ResponseSink, type ServerCall } from "../../rpc/protocol/dispatch.ts";
 import type { RpcMeta, RpcRequestMeta } from "../../rpc/protocol/rpc_meta.ts";
+import { EndNotice } from "../../util/end_notice.ts";
 import { assertEquals, test } from "../harness.ts";
 
 const te = new TextEncoder(), td = new TextDecoder();
@@ -15,6 +16,7 @@ const te = new TextEncoder(), td = new TextDecoder();
 class Sink implements ResponseSink {
   readonly peer: NetAddress = { host: "test", port: 1 };
   readonly signal = new AbortController().signal;
+  readonly lifetime = new EndNotice();
   readonly got: string[] = [];
   send(_call: ServerCall, response: Uint8Array, errorCode: number, errorText: string): void {
     this.got.push(errorCode === 0 ? td.decode(response) : `${errorCode}:${errorText}`);
