@@ -14,13 +14,13 @@
  * (`--async-warmup`; JIT tiers up, as the e2e rows do), after a separate warm-up client per round.
  * @module
  */
-import { spawn } from "node:child_process";
 import { type ServerProcess, startServe } from "../../cli/self.ts";
 import { writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import { arg, numArg } from "../common/args.ts";
 import { asyncBenchArgs } from "../common/bench_call.ts";
+import { childJson } from "../common/child_json.ts";
 
 const ROOT = resolve(new URL("../..", import.meta.url).pathname);
 const A = resolve(arg("a", ROOT)), B = resolve(arg("b", ROOT));
@@ -68,20 +68,9 @@ function client(rt: string, root: string, port: number, w: number, n: number): P
       warmup: WARMUP,
     }),
   );
-  return new Promise((res, rej) => {
-    const p = spawn(bin, [...a], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
-    let out = "", err = "";
-    p.stdout!.on("data", (d) => (out += d));
-    p.stderr!.on("data", (d) => (err += d));
-    const timer = setTimeout(() => p.kill("SIGTERM"), 300_000);
-    p.on("exit", (code) => {
-      clearTimeout(timer);
-      const line = out.trim().split("\n").filter((l) => l.startsWith("{")).pop();
-      if (!line) return rej(new Error(`client printed no JSON (exit ${code}): ${err}`));
-      const j = JSON.parse(line);
-      if (!j.ok) return rej(new Error(`client failed: ${line}`));
-      res(j.result as Result);
-    });
+  return childJson([bin, a], root).then((j) => {
+    if (!j.ok) throw new Error(`client failed: ${JSON.stringify(j)}`);
+    return j.result as Result;
   });
 }
 

@@ -17,7 +17,8 @@
  * @module
  */
 import { asyncBenchArgs } from "../common/bench_call.ts";
-import { spawn, spawnSync } from "node:child_process";
+import { type ChildCommand, childJson, lastJson } from "../common/child_json.ts";
+import { spawnSync } from "node:child_process";
 import { startServe } from "../../cli/self.ts";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -58,38 +59,14 @@ const run = (rt: Rt, script: string, a: string[]) =>
     ? [BIN.deno, ["run", "-A", join(ROOT, script), ...a]] as const
     : [BIN.bun, [join(ROOT, script), ...a]] as const;
 
-function lastJson(cmd: readonly [string, readonly string[]], stdout: string, why: string) {
-  const line = stdout.trim().split("\n").filter((l) => l.startsWith("{")).pop();
-  if (!line) throw new Error(`${cmd[1].join(" ")} printed no JSON (${why})`);
-  return JSON.parse(line) as Record<string, unknown>;
-}
-
 function json(cmd: readonly [string, readonly string[]]): Record<string, unknown> {
   const r = spawnSync(cmd[0], [...cmd[1]], { cwd: ROOT, encoding: "utf8", timeout: 300_000 });
   return lastJson(cmd, r.stdout ?? "", `exit ${r.status}: ${r.stderr}`);
 }
 
 /** Runs the commands at once; their JSON lines, in order. */
-function jsonParallel(
-  cmds: (readonly [string, readonly string[]])[],
-): Promise<Record<string, unknown>[]> {
-  return Promise.all(cmds.map((cmd) =>
-    new Promise<Record<string, unknown>>((res, rej) => {
-      const p = spawn(cmd[0], [...cmd[1]], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
-      let out = "", err = "";
-      p.stdout!.on("data", (d) => (out += d));
-      p.stderr!.on("data", (d) => (err += d));
-      const timer = setTimeout(() => p.kill("SIGTERM"), 300_000);
-      p.on("exit", (c) => {
-        clearTimeout(timer);
-        try {
-          res(lastJson(cmd, out, `exit ${c}: ${err}`));
-        } catch (e) {
-          rej(e);
-        }
-      });
-    })
-  ));
+function jsonParallel(cmds: ChildCommand[]): Promise<Record<string, unknown>[]> {
+  return Promise.all(cmds.map((cmd) => childJson(cmd, ROOT)));
 }
 
 async function withServer<T>(rt: Rt, fn: (port: number) => T | Promise<T>): Promise<T> {
