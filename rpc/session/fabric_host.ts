@@ -91,6 +91,15 @@ function drivenSession(session: ServerSession): Driven {
   };
 }
 
+/** What a Watch is answered when `session` ended: why, and the requests it never took. */
+function noticeOf(session: ServerSession): Bye {
+  return {
+    sessionId: session.id,
+    reason: session.closedReason ?? "closed",
+    untaken: [...session.untaken],
+  };
+}
+
 /** Notices of ended sessions kept for late Watch calls (one per connection, oldest dropped). */
 const ENDED_KEPT = 1024;
 
@@ -209,8 +218,7 @@ export class FabricHost {
       if (ended?.sessionId === sessionId) return encodeBye(ended);
       return encodeBye({ sessionId, reason: "no such session on this connection" });
     }
-    const told = () =>
-      encodeBye({ sessionId, reason: s.closedReason ?? "closed", untaken: [...s.untaken] });
+    const told = () => encodeBye(noticeOf(s));
     if (s.closedReason !== null) return told();
     // One open Watch per session: a Watch is exempt from the connection's cap on calls in flight.
     if (this.#watched.has(s)) {
@@ -288,11 +296,7 @@ export class FabricHost {
       if (this.#byConnection.get(key) === session) this.#byConnection.delete(key);
       if (this.#ended.size >= ENDED_KEPT) this.#ended.delete(this.#ended.keys().next().value!);
       this.#ended.delete(key); // re-inserted last: the oldest notice is dropped first
-      this.#ended.set(key, {
-        sessionId: session.id,
-        reason: session.closedReason ?? "closed",
-        untaken: [...session.untaken],
-      });
+      this.#ended.set(key, noticeOf(session));
     });
     this.#sessions.add(session);
     this.#byConnection.set(key, session);
