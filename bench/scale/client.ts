@@ -21,6 +21,9 @@
  *    the heap stops changing). Server figures come from `bench.Scale/Stats` over a separate
  *    TCP-only connection (not a fabric session); the idle samples ask for the CPU time only.
  *    `--heap`: the server's JS heap before and after (event `heap`; `bench.Scale/Heap`).
+ *    Then `echoIdle`: the ECHO phase again, now that every session has idled that long (the
+ *    runtimes are no longer collecting what the setup left: the steady state of "one active
+ *    session among N idle"; stops at 90 % of `--max-seconds`).
  * 4. `wake`: after the idle window, one ECHO on every session in turn; total and per-session
  *    p50/p99 (stops at 95 % of `--max-seconds`, then `complete: false`).
  * Then `result`: everything above in one object, and the process exits 0.
@@ -163,37 +166,41 @@ if (clients.length === 0) {
   exit(0);
 }
 
-// 2. ECHO on one client while the others stay idle
+// 2. ECHO on one client while the others stay idle: right after the setup (`echo`), and again
+// after the idle windows (`echoIdle`), when the sessions have idled for --idle-ms (+ --settle-ms):
+// right after setup the runtimes are still collecting what 10,000 handshakes left behind.
 const active = clients.find(onAsked) ?? clients[0];
-const first = await active.call(SERVICE, "Echo", req);
-const echoDeadline = 0.8 * MAX_MS; // then it reports the calls it made (complete: false)
-for (let i = 1; i < WARMUP && elapsed() < echoDeadline; i++) {
-  await active.call(SERVICE, "Echo", req);
+async function echoPhase(deadlineMs: number): Promise<Record<string, unknown>> {
+  const first = await active.call(SERVICE, "Echo", req);
+  for (let i = 1; i < WARMUP && elapsed() < deadlineMs; i++) {
+    await active.call(SERVICE, "Echo", req);
+  }
+  const lat: number[] = [];
+  for (let i = 0; i < CALLS && elapsed() < deadlineMs; i++) {
+    const t = performance.now();
+    await active.call(SERVICE, "Echo", req);
+    lat.push((performance.now() - t) * 1000);
+  }
+  // The median of the best of 5 consecutive rounds: less sensitive to a co-tenant's burst.
+  const round = Math.max(1, Math.floor(lat.length / 5));
+  const rounds = Array.from(
+    { length: Math.floor(lat.length / round) },
+    (_, k) => percentile(lat.slice(k * round, (k + 1) * round).sort((a, b) => a - b), 50),
+  );
+  lat.sort((a, b) => a - b);
+  return {
+    calls: lat.length,
+    complete: lat.length === CALLS,
+    bytes: BYTES,
+    path: first.path,
+    fabric: first.fabric,
+    p50Us: r1(percentile(lat, 50)),
+    p99Us: r1(percentile(lat, 99)),
+    bestRoundP50Us: r1(Math.min(...rounds)),
+    meanUs: r1(lat.reduce((a, b) => a + b, 0) / lat.length),
+  };
 }
-const lat: number[] = [];
-for (let i = 0; i < CALLS && elapsed() < echoDeadline; i++) {
-  const t = performance.now();
-  await active.call(SERVICE, "Echo", req);
-  lat.push((performance.now() - t) * 1000);
-}
-// The median of the best of 5 consecutive rounds: less sensitive to a co-tenant's burst.
-const round = Math.max(1, Math.floor(lat.length / 5));
-const rounds = Array.from(
-  { length: Math.floor(lat.length / round) },
-  (_, k) => percentile(lat.slice(k * round, (k + 1) * round).sort((a, b) => a - b), 50),
-);
-lat.sort((a, b) => a - b);
-out.echo = {
-  calls: lat.length,
-  complete: lat.length === CALLS,
-  bytes: BYTES,
-  path: first.path,
-  fabric: first.fabric,
-  p50Us: r1(percentile(lat, 50)),
-  p99Us: r1(percentile(lat, 99)),
-  bestRoundP50Us: r1(Math.min(...rounds)),
-  meanUs: r1(lat.reduce((a, b) => a + b, 0) / lat.length),
-};
+out.echo = await echoPhase(0.8 * MAX_MS); // then it reports the calls it made (complete: false)
 emit({ event: "echo", ...(out.echo as object) });
 
 // 3. idle CPU, every session connected and idle: the window right after the calls, and (with
@@ -237,6 +244,8 @@ if (SETTLE_MS > 0) {
   out.idleSettled = { afterMs: IDLE_MS + SETTLE_MS, ...await idleWindow(IDLE_MS) };
   emit({ event: "idleSettled", ...(out.idleSettled as object) });
 }
+out.echoIdle = { afterIdleMs: IDLE_MS + SETTLE_MS, ...await echoPhase(0.9 * MAX_MS) };
+emit({ event: "echoIdle", ...(out.echoIdle as object) });
 // What the server's JS heap holds (--heap; its walk costs the server CPU, so after the windows).
 if (HEAP) emit({ event: "heap", before: heapBefore, after: await serverHeap() });
 

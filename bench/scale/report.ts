@@ -21,6 +21,8 @@ export interface CountResult {
   setup?: Json;
   serverAfterSetup?: Json;
   echo?: Json;
+  /** The ECHO phase again after the idle windows (every session idled for them). */
+  echoIdle?: Json;
   idle?: Json;
   /** The idle window after `--settle-ms` more of idling (absent without it). */
   idleSettled?: Json;
@@ -57,11 +59,12 @@ const ratio = (a: unknown, b: unknown): string =>
 const mib = (kib: unknown) => (typeof kib === "number" ? kib / 1024 : undefined);
 
 function row(r: CountResult): string {
-  const s = r.serverAfterSetup, su = r.setup, e = r.echo, i = r.idle, w = r.wake;
+  const s = r.serverAfterSetup, su = r.setup, e = r.echo, i = r.idle, w = r.wake, ei = r.echoIdle;
   const reached = su ? `${su.reached}${su.complete ? "" : " (partial)"}` : "–";
   return `| ${r.sessions} | ${reached} | ${f(su?.seconds, 2)} | ${f(su?.sessionsPerS, 0)} | ` +
     `${f(su?.serverCpuMsPerSession, 2)} / ${f(su?.clientCpuMsPerSession, 2)} | ` +
-    `${f(e?.p50Us)} | ${f(e?.p99Us)} | ${f(e?.bestRoundP50Us)} | ${f(mib(s?.rssKiB), 0)} | ` +
+    `${f(e?.p50Us)} | ${f(e?.p99Us)} | ${f(e?.bestRoundP50Us)} | ${f(ei?.p50Us)} | ` +
+    `${f(ei?.p99Us)} | ${f(mib(s?.rssKiB), 0)} | ` +
     `${f(s?.externalMiB, 0)} | ${f(s?.threads, 0)} | ` +
     `${f(s?.fds, 0)} | ${f(i?.serverCpuPct)} | ${f(r.idleSettled?.serverCpuPct)} | ` +
     `${f(i?.clientCpuPct)} | ${f(w?.totalMs, 0)}` +
@@ -69,13 +72,16 @@ function row(r: CountResult): string {
     `${f((w?.maxUs ?? NaN) / 1000)} |`;
 }
 
+const g = (x: CountResult, path: string) =>
+  path.split(".").reduce((o: Json | undefined, k) => o?.[k], x as unknown as Json);
+
 function ratioRow(r: CountResult, b: CountResult): string {
-  const g = (x: CountResult, path: string) =>
-    path.split(".").reduce((o: Json | undefined, k) => o?.[k], x as unknown as Json);
   const cols = [
     "echo.p50Us",
     "echo.p99Us",
     "echo.bestRoundP50Us",
+    "echoIdle.p50Us",
+    "echoIdle.p99Us",
     "setup.sessionsPerS",
     "setup.serverCpuMsPerSession",
     "setup.clientCpuMsPerSession",
@@ -89,6 +95,74 @@ function ratioRow(r: CountResult, b: CountResult): string {
   return `| ${r.sessions} | ${cols.map((c) => ratio(g(r, c), g(b, c))).join(" | ")} |`;
 }
 
+/** One line of the targets table: what, the figure, the goal, met or not. */
+export interface TargetRow {
+  target: string;
+  value: string;
+  goal: string;
+  met: boolean | null;
+}
+
+/**
+ * Issue 10's targets for one runtime, from its largest count that set up every session and its
+ * 10-session baseline: ECHO p50 ratio after idling (the steady state) and right after setup,
+ * sessions/s, idle server CPU (the settled window when measured), server threads. `met` is null
+ * where a figure is missing.
+ */
+export function targets(rs: CountResult[]): TargetRow[] {
+  const base = rs.find((r) => r.sessions === 10 && r.status.startsWith("ok"));
+  const top = [...rs].filter((r) => r !== base && r.setup?.complete)
+    .sort((a, b) => b.sessions - a.sessions)[0];
+  if (!top) return [];
+  const n = top.sessions.toLocaleString("en-US");
+  const num = (x: unknown) => (typeof x === "number" && Number.isFinite(x) ? x : NaN);
+  const row = (target: string, x: number, goal: string, ok: (x: number) => boolean, unit = "") => ({
+    target,
+    value: Number.isNaN(x) ? "–" : `${+x.toFixed(2)}${unit}`,
+    goal,
+    met: Number.isNaN(x) ? null : ok(x),
+  });
+  const over = (path: string) => base ? num(g(top, path)) / num(g(base, path)) : NaN;
+  const idle = top.idleSettled ?? top.idle;
+  return [
+    row(
+      `ECHO p50, ${n} sessions ÷ 10, after idling`,
+      over("echoIdle.p50Us"),
+      "≤ 1.5×",
+      (x) => x <= 1.5,
+      "×",
+    ),
+    row(
+      `ECHO p50, ${n} sessions ÷ 10, right after setup`,
+      over("echo.p50Us"),
+      "(≤ 1.5×)",
+      (x) => x <= 1.5,
+      "×",
+    ),
+    row(
+      `setup, ${n} sessions`,
+      num(top.setup?.sessionsPerS),
+      "≥ 1,000 sessions/s",
+      (x) => x >= 1000,
+      "/s",
+    ),
+    row(
+      `idle server CPU, ${n} sessions${top.idleSettled ? " (settled window)" : ""}`,
+      num(idle?.serverCpuPct),
+      "< 1 %",
+      (x) => x < 1,
+      " %",
+    ),
+    row(
+      `server threads, ${n} sessions ÷ 10`,
+      over("serverAfterSetup.threads"),
+      "1×",
+      (x) => x <= 1,
+      "×",
+    ),
+  ];
+}
+
 /** The markdown report of a run. */
 export function markdown(rep: Report): string {
   const out: string[] = [
@@ -100,7 +174,9 @@ export function markdown(rep: Report): string {
     "One server process and one client process (same runtime). The client opens N sessions " +
     "(`connect()` each, 64 handshakes at a time), times ECHO 64 B on one of them (1 in flight, " +
     "5,000 calls after 500 warm-up; best-round p50: the median of the best of 5 rounds of " +
-    "1,000) while the others stay idle, samples the server's CPU with every session idle " +
+    "1,000) while the others stay idle — right after the setup, and again after the idle " +
+    'windows ("after idling": the steady state, once the runtimes stopped collecting what the ' +
+    "setup left behind) — samples the server's CPU with every session idle " +
     'over `--idle-ms` right after the calls ("idle server CPU") and, with `--settle-ms S`, ' +
     'over the same length after S ms more of idling ("… settled": Bun\'s GC timer collects ' +
     "every second for a while after activity), then wakes every session in turn with one ECHO. " +
@@ -126,18 +202,27 @@ export function markdown(rep: Report): string {
       `## ${rt}`,
       "",
       "| sessions | reached | setup s | sessions/s | setup CPU ms/session (server / client) | " +
-        "ECHO p50 µs | ECHO p99 µs | best-round p50 µs | server RSS MiB | server JS external MiB | " +
+        "ECHO p50 µs | ECHO p99 µs | best-round p50 µs | after idling: ECHO p50 µs | p99 µs | " +
+        "server RSS MiB | server JS external MiB | " +
         "threads | fds | idle server CPU % | … settled | idle client CPU % | wake-all ms | " +
         "wake p50 µs | wake p99 µs | wake max ms |",
-      "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+      "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
       ...rs.map(row),
       "",
       "Ratios against 10 sessions:",
       "",
-      "| sessions | ECHO p50 | ECHO p99 | best-round p50 | sessions/s | setup CPU/session server | " +
-        "client | RSS | threads | fds | idle CPU | wake p50 | wake p99 |",
-      "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+      "| sessions | ECHO p50 | ECHO p99 | best-round p50 | after idling: p50 | p99 | sessions/s | " +
+        "setup CPU/session server | client | RSS | threads | fds | idle CPU | wake p50 | wake p99 |",
+      "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
       ...(base ? rs.filter((r) => r !== base).map((r) => ratioRow(r, base)) : ["(no baseline)"]),
+      "",
+      "Targets (issue 10):",
+      "",
+      "| target | value | goal | met |",
+      "|---|---|---|---|",
+      ...targets(rs).map((t) =>
+        `| ${t.target} | ${t.value} | ${t.goal} | ${t.met === null ? "–" : t.met ? "yes" : "no"} |`
+      ),
       "",
       "Status and what broke:",
       "",

@@ -118,11 +118,14 @@ async function runCount(rt: Rt, n: number): Promise<CountResult> {
       `(setup budget ${Math.round(0.55 * MAX_S)} s); the rest was measured with those`;
   }
   if (setup && !events.result) {
-    const phase = ["echo", "idle", "wake"].find((p) => !events[p]) ?? "the end";
+    const phase = ["echo", "idle", "echoIdle", "wake"].find((p) => !events[p]) ?? "the end";
     status = `${status === "ok" ? "" : `${status}; `}killed at the time limit during ${phase}`;
   }
   if (events.echo && !events.echo.complete) {
     status += `; ECHO made ${events.echo.calls} calls before its time limit`;
+  }
+  if (events.echoIdle && !events.echoIdle.complete) {
+    status += `; ECHO after idling made ${events.echoIdle.calls} calls before its time limit`;
   }
   if (events.wake && !events.wake.complete) {
     status += `; wake-all answered ${events.wake.answered} of ${events.wake.sessions}`;
@@ -138,6 +141,7 @@ async function runCount(rt: Rt, n: number): Promise<CountResult> {
     setup,
     serverAfterSetup: events.serverAfterSetup,
     echo: events.echo,
+    echoIdle: events.echoIdle,
     idle: events.idle,
     idleSettled: events.idleSettled,
     wake: events.wake,
