@@ -173,13 +173,15 @@ export function markdown(rep: Report): string {
     "",
     "One server process and one client process (same runtime). The client opens N sessions " +
     "(`connect()` each, 64 handshakes at a time), times ECHO 64 B on one of them (1 in flight, " +
-    "5,000 calls after 500 warm-up; best-round p50: the median of the best of 5 rounds of " +
+    "5,000 calls after 20,000 warm-up; best-round p50: the median of the best of 5 rounds of " +
     "1,000) while the others stay idle — right after the setup, and again after the idle " +
     'windows ("after idling": the steady state, once the runtimes stopped collecting what the ' +
     "setup left behind) — samples the server's CPU with every session idle " +
     'over `--idle-ms` right after the calls ("idle server CPU") and, with `--settle-ms S`, ' +
-    'over the same length after S ms more of idling ("… settled": Bun\'s GC timer collects ' +
-    "every second for a while after activity), then wakes every session in turn with one ECHO. " +
+    'over the same length after S ms more of idling ("… settled": past the one-off collections ' +
+    "a runtime makes once activity stops — Bun's GC timer collects every second for ~30 s, " +
+    "Deno's memory reducer makes two full collections 25–40 s after the last call), then wakes " +
+    "every session in turn with one ECHO. " +
     "The idle samples ask the server for its CPU time only. Server figures " +
     "(VmRSS, Threads, open fds, CPU time) come from the server itself (`bench.Scale/Stats` over a " +
     "separate TCP-only connection). Regions are kept small so that many sessions fit in memory: " +

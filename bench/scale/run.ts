@@ -3,7 +3,7 @@
  *
  *   node_modules/.bin/deno run -A bench/scale/run.ts [--runtime deno|bun|both]
  *       [--sessions 10,1000,10000] [--max-seconds 180] [--concurrency 64] [--calls 5000]
- *       [--idle-ms 3000] [--settle-ms 0] [--fabric shm|urma|verbs] [--root DIR] [--out bench/results] [--name scale]
+ *       [--warmup 20000] [--idle-ms 10000] [--settle-ms 45000] [--fabric shm|urma|verbs] [--root DIR] [--out bench/results] [--name scale]
  *       [--note TEXT] [--baseline-runs 3] [--rdma-addr A --source-addr A (with --fabric verbs)]
  *
  * For each runtime it runs N = 10 first (the baseline), then the larger counts, each with a fresh
@@ -55,8 +55,27 @@ const NAME = opt("name", "scale");
 for (const rt of RUNTIMES) if (!(rt in BIN)) throw new Error("--runtime expects deno, bun or both");
 for (const n of COUNTS) if (!(n >= 1)) throw new Error("--sessions expects numbers, e.g. 10,1000");
 if (!existsSync(join(ROOT, "mod.ts"))) throw new Error(`--root ${ROOT}: no mod.ts there`);
+/**
+ * What the harness asks of each client unless told otherwise (client.ts's own defaults are for a
+ * quick look): 20,000 warm-up calls before each ECHO phase (V8 and JSC drop optimised code of a
+ * function left unused through a few collections, so the phase after idling tiers up again), an
+ * idle window of 10 s, and the settled window 45 s after it — past the one-off collections a
+ * runtime makes once activity stops (Deno's memory reducer: two full collections 25–40 s after
+ * the last call, ~0.1 s CPU each at 10,000 sessions; Bun's GC timer: about 30 s).
+ */
+export const RUN_DEFAULTS: Readonly<Record<string, string>> = {
+  "warmup": "20000",
+  "idle-ms": "10000",
+  "settle-ms": "45000",
+};
 const passOn = ["concurrency", "calls", "idle-ms", "settle-ms", "warmup", "bytes", "source-addr"]
-  .flatMap((k) => ARGS.includes(`--${k}`) ? [`--${k}`, opt(k, "")] : []);
+  .flatMap((k) =>
+    ARGS.includes(`--${k}`)
+      ? [`--${k}`, opt(k, "")]
+      : k in RUN_DEFAULTS
+      ? [`--${k}`, RUN_DEFAULTS[k]]
+      : []
+  );
 
 const FD = fdLimit();
 const command = (rt: Rt, script: string, args: string[]) =>

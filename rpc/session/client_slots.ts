@@ -13,8 +13,11 @@
  * ({@link SlotTable.resolve} builds the result, {@link SlotTable.reject} the error path) and
  * reports to the session's {@link CallHooks}.
  *
- * Ownership and threading: one table per client session, on its JS thread. Everything here is
- * preallocated at construction; `take`, `release` and the accessors allocate nothing.
+ * Ownership and threading: one table per client session, on its JS thread. A slot's record is
+ * made the first time the slot is used, then kept (the free stack reuses the most recently freed
+ * slot, so a session makes as many records as it ever had calls in flight: an idle session among
+ * 10,000 keeps one, not `count`; issue 10); after that `take`, `release` and the accessors
+ * allocate nothing.
  * @module
  */
 import { VerbusError } from "../../errors.ts";
@@ -75,9 +78,38 @@ export interface ClientSlot {
   attachmentBytes: number;
 }
 
+/** A FREE slot's record, as a slot's first use finds it. */
+function newSlot(): ClientSlot {
+  return {
+    state: SLOT_FREE,
+    seq: 0,
+    pending: false,
+    resolve: null,
+    reject: null,
+    path: "EAGER",
+    deadline: Infinity,
+    method: 0,
+    startedAt: 0,
+    service: "",
+    methodName: "",
+    request: EMPTY,
+    options: NO_OPTIONS,
+    bulkOffset: -1,
+    stagingOffset: -1,
+    lazyReadBytes: 0,
+    object: 0,
+    generation: 0,
+    responseBytes: 0,
+    attachmentBytes: 0,
+  };
+}
+
 /** See the module documentation. */
 export class SlotTable {
-  readonly #slots: ClientSlot[];
+  /** The records made so far (holes: slots never used). */
+  readonly #slots: (ClientSlot | undefined)[];
+  readonly #count: number;
+  #made = 0;
   readonly #free: Int32Array;
   #freeCount: number;
   readonly #busy: Int32Array;
@@ -94,28 +126,8 @@ export class SlotTable {
    * server's BULK area) and `staging`.
    */
   constructor(count: number, bulkArea: BulkAllocator, staging: StagingArea) {
-    this.#slots = Array.from({ length: count }, () => ({
-      state: SLOT_FREE,
-      seq: 0,
-      pending: false,
-      resolve: null,
-      reject: null,
-      path: "EAGER" as CallPath,
-      deadline: Infinity,
-      method: 0,
-      startedAt: 0,
-      service: "",
-      methodName: "",
-      request: EMPTY,
-      options: NO_OPTIONS,
-      bulkOffset: -1,
-      stagingOffset: -1,
-      lazyReadBytes: 0,
-      object: 0,
-      generation: 0,
-      responseBytes: 0,
-      attachmentBytes: 0,
-    }));
+    this.#slots = new Array(count);
+    this.#count = count;
     this.#free = new Int32Array(count);
     for (let i = 0; i < count; i++) this.#free[i] = count - 1 - i;
     this.#freeCount = count;
@@ -140,9 +152,20 @@ export class SlotTable {
     return this.#busy[k];
   }
 
-  /** Slot `i`'s record (0 ≤ i < count; undefined past the end). */
+  /**
+   * Slot `i`'s record (0 ≤ i < count; undefined past the end). A slot never used gets its FREE
+   * record now (what a response naming it is checked against).
+   */
   slot(i: number): ClientSlot {
-    return this.#slots[i];
+    const s = this.#slots[i];
+    if (s !== undefined || !(i >= 0 && i < this.#count)) return s!;
+    this.#made++;
+    return (this.#slots[i] = newSlot());
+  }
+
+  /** Slot records made so far (at most the most calls the session ever had in flight, or `count`). */
+  get recordsMade(): number {
+    return this.#made;
   }
 
   /**
@@ -151,7 +174,7 @@ export class SlotTable {
    */
   take(state: typeof SLOT_CALL | typeof SLOT_RECLAIM): number {
     if (this.#freeCount === 0) return NO_FREE_SLOT;
-    const i = this.#free[--this.#freeCount], slot = this.#slots[i];
+    const i = this.#free[--this.#freeCount], slot = this.slot(i);
     slot.seq = (slot.seq + 1) >>> 0;
     slot.state = state;
     slot.pending = false;
@@ -162,7 +185,7 @@ export class SlotTable {
 
   /** Returns slot `i` to FREE with its extents (no-op when it is FREE already). */
   release(i: number): void {
-    const slot = this.#slots[i];
+    const slot = this.slot(i);
     if (slot.state === SLOT_FREE) return;
     slot.state = SLOT_FREE;
     this.#forget(slot);
@@ -189,7 +212,7 @@ export class SlotTable {
    * hooks; a slot whose caller gave up settles nothing. Call before `release`.
    */
   resolve(i: number, response: Uint8Array, attachment: Uint8Array, path: CallPath): void {
-    const slot = this.#slots[i];
+    const slot = this.slot(i);
     if (!slot.pending) return;
     const resolve = slot.resolve!, hooks = this.hooks;
     const startedAt = slot.startedAt;
@@ -203,7 +226,7 @@ export class SlotTable {
    * through the hooks, FABRIC is counted as a fabric error. Call before `release`.
    */
   reject(i: number, error: unknown): void {
-    const slot = this.#slots[i];
+    const slot = this.slot(i);
     if (!slot.pending) return;
     const resolve = slot.resolve!, reject = slot.reject!, hooks = this.hooks;
     const { service, methodName, request, options } = slot;
@@ -218,7 +241,7 @@ export class SlotTable {
 
   /** The caller of slot `i` gave up (timeout): rejects it with `error`; the slot stays busy. */
   abandon(i: number, error: unknown): void {
-    const slot = this.#slots[i];
+    const slot = this.slot(i);
     if (!slot.pending) return;
     const reject = slot.reject!;
     this.#forget(slot);
@@ -229,7 +252,7 @@ export class SlotTable {
   rejectAll(error: () => unknown): void {
     for (let k = this.#busyCount - 1; k >= 0; k--) {
       const i = this.#busy[k];
-      if (this.#slots[i].pending) this.reject(i, error());
+      if (this.slot(i).pending) this.reject(i, error());
     }
   }
 }

@@ -45,6 +45,25 @@ test("slot table: the free list is a stack, seq counts the uses of a slot", () =
   assertEquals(slots.freeCount, 1);
 });
 
+test("slot table: a slot's record is made at its first use, and only then (issue 10)", () => {
+  const { slots } = table(64);
+  assertEquals(slots.recordsMade, 0, "an unused session keeps no slot records");
+  for (let k = 0; k < 1000; k++) slots.release(slots.take(SLOT_CALL));
+  assertEquals(slots.recordsMade, 1, "one call at a time reuses one record");
+  assertEquals(slots.slot(0).seq, 1000, "the reused record kept counting");
+  const held = Array.from({ length: 5 }, () => slots.take(SLOT_CALL));
+  assertEquals(slots.recordsMade, 5, "five in flight: five records");
+  for (const i of held) slots.release(i);
+  // A slot never used (a response naming it, say) reads as FREE with seq 0; past the end: none.
+  const never = slots.slot(63);
+  assertEquals([never.state, never.seq, never.pending], [SLOT_FREE, 0, false]);
+  assertEquals(slots.slot(64), undefined);
+  assertEquals(slots.slot(-1), undefined);
+  assertEquals(slots.recordsMade, 6);
+  slots.release(62); // releasing a slot never taken changes nothing
+  assertEquals([slots.freeCount, slots.busyCount], [64, 0]);
+});
+
 test("slot table: release gives back the BULK and staging extents", () => {
   const { slots, bulk, staging } = table(2);
   const i = slots.take(SLOT_CALL), slot = slots.slot(i);
