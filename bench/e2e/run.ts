@@ -1,6 +1,6 @@
 /**
  * The end-to-end benchmark, one script, one run (`make bench-e2e`, or
- * `deno run -A bench/e2e/run.ts [--quick]`). For each runtime (Deno, Bun) it starts a verbus
+ * `deno run -A bench/e2e/run.ts [--quick] [--rounds R]`). For each runtime (Deno, Bun) it starts a verbus
  * server on that runtime and drives it with `verbus call --async-bench` on the same runtime:
  *   - ECHO 64 B at 1 and 32 in flight over TCP (baidu_std) and over the shm fabric (EAGER)
  *   - LARGE_GET 64 KiB over TCP and LAZY, BIGPUT 16 KiB over TCP and BULK
@@ -10,7 +10,11 @@
  * ping-ponging one 32-bit word through shared memory (the latency limit of any shm RPC), and a
  * minimal promise-per-call shared-memory ring (`baselines/shm_ring.ts`: 32 slots of 64 B, one
  * promise per call, no meta or dispatch — the throughput limit of a JS shm RPC). The issue-11
- * targets are checked as ratios of rows of this run (section "targets").
+ * targets are checked as ratios of rows of one round (section "targets").
+ * `--rounds R` (default 3; 1 with `--quick`): every row is measured R times, the runtimes' order
+ * alternating between rounds; ratios and targets are computed within each round and reported as
+ * the median over the rounds, with each round's value (`report.ts`): one round's verdict swings
+ * with the machine.
  * Prints a markdown table with ratios and writes bench/results/e2e.{md,json}.
  * `--tcp-only` runs only the verbus TCP and raw TCP echo rows (ECHO 64 B) and writes no files.
  * Only ratios between rows of the same run mean anything.
@@ -24,6 +28,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { argv as nodeArgv } from "node:process";
 import { availableParallelism, loadavg } from "node:os";
+import { CLIENTS, markdown, type Row, summary, targets } from "./report.ts";
 
 // deno-lint-ignore no-explicit-any
 const g = globalThis as any;
@@ -79,17 +84,12 @@ async function withServer<T>(rt: Rt, fn: (port: number) => T | Promise<T>): Prom
   }
 }
 
-interface Row {
-  runtime: string;
-  case: string;
-  system: string;
-  inflight: number;
-  p50_us: number;
-  p99_us: number;
-  qps: number;
-  path?: string;
-}
 const rows: Row[] = [];
+/** `--rounds R`: every row measured R times (default 3, `--quick` 1); ratios per round, then the median. */
+const ri = args.indexOf("--rounds");
+const ROUNDS = Math.max(1, ri >= 0 ? Number(args[ri + 1]) || 1 : quick || tcpOnly ? 1 : 3);
+/** The round being measured (rows are tagged with it). */
+let round = 0;
 
 function benchCmd(
   rt: Rt,
@@ -131,6 +131,7 @@ function bench(
   const res = r.result as Record<string, number>;
   if (!r.ok) throw new Error(`${system} ${name} failed: ${JSON.stringify(r)}`);
   rows.push({
+    round,
     runtime: rt,
     case: name,
     system,
@@ -145,6 +146,7 @@ function bench(
 /** A row of a baseline's JSON line (ECHO 64 B). */
 function baselineRow(rt: string, system: string, inflight: number, r: Record<string, unknown>) {
   rows.push({
+    round,
     runtime: rt,
     case: "ECHO 64 B",
     system,
@@ -154,8 +156,6 @@ function baselineRow(rt: string, system: string, inflight: number, r: Record<str
     qps: r.qps as number,
   });
 }
-
-const CLIENTS = 4;
 
 /** `CLIENTS` clients of `window` in flight each, at once: calls/s summed, median p50, worst p99. */
 async function benchClients(
@@ -177,6 +177,7 @@ async function benchClients(
   const res = rs.map((r) => r.result as Record<string, number>);
   const p50s = res.map((r) => r.p50_us).sort((x, y) => x - y);
   rows.push({
+    round,
     runtime: rt,
     case: `ECHO 64 B, ${CLIENTS} clients`,
     system,
@@ -188,212 +189,124 @@ async function benchClients(
   });
 }
 
-for (const rt of ["deno", "bun"] as Rt[]) {
-  console.error(`== ${rt} ==`);
-  await withServer(rt, async (port) => {
+async function measureRound(order: Rt[]): Promise<void> {
+  for (const rt of order) {
+    console.error(`== ${rt} (round ${round + 1} of ${ROUNDS}) ==`);
+    await withServer(rt, async (port) => {
+      for (const w of [1, 32]) {
+        if (tcpOnly) {
+          bench(rt, port, "ECHO 64 B", "echo", 64, w, Math.min(2000, N_SMALL), "tcp", "warmup");
+          bench(
+            rt,
+            port,
+            "ECHO 64 B",
+            "echo",
+            64,
+            w,
+            w > 1 ? N_WIDE : N_SMALL,
+            "tcp",
+            "verbus TCP",
+          );
+          continue;
+        }
+        for (let warm = 0; warm < 1; warm++) {
+          bench(rt, port, "ECHO 64 B", "echo", 64, w, Math.min(2000, N_SMALL), "shm", "warmup");
+        }
+        const n = w > 1 ? N_WIDE : N_SMALL;
+        bench(rt, port, "ECHO 64 B", "echo", 64, w, n, "tcp", "verbus TCP");
+        bench(rt, port, "ECHO 64 B", "echo", 64, w, n, "shm", "verbus shm");
+      }
+      if (tcpOnly) return;
+      await benchClients(rt, port, 32, N_WIDE / 2, "tcp", "verbus TCP");
+      await benchClients(rt, port, 32, N_WIDE / 2, "shm", "verbus shm");
+      bench(rt, port, "LARGE_GET 64 KiB", "large-get", 65536, 1, N_LARGE, "tcp", "verbus TCP");
+      bench(rt, port, "LARGE_GET 64 KiB", "large-get", 65536, 1, N_LARGE, "shm", "verbus shm");
+      bench(rt, port, "BIGPUT 16 KiB", "put", 16384, 1, N_LARGE, "tcp", "verbus TCP");
+      bench(rt, port, "BIGPUT 16 KiB", "put", 16384, 1, N_LARGE, "shm", "verbus shm");
+    });
     for (const w of [1, 32]) {
-      if (tcpOnly) {
-        bench(rt, port, "ECHO 64 B", "echo", 64, w, Math.min(2000, N_SMALL), "tcp", "warmup");
-        bench(rt, port, "ECHO 64 B", "echo", 64, w, w > 1 ? N_WIDE : N_SMALL, "tcp", "verbus TCP");
-        continue;
-      }
-      for (let warm = 0; warm < 1; warm++) {
-        bench(rt, port, "ECHO 64 B", "echo", 64, w, Math.min(2000, N_SMALL), "shm", "warmup");
-      }
-      const n = w > 1 ? N_WIDE : N_SMALL;
-      bench(rt, port, "ECHO 64 B", "echo", 64, w, n, "tcp", "verbus TCP");
-      bench(rt, port, "ECHO 64 B", "echo", 64, w, n, "shm", "verbus shm");
+      const r = json(
+        run(rt, "bench/e2e/baselines/raw_tcp.ts", [
+          "--payload",
+          "64",
+          "--inflight",
+          String(w),
+          "--calls",
+          String(w > 1 ? N_WIDE : N_SMALL),
+          "--warmup",
+          String(w > 1 ? WARM_WIDE : WARM_SMALL),
+        ]),
+      );
+      baselineRow(rt, "raw TCP echo", w, r);
     }
-    if (tcpOnly) return;
-    await benchClients(rt, port, 32, N_WIDE / 2, "tcp", "verbus TCP");
-    await benchClients(rt, port, 32, N_WIDE / 2, "shm", "verbus shm");
-    bench(rt, port, "LARGE_GET 64 KiB", "large-get", 65536, 1, N_LARGE, "tcp", "verbus TCP");
-    bench(rt, port, "LARGE_GET 64 KiB", "large-get", 65536, 1, N_LARGE, "shm", "verbus shm");
-    bench(rt, port, "BIGPUT 16 KiB", "put", 16384, 1, N_LARGE, "tcp", "verbus TCP");
-    bench(rt, port, "BIGPUT 16 KiB", "put", 16384, 1, N_LARGE, "shm", "verbus shm");
-  });
-  for (const w of [1, 32]) {
-    const r = json(
-      run(rt, "bench/e2e/baselines/raw_tcp.ts", [
-        "--payload",
-        "64",
+    if (tcpOnly) continue;
+    for (const w of [1, 32]) {
+      const r = json(run(rt, "bench/e2e/baselines/shm_ring.ts", [
         "--inflight",
         String(w),
         "--calls",
-        String(w > 1 ? N_WIDE : N_SMALL),
-        "--warmup",
-        String(w > 1 ? WARM_WIDE : WARM_SMALL),
-      ]),
-    );
-    baselineRow(rt, "raw TCP echo", w, r);
+        String(quick ? 50000 : w > 1 ? 2_000_000 : 200000),
+      ]));
+      baselineRow(rt, "shm ring (promise per call)", w, r);
+    }
+    const pp = json(run(rt, "bench/e2e/shm_pingpong.ts", ["--iters", quick ? "50000" : "200000"]));
+    rows.push({
+      round,
+      runtime: rt,
+      case: "ECHO 64 B",
+      system: "shm ping-pong (u32)",
+      inflight: 1,
+      p50_us: pp.p50_us as number,
+      p99_us: pp.p99_us as number,
+      qps: Math.round(1e6 / (pp.mean_us as number)),
+    });
   }
-  if (tcpOnly) continue;
-  for (const w of [1, 32]) {
-    const r = json(run(rt, "bench/e2e/baselines/shm_ring.ts", [
+  if (!tcpOnly) console.error("== grpc-js (node) ==");
+  for (const w of tcpOnly ? [] : [1, 32]) {
+    const r = json(["node", [
+      join(ROOT, "bench/e2e/baselines/grpc_node.mjs"),
+      "--payload",
+      "64",
       "--inflight",
       String(w),
       "--calls",
-      String(quick ? 50000 : w > 1 ? 2_000_000 : 200000),
-    ]));
-    baselineRow(rt, "shm ring (promise per call)", w, r);
+      String(quick ? 3000 : 20000),
+      "--warmup",
+      "1000",
+    ]]);
+    rows.push({
+      round,
+      runtime: "node",
+      case: "ECHO 64 B",
+      system: "grpc-js",
+      inflight: w,
+      p50_us: r.p50_us as number,
+      p99_us: r.p99_us as number,
+      qps: r.qps as number,
+    });
   }
-  const pp = json(run(rt, "bench/e2e/shm_pingpong.ts", ["--iters", quick ? "50000" : "200000"]));
-  rows.push({
-    runtime: rt,
-    case: "ECHO 64 B",
-    system: "shm ping-pong (u32)",
-    inflight: 1,
-    p50_us: pp.p50_us as number,
-    p99_us: pp.p99_us as number,
-    qps: Math.round(1e6 / (pp.mean_us as number)),
-  });
 }
-if (!tcpOnly) console.error("== grpc-js (node) ==");
-for (const w of tcpOnly ? [] : [1, 32]) {
-  const r = json(["node", [
-    join(ROOT, "bench/e2e/baselines/grpc_node.mjs"),
-    "--payload",
-    "64",
-    "--inflight",
-    String(w),
-    "--calls",
-    String(quick ? 3000 : 20000),
-    "--warmup",
-    "1000",
-  ]]);
-  rows.push({
-    runtime: "node",
-    case: "ECHO 64 B",
-    system: "grpc-js",
-    inflight: w,
-    p50_us: r.p50_us as number,
-    p99_us: r.p99_us as number,
-    qps: r.qps as number,
-  });
-}
+// Rounds alternate the runtimes' order, so neither always runs on the warmer (or busier) machine.
+for (; round < ROUNDS; round++) await measureRound(round % 2 ? ["bun", "deno"] : ["deno", "bun"]);
 const real = rows.filter((r) => r.system !== "warmup");
-const find = (rt: string, c: string, s: string, w: number) =>
-  real.find((r) => r.runtime === rt && r.case === c && r.system === s && r.inflight === w);
-const ratio = (a?: Row, b?: Row) => a && b ? +(a.qps / b.qps).toFixed(2) : null;
-const summary: Record<string, unknown> = {};
-for (const rt of ["deno", "bun"]) {
-  for (const w of [1, 32]) {
-    const tcp = find(rt, "ECHO 64 B", "verbus TCP", w),
-      shm = find(rt, "ECHO 64 B", "verbus shm", w);
-    summary[`${rt} ECHO inflight ${w}`] = {
-      tcp_vs_grpc_qps: ratio(tcp, find("node", "ECHO 64 B", "grpc-js", w)),
-      tcp_vs_raw_tcp_qps: ratio(tcp, find(rt, "ECHO 64 B", "raw TCP echo", w)),
-      shm_vs_tcp_qps: ratio(shm, tcp),
-      shm_p50_vs_tcp_p50: shm && tcp ? +(tcp.p50_us / shm.p50_us).toFixed(2) : null,
-      shm_p50_vs_pingpong_p50: shm
-        ? +(shm.p50_us / (find(rt, "ECHO 64 B", "shm ping-pong (u32)", 1)?.p50_us ?? NaN)).toFixed(
-          1,
-        )
-        : null,
-    };
-  }
-  const c4 = `ECHO 64 B, ${CLIENTS} clients`;
-  summary[`${rt} ECHO ${CLIENTS} clients × 32`] = {
-    shm_vs_tcp_qps: ratio(find(rt, c4, "verbus shm", 32), find(rt, c4, "verbus TCP", 32)),
-  };
-  for (const w of [1, 32]) {
-    const shmRow = find(rt, "ECHO 64 B", "verbus shm", w);
-    (summary[`${rt} ECHO inflight ${w}`] as Record<string, unknown>).shm_vs_ring_qps = ratio(
-      shmRow,
-      find(rt, "ECHO 64 B", "shm ring (promise per call)", w),
-    );
-  }
-  for (const c of ["LARGE_GET 64 KiB", "BIGPUT 16 KiB"]) {
-    summary[`${rt} ${c}`] = {
-      shm_vs_tcp_qps: ratio(find(rt, c, "verbus shm", 1), find(rt, c, "verbus TCP", 1)),
-    };
-  }
-}
-/** Issue 11's targets, each a ratio of this run's rows. */
-const targets: {
-  target: string;
-  runtime: string;
-  value: number | null;
-  goal: string;
-  met: boolean | null;
-}[] = [];
-const sum = (k: string, f: string) =>
-  (summary[k] as Record<string, number | null> | undefined)?.[f] ?? null;
-for (const rt of ["deno", "bun"]) {
-  const t = (target: string, value: number | null, goal: string, ok: (v: number) => boolean) =>
-    targets.push({ target, runtime: rt, value, goal, met: value === null ? null : ok(value) });
-  t(
-    "shm EAGER p50 at 1 in flight ÷ shm ping-pong p50",
-    sum(`${rt} ECHO inflight 1`, "shm_p50_vs_pingpong_p50"),
-    "≤ 3",
-    (v) => v <= 3,
-  );
-  t(
-    "shm ÷ verbus TCP calls/s, 32 in flight",
-    sum(`${rt} ECHO inflight 32`, "shm_vs_tcp_qps"),
-    "≥ 3",
-    (v) => v >= 3,
-  );
-  t(
-    `shm ÷ verbus TCP calls/s, ${CLIENTS} clients × 32`,
-    sum(`${rt} ECHO ${CLIENTS} clients × 32`, "shm_vs_tcp_qps"),
-    "≥ 3",
-    (v) => v >= 3,
-  );
-  t(
-    "shm ÷ promise-per-call shm ring calls/s, 32 in flight",
-    sum(`${rt} ECHO inflight 32`, "shm_vs_ring_qps"),
-    "≥ 0.25",
-    (v) => v >= 0.25,
-  );
-  t(
-    "verbus TCP ÷ raw TCP echo calls/s, 32 in flight",
-    sum(`${rt} ECHO inflight 32`, "tcp_vs_raw_tcp_qps"),
-    "≥ 0.5",
-    (v) => v >= 0.5,
-  );
-}
-const md = [
-  `Calls per row: ECHO at 1 in flight ${N_SMALL} after ${WARM_SMALL} warm-up calls; ECHO at 32 in flight ${N_WIDE} (${CLIENTS}-client rows: ${
-    N_WIDE / 2
-  } per client) after ${WARM_WIDE} warm-up calls with as many in flight; LARGE_GET/BIGPUT ${N_LARGE} after ${WARM_LARGE}; a row stops after ${ROW_SECONDS} s. Load average at the end ${
-    loadavg().map((x) => x.toFixed(2)).join(" ")
-  } on ${availableParallelism()} cores. Only ratios of rows of one run mean anything.`,
-  "",
-  "## Targets (issue 11)",
-  "",
-  "| target | runtime | value | goal | met |",
-  "|---|---|---|---|---|",
-  ...targets.map((t) =>
-    `| ${t.target} | ${t.runtime} | ${t.value ?? "—"} | ${t.goal} | ${
-      t.met === null ? "—" : t.met ? "yes" : "no"
-    } |`
-  ),
-  "",
-  "## Rows",
-  "",
-  "| runtime | case | system | path | in flight | p50 µs | p99 µs | calls/s |",
-  "|---|---|---|---|---|---|---|---|",
-  ...real.map((r) =>
-    `| ${r.runtime} | ${r.case} | ${r.system} | ${
-      r.path ?? ""
-    } | ${r.inflight} | ${r.p50_us} | ${r.p99_us} | ${r.qps} |`
-  ),
-  "",
-  "## Ratios",
-  "",
-  "| ratio | value |",
-  "|---|---|",
-  ...Object.entries(summary).flatMap(([k, v]) =>
-    Object.entries(v as Record<string, unknown>).map(([k2, v2]) => `| ${k}: ${k2} | ${v2} |`)
-  ),
-].join("\n");
+const header = `${ROUNDS} round${
+  ROUNDS > 1 ? "s" : ""
+} (each measures every row; the runtimes' order alternates). Calls per row: ECHO at 1 in flight ${N_SMALL} after ${WARM_SMALL} warm-up calls; ECHO at 32 in flight ${N_WIDE} (${CLIENTS}-client rows: ${
+  N_WIDE / 2
+} per client) after ${WARM_WIDE} warm-up calls with as many in flight; LARGE_GET/BIGPUT ${N_LARGE} after ${WARM_LARGE}; a row stops after ${ROW_SECONDS} s. Load average at the end ${
+  loadavg().map((x) => x.toFixed(2)).join(" ")
+} on ${availableParallelism()} cores. Only ratios of rows of one round mean anything.`;
+const md = markdown(real, header);
 if (!tcpOnly) {
   mkdirSync(join(ROOT, "bench/results"), { recursive: true });
   writeFileSync(join(ROOT, "bench/results/e2e.md"), md + "\n");
   writeFileSync(
     join(ROOT, "bench/results/e2e.json"),
-    JSON.stringify({ rows: real, summary, targets, quick }, null, 2) + "\n",
+    JSON.stringify(
+      { rounds: ROUNDS, rows: real, summary: summary(real), targets: targets(real), quick },
+      null,
+      2,
+    ) + "\n",
   );
 }
 console.log(md);
