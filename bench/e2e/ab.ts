@@ -91,21 +91,26 @@ for (const rt of RUNTIMES) {
     const qa: number[] = [], qb: number[] = [], pa: number[] = [], pb: number[] = [];
     const ratio: number[] = [];
     for (let r = 0; r < ROUNDS; r++) {
-      const order = r % 2 === 0 ? [A, B] : [B, A];
-      const res: Record<string, { qps: number; p50_us: number }> = {};
-      for (const root of order) {
+      // Keyed by side, not by path: `--a X --b X` (an A/A run, the noise floor) measures X twice.
+      const order = r % 2 === 0 ? (["A", "B"] as const) : (["B", "A"] as const);
+      const res: Record<"A" | "B", { qps: number; p50_us: number }> = {
+        A: { qps: NaN, p50_us: NaN },
+        B: { qps: NaN, p50_us: NaN },
+      };
+      for (const side of order) {
+        const root = side === "A" ? A : B;
         const s = await serve(rt, root);
         try {
           await clients(rt, root, s.port, w, Math.min(2000, CALLS)); // warm-up
-          res[root] = await clients(rt, root, s.port, w, CALLS);
+          res[side] = await clients(rt, root, s.port, w, CALLS);
         } finally {
           await s.stop();
         }
       }
-      qa.push(res[A].qps), qb.push(res[B].qps), pa.push(res[A].p50_us), pb.push(res[B].p50_us);
-      ratio.push(res[B].qps / res[A].qps);
+      qa.push(res.A.qps), qb.push(res.B.qps), pa.push(res.A.p50_us), pb.push(res.B.p50_us);
+      ratio.push(res.B.qps / res.A.qps);
       console.error(
-        `${rt} w=${w} round ${r}: A ${res[A].qps} B ${res[B].qps} calls/s ` +
+        `${rt} w=${w} round ${r}: A ${res.A.qps} B ${res.B.qps} calls/s ` +
           `(load ${loadavg()[0].toFixed(2)})`,
       );
     }
