@@ -5,6 +5,7 @@
  * share its one session. Stops gracefully on SIGINT / SIGTERM (joined processes see it at once).
  * @module
  */
+import { type StopSignal, stopSignal } from "./stop_signal.ts";
 import { z } from "zod";
 import { FABRICS, RUNTIME, startAgent } from "../mod.ts";
 import { parseCommandLine, splitArgs, usageError } from "./options.ts";
@@ -80,6 +81,15 @@ export async function main(args: string[]): Promise<number> {
   } catch (e) {
     return usageError("agent", e, HELP, wantsJson(args));
   }
+  const stop = stopSignal(); // before the work: a SIGTERM right after the ready line stops it cleanly
+  try {
+    return await run(o, stop);
+  } finally {
+    stop.dispose();
+  }
+}
+
+async function run(o: z.output<typeof schema>, stop: StopSignal): Promise<number> {
   const at = o.connect.lastIndexOf(":");
   const agent = await startAgent({
     host: o.connect.slice(0, at),
@@ -116,12 +126,7 @@ export async function main(args: string[]): Promise<number> {
       })
       : `verbus agent (${RUNTIME}): listening on agent:${o.listen} (${agent.ringName}), forwarding to ${o.connect} over ${fabric}`,
   );
-  // deno-lint-ignore no-explicit-any
-  const proc = (globalThis as any).process;
-  await new Promise<void>((resolve) => {
-    proc.once("SIGINT", resolve);
-    proc.once("SIGTERM", resolve);
-  });
+  await stop.stopped;
   const s = agent.stats();
   await agent.close();
   if (!o.json) {

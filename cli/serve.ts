@@ -3,6 +3,7 @@
  * example.EchoService) on TCP, offering the shm fabric to same-host clients.
  * @module
  */
+import { type StopSignal, stopSignal } from "./stop_signal.ts";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -79,6 +80,15 @@ export async function main(args: string[]): Promise<number> {
   } catch (e) {
     return usageError("serve", e, HELP, wantsJson(args));
   }
+  const stop = stopSignal(); // before the work: a SIGTERM right after the ready line stops it cleanly
+  try {
+    return await run(o, stop);
+  } finally {
+    stop.dispose();
+  }
+}
+
+async function run(o: ServeArgs, stop: StopSignal): Promise<number> {
   const imageDir = o["image-dir"] ?? mkdtempSync(join(tmpdir(), "verbus-images-"));
   const list = (o.fabric ?? (o.urma ? "shm,verbs,urma" : "shm,verbs")).split(",") as FabricKind[];
   const urmaLib = o.urma === "sim" ? simulatorPath() : o.urma;
@@ -122,12 +132,7 @@ export async function main(args: string[]): Promise<number> {
       })
       : `verbus serve (${RUNTIME}): listening on ${server.host}:${server.port} (${fabrics}); images in ${imageDir}`,
   );
-  // deno-lint-ignore no-explicit-any
-  const proc = (globalThis as any).process;
-  await new Promise<void>((resolve) => {
-    proc.once("SIGINT", resolve);
-    proc.once("SIGTERM", resolve);
-  });
+  await stop.stopped;
   await server.close();
   if (!o.json) console.log("verbus serve: stopped");
   return 0;

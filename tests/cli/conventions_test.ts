@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { assert, assertEquals, test } from "../harness.ts";
 import { RUNTIME } from "../../ffi/runtime.ts";
 import { VERSION } from "../../cli/version.ts";
+import { agentObjectName } from "../../transport/shm/agent_ring.ts";
 import { otherRuntime, REPO_ROOT, runtimeBinary, spawnScript, withChild } from "../util/proc.ts";
 
 const COMMANDS = ["doctor", "serve", "call", "agent", "bench"];
@@ -128,9 +129,27 @@ test("--json on every command; a failed op exits 1 with ok:false on stdout", asy
     }, async (agent) => {
       const a = JSON.parse(/(\{"listening":"agent:[^\n]*\})\n/.exec(agent.output())![1]);
       assertEquals([a.listening, a.remote], [`agent:${name}`, `127.0.0.1:${p}`]);
+      // Stopped as a user stops it (SIGTERM), it removes its ring: killed (withChild's SIGKILL)
+      // it left a 192 MiB object in /dev/shm on every run.
+      const ring = `/dev/shm${agentObjectName(name)}`;
+      assert(existsSync(ring), `the agent's ring ${ring} exists while it runs`);
+      await agent.kill("SIGTERM"); // the moment it is ready: its handler must already listen
+      assert(!existsSync(ring), `a stopped agent leaves no ring behind (${ring})`);
     });
   } finally {
     await srv.kill("SIGTERM");
+  }
+}, { timeoutMs: 120_000 });
+
+// (Not its exit code: a Deno parent's child_process reports a child it sent SIGTERM as killed by
+// it even when the child handled the signal and exited 0; a Node or Bun parent sees the 0.)
+test("verbus serve stopped by SIGTERM the moment it is ready stops gracefully", async () => {
+  for (let k = 0; k < 3; k++) {
+    const srv = await spawnScript(RUNTIME as "deno" | "bun", "cli/main.ts", {
+      args: ["serve", "--port", "0"],
+    });
+    await srv.kill("SIGTERM");
+    assert(srv.output().includes("verbus serve: stopped"), srv.output());
   }
 }, { timeoutMs: 120_000 });
 

@@ -1,0 +1,38 @@
+/**
+ * SIGINT / SIGTERM for the long-running commands (`verbus serve`, `verbus agent`). Call it first,
+ * before the command starts its work: the listeners are then in place long before the ready line,
+ * so a signal sent the moment that line is out (a supervisor, a test) stops the command
+ * gracefully. Installed after the ready line, they lost the race on Deno (its listener binds on a
+ * later turn): an early SIGTERM killed `verbus agent` outright and left its 192 MiB ring in
+ * /dev/shm, and `verbus serve` its notify page. A signal during the setup is kept and answered
+ * once the command waits for it.
+ *
+ * Threading: the main thread; one per command run.
+ * @module
+ */
+
+/** A pending stop: `stopped` resolves with the signal's name; `dispose` removes the listeners. */
+export interface StopSignal {
+  readonly stopped: Promise<"SIGINT" | "SIGTERM">;
+  dispose(): void;
+}
+
+/** Listens for SIGINT and SIGTERM now (see the module documentation). */
+export function stopSignal(): StopSignal {
+  // deno-lint-ignore no-explicit-any
+  const proc = (globalThis as any).process;
+  let onInt = () => {}, onTerm = () => {};
+  const stopped = new Promise<"SIGINT" | "SIGTERM">((resolve) => {
+    onInt = () => resolve("SIGINT");
+    onTerm = () => resolve("SIGTERM");
+  });
+  proc.once("SIGINT", onInt);
+  proc.once("SIGTERM", onTerm);
+  return {
+    stopped,
+    dispose() {
+      proc.off("SIGINT", onInt);
+      proc.off("SIGTERM", onTerm);
+    },
+  };
+}
