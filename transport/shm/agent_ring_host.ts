@@ -9,6 +9,7 @@
  * Threading: the agent's JS thread; its wait runs off-thread.
  * @module
  */
+import { readdirSync } from "node:fs";
 import { pid } from "node:process";
 import { VerbusError } from "../../errors.ts";
 import type { Helper } from "../../ffi/helper.ts";
@@ -319,4 +320,39 @@ export class AgentRingHost extends AgentRingBase implements HostApi {
     this.mapping.unlink();
     this.unmap();
   }
+}
+
+/**
+ * Removes the rings of this user's agents whose process is gone (killed: an agent that stops
+ * removes its own). Agent rings are named by the user, not by a pid, so the stale-object sweep of
+ * `shm_object.ts` cannot judge them; this one reads the agent pid from each ring's header. A ring
+ * whose header is not published (an agent still creating it) or not an agent ring is left alone.
+ * Returns the names removed; never throws. Control path (maps 4 KiB of each candidate).
+ */
+export async function removeStaleAgentRings(dir = "/dev/shm"): Promise<string[]> {
+  let names: string[];
+  try {
+    const prefix = agentObjectName("x").slice(1, -1); // "verbus-agent-<uid>-"
+    names = readdirSync(dir).filter((n) => n.startsWith(prefix));
+  } catch {
+    return [];
+  }
+  const removed: string[] = [];
+  for (const n of names) {
+    const m = await ShmMapping.open(`/${n}`, 4096).catch(() => null);
+    if (!m) continue;
+    try {
+      const h = new Int32Array(m.bytes.buffer, m.bytes.byteOffset, 64);
+      const owner = h[H.agentPid];
+      if (Atomics.load(h, H.magic) === MAGIC && owner > 0 && !processAlive(owner)) {
+        m.unlink();
+        removed.push(`/${n}`);
+      }
+    } catch {
+      /* raced with its removal: nothing to do */
+    } finally {
+      m.close();
+    }
+  }
+  return removed;
 }

@@ -27,6 +27,7 @@ import {
 } from "./handshake.ts";
 import { NOTIFY_NAME_RE, PeerNotifyPage, ProcessNotifyPage } from "./notify_page.ts";
 import { hostBootId } from "../host.ts";
+import { removeStaleAgentRings } from "./agent_ring_host.ts";
 import { removeStaleShmObjects } from "./shm_object.ts";
 
 /** shm's provider options (`providerOptions.shm`): none today; undefined or `{}`. */
@@ -136,7 +137,7 @@ export async function createServerProvider(
   parseOptions(shmOptionsSchema, options ?? {}, "providerOptions.shm");
   try {
     const helper = await loadHelper();
-    const stale = await removeStaleShmObjects();
+    const stale = [...await removeStaleShmObjects(), ...await removeStaleAgentRings()];
     if (stale.length) {
       log(`removed ${stale.length} shm object(s) left by dead processes: ${stale.join(", ")}`);
     }
