@@ -2,10 +2,10 @@
  * SIGINT / SIGTERM for the long-running commands (`verbus serve`, `verbus agent`). Call it first,
  * before the command starts its work: the listeners are then in place long before the ready line,
  * so a signal sent the moment that line is out (a supervisor, a test) stops the command
- * gracefully. Installed after the ready line, they lost the race on Deno (its listener binds on a
- * later turn): an early SIGTERM killed `verbus agent` outright and left its 192 MiB ring in
- * /dev/shm, and `verbus serve` its notify page. A signal during the setup is kept and answered
- * once the command waits for it.
+ * gracefully. Installed after the ready line, a SIGTERM sent the moment it was out sometimes
+ * killed the process outright (on Deno and on Bun; once on Deno the signal was swallowed and the
+ * agent kept running), leaving `verbus agent`'s 192 MiB ring in /dev/shm. A signal during the
+ * setup is kept and answered once the command waits for it.
  *
  * Threading: the main thread; one per command run.
  * @module

@@ -329,11 +329,11 @@ export class AgentRingHost extends AgentRingBase implements HostApi {
  * whose header is not published (an agent still creating it) or not an agent ring is left alone.
  * Returns the names removed; never throws. Control path (maps 4 KiB of each candidate).
  */
-export async function removeStaleAgentRings(dir = "/dev/shm"): Promise<string[]> {
+export async function removeStaleAgentRings(): Promise<string[]> {
   let names: string[];
   try {
     const prefix = agentObjectName("x").slice(1, -1); // "verbus-agent-<uid>-"
-    names = readdirSync(dir).filter((n) => n.startsWith(prefix));
+    names = readdirSync("/dev/shm").filter((n) => n.startsWith(prefix));
   } catch {
     return [];
   }
