@@ -5,7 +5,7 @@
  * share its one session. Stops gracefully on SIGINT / SIGTERM (joined processes see it at once).
  * @module
  */
-import { type StopSignal, stopSignal } from "./stop_signal.ts";
+import { type StopSignal, withStopSignal } from "./stop_signal.ts";
 import { z } from "zod";
 import { FABRICS, RUNTIME, startAgent } from "../mod.ts";
 import { parseCommandLine, splitArgs, usageError } from "./options.ts";
@@ -81,12 +81,8 @@ export async function main(args: string[]): Promise<number> {
   } catch (e) {
     return usageError("agent", e, HELP, wantsJson(args));
   }
-  const stop = stopSignal(); // before the work: a SIGTERM right after the ready line stops it cleanly
-  try {
-    return await run(o, stop);
-  } finally {
-    stop.dispose();
-  }
+  // The stop listeners before the work: a SIGTERM right after the ready line stops it cleanly.
+  return await withStopSignal((stop) => run(o, stop));
 }
 
 async function run(o: z.output<typeof schema>, stop: StopSignal): Promise<number> {

@@ -3,7 +3,7 @@
  * example.EchoService) on TCP, offering the shm fabric to same-host clients.
  * @module
  */
-import { type StopSignal, stopSignal } from "./stop_signal.ts";
+import { type StopSignal, withStopSignal } from "./stop_signal.ts";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -80,12 +80,8 @@ export async function main(args: string[]): Promise<number> {
   } catch (e) {
     return usageError("serve", e, HELP, wantsJson(args));
   }
-  const stop = stopSignal(); // before the work: a SIGTERM right after the ready line stops it cleanly
-  try {
-    return await run(o, stop);
-  } finally {
-    stop.dispose();
-  }
+  // The stop listeners before the work: a SIGTERM right after the ready line stops it cleanly.
+  return await withStopSignal((stop) => run(o, stop));
 }
 
 async function run(o: ServeArgs, stop: StopSignal): Promise<number> {

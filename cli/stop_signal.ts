@@ -18,7 +18,7 @@ export interface StopSignal {
 }
 
 /** Listens for SIGINT and SIGTERM now (see the module documentation). */
-export function stopSignal(): StopSignal {
+function stopSignal(): StopSignal {
   // deno-lint-ignore no-explicit-any
   const proc = (globalThis as any).process;
   let onInt = () => {}, onTerm = () => {};
@@ -35,4 +35,18 @@ export function stopSignal(): StopSignal {
       proc.off("SIGTERM", onTerm);
     },
   };
+}
+
+/**
+ * Runs a long-running command's work with the stop listeners in place from the start (see the
+ * module documentation); `work` awaits `stop.stopped` once it is ready. The listeners go when it
+ * ends, however it ends.
+ */
+export async function withStopSignal<T>(work: (stop: StopSignal) => Promise<T>): Promise<T> {
+  const stop = stopSignal();
+  try {
+    return await work(stop);
+  } finally {
+    stop.dispose();
+  }
 }

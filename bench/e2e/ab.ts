@@ -21,6 +21,7 @@ import { join, resolve } from "node:path";
 import { arg, numArg } from "../common/args.ts";
 import { asyncBenchArgs } from "../common/bench_call.ts";
 import { childJson } from "../common/child_json.ts";
+import { median } from "../common/median.ts";
 
 const ROOT = resolve(new URL("../..", import.meta.url).pathname);
 const A = resolve(arg("a", ROOT)), B = resolve(arg("b", ROOT));
@@ -79,11 +80,6 @@ async function clients(rt: string, root: string, port: number, w: number, n: num
   const rs = await Promise.all(Array.from({ length: CLIENTS }, () => client(rt, root, port, w, n)));
   return { qps: rs.reduce((a, r) => a + r.qps, 0), p50_us: median(rs.map((r) => r.p50_us)) };
 }
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 
 const out: Record<string, unknown>[] = [];
 for (const rt of RUNTIMES) {

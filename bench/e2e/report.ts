@@ -10,6 +10,8 @@
  * @module
  */
 
+import { median } from "../common/median.ts";
+
 /** One measured row. */
 export interface Row {
   runtime: string;
@@ -36,11 +38,6 @@ export interface Target {
 
 /** The clients of the "N clients × 32" rows. */
 export const CLIENTS = 4;
-
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 
 /** The ratios of one round's rows, keyed like `"deno ECHO inflight 32"` → `{shm_vs_tcp_qps}`. */
 export function roundSummary(rows: Row[]): Record<string, Record<string, number | null>> {
@@ -80,9 +77,14 @@ function roundsOf(rows: Row[]): number[] {
   return [...new Set(rows.map((r) => r.round))].sort((a, b) => a - b);
 }
 
+/** {@link roundSummary} of each round, in round order. */
+function perRound(rows: Row[]): Record<string, Record<string, number | null>>[] {
+  return roundsOf(rows).map((k) => roundSummary(rows.filter((r) => r.round === k)));
+}
+
 /** Each ratio of {@link roundSummary}: the median over the rounds (null where no round had it). */
 export function summary(rows: Row[]): Record<string, Record<string, number | null>> {
-  const per = roundsOf(rows).map((k) => roundSummary(rows.filter((r) => r.round === k)));
+  const per = perRound(rows);
   const out: Record<string, Record<string, number | null>> = {};
   for (const [key, fields] of Object.entries(per[0] ?? {})) {
     out[key] = {};
@@ -96,7 +98,7 @@ export function summary(rows: Row[]): Record<string, Record<string, number | nul
 
 /** Issue 11's targets, each a ratio of one round's rows; median over the rounds. */
 export function targets(rows: Row[]): Target[] {
-  const per = roundsOf(rows).map((k) => roundSummary(rows.filter((r) => r.round === k)));
+  const per = perRound(rows);
   const spec: [string, string, string, string, (v: number) => boolean][] = [
     [
       "shm EAGER p50 at 1 in flight ÷ shm ping-pong p50",
@@ -160,7 +162,9 @@ export function medianRows(
   const groups = new Map<string, Row[]>();
   for (const r of rows) {
     const k = `${r.runtime}|${r.case}|${r.system}|${r.inflight}`;
-    groups.set(k, [...(groups.get(k) ?? []), r]);
+    const g = groups.get(k);
+    if (g) g.push(r);
+    else groups.set(k, [r]);
   }
   return [...groups.values()].map((g) => ({
     runtime: g[0].runtime,

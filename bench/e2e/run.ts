@@ -20,6 +20,7 @@
  * Only ratios between rows of the same run mean anything.
  * @module
  */
+import { numArg } from "../common/args.ts";
 import { asyncBenchArgs } from "../common/bench_call.ts";
 import { type ChildCommand, childJson, lastJson } from "../common/child_json.ts";
 import { spawnSync } from "node:child_process";
@@ -86,8 +87,7 @@ async function withServer<T>(rt: Rt, fn: (port: number) => T | Promise<T>): Prom
 
 const rows: Row[] = [];
 /** `--rounds R`: every row measured R times (default 3, `--quick` 1); ratios per round, then the median. */
-const ri = args.indexOf("--rounds");
-const ROUNDS = Math.max(1, ri >= 0 ? Number(args[ri + 1]) || 1 : quick || tcpOnly ? 1 : 3);
+const ROUNDS = Math.max(1, numArg("rounds", quick || tcpOnly ? 1 : 3));
 /** The round being measured (rows are tagged with it). */
 let round = 0;
 

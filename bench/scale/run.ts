@@ -63,7 +63,7 @@ if (!existsSync(join(ROOT, "mod.ts"))) throw new Error(`--root ${ROOT}: no mod.t
  * runtime makes once activity stops (Deno's memory reducer: two full collections 25–40 s after
  * the last call, ~0.1 s CPU each at 10,000 sessions; Bun's GC timer: about 30 s).
  */
-export const RUN_DEFAULTS: Readonly<Record<string, string>> = {
+const RUN_DEFAULTS: Readonly<Record<string, string>> = {
   "warmup": "20000",
   "idle-ms": "10000",
   "settle-ms": "45000",

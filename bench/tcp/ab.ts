@@ -14,6 +14,7 @@ import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { join, resolve } from "node:path";
+import { median } from "../common/median.ts";
 
 const args = Deno.args;
 const opt = (k: string, d: string) => {
@@ -67,10 +68,6 @@ for (let i = 0; i < rounds; i++) {
   }
 }
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 const lines = [
   `# TCP A/B: verbus TCP ÷ raw TCP echo (ECHO 64 B, same runtime, same run)`,
   "",

@@ -24,6 +24,7 @@ import { cpus, loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import { startServe } from "../../cli/self.ts";
 import { asyncBenchArgs } from "../common/bench_call.ts";
+import { median } from "../common/median.ts";
 
 const args = Deno.args;
 const opt = (k: string, d: string) => {
@@ -177,10 +178,6 @@ for (let i = 0; i < rounds; i++) {
   }
 }
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 const lines = [
   "# TCP: CPU per call, verbus vs the raw echo (ECHO 64 B, 32 in flight)",
   "",
