@@ -28,6 +28,8 @@ export class FabricLink {
   /** The session as the engine drives it, and its registration (null: no session). */
   #driven: Driven | null = null;
   #registration: Registration | null = null;
+  /** True while this link holds the engine (calls in flight, or completed in its last step). */
+  #held = false;
   /** The re-negotiation in flight, and when the next one may start (0 = failure not noticed). */
   #renegotiation: Promise<void> | null = null;
   #renegotiateAt = 0;
@@ -75,7 +77,10 @@ export class FabricLink {
   /** A call was just submitted: hold the engine while calls are in flight, and take a turn. */
   startLoop(): void {
     if (!this.#driven || !this.#registration) return;
-    this.#engine.hold(this, this.#driven);
+    if (!this.#held) {
+      this.#held = true;
+      this.#engine.hold(this, this.#driven);
+    }
     this.#registration.activate();
   }
 
@@ -102,6 +107,7 @@ export class FabricLink {
 
   #unregister(): void {
     if (this.#driven) this.#engine.release(this, this.#driven);
+    this.#held = false;
     this.#registration?.remove();
     this.#registration = null;
     this.#driven = null;
@@ -113,7 +119,13 @@ export class FabricLink {
     if (completed > 0 && this.#slotWaiters.length > 0) {
       for (const w of this.#slotWaiters.splice(0, Math.max(1, s.freeSlots))) w();
     }
-    if ((s.inflight === 0 || s.failed) && this.#driven) this.#engine.release(this, this.#driven);
+    // The hold ends at a step that finds no call in flight and completed none: a caller that
+    // submits its next call in the microtasks right after its answer keeps the hold, instead of
+    // releasing and taking it again once per call (one call in flight).
+    if (this.#held && ((s.inflight === 0 && completed === 0) || s.failed) && this.#driven) {
+      this.#held = false;
+      this.#engine.release(this, this.#driven);
+    }
     return work;
   }
 

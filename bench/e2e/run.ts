@@ -58,6 +58,12 @@ const ROW_SECONDS = quick ? 2 : 4;
 const WARM_SMALL = quick ? 500 : 5000,
   WARM_WIDE = quick ? 2000 : 200_000,
   WARM_LARGE = quick ? 50 : 500;
+/**
+ * The warm-up of a fabric row at 1 in flight: 5,000 calls are ~15 ms of shm calls, before the JIT
+ * has tiered the call path up (Deno read 4.8–5.5 µs p50 after them and 2.5–2.7 µs after 100,000,
+ * same build). TCP rows at 1 in flight (~10k calls/s) keep {@link WARM_SMALL}.
+ */
+const WARM_ONE = quick ? 2000 : 100_000;
 
 type Rt = "deno" | "bun";
 const run = (rt: Rt, script: string, a: string[]) =>
@@ -110,7 +116,13 @@ function benchCmd(
       bytes,
       window,
       calls: n,
-      warmup: bytes > 4096 ? WARM_LARGE : window > 1 ? WARM_WIDE : WARM_SMALL,
+      warmup: bytes > 4096
+        ? WARM_LARGE
+        : window > 1
+        ? WARM_WIDE
+        : fabric === "tcp"
+        ? WARM_SMALL
+        : WARM_ONE,
       seconds: ROW_SECONDS,
     }),
   );
@@ -291,7 +303,7 @@ for (; round < ROUNDS; round++) await measureRound(round % 2 ? ["bun", "deno"] :
 const real = rows.filter((r) => r.system !== "warmup");
 const header = `${ROUNDS} round${
   ROUNDS > 1 ? "s" : ""
-} (each measures every row; the runtimes' order alternates). Calls per row: ECHO at 1 in flight ${N_SMALL} after ${WARM_SMALL} warm-up calls; ECHO at 32 in flight ${N_WIDE} (${CLIENTS}-client rows: ${
+} (each measures every row; the runtimes' order alternates). Calls per row: ECHO at 1 in flight ${N_SMALL} after ${WARM_ONE} warm-up calls (TCP: ${WARM_SMALL}); ECHO at 32 in flight ${N_WIDE} (${CLIENTS}-client rows: ${
   N_WIDE / 2
 } per client) after ${WARM_WIDE} warm-up calls with as many in flight; LARGE_GET/BIGPUT ${N_LARGE} after ${WARM_LARGE}; a row stops after ${ROW_SECONDS} s. Load average at the end ${
   loadavg().map((x) => x.toFixed(2)).join(" ")

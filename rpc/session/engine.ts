@@ -96,6 +96,8 @@ export interface EngineCounters {
   sessionRounds: number;
   /** Announcements collected from readiness sources. */
   announced: number;
+  /** Holds taken ({@link ProgressEngine.hold}). */
+  holds: number;
 }
 
 /** See the module documentation. Get it with {@link ProgressEngine.forThread}. */
@@ -120,7 +122,7 @@ export class ProgressEngine {
   #turn = 0;
   #lastTick = 0;
   /** Counters (tests and stats). */
-  readonly counters: EngineCounters = { sessionRounds: 0, announced: 0 };
+  readonly counters: EngineCounters = { sessionRounds: 0, announced: 0, holds: 0 };
 
   private constructor(yieldCpu: () => void) {
     this.#loop = new ProgressLoop(
@@ -238,6 +240,7 @@ export class ProgressEngine {
    * flight); a `driven` with deadlines bounds the engine's sleeps while held.
    */
   hold(holder: object, deadlines?: Driven): void {
+    this.counters.holds++;
     this.#holders.add(holder);
     if (deadlines) this.#deadlineHolders.add(deadlines);
     this.#loop.start(false); // running is enough: a busy-poll is for work (activate, wake)

@@ -5,8 +5,9 @@
  * busy one answers in microseconds.
  *
  * Yielding: a step that completed work returns to the microtask queue at once (so the callers it
- * resolved can submit their next call without a trip through the event loop); every few turns,
- * and whenever a spin ends empty, it yields a full macrotask so timers and TCP get their turn.
+ * resolved can submit their next call without a trip through the event loop); after a run of busy
+ * turns ({@link BUSY_TURNS}, {@link BUSY_WORK}), and whenever a spin ends empty, it yields a full
+ * macrotask so timers and TCP get their turn.
  *
  * Threading: one JS thread; `step` must not throw (errors are the step's to handle).
  * @module
@@ -58,6 +59,13 @@ export const POLICY_REFRESH_MS = 100;
  * awaits away from its resolved promise submits in them, before the tight spin holds the thread.
  */
 const CALLER_HOPS = 8;
+/**
+ * Turns with work in a row, and the work they did (calls), after which the loop yields a
+ * macrotask so timers and TCP get their turn: a yield costs ~0.7–0.9 µs, so one call in flight
+ * pays for it every {@link BUSY_TURNS} calls, and a busy loop with 32 in flight still yields every
+ * ~{@link BUSY_WORK} calls.
+ */
+const BUSY_TURNS = 64, BUSY_WORK = 512;
 /** Empty polls between two clock reads of a spin. */
 const POLLS_PER_CLOCK = 16;
 
@@ -70,8 +78,9 @@ export class ProgressLoop {
   #idleWaitMs = 2000;
   #runnable = -1;
   #policyAt = -Infinity;
-  /** Turns taken / idle sleeps taken / spins cut to nothing by the policy (tests and stats). */
-  readonly counters = { turns: 0, sleeps: 0, shortSpins: 0 };
+  /** Turns taken / idle sleeps taken / spins cut to nothing by the policy / clock readings of the
+   * spins and empty turns (tests and stats). */
+  readonly counters = { turns: 0, sleeps: 0, shortSpins: 0, clockReads: 0 };
 
   /**
    * @param step does one round of work; returns how much it did (0 = nothing)
@@ -131,22 +140,17 @@ export class ProgressLoop {
   }
 
   /**
-   * Looks once; when that finds nothing, spins ({@link #spinFor}). The clock is read when the
-   * first poll finds nothing and every {@link POLLS_PER_CLOCK} polls after (never in a turn that
-   * found work at once); returns the work found, and the last clock reading in `this.#now` (NaN:
-   * none). Returns a number when the first look found work (no promise on the busy path).
+   * Looks once; when that finds nothing, spins ({@link #spinFor}). The clock is read every
+   * {@link POLLS_PER_CLOCK} empty polls of the tight spin, never before (on Deno a reading costs
+   * ~0.1 µs, and with one call in flight most spins end sooner); returns the work found, and the
+   * last clock reading in `this.#now` (NaN: none). Returns a number when the first look found
+   * work (no promise on the busy path). The runnable-task count the policy uses is refreshed at
+   * a clock reading ({@link #clock}).
    */
   #spin(): number | Promise<number> {
     const did = this.step();
     this.#now = NaN;
     if (did > 0 || !this.keepRunning()) return did;
-    const t0 = performance.now();
-    this.#now = t0;
-    setTurnClock(t0);
-    if (t0 - this.#policyAt > POLICY_REFRESH_MS) {
-      this.#policyAt = t0;
-      this.#runnable = this.machine.runnable();
-    }
     const d = spinPolicy({
       cores: this.machine.cores,
       runnable: this.#runnable,
@@ -159,7 +163,20 @@ export class ProgressLoop {
       this.counters.shortSpins++;
       return 0;
     }
-    return this.#spinFor(t0, d.spinUs / 1000, d.yieldEachPoll);
+    return this.#spinFor(d.spinUs / 1000, d.yieldEachPoll);
+  }
+
+  /** A clock reading of the spin: kept for the turn and the loop, and the policy's inputs refreshed. */
+  #clock(): number {
+    this.counters.clockReads++;
+    const now = performance.now();
+    this.#now = now;
+    setTurnClock(now);
+    if (now - this.#policyAt > POLICY_REFRESH_MS) {
+      this.#policyAt = now;
+      this.#runnable = this.machine.runnable();
+    }
+    return now;
   }
 
   /**
@@ -167,22 +184,24 @@ export class ProgressLoop {
    * await a microtask first, so a caller a few awaits away from the promise a step just resolved
    * (an `async` wrapper, a generated client) submits its next call now: a spin that held the
    * thread from its first poll made such a caller wait for the whole spin and the loop's yield.
-   * Then it polls in a tight loop (the cheapest way to see an answer the moment it lands).
+   * Then it polls in a tight loop (the cheapest way to see an answer the moment it lands); the
+   * budget `spinMs` counts from the loop's first clock reading.
    */
-  async #spinFor(t0: number, spinMs: number, yieldEachPoll: boolean): Promise<number> {
+  async #spinFor(spinMs: number, yieldEachPoll: boolean): Promise<number> {
     for (let k = 1; k <= CALLER_HOPS; k++) {
       await undefined;
       const did = this.step();
       if (did > 0 || !this.keepRunning()) return did;
     }
+    let t0 = NaN;
     for (let k = 1;; k++) {
       if (yieldEachPoll) this.yieldCpu();
       const did = this.step();
       if (did > 0 || !this.keepRunning()) return did;
       if (k % POLLS_PER_CLOCK === 0) {
-        const now = performance.now();
-        this.#now = now;
-        if (now - t0 > spinMs) return 0;
+        const now = this.#clock();
+        if (Number.isNaN(t0)) t0 = now;
+        else if (now - t0 > spinMs) return 0;
       }
     }
   }
@@ -194,21 +213,22 @@ export class ProgressLoop {
   async #run(): Promise<void> {
     let lastWork = performance.now();
     let workSeen = false;
-    let micro = 0;
+    let micro = 0, microWork = 0;
     while (this.#running) {
       const first = this.#spin();
       const did = typeof first === "number" ? first : await first;
       this.counters.turns++;
       if (did > 0) {
         workSeen = true; // lastWork is set at the next empty turn (no clock read in busy turns)
-        if (++micro < 16) {
+        microWork += did;
+        if (++micro < BUSY_TURNS && microWork < BUSY_WORK) {
           await undefined; // microtask: the callers just resolved run before the next poll
           continue;
         }
       } else if (!this.keepRunning()) {
         break;
       } else {
-        const now = Number.isNaN(this.#now) ? performance.now() : this.#now;
+        const now = Number.isNaN(this.#now) ? this.#clock() : this.#now;
         if (workSeen) {
           workSeen = false;
           lastWork = now;
@@ -238,7 +258,7 @@ export class ProgressLoop {
           continue;
         }
       }
-      micro = 0;
+      micro = microWork = 0;
       if (did === 0) this.yieldCpu();
       invalidateTurnClock(); // code that runs while we yield reads the real clock
       await new Promise<void>((r) => setImmediate(r));

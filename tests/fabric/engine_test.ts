@@ -80,6 +80,31 @@ test("one wait serves every session: 40 idle sessions park one wait", async () =
   }
 }, { skip: SHM_ONLY, timeoutMs: 30_000 });
 
+test("one call in flight after another holds the engine once, and lets go when calls end", async () => {
+  const { server } = await startServer();
+  const c = await client(server);
+  try {
+    const engine = await ProgressEngine.forThread();
+    await c.call("test.Fabric", "Echo", pattern(8, 4));
+    await sleep(20);
+    const before = engine.counters.holds;
+    for (let i = 0; i < 200; i++) {
+      const r = await c.call("test.Fabric", "Echo", pattern(64, i));
+      assertEquals([r.path, r.response], ["EAGER", pattern(64, i)]);
+    }
+    const held = engine.counters.holds - before;
+    // The caller submits its next call right after its answer: the hold is kept (it was taken
+    // and released once per call, two Set updates each time).
+    assert(held >= 1 && held <= 20, `${held} holds taken for 200 calls`);
+    await sleep(20); // no calls: the client let go of the engine…
+    await c.call("test.Fabric", "Echo", pattern(8, 5));
+    assertEquals(engine.counters.holds - before - held, 1, "…and takes it again for a new call");
+  } finally {
+    await c.close();
+    await server.close();
+  }
+}, { skip: SHM_ONLY });
+
 /** The stress against an shm server on `port` (the demo service's echo). */
 const target = (port: number) => ({ port, echo: "verbus.Demo/Echo", label: "shm" });
 

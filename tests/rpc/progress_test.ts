@@ -4,6 +4,7 @@
  * through one `async` wrapper a call at 1 in flight took ~130 µs instead of ~20 µs).
  */
 import { assert, assertEquals, test } from "../harness.ts";
+import { setImmediate } from "node:timers";
 import { ProgressLoop } from "../../rpc/session/progress.ts";
 
 /** A loop over a fake step whose "answers" are instant: each submitted call completes at the next poll. */
@@ -56,3 +57,76 @@ for (const depth of [0, 1, 4]) {
     assertEquals(typeof perCall, "number");
   });
 }
+
+/** A loop whose step always does `work` (a busy server): counts its turns. */
+function busyLoop(work: number) {
+  let running = true;
+  const loop = new ProgressLoop(
+    () => work,
+    () => new Promise((r) => setTimeout(() => r(false), 1)),
+    () => running,
+    { spinUs: 20, idleAfterMs: 1000 },
+    () => {},
+    { cores: 2, runnable: () => 1, peerAsleep: () => false },
+  );
+  return { loop, stop: () => (running = false) };
+}
+
+/** The loop's turns when a macrotask queued before its start first ran. */
+async function turnsBeforeMacrotask(work: number): Promise<number> {
+  const { loop, stop } = busyLoop(work);
+  const seen = new Promise<number>((r) => setImmediate(() => r(loop.counters.turns)));
+  loop.start();
+  const turns = await seen;
+  stop();
+  await new Promise((r) => setTimeout(r, 5));
+  return turns;
+}
+
+test("a busy loop yields a macrotask every 64 turns of one call, sooner for big batches", async () => {
+  // A macrotask yield costs ~0.8 µs: one call in flight paid for one every 16 calls.
+  const one = await turnsBeforeMacrotask(1);
+  assert(one >= 60 && one <= 64, `timers waited ${one} turns of one call each`);
+  // 32 in flight: TCP and timers still get the thread after ~512 calls.
+  const batch = await turnsBeforeMacrotask(100);
+  assert(batch >= 5 && batch <= 6, `timers waited ${batch} turns of 100 calls each`);
+});
+
+test("a spin that finds its answer in its first polls reads no clock", async () => {
+  // Deno's clock costs ~0.1 µs a reading: the spin of every call read it once when it started.
+  let polls = 0, running = true;
+  let pending: (() => void) | null = null;
+  const l = new ProgressLoop(
+    () => {
+      if (pending && ++polls % 3 === 0) { // the answer lands at the third poll
+        const done = pending;
+        pending = null;
+        done();
+        return 1;
+      }
+      return 0;
+    },
+    () => new Promise((r) => setTimeout(() => r(false), 1)),
+    () => running,
+    { spinUs: 20, idleAfterMs: 1000 },
+    () => {},
+    { cores: 2, runnable: () => 1, peerAsleep: () => false },
+  );
+  for (let i = 0; i < 100; i++) {
+    await new Promise<void>((r) => {
+      pending = r;
+      polls = 0;
+      l.start();
+    });
+  }
+  running = false;
+  assertEquals(l.counters.clockReads, 0, "clock readings for 100 calls");
+  // …while a spin that finds nothing still ends: it reads the clock to know when.
+  const idle = busyLoop(0);
+  idle.loop.start();
+  await new Promise((r) => setTimeout(r, 20));
+  idle.stop();
+  await new Promise((r) => setTimeout(r, 5));
+  assert(idle.loop.counters.clockReads > 0, "an empty spin reads the clock");
+  assert(idle.loop.counters.turns > 1, "…and ends its turn");
+});
