@@ -1,0 +1,58 @@
+/**
+ * The CPU cost of one call, client and server together, without any waiting: a verbus server and
+ * a client in ONE process (one thread, one progress engine) over the shm fabric, ECHO 64 B at 1 in
+ * flight, forced EAGER. Every call is submitted, found by the server's session, answered and
+ * completed in consecutive turns of the same loop, so its time per call is the sum of what the two
+ * sides of a two-process call spend on the CPU in series — the floor of the latency at 1 in flight
+ * — free of the scheduling and spin noise of two processes. Run it under `--cpu-prof` to see where
+ * that time goes (every sample is verbus work or the runtime under it).
+ *
+ *   deno run -A bench/profile/one_thread.ts [--calls 300000] [--reps 3] [--warmup 20000]
+ *   bun bench/profile/one_thread.ts …
+ *
+ * `VERBUS_ROOT=DIR` measures another checkout (`one_thread_ab.ts` does that, alternating).
+ * Prints one JSON line: runtime, calls, reps, us_per_call (the best rep), us_per_call_reps.
+ * @module
+ */
+import { exit, loadVerbus, numArg, SERVICE } from "./common.ts";
+
+const { serve, connect, RUNTIME } = await loadVerbus();
+const calls = numArg("calls", 300_000), reps = Math.max(1, numArg("reps", 3));
+const warmup = numArg("warmup", 20_000);
+
+const server = await serve({
+  port: 0,
+  services: { [SERVICE]: { Echo: (request: Uint8Array): Uint8Array => request } },
+  fabric: { fabrics: ["shm"] },
+  logger: { warn: (m: string) => console.error(`one_thread: ${m}`), info: () => {} },
+});
+const client = await connect(
+  { host: "127.0.0.1", port: server.port },
+  { fabric: "shm", forcePath: "EAGER" },
+);
+const req = new Uint8Array(64).fill(0x61);
+let wrong = "";
+async function run(n: number): Promise<number> {
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) {
+    const r = await client.call(SERVICE, "Echo", req);
+    if (r.path !== "EAGER" || r.fabric !== "shm" || r.response.length !== 64) {
+      wrong ||= `${r.path}/${r.fabric}/${r.response.length} B`;
+    }
+  }
+  return (performance.now() - t0) * 1000 / n;
+}
+await run(warmup);
+const perRep: number[] = [];
+for (let r = 0; r < reps; r++) perRep.push(Math.round((await run(calls)) * 1000) / 1000);
+await client.close();
+await server.close();
+console.log(JSON.stringify({
+  runtime: RUNTIME,
+  calls,
+  reps,
+  us_per_call: Math.min(...perRep),
+  us_per_call_reps: perRep,
+  ...(wrong ? { wrong_path: wrong } : {}),
+}));
+exit(wrong ? 1 : 0);
