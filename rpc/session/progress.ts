@@ -54,6 +54,8 @@ export interface LoopMachine {
 
 /** How often the loop re-reads the runnable-task count, ms. */
 export const POLICY_REFRESH_MS = 100;
+/** Readings of the runnable-task count the policy takes the least of (see `#leastRunnable`). */
+export const RUNNABLE_READINGS = 4;
 /**
  * Polls at the start of a spin that each await a microtask first: a caller up to about this many
  * awaits away from its resolved promise submits in them, before the tight spin holds the thread.
@@ -77,10 +79,13 @@ export class ProgressLoop {
   #idleAfterMs = 5;
   #idleWaitMs = 2000;
   #runnable = -1;
+  /** The last {@link RUNNABLE_READINGS} runnable-task readings (ring), and how many were taken. */
+  readonly #readings = new Int32Array(RUNNABLE_READINGS);
+  #readingsTaken = 0;
   #policyAt = -Infinity;
   /** Turns taken / idle sleeps taken / spins cut to nothing by the policy / clock readings of the
-   * spins and empty turns (tests and stats). */
-  readonly counters = { turns: 0, sleeps: 0, shortSpins: 0, clockReads: 0 };
+   * spins and empty turns / spins that yield the core after every poll (tests and stats). */
+  readonly counters = { turns: 0, sleeps: 0, shortSpins: 0, clockReads: 0, yieldingSpins: 0 };
 
   /**
    * @param step does one round of work; returns how much it did (0 = nothing)
@@ -163,7 +168,23 @@ export class ProgressLoop {
       this.counters.shortSpins++;
       return 0;
     }
+    if (d.yieldEachPoll) this.counters.yieldingSpins++;
     return this.#spinFor(d.spinUs / 1000, d.yieldEachPoll);
+  }
+
+  /**
+   * The least of the last {@link RUNNABLE_READINGS} readings, `reading` the newest (-1, unknown,
+   * wins: not crowded). One reading is an instant: a runtime's GC or compiler thread, or a
+   * kworker, made a host with one spinning process per core read as crowded for the next
+   * {@link POLICY_REFRESH_MS}, and the loop yielded the core after every poll.
+   */
+  #leastRunnable(reading: number): number {
+    this.#readings[this.#readingsTaken++ % RUNNABLE_READINGS] = reading;
+    let least = reading;
+    for (let k = Math.min(this.#readingsTaken, RUNNABLE_READINGS) - 1; k >= 0; k--) {
+      least = Math.min(least, this.#readings[k]);
+    }
+    return least;
   }
 
   /** A clock reading of the spin: kept for the turn and the loop, and the policy's inputs refreshed. */
@@ -174,7 +195,7 @@ export class ProgressLoop {
     setTurnClock(now);
     if (now - this.#policyAt > POLICY_REFRESH_MS) {
       this.#policyAt = now;
-      this.#runnable = this.machine.runnable();
+      this.#runnable = this.#leastRunnable(this.machine.runnable());
     }
     return now;
   }
@@ -193,7 +214,9 @@ export class ProgressLoop {
       const did = this.step();
       if (did > 0 || !this.keepRunning()) return did;
     }
-    let t0 = NaN;
+    // Crowded (a yield per poll): the spin's polls are dear and the clock is not, so the budget
+    // counts from here; else from the first reading, {@link POLLS_PER_CLOCK} polls on.
+    let t0 = yieldEachPoll ? this.#clock() : NaN;
     for (let k = 1;; k++) {
       if (yieldEachPoll) this.yieldCpu();
       const did = this.step();

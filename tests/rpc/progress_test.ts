@@ -130,3 +130,30 @@ test("a spin that finds its answer in its first polls reads no clock", async () 
   assert(idle.loop.counters.clockReads > 0, "an empty spin reads the clock");
   assert(idle.loop.counters.turns > 1, "…and ends its turn");
 });
+
+/** Yielding spins of an idle-but-held loop over `ms`, the runnable count read from `runnable(i)`. */
+async function yieldingSpins(ms: number, runnable: (reading: number) => number): Promise<number> {
+  let running = true, reading = 0;
+  const loop = new ProgressLoop(
+    () => 0,
+    () => new Promise((r) => setTimeout(() => r(false), 1)),
+    () => running,
+    { spinUs: 20, idleAfterMs: 60_000 },
+    () => {},
+    { cores: 2, runnable: () => runnable(reading++), peerAsleep: () => false },
+  );
+  loop.start();
+  await new Promise((r) => setTimeout(r, ms));
+  running = false;
+  await new Promise((r) => setTimeout(r, 5));
+  return loop.counters.yieldingSpins;
+}
+
+test("one crowded reading of the runnable count does not make the loop yield after every poll", async () => {
+  // 2 cores, one spinning process each: a reading of 3 (a GC thread, a kworker) is an instant.
+  const spike = await yieldingSpins(450, (i) => (i === 1 ? 3 : 2));
+  assertEquals(spike, 0, "spins that yielded after every poll");
+  // …while a host that stays crowded (4 clients and a server on 2 cores) is seen as such.
+  const crowded = await yieldingSpins(150, () => 5);
+  assert(crowded > 0, `${crowded} yielding spins on a crowded host`);
+});
