@@ -60,10 +60,18 @@ const WARM_SMALL = quick ? 500 : 5000,
   WARM_LARGE = quick ? 50 : 500;
 /**
  * The warm-up of a fabric row at 1 in flight: 5,000 calls are ~15 ms of shm calls, before the JIT
- * has tiered the call path up (Deno read 4.8–5.5 µs p50 after them and 2.5–2.7 µs after 100,000,
- * same build). TCP rows at 1 in flight (~10k calls/s) keep {@link WARM_SMALL}.
+ * has tiered the call path up (on f23dc30 Deno read 4.8–5.5 µs p50 in three runs after them and
+ * 2.5–2.7 µs in three after 100,000). TCP rows at 1 in flight (~10k calls/s) keep
+ * {@link WARM_SMALL}.
  */
 const WARM_ONE = quick ? 2000 : 100_000;
+
+/** Warm-up calls of a row (see the constants above). */
+function warmupOf(bytes: number, window: number, fabric: string): number {
+  if (bytes > 4096) return WARM_LARGE;
+  if (window > 1) return WARM_WIDE;
+  return fabric === "tcp" ? WARM_SMALL : WARM_ONE;
+}
 
 type Rt = "deno" | "bun";
 const run = (rt: Rt, script: string, a: string[]) =>
@@ -116,13 +124,7 @@ function benchCmd(
       bytes,
       window,
       calls: n,
-      warmup: bytes > 4096
-        ? WARM_LARGE
-        : window > 1
-        ? WARM_WIDE
-        : fabric === "tcp"
-        ? WARM_SMALL
-        : WARM_ONE,
+      warmup: warmupOf(bytes, window, fabric),
       seconds: ROW_SECONDS,
     }),
   );

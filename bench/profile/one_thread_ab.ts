@@ -15,6 +15,7 @@ import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import process from "node:process";
 import { arg, numArg } from "./common.ts";
+import { lastJson } from "../common/child_json.ts";
 import { median } from "../common/median.ts";
 
 const HERE = new URL(".", import.meta.url).pathname;
@@ -24,6 +25,9 @@ const rounds = Math.max(1, numArg("rounds", 5)), calls = numArg("calls", 300_000
 const which = arg("runtime", "both");
 const runtimes = which === "both" ? ["deno", "bun"] : [which];
 if (!arg("a", "")) throw new Error("--a DIR (the base checkout) is required");
+if (!runtimes.every((rt) => rt === "deno" || rt === "bun")) {
+  throw new Error(`--runtime expects deno, bun or both, not "${which}"`);
+}
 
 function once(rt: string, root: string): number {
   const script = resolve(HERE, "one_thread.ts");
@@ -34,11 +38,9 @@ function once(rt: string, root: string): number {
     encoding: "utf8",
     timeout: 300_000,
   });
-  const line = (p.stdout ?? "").trim().split("\n").pop() ?? "";
-  if (p.status !== 0 || !line.startsWith("{")) {
-    throw new Error(`${rt} ${root}: exit ${p.status}: ${p.stderr || line}`);
-  }
-  return JSON.parse(line).us_per_call as number;
+  const r = lastJson([bin, argv], p.stdout ?? "", `${root}: exit ${p.status}: ${p.stderr}`);
+  if (p.status !== 0) throw new Error(`${rt} ${root}: exit ${p.status}: ${JSON.stringify(r)}`);
+  return r.us_per_call as number;
 }
 
 const results = [];

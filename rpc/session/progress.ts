@@ -79,9 +79,9 @@ export class ProgressLoop {
   #idleAfterMs = 5;
   #idleWaitMs = 2000;
   #runnable = -1;
-  /** The last {@link RUNNABLE_READINGS} runnable-task readings (ring), and how many were taken. */
-  readonly #readings = new Int32Array(RUNNABLE_READINGS);
-  #readingsTaken = 0;
+  /** The last {@link RUNNABLE_READINGS} runnable-task readings (a ring; none yet: the maximum). */
+  readonly #readings = new Int32Array(RUNNABLE_READINGS).fill(0x7fffffff);
+  #readingAt = 0;
   #policyAt = -Infinity;
   /** Turns taken / idle sleeps taken / spins cut to nothing by the policy / clock readings of the
    * spins and empty turns / spins that yield the core after every poll (tests and stats). */
@@ -179,11 +179,11 @@ export class ProgressLoop {
    * {@link POLICY_REFRESH_MS}, and the loop yielded the core after every poll.
    */
   #leastRunnable(reading: number): number {
-    this.#readings[this.#readingsTaken++ % RUNNABLE_READINGS] = reading;
-    let least = reading;
-    for (let k = Math.min(this.#readingsTaken, RUNNABLE_READINGS) - 1; k >= 0; k--) {
-      least = Math.min(least, this.#readings[k]);
-    }
+    const r = this.#readings;
+    r[this.#readingAt] = reading;
+    this.#readingAt = (this.#readingAt + 1) % RUNNABLE_READINGS;
+    let least = r[0];
+    for (let k = 1; k < RUNNABLE_READINGS; k++) least = Math.min(least, r[k]);
     return least;
   }
 

@@ -58,19 +58,33 @@ for (const depth of [0, 1, 4]) {
   });
 }
 
-/** A loop whose step always does `work` (a busy server): counts its turns. */
-function busyLoop(work: number) {
-  let running = true;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A held loop over `step` on a 2-core machine (spin 20 µs; `runnable` gives the n-th reading of
+ * the runnable-task count, default 1), and how to stop it.
+ */
+function testLoop(
+  step: () => number,
+  { runnable = () => 1, idleAfterMs = 1000 }: {
+    runnable?: (reading: number) => number;
+    idleAfterMs?: number;
+  } = {},
+) {
+  let running = true, reading = 0;
   const loop = new ProgressLoop(
-    () => work,
+    step,
     () => new Promise((r) => setTimeout(() => r(false), 1)),
     () => running,
-    { spinUs: 20, idleAfterMs: 1000 },
+    { spinUs: 20, idleAfterMs },
     () => {},
-    { cores: 2, runnable: () => 1, peerAsleep: () => false },
+    { cores: 2, runnable: () => runnable(reading++), peerAsleep: () => false },
   );
   return { loop, stop: () => (running = false) };
 }
+
+/** A loop whose step always does `work` (a busy server): counts its turns. */
+const busyLoop = (work: number) => testLoop(() => work);
 
 /** The loop's turns when a macrotask queued before its start first ran. */
 async function turnsBeforeMacrotask(work: number): Promise<number> {
@@ -79,7 +93,7 @@ async function turnsBeforeMacrotask(work: number): Promise<number> {
   loop.start();
   const turns = await seen;
   stop();
-  await new Promise((r) => setTimeout(r, 5));
+  await sleep(5);
   return turns;
 }
 
@@ -94,24 +108,17 @@ test("a busy loop yields a macrotask every 64 turns of one call, sooner for big 
 
 test("a spin that finds its answer in its first polls reads no clock", async () => {
   // Deno's clock costs ~0.1 µs a reading: the spin of every call read it once when it started.
-  let polls = 0, running = true;
+  let polls = 0;
   let pending: (() => void) | null = null;
-  const l = new ProgressLoop(
-    () => {
-      if (pending && ++polls % 3 === 0) { // the answer lands at the third poll
-        const done = pending;
-        pending = null;
-        done();
-        return 1;
-      }
-      return 0;
-    },
-    () => new Promise((r) => setTimeout(() => r(false), 1)),
-    () => running,
-    { spinUs: 20, idleAfterMs: 1000 },
-    () => {},
-    { cores: 2, runnable: () => 1, peerAsleep: () => false },
-  );
+  const { loop: l, stop } = testLoop(() => {
+    if (pending && ++polls % 3 === 0) { // the answer lands at the third poll
+      const done = pending;
+      pending = null;
+      done();
+      return 1;
+    }
+    return 0;
+  });
   for (let i = 0; i < 100; i++) {
     await new Promise<void>((r) => {
       pending = r;
@@ -119,33 +126,25 @@ test("a spin that finds its answer in its first polls reads no clock", async () 
       l.start();
     });
   }
-  running = false;
+  stop();
   assertEquals(l.counters.clockReads, 0, "clock readings for 100 calls");
   // …while a spin that finds nothing still ends: it reads the clock to know when.
   const idle = busyLoop(0);
   idle.loop.start();
-  await new Promise((r) => setTimeout(r, 20));
+  await sleep(20);
   idle.stop();
-  await new Promise((r) => setTimeout(r, 5));
+  await sleep(5);
   assert(idle.loop.counters.clockReads > 0, "an empty spin reads the clock");
   assert(idle.loop.counters.turns > 1, "…and ends its turn");
 });
 
 /** Yielding spins of an idle-but-held loop over `ms`, the runnable count read from `runnable(i)`. */
 async function yieldingSpins(ms: number, runnable: (reading: number) => number): Promise<number> {
-  let running = true, reading = 0;
-  const loop = new ProgressLoop(
-    () => 0,
-    () => new Promise((r) => setTimeout(() => r(false), 1)),
-    () => running,
-    { spinUs: 20, idleAfterMs: 60_000 },
-    () => {},
-    { cores: 2, runnable: () => runnable(reading++), peerAsleep: () => false },
-  );
+  const { loop, stop } = testLoop(() => 0, { runnable, idleAfterMs: 60_000 });
   loop.start();
-  await new Promise((r) => setTimeout(r, ms));
-  running = false;
-  await new Promise((r) => setTimeout(r, 5));
+  await sleep(ms);
+  stop();
+  await sleep(5);
   return loop.counters.yieldingSpins;
 }
 
