@@ -5,20 +5,22 @@
  * completed in consecutive turns of the same loop, so its time per call is the sum of what the two
  * sides of a two-process call spend on the CPU in series — the floor of the latency at 1 in flight
  * — free of the scheduling and spin noise of two processes. Run it under `--cpu-prof` to see where
- * that time goes (every sample is verbus work or the runtime under it).
+ * that time goes (every sample is verbus work or the runtime under it). With `--window W` it keeps
+ * W calls in flight (W loops of awaited calls): the time per call is then the CPU one call costs
+ * under load, where the rounds carry batches — what bounds the calls/s of a loaded 2-core host.
  *
- *   deno run -A bench/profile/one_thread.ts [--calls 300000] [--reps 3] [--warmup 20000]
+ *   deno run -A bench/profile/one_thread.ts [--calls 300000] [--reps 3] [--warmup 20000] [--window 1]
  *   bun bench/profile/one_thread.ts …
  *
  * `VERBUS_ROOT=DIR` measures another checkout (`one_thread_ab.ts` does that, alternating).
- * Prints one JSON line: runtime, calls, reps, us_per_call (the best rep), us_per_call_reps.
+ * Prints one JSON line: runtime, calls, window, reps, us_per_call (the best rep), us_per_call_reps.
  * @module
  */
 import { exit, loadVerbus, numArg, SERVICE } from "./common.ts";
 
 const { serve, connect, RUNTIME } = await loadVerbus();
 const calls = numArg("calls", 300_000), reps = Math.max(1, numArg("reps", 3));
-const warmup = numArg("warmup", 20_000);
+const warmup = numArg("warmup", 20_000), window = Math.max(1, numArg("window", 1));
 
 const server = await serve({
   port: 0,
@@ -32,15 +34,18 @@ const client = await connect(
 );
 const req = new Uint8Array(64).fill(0x61);
 let wrong = "";
-async function run(n: number): Promise<number> {
-  const t0 = performance.now();
+async function lane(n: number): Promise<void> {
   for (let i = 0; i < n; i++) {
     const r = await client.call(SERVICE, "Echo", req);
     if (r.path !== "EAGER" || r.fabric !== "shm" || r.response.length !== 64) {
       wrong ||= `${r.path}/${r.fabric}/${r.response.length} B`;
     }
   }
-  return (performance.now() - t0) * 1000 / n;
+}
+async function run(n: number): Promise<number> {
+  const perLane = Math.ceil(n / window), t0 = performance.now();
+  await Promise.all(Array.from({ length: window }, () => lane(perLane)));
+  return (performance.now() - t0) * 1000 / (perLane * window);
 }
 await run(warmup);
 const perRep: number[] = [];
@@ -50,6 +55,7 @@ await server.close();
 console.log(JSON.stringify({
   runtime: RUNTIME,
   calls,
+  window,
   reps,
   us_per_call: Math.min(...perRep),
   us_per_call_reps: perRep,

@@ -4,7 +4,7 @@
  * of the rounds' figures and B ÷ A.
  *
  *   deno run -A bench/profile/one_thread_ab.ts --a /path/to/base --b . [--runtime deno|bun|both]
- *       [--rounds 5] [--calls 300000] [--out FILE.json]
+ *       [--rounds 5] [--calls 300000] [--window 1] [--out FILE.json]
  *
  * Both checkouts are run by this checkout's runtimes and script (`VERBUS_ROOT` picks the verbus
  * measured); each needs its `build/` (the helper). Prints one JSON line per runtime.
@@ -22,6 +22,7 @@ const HERE = new URL(".", import.meta.url).pathname;
 const ROOT = resolve(HERE, "../..");
 const a = resolve(arg("a", "")), b = resolve(arg("b", "."));
 const rounds = Math.max(1, numArg("rounds", 5)), calls = numArg("calls", 300_000);
+const window = numArg("window", 1);
 const which = arg("runtime", "both");
 const runtimes = which === "both" ? ["deno", "bun"] : [which];
 if (!arg("a", "")) throw new Error("--a DIR (the base checkout) is required");
@@ -33,7 +34,7 @@ function once(rt: string, root: string): number {
   const script = resolve(HERE, "one_thread.ts");
   const bin = resolve(ROOT, "node_modules/.bin", rt);
   const argv = rt === "deno" ? ["run", "-A", script] : [script];
-  const p = spawnSync(bin, [...argv, "--calls", String(calls)], {
+  const p = spawnSync(bin, [...argv, "--calls", String(calls), "--window", String(window)], {
     env: { ...process.env, VERBUS_ROOT: root },
     encoding: "utf8",
     timeout: 300_000,
@@ -54,6 +55,7 @@ for (const rt of runtimes) {
     runtime: rt,
     a,
     b,
+    window,
     a_us_per_call: median(av),
     b_us_per_call: median(bv),
     b_over_a: Math.round(median(bv) / median(av) * 1000) / 1000,

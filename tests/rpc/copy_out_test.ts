@@ -27,3 +27,22 @@ test("copyOut: independent copies that survive changes of the source and of each
   );
   many.forEach((o, i) => assertEquals(o[39], i & 255, `copy ${i}`));
 });
+
+test("copyOut: word-aligned and unaligned sources and offsets, many sources in turn", () => {
+  const whole = new Uint8Array(8192).map((_, i) => (i * 7 + 3) & 255);
+  // Three regions of one buffer (one starts off a 4-byte boundary) used in turn: each copy must
+  // come from the source it names, whatever was copied from before.
+  const sources = [whole.subarray(0, 2048), whole.subarray(2048 + 1, 4096), whole.subarray(4096)];
+  const expect: { o: Uint8Array; src: Uint8Array; off: number }[] = [];
+  for (let n = 0; n < 300; n++) {
+    const src = sources[n % 3],
+      len = 1 + (n * 13) % 70,
+      off = ((n * 4) % 1800) + (n % 5 === 0 ? 1 : 0);
+    expect.push({ o: copyOut(src, off, len), src, off });
+  }
+  const snapshot = expect.map((e) => Array.from(e.src.subarray(e.off, e.off + e.o.length)));
+  whole.fill(0);
+  expect.forEach((e, k) => {
+    assertEquals(Array.from(e.o), snapshot[k], `copy ${k} (offset ${e.off}, ${e.o.length} B)`);
+  });
+});
