@@ -204,7 +204,8 @@ export class ClientSession {
 
   /** True (after failing the session) when the server wrote SESSION_CLOSED into our control page. */
   #serverClosed(): boolean {
-    if (Atomics.load(this.#control, CONTROL.state >> 2) !== SESSION_CLOSED) return false;
+    // A plain (tear-free, aligned) read: a flag written once, checked per call and per round.
+    if (this.#control[CONTROL.state >> 2] !== SESSION_CLOSED) return false;
     this.fail("the server closed the session");
     return true;
   }
