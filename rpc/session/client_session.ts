@@ -203,8 +203,7 @@ export class ClientSession {
   }
 
   /** True (after failing the session) when the server wrote SESSION_CLOSED into our control page. */
-  #serverClosed(): boolean {
-    // A plain (tear-free, aligned) read: a flag written once, checked per call and per round.
+  #serverClosed(): boolean { // a plain (tear-free) read: a flag written once, read per call
     if (this.#control[CONTROL.state >> 2] !== SESSION_CLOSED) return false;
     this.fail("the server closed the session");
     return true;
