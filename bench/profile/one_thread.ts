@@ -13,12 +13,16 @@
  *   bun bench/profile/one_thread.ts …
  *
  * `VERBUS_ROOT=DIR` measures another checkout (`one_thread_ab.ts` does that, alternating).
- * Prints one JSON line: runtime, calls, window, reps, us_per_call (the best rep), us_per_call_reps.
+ * Prints one JSON line: runtime, calls, window, reps, us_per_call (the best rep), us_per_call_reps,
+ * and `per_call`: the progress engine's counters of the measured reps divided by their calls —
+ * loop turns, session rounds (sessions stepped), announcements collected, clock reads, macrotask
+ * yields are what a call pays beyond its own work.
  * @module
  */
-import { exit, loadVerbus, numArg, SERVICE } from "./common.ts";
+import { engineUrl, exit, loadVerbus, numArg, SERVICE } from "./common.ts";
 
 const { serve, connect, RUNTIME } = await loadVerbus();
+const { ProgressEngine } = await import(engineUrl());
 const calls = numArg("calls", 300_000), reps = Math.max(1, numArg("reps", 3));
 const warmup = numArg("warmup", 20_000), window = Math.max(1, numArg("window", 1));
 
@@ -48,8 +52,16 @@ async function run(n: number): Promise<number> {
   return (performance.now() - t0) * 1000 / (perLane * window);
 }
 await run(warmup);
+const engine = await ProgressEngine.forThread();
+const counted = () => ({ ...engine.counters, ...engine.loopCounters });
+const before = counted();
 const perRep: number[] = [];
 for (let r = 0; r < reps; r++) perRep.push(Math.round((await run(calls)) * 1000) / 1000);
+const after = counted(), made = Math.ceil(calls / window) * window * reps;
+const perCall: Record<string, number> = {};
+for (const k of Object.keys(after) as (keyof typeof after)[]) {
+  if (typeof after[k] === "number") perCall[k] = +((after[k] - before[k]) / made).toFixed(3);
+}
 await client.close();
 await server.close();
 console.log(JSON.stringify({
@@ -59,6 +71,7 @@ console.log(JSON.stringify({
   reps,
   us_per_call: Math.min(...perRep),
   us_per_call_reps: perRep,
+  per_call: perCall,
   ...(wrong ? { wrong_path: wrong } : {}),
 }));
 exit(wrong ? 1 : 0);

@@ -1,13 +1,22 @@
 /**
  * The shm fabric's readiness source (`transport/readiness.ts`): one shared-memory page per
  * process, created on first use, on which peers announce which of this process's shm endpoints
- * have work. Each endpoint owns a token. A peer announces token t by counting up three words —
- * t's own counter, the counter of t's group of 32 tokens, the counter of that group's group of
- * 1,024 tokens — then the page's doorbell (a futex word), and wakes the process only when it
- * sleeps: a busy receiver costs the sender four atomic adds and no syscall. The receiver keeps a
- * private copy of every counter it has seen and writes nothing shared: it reads the few top
- * counters, descends only into groups whose counter moved, and reports the tokens whose own
- * counter moved — so it finds its work without looking at idle sessions.
+ * have work. Each endpoint owns a token. A peer announces token t by counting up t's own counter
+ * (a plain store: it is its one writer), then — for t ≥ {@link FLAT_TOKENS} — the counter of t's
+ * group of 32 tokens and that of the group's group of 1,024 tokens, then the page's doorbell (a
+ * futex word), and wakes the process only when it sleeps: a busy receiver costs the sender one
+ * atomic add (three past the first 32 tokens) and no syscall. The receiver keeps a private copy
+ * of every counter it has seen and writes nothing shared: it reads the counters of the first 32
+ * tokens straight away, then the few top counters, descends only into groups whose counter moved,
+ * and reports the tokens whose own counter moved — so it finds its work without looking at idle
+ * sessions.
+ *
+ * Why the first 32 tokens go without summaries: every word an announcement moves is a cache line
+ * the receiver's core must fetch from the sender's, one after the other (the summaries are read
+ * before the token), and every locked add stalls the sender until it owns the line — ~60 ns each
+ * between the two cores measured here (`bench/e2e/ab.ts` at 1 in flight: p50 −10–15 %). A process
+ * with a few sessions (the usual client, a small server) pays for none of them; version 3 of the
+ * page (version 2 summed every token).
  *
  * Why counters and not bits: a receiver that cleared bits would race with announcers (a clear
  * between another process's load and store loses an announcement for good, and a runtime may
@@ -18,8 +27,8 @@
  * Layout (u32 words, little-endian; {@link NOTIFY_BYTES} bytes):
  * ```
  *      0 magic 'VBNP'  4 version  8 doorbell (futex)  12 sleeping  16 capacity (tokens)
- *     64 top[64]        counter of tokens 1024·k … 1024·k + 1023
- *    512 group[2048]    counter of tokens 32·g … 32·g + 31
+ *     64 top[64]        counter of tokens 1024·k … 1024·k + 1023 (those ≥ 32 only)
+ *    512 group[2048]    counter of tokens 32·g … 32·g + 31 (group 0, the flat tokens: unused)
  *   8704 token[65536]   counter of token t (its one writer is the session's peer)
  * ```
  *
@@ -43,9 +52,11 @@ export const NOTIFY_BYTES = 272 * 1024;
 /** Tokens one page can name. */
 export const NOTIFY_CAPACITY = 65536;
 const MAGIC = 0x504e4256; // 'VBNP'
-const VERSION = 2;
+const VERSION = 3;
 const W_MAGIC = 0, W_VERSION = 1, W_DOORBELL = 2, W_SLEEPING = 3, W_CAPACITY = 4;
 const TOP = 64 >> 2, GROUP = 512 >> 2, TOKEN = 8704 >> 2;
+/** Tokens below this are announced without summaries and read directly (group 0). */
+export const FLAT_TOKENS = 32;
 /** Name pattern of notify pages (`/verbus-<pid>-n<16 hex>`): stale-object removal knows it too. */
 export const NOTIFY_NAME_RE = /^\/verbus-\d+-n[0-9a-f]{16}$/;
 
@@ -114,15 +125,19 @@ export class PeerNotifyPage {
 
   /**
    * Announces `token`: the peer's engine will poll that endpoint. Wakes the peer process only
-   * when it sleeps. Data path: four atomic adds, a futex wake only for a sleeper. The owner's JS
-   * thread.
+   * when it sleeps. Data path: one atomic add (three for a token ≥ {@link FLAT_TOKENS}), a futex
+   * wake only for a sleeper. The owner's JS thread.
    */
   announce(token: number): void {
     if (token >>> 0 >= this.#capacity) return;
     const w = this.#words;
-    Atomics.add(w, TOKEN + token, 1);
-    Atomics.add(w, GROUP + (token >>> 5), 1);
-    Atomics.add(w, TOP + (token >>> 10), 1);
+    // The token's counter has one writer (us): a plain store, no locked add. The doorbell's add
+    // publishes it (a reader that sees the doorbell move sees the store).
+    w[TOKEN + token] = (w[TOKEN + token] + 1) | 0;
+    if (token >= FLAT_TOKENS) {
+      Atomics.add(w, GROUP + (token >>> 5), 1);
+      Atomics.add(w, TOP + (token >>> 10), 1);
+    }
     Atomics.add(w, W_DOORBELL, 1);
     if (Atomics.load(w, W_SLEEPING) !== 0) {
       this.helper.lib.symbols.vb_futex_wake(this.#doorbell, 1);
@@ -227,6 +242,15 @@ export class ProcessNotifyPage implements ReadinessSource {
     this.#collectedAt = doorbell;
     const high = this.#highWater, tops = (high + 1023) >>> 10;
     let n = 0;
+    // The flat tokens: their counters, straight away (announced without summaries).
+    for (let token = 0, end = Math.min(high, FLAT_TOKENS); token < end; token++) {
+      const v = Atomics.load(w, TOKEN + token) >>> 0;
+      if (v !== seen[token]) {
+        seen[token] = v;
+        out[n++] = token;
+      }
+    }
+    if (high <= FLAT_TOKENS) return n;
     for (let k = 0; k < tops; k++) {
       const t = Atomics.load(w, TOP + k) >>> 0;
       if (t === top[k]) continue;

@@ -217,10 +217,18 @@ export class ShmEndpoint implements FabricEndpoint {
 
   kick(): void {
     if (this.#closed || this.#failed !== null) return;
+    const words = this.#remoteI32, notify = this.notify;
     // The session's doorbell moves first: a peer that collects the announcement must find it moved.
-    Atomics.add(this.#remoteI32, FABRIC_HEADER.doorbell >> 2, 1);
-    this.notify?.peer.announce(this.notify.peerToken);
-    if (Atomics.load(this.#remoteI32, FABRIC_HEADER.sleeping >> 2) !== 0) {
+    if (notify) {
+      // We are the word's one writer and the peer sleeps on its notify page, not on this word: a
+      // plain store (a locked add would stall until this core owns the peer's line), published
+      // by the announcement's atomic add.
+      words[FABRIC_HEADER.doorbell >> 2] = (words[FABRIC_HEADER.doorbell >> 2] + 1) | 0;
+      notify.peer.announce(notify.peerToken);
+      return;
+    }
+    Atomics.add(words, FABRIC_HEADER.doorbell >> 2, 1);
+    if (Atomics.load(words, FABRIC_HEADER.sleeping >> 2) !== 0) {
       this.helper.lib.symbols.vb_futex_wake(this.#remoteDoorbell, 1);
     }
   }
