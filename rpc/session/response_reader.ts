@@ -100,7 +100,7 @@ export class ResponseReader {
     const len = r[b + RESP.length] >>> 0,
       off = r[b + RESP.offset] >>> 0,
       att = r[b + RESP.attach] >>> 0;
-    Atomics.store(r, b + RESP.state, FREE);
+    r[b + RESP.state] = FREE; // plain: the server writes it again only after our next request's atomic publication
     if (seq !== slot.seq) {
       return this.#violation(`slot ${i}: response seq ${seq}, expected ${slot.seq}`);
     }

@@ -132,8 +132,9 @@ export class ServerResponseWriter {
     d[RESP.serverUs] = Math.min(serverUs, 0xffffffff);
     const at = this.#client.responseRing.offset + token * DESC_WORDS * 4;
     // Free our request slot BEFORE publishing: the client may reuse it the moment it sees READY.
+    // A plain store: the atomic publication below (or the fabric's post) orders it before that.
     this.#tokens.close(token);
-    Atomics.store(this.#requestRing, token * DESC_WORDS + REQ.state, FREE);
+    this.#requestRing[token * DESC_WORDS + REQ.state] = FREE;
     const st = ep.write(0, at + 4, this.#descBody, 0);
     if (st !== OK) return st;
     return ep.writeU32(0, at, READY, 0); // state last, in its own write

@@ -228,7 +228,7 @@ export class ServerSession implements ResponseSink {
   /** Takes the READY request in slot `i`: checks it, copies it out, dispatches it. */
   #take(i: number): void {
     const r = this.#requestRing, b = i * DESC_WORDS;
-    Atomics.store(r, b + REQ.state, TAKEN);
+    r[b + REQ.state] = TAKEN; // plain: the client rewrites it only after our answer's publication
     const seq = r[b + REQ.seq] >>> 0,
       method = r[b + REQ.method] >>> 0,
       flags = r[b + REQ.flags] >>> 0;
