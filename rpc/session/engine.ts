@@ -117,6 +117,8 @@ export class ProgressEngine {
   #nextActive: Entry[] = [];
   readonly #holders = new Set<object>();
   readonly #deadlineHolders = new Set<Driven>();
+  /** The same as an array, rebuilt when it changes (read at every spin without allocating). */
+  #deadlineList: Driven[] = [];
   /** Tokens one collect hands over; grown to the largest source's capacity. */
   #collected = new Uint32Array(0);
   #turn = 0;
@@ -137,12 +139,12 @@ export class ProgressEngine {
 
   /** True when some client waits for answers and every such client's peer sleeps. */
   #peersAsleep(): boolean {
-    let any = false;
-    for (const d of this.#deadlineHolders) {
+    const list = this.#deadlineList;
+    for (let k = 0; k < list.length; k++) {
+      const d = list[k];
       if (d.peerAsleep === undefined || !d.peerAsleep()) return false;
-      any = true;
     }
-    return any;
+    return list.length > 0;
   }
 
   /** This thread's engine (created on first use). */
@@ -217,7 +219,9 @@ export class ProgressEngine {
 
   #remove(entry: Entry): void {
     this.#all.delete(entry);
-    this.#deadlineHolders.delete(entry.driven);
+    if (this.#deadlineHolders.delete(entry.driven)) {
+      this.#deadlineList = [...this.#deadlineHolders];
+    }
     if (entry.source) {
       const src = this.#sources.get(entry.source);
       if (src && src.byToken[entry.token] === entry) {
@@ -242,14 +246,19 @@ export class ProgressEngine {
   hold(holder: object, deadlines?: Driven): void {
     this.counters.holds++;
     this.#holders.add(holder);
-    if (deadlines) this.#deadlineHolders.add(deadlines);
+    if (deadlines && !this.#deadlineHolders.has(deadlines)) {
+      this.#deadlineHolders.add(deadlines);
+      this.#deadlineList = [...this.#deadlineHolders];
+    }
     this.#loop.start(false); // running is enough: a busy-poll is for work (activate, wake)
   }
 
   /** Ends `holder`'s hold (the engine stops when no hold is left). */
   release(holder: object, deadlines?: Driven): void {
     this.#holders.delete(holder);
-    if (deadlines) this.#deadlineHolders.delete(deadlines);
+    if (deadlines && this.#deadlineHolders.delete(deadlines)) {
+      this.#deadlineList = [...this.#deadlineHolders];
+    }
   }
 
   #run(entry: Entry): number {

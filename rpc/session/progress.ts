@@ -14,7 +14,7 @@
  */
 import { setImmediate } from "node:timers";
 import { z } from "zod";
-import { spinPolicy } from "./spin_policy.ts";
+import { type SpinDecision, type SpinInputs, spinPolicy } from "./spin_policy.ts";
 import { invalidateTurnClock, setTurnClock } from "./turn_clock.ts";
 
 /** The progress-loop options as a zod schema (client and server options embed it). */
@@ -112,6 +112,7 @@ export class ProgressLoop {
 
   /** Applies the fields of `options` that are set (defaults: spinUs 20, idleAfterMs 5, idleWaitMs 2000). */
   configure(options: ProgressOptions): void {
+    this.#decided = null;
     if (options.spinUs !== undefined) this.#spinUs = options.spinUs;
     if (options.idleAfterMs !== undefined) {
       this.#idleAfter = this.#idleAfterMs = options.idleAfterMs;
@@ -156,13 +157,7 @@ export class ProgressLoop {
     const did = this.step();
     this.#now = NaN;
     if (did > 0 || !this.keepRunning()) return did;
-    const d = spinPolicy({
-      cores: this.machine.cores,
-      runnable: this.#runnable,
-      peerAsleep: this.machine.peerAsleep(),
-      spinUs: this.#spinUs,
-      idleAfterMs: this.#idleAfterMs,
-    });
+    const d = this.#decision(this.machine.peerAsleep());
     this.#idleAfter = d.idleAfterMs;
     if (d.spinUs <= 0) {
       this.counters.shortSpins++;
@@ -171,6 +166,33 @@ export class ProgressLoop {
     if (d.yieldEachPoll) this.counters.yieldingSpins++;
     return this.#spinFor(d.spinUs / 1000, d.yieldEachPoll);
   }
+
+  /** The spin policy's decision for these inputs (recomputed only when one of them changed). */
+  #decision(peerAsleep: boolean): SpinDecision {
+    const inputs = this.#inputs;
+    if (
+      this.#decided === null || inputs.peerAsleep !== peerAsleep ||
+      inputs.runnable !== this.#runnable
+    ) {
+      inputs.cores = this.machine.cores;
+      inputs.runnable = this.#runnable;
+      inputs.peerAsleep = peerAsleep;
+      inputs.spinUs = this.#spinUs;
+      inputs.idleAfterMs = this.#idleAfterMs;
+      this.#decided = spinPolicy(inputs);
+    }
+    return this.#decided;
+  }
+
+  readonly #inputs: SpinInputs = {
+    cores: 1,
+    runnable: -1,
+    peerAsleep: false,
+    spinUs: 0,
+    idleAfterMs: 0,
+  };
+  /** The last decision, for {@link #inputs} (null: none yet, or the options changed). */
+  #decided: SpinDecision | null = null;
 
   /**
    * The least of the last {@link RUNNABLE_READINGS} readings, `reading` the newest (-1, unknown,

@@ -66,9 +66,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  */
 function testLoop(
   step: () => number,
-  { runnable = () => 1, idleAfterMs = 1000 }: {
+  { runnable = () => 1, idleAfterMs = 1000, peerAsleep = () => false }: {
     runnable?: (reading: number) => number;
     idleAfterMs?: number;
+    peerAsleep?: () => boolean;
   } = {},
 ) {
   let running = true, reading = 0;
@@ -78,7 +79,7 @@ function testLoop(
     () => running,
     { spinUs: 20, idleAfterMs },
     () => {},
-    { cores: 2, runnable: () => runnable(reading++), peerAsleep: () => false },
+    { cores: 2, runnable: () => runnable(reading++), peerAsleep },
   );
   return { loop, stop: () => (running = false) };
 }
@@ -155,4 +156,29 @@ test("one crowded reading of the runnable count does not make the loop yield aft
   // …while a host that stays crowded (4 clients and a server on 2 cores) is seen as such.
   const crowded = await yieldingSpins(150, () => 5);
   assert(crowded > 0, `${crowded} yielding spins on a crowded host`);
+});
+
+test("the spin follows the peer: none while it sleeps, again once it is awake", async () => {
+  // The policy's decision is kept between spins: a change of the peer's sleep must still count.
+  let asleep = false;
+  const { loop, stop } = testLoop(() => 0, { idleAfterMs: 60_000, peerAsleep: () => asleep });
+  loop.start();
+  const phase = async (ms: number) => {
+    const cut = loop.counters.shortSpins, turns = loop.counters.turns;
+    await sleep(ms);
+    return { cut: loop.counters.shortSpins - cut, turns: loop.counters.turns - turns };
+  };
+  const awake1 = await phase(40);
+  asleep = true;
+  const sleeping = await phase(40);
+  asleep = false;
+  const awake2 = await phase(40);
+  stop();
+  await sleep(5);
+  assertEquals(awake1.cut, 0, "no spin cut while the peer is awake");
+  assert(
+    sleeping.cut > 0 && sleeping.cut >= sleeping.turns - 2,
+    `asleep: ${JSON.stringify(sleeping)}`,
+  );
+  assert(awake2.cut <= 1, `awake again: ${awake2.cut} spins cut`);
 });
