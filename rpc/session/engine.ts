@@ -75,6 +75,16 @@ interface Entry {
   parked: ParkedWait | null;
 }
 
+/** The filler of an active list's used slots (never active: skipped). */
+const NO_ENTRY: Entry = {
+  driven: null as unknown as Driven,
+  source: null,
+  token: -1,
+  queuedTurn: -1,
+  active: false,
+  parked: null,
+};
+
 /** What the engine keeps per readiness source. */
 interface SourceRecord {
   readonly source: ReadinessSource;
@@ -112,9 +122,11 @@ export class ProgressEngine {
   #stepsToClock = 0;
   readonly #withoutReadiness: Entry[] = [];
   readonly #all = new Set<Entry>();
-  /** Entries that asked for the next turn. */
+  /** Entries that asked for this turn (the first `#activeCount`) and for the next one: arrays
+   * kept at their size and counted (V8 makes `length = 0` a store that trims the array). */
   #active: Entry[] = [];
   #nextActive: Entry[] = [];
+  #nextCount = 0;
   readonly #holders = new Set<object>();
   readonly #deadlineHolders = new Set<Driven>();
   /** The same as an array, rebuilt when it changes (read at every spin without allocating). */
@@ -199,7 +211,7 @@ export class ProgressEngine {
     const activate = (spin: boolean) => {
       if (!entry.active && this.#all.has(entry)) {
         entry.active = true;
-        this.#nextActive.push(entry);
+        this.#nextActive[this.#nextCount++] = entry;
       }
       this.#loop.start(spin);
     };
@@ -268,7 +280,7 @@ export class ProgressEngine {
     const did = entry.driven.step();
     if ((did > 0 || entry.driven.wantsTurn()) && this.#all.has(entry) && !entry.active) {
       entry.active = true;
-      this.#nextActive.push(entry);
+      this.#nextActive[this.#nextCount++] = entry;
     }
     return did;
   }
@@ -277,8 +289,9 @@ export class ProgressEngine {
     const turn = ++this.#turn;
     let work = 0;
     // This turn's requests for a turn (swapped first: every run below asks for the next turn).
-    const active = this.#nextActive;
+    const active = this.#nextActive, count = this.#nextCount;
     this.#nextActive = this.#active;
+    this.#nextCount = 0;
     this.#active = active;
     // Who was announced — first: every announcement collected must be followed by a round of its
     // session that starts after the collect (a round earlier in this turn may have missed it).
@@ -294,11 +307,11 @@ export class ProgressEngine {
       }
     }
     // Who asked for this turn.
-    for (let i = 0; i < active.length; i++) {
+    for (let i = 0; i < count; i++) {
       const e = active[i];
+      active[i] = NO_ENTRY; // a removed session is not kept alive by a stale slot
       if (e.active && e.queuedTurn !== turn) work += this.#run(e);
     }
-    active.length = 0;
     // Fabrics that cannot say who has work: everyone.
     const all = this.#withoutReadiness;
     for (let i = 0; i < all.length; i++) {
