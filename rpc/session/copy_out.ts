@@ -20,7 +20,8 @@ const CHUNK = 8192;
 
 const pooled = RUNTIME === "deno";
 let chunk = new Uint8Array(CHUNK);
-let chunkWords = new Int32Array(chunk.buffer);
+let chunkBuffer = chunk.buffer;
+let chunkWords = new Int32Array(chunkBuffer);
 let used = 0;
 
 /**
@@ -49,7 +50,8 @@ export function copyOut(src: Uint8Array, off: number, len: number): Uint8Array {
   if (!pooled || len > POOLED_MAX) return src.slice(off, off + len);
   if (used + len > CHUNK) {
     chunk = new Uint8Array(CHUNK);
-    chunkWords = new Int32Array(chunk.buffer);
+    chunkBuffer = chunk.buffer;
+    chunkWords = new Int32Array(chunkBuffer);
     used = 0;
   }
   const at = used;
@@ -62,5 +64,5 @@ export function copyOut(src: Uint8Array, off: number, len: number): Uint8Array {
   const n = len >> 2, d = at >> 2, s = off >> 2;
   for (let w = 0; w < n; w++) chunkWords[d + w] = words[s + w];
   for (let k = n << 2; k < len; k++) chunk[at + k] = src[off + k];
-  return chunk.subarray(at, at + len);
+  return new Uint8Array(chunkBuffer, at, len); // (cheaper than subarray on V8: no species lookup)
 }
