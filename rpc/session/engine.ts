@@ -122,8 +122,8 @@ export class ProgressEngine {
   #stepsToClock = 0;
   readonly #withoutReadiness: Entry[] = [];
   readonly #all = new Set<Entry>();
-  /** Entries that asked for this turn (the first `#activeCount`) and for the next one: arrays
-   * kept at their size and counted (V8 makes `length = 0` a store that trims the array). */
+  /** Entries that asked for this turn and (the first `#nextCount`) for the next one: arrays kept
+   * at their size and counted (on V8 `length = 0` per step cost ~10 % of a call at 1 in flight). */
   #active: Entry[] = [];
   #nextActive: Entry[] = [];
   #nextCount = 0;
