@@ -10,7 +10,7 @@
  * to the wall time of the phase, descheduled time included.
  * @module
  */
-import { CATEGORIES, type Category, classifyFrame } from "./categories.ts";
+import { CATEGORIES, type Category, classifyFrame, type Side } from "./categories.ts";
 
 /** The parts of a `.cpuprofile` this module reads. */
 export interface CpuProfile {
@@ -48,7 +48,7 @@ export interface FunctionCost {
 
 /** The breakdown of one process (server or client) of one case. */
 export interface SideReport {
-  side: "server" | "client";
+  side: Side;
   /** True when both phase markers were found (else the whole profile was used). */
   windowed: boolean;
   samples: number;
@@ -83,7 +83,7 @@ export function locate(url: string, roots: string[]): string {
  */
 export function analyze(
   p: CpuProfile,
-  side: "server" | "client",
+  side: Side,
   calls: number,
   roots: string[],
   intervalHint: number,

@@ -21,7 +21,9 @@
  * `node:url`, empty for natives and the pseudo-frames `(garbage collector)`, `(idle)`, `(program)`).
  * `fn` (optional) is matched against the function name (private methods keep their `#`; anonymous
  * functions are `""` on Deno and `""` or `anonymous` on Bun). `side` (optional) limits a rule to
- * the server or the client process.
+ * the server or the client process; when both sides share one process (`one_thread_profile.ts`,
+ * side `both`) a frame such a rule matches counts for its caller (copyOut under `#take` is
+ * decode, under `#readInline` complete).
  * @module
  */
 
@@ -102,6 +104,7 @@ export const RULES: Rule[] = [
   { file: /^transport\/shm\/notify_page\.ts$/, fn: /^announce$/, category: "publish" },
   { file: /^transport\/shm\/notify_page\.ts$/, category: "scan" }, // collect: announced sessions
   { file: /^rpc\/fabric_link\.ts$/, fn: /^(#step|startLoop)$/, category: "loop" },
+  { file: /^rpc\/fabric_link\.ts$/, fn: /^current$/, category: "submit" }, // the call's session
   { file: /^rpc\/client\.ts$/, fn: /^(#step|#idleWait|#slotFreed|start)$/, category: "loop" },
   { file: /^transport\/shm\/shm_endpoint\.ts$/, fn: /^waitInbound$/, category: "loop" },
   { file: /^ffi\//, category: "loop" }, // nonblocking FFI (futex waits, Bun worker pool)
@@ -217,16 +220,22 @@ export const RULES: Rule[] = [
   { file: /^rpc\/region\/(bulk_allocator|object_pool)\.ts$/, category: "encode" },
 ];
 
+/** Whose process a profile is: the server's, the client's, or both in one (`one_thread.ts`). */
+export type Side = "server" | "client" | "both";
+
 /** The category of one frame, or null when the frame is transparent (see the module doc). */
 export function classifyFrame(
   location: string,
   functionName: string,
-  side: "server" | "client",
+  side: Side,
 ): Category | null {
   for (const r of RULES) {
-    if (r.side && r.side !== side) continue;
     if (!r.file.test(location)) continue;
     if (r.fn && !r.fn.test(functionName)) continue;
+    if (r.side && r.side !== side) {
+      if (side === "both") return null; // a side's own frame: its caller says which side
+      continue;
+    }
     return r.category;
   }
   return TRANSPARENT.test(location) ? null : "other";

@@ -12,14 +12,24 @@
  *   deno run -A bench/profile/one_thread.ts [--calls 300000] [--reps 3] [--warmup 20000] [--window 1]
  *   bun bench/profile/one_thread.ts …
  *
- * `VERBUS_ROOT=DIR` measures another checkout (`one_thread_ab.ts` does that, alternating).
+ * `VERBUS_ROOT=DIR` measures another checkout (`one_thread_ab.ts` does that, alternating);
+ * `--marks` brackets the measured reps with the profile's phase markers (`one_thread_profile.ts`).
  * Prints one JSON line: runtime, calls, window, reps, us_per_call (the best rep), us_per_call_reps,
  * and `per_call`: the progress engine's counters of the measured reps divided by their calls —
  * loop turns, session rounds (sessions stepped), announcements collected, clock reads, macrotask
  * yields are what a call pays beyond its own work.
  * @module
  */
-import { engineUrl, exit, loadVerbus, numArg, SERVICE } from "./common.ts";
+import {
+  ARGS,
+  engineUrl,
+  exit,
+  loadVerbus,
+  numArg,
+  SERVICE,
+  verbusProfileMarkEnd,
+  verbusProfileMarkStart,
+} from "./common.ts";
 
 const { serve, connect, RUNTIME } = await loadVerbus();
 const { ProgressEngine } = await import(engineUrl());
@@ -56,7 +66,10 @@ const engine = await ProgressEngine.forThread();
 const counted = () => ({ ...engine.counters, ...engine.loopCounters });
 const before = counted();
 const perRep: number[] = [];
+const marks = ARGS.includes("--marks"); // phase markers for one_thread_profile.ts (30 ms spins)
+if (marks) verbusProfileMarkStart();
 for (let r = 0; r < reps; r++) perRep.push(Math.round((await run(calls)) * 1000) / 1000);
+if (marks) verbusProfileMarkEnd();
 const after = counted(), made = Math.ceil(calls / window) * window * reps;
 const perCall: Record<string, number> = {};
 for (const k of Object.keys(after) as (keyof typeof after)[]) {
