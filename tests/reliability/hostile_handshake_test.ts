@@ -150,6 +150,8 @@ test(
       },
       release: () => provider?.close(),
       count: counts(sim),
+      detail: () => sim.liveObjects()?.detail ?? "",
+      refillsInBackground: true,
     });
   },
   { skip: SKIP_NO_SIM || SKIP, timeoutMs: 90_000 },
