@@ -23,6 +23,14 @@ export function numArg(name: string, fallback: number): number {
   return v;
 }
 
+/** `--runtime deno|bun|both` (default both) as the list of runtimes; throws naming a wrong value. */
+export function runtimesArg(): ("deno" | "bun")[] {
+  const which = arg("runtime", "both");
+  if (which === "both") return ["deno", "bun"];
+  if (which === "deno" || which === "bun") return [which];
+  throw new Error(`--runtime expects deno, bun or both, not "${which}"`);
+}
+
 /** Reads an environment variable on either runtime. */
 export function env(name: string): string | undefined {
   return g.Deno ? g.Deno.env.get(name) : g.process.env[name];

@@ -18,14 +18,14 @@ import { type ServerProcess, startServe } from "../../cli/self.ts";
 import { writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join, resolve } from "node:path";
-import { arg, numArg } from "../common/args.ts";
+import { arg, numArg, runtimesArg } from "../common/args.ts";
 import { asyncBenchArgs } from "../common/bench_call.ts";
 import { childJson } from "../common/child_json.ts";
 import { median } from "../common/median.ts";
 
 const ROOT = resolve(new URL("../..", import.meta.url).pathname);
 const A = resolve(arg("a", ROOT)), B = resolve(arg("b", ROOT));
-const RUNTIMES = arg("runtime", "both") === "both" ? ["deno", "bun"] : [arg("runtime", "")];
+const RUNTIMES = runtimesArg();
 const ROUNDS = numArg("rounds", 5), CALLS = numArg("calls", 20000);
 const WARMUP = numArg("warmup", 5000);
 const WINDOWS = arg("windows", "1,32").split(",").map(Number);

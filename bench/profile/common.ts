@@ -10,8 +10,40 @@
  * @module
  */
 
+import { spawnSync } from "node:child_process";
+import { resolve } from "node:path";
+import process from "node:process";
 import { arg, env } from "../common/args.ts";
-export { arg, ARGS, env, exit, numArg, onSignal } from "../common/args.ts";
+import { lastJson } from "../common/child_json.ts";
+export { arg, ARGS, env, exit, numArg, onSignal, runtimesArg } from "../common/args.ts";
+
+const PROFILE_DIR = resolve(new URL(".", import.meta.url).pathname);
+
+/**
+ * Runs this checkout's `one_thread.ts` on `rt` (this checkout's runtime binary) for the verbus
+ * at `root` (`VERBUS_ROOT`), with `args` after the script and `runtimeFlags` before it (a
+ * profiler's); returns its JSON line. Throws naming the exit when it fails.
+ */
+export function runOneThread(
+  rt: "deno" | "bun",
+  root: string,
+  args: string[],
+  runtimeFlags: string[] = [],
+): Record<string, unknown> {
+  const bin = resolve(PROFILE_DIR, "../../node_modules/.bin", rt);
+  const script = resolve(PROFILE_DIR, "one_thread.ts");
+  const argv = rt === "deno"
+    ? ["run", "-A", ...runtimeFlags, script, ...args]
+    : [...runtimeFlags, script, ...args];
+  const p = spawnSync(bin, argv, {
+    env: { ...process.env, VERBUS_ROOT: root },
+    encoding: "utf8",
+    timeout: 600_000,
+  });
+  const r = lastJson([bin, argv], p.stdout ?? "", `${root}: exit ${p.status}: ${p.stderr}`);
+  if (p.status !== 0) throw new Error(`${rt} ${root}: exit ${p.status}: ${JSON.stringify(r)}`);
+  return r;
+}
 
 /** Where verbus's `mod.ts` is: `$VERBUS_ROOT/mod.ts`, else this checkout's. */
 export function modUrl(): string {

@@ -15,7 +15,7 @@
  * `VERBUS_ROOT=DIR` measures another checkout (`one_thread_ab.ts` does that, alternating);
  * `--marks` brackets the measured reps with the profile's phase markers (`one_thread_profile.ts`).
  * Prints one JSON line: runtime, calls, window, reps, us_per_call (the best rep), us_per_call_reps,
- * and `per_call`: the progress engine's counters of the measured reps divided by their calls —
+ * calls_made (by the measured reps: `calls` rounded up to whole lanes, times reps), and `per_call`: the progress engine's counters of the measured reps divided by their calls —
  * loop turns, session rounds (sessions stepped), announcements collected, clock reads, macrotask
  * yields are what a call pays beyond its own work.
  * @module
@@ -63,7 +63,7 @@ async function run(n: number): Promise<number> {
 }
 await run(warmup);
 const engine = await ProgressEngine.forThread();
-const counted = () => ({ ...engine.counters, ...engine.loopCounters });
+const counted = (): Record<string, number> => ({ ...engine.counters, ...engine.loopCounters });
 const before = counted();
 const perRep: number[] = [];
 const marks = ARGS.includes("--marks"); // phase markers for one_thread_profile.ts (30 ms spins)
@@ -72,7 +72,7 @@ for (let r = 0; r < reps; r++) perRep.push(Math.round((await run(calls)) * 1000)
 if (marks) verbusProfileMarkEnd();
 const after = counted(), made = Math.ceil(calls / window) * window * reps;
 const perCall: Record<string, number> = {};
-for (const k of Object.keys(after) as (keyof typeof after)[]) {
+for (const k of Object.keys(after)) {
   if (typeof after[k] === "number") perCall[k] = +((after[k] - before[k]) / made).toFixed(3);
 }
 await client.close();
@@ -84,6 +84,7 @@ console.log(JSON.stringify({
   reps,
   us_per_call: Math.min(...perRep),
   us_per_call_reps: perRep,
+  calls_made: made,
   per_call: perCall,
   ...(wrong ? { wrong_path: wrong } : {}),
 }));

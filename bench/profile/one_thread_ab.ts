@@ -10,39 +10,20 @@
  * measured); each needs its `build/` (the helper). Prints one JSON line per runtime.
  * @module
  */
-import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
-import process from "node:process";
-import { arg, numArg } from "./common.ts";
-import { lastJson } from "../common/child_json.ts";
+import { arg, numArg, runOneThread, runtimesArg } from "./common.ts";
 import { median } from "../common/median.ts";
 
-const HERE = new URL(".", import.meta.url).pathname;
-const ROOT = resolve(HERE, "../..");
 const a = resolve(arg("a", "")), b = resolve(arg("b", "."));
 const rounds = Math.max(1, numArg("rounds", 5)), calls = numArg("calls", 300_000);
 const window = numArg("window", 1);
-const which = arg("runtime", "both");
-const runtimes = which === "both" ? ["deno", "bun"] : [which];
+const runtimes = runtimesArg();
 if (!arg("a", "")) throw new Error("--a DIR (the base checkout) is required");
-if (!runtimes.every((rt) => rt === "deno" || rt === "bun")) {
-  throw new Error(`--runtime expects deno, bun or both, not "${which}"`);
-}
 
-function once(rt: string, root: string): number {
-  const script = resolve(HERE, "one_thread.ts");
-  const bin = resolve(ROOT, "node_modules/.bin", rt);
-  const argv = rt === "deno" ? ["run", "-A", script] : [script];
-  const p = spawnSync(bin, [...argv, "--calls", String(calls), "--window", String(window)], {
-    env: { ...process.env, VERBUS_ROOT: root },
-    encoding: "utf8",
-    timeout: 300_000,
-  });
-  const r = lastJson([bin, argv], p.stdout ?? "", `${root}: exit ${p.status}: ${p.stderr}`);
-  if (p.status !== 0) throw new Error(`${rt} ${root}: exit ${p.status}: ${JSON.stringify(r)}`);
-  return r.us_per_call as number;
-}
+const once = (rt: "deno" | "bun", root: string): number =>
+  runOneThread(rt, root, ["--calls", String(calls), "--window", String(window)])
+    .us_per_call as number;
 
 const results = [];
 for (const rt of runtimes) {

@@ -12,7 +12,6 @@
  * Prints a Markdown table (categories × runtime/window, ns per call) and the top functions.
  * @module
  */
-import { spawnSync } from "node:child_process";
 import {
   mkdtempSync,
   readdirSync,
@@ -23,22 +22,14 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import process from "node:process";
 import { analyze, type CpuProfile, type SideReport } from "./analyze.ts";
 import { CATEGORIES } from "./categories.ts";
-import { arg, numArg } from "./common.ts";
-import { lastJson } from "../common/child_json.ts";
+import { arg, numArg, runOneThread, runtimesArg } from "./common.ts";
 
-const HERE = resolve(new URL(".", import.meta.url).pathname);
-const ROOT = resolve(HERE, "../..");
-const which = arg("runtime", "both");
-const runtimes = which === "both" ? ["deno", "bun"] : [which];
-if (!runtimes.every((rt) => rt === "deno" || rt === "bun")) {
-  throw new Error(`--runtime expects deno, bun or both, not "${which}"`);
-}
+const runtimes = runtimesArg();
 const windows = arg("windows", "1,32").split(",").map(Number);
 const calls = numArg("calls", 500_000), interval = numArg("interval", 50);
-const root = resolve(arg("root", ROOT));
+const root = resolve(arg("root", resolve(new URL("../..", import.meta.url).pathname)));
 
 interface Case {
   runtime: string;
@@ -47,23 +38,16 @@ interface Case {
   report: SideReport;
 }
 
-function profile(rt: string, window: number): Case {
+function profile(rt: "deno" | "bun", window: number): Case {
   const dir = mkdtempSync(join(tmpdir(), "verbus-1t-"));
   try {
-    const bin = resolve(ROOT, "node_modules/.bin", rt);
     const prof = ["--cpu-prof", "--cpu-prof-dir", dir, "--cpu-prof-interval", String(interval)];
-    const script = [join(HERE, "one_thread.ts"), "--marks", "--reps", "1"];
-    const argv = rt === "deno" ? ["run", "-A", ...prof, ...script] : [...prof, ...script];
-    const p = spawnSync(bin, [...argv, "--calls", String(calls), "--window", String(window)], {
-      env: { ...process.env, VERBUS_ROOT: root },
-      encoding: "utf8",
-      timeout: 600_000,
-    });
-    const r = lastJson([bin, argv], p.stdout ?? "", `exit ${p.status}: ${p.stderr}`);
+    const args = ["--marks", "--reps", "1", "--calls", String(calls), "--window", String(window)];
+    const r = runOneThread(rt, root, args, prof);
     const file = readdirSync(dir).find((f) => f.endsWith(".cpuprofile"));
-    if (p.status !== 0 || !file) throw new Error(`${rt} w=${window}: exit ${p.status}, no profile`);
+    if (!file) throw new Error(`${rt} w=${window}: no .cpuprofile in ${dir}`);
     const cpu = JSON.parse(readFileSync(join(dir, file), "utf8")) as CpuProfile;
-    const made = Math.ceil(calls / window) * window;
+    const made = r.calls_made as number;
     const report = analyze(cpu, "both", made, [root, realpathSync(root)], interval, 12);
     return { runtime: rt, window, us_per_call: r.us_per_call as number, report };
   } finally {

@@ -39,7 +39,7 @@ import { join, resolve } from "node:path";
 import process from "node:process";
 import { analyze, type CpuProfile, type SideReport } from "./analyze.ts";
 import { countersMarkdown, markdown } from "./report.ts";
-import { arg, ARGS, sleep, within } from "../common/args.ts";
+import { arg, ARGS, runtimesArg, sleep, within } from "../common/args.ts";
 
 const opt = arg;
 const HERE = resolve(new URL(".", import.meta.url).pathname);
@@ -47,8 +47,7 @@ const SELF_ROOT = resolve(HERE, "../..");
 const ROOT = resolve(opt("root", SELF_ROOT));
 // Where profiled files may live: the checkout, its realpath, and this checkout (the scripts).
 const ROOTS = [...new Set([ROOT, realpathSync(ROOT), SELF_ROOT, realpathSync(SELF_ROOT)])];
-const RUNTIMES =
-  (opt("runtime", "both") === "both" ? ["deno", "bun"] : [opt("runtime", "")]) as Rt[];
+const RUNTIMES: Rt[] = runtimesArg();
 const CALLS = Number(opt("calls", "200000"));
 const WINDOWS = opt("windows", "1,32").split(",").map(Number);
 const PATHS = opt("paths", "shm,tcp").split(",") as ("shm" | "tcp")[];
@@ -64,7 +63,6 @@ const BIN = {
   bun: join(SELF_ROOT, "node_modules/.bin/bun"),
 };
 type Rt = "deno" | "bun";
-for (const rt of RUNTIMES) if (!(rt in BIN)) throw new Error(`--runtime expects deno, bun or both`);
 if (!existsSync(join(ROOT, "mod.ts"))) throw new Error(`--root ${ROOT}: no mod.ts there`);
 const SCRIPTS = existsSync(join(ROOT, "bench/profile/echo_server.ts"))
   ? join(ROOT, "bench/profile")

@@ -34,11 +34,8 @@ let srcB: Uint8Array | null = null, wordsB: Int32Array | null = null;
 /** A 32-bit view of `src` from its start, or null when `src` does not start on 4 bytes. */
 function wordsOf(src: Uint8Array): Int32Array | null {
   if (src === srcA) return wordsA;
-  if (src === srcB) {
-    [srcA, wordsA, srcB, wordsB] = [srcB, wordsB, srcA, wordsA];
-    return wordsA;
-  }
-  srcB = srcA, wordsB = wordsA, srcA = src;
+  if (src === srcB) return wordsB;
+  srcB = srcA, wordsB = wordsA, srcA = src; // a miss evicts the older entry
   wordsA = (src.byteOffset & 3) === 0
     ? new Int32Array(src.buffer, src.byteOffset, src.byteLength >> 2)
     : null;

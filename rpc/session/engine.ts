@@ -128,9 +128,8 @@ export class ProgressEngine {
   #nextActive: Entry[] = [];
   #nextCount = 0;
   readonly #holders = new Set<object>();
-  readonly #deadlineHolders = new Set<Driven>();
-  /** The same as an array, rebuilt when it changes (read at every spin without allocating). */
-  #deadlineList: Driven[] = [];
+  /** Holders with deadlines (a few: read at every spin, without an iterator). */
+  readonly #deadlineHolders: Driven[] = [];
   /** Tokens one collect hands over; grown to the largest source's capacity. */
   #collected = new Uint32Array(0);
   #turn = 0;
@@ -151,7 +150,7 @@ export class ProgressEngine {
 
   /** True when some client waits for answers and every such client's peer sleeps. */
   #peersAsleep(): boolean {
-    const list = this.#deadlineList;
+    const list = this.#deadlineHolders;
     for (let k = 0; k < list.length; k++) {
       const d = list[k];
       if (d.peerAsleep === undefined || !d.peerAsleep()) return false;
@@ -231,9 +230,7 @@ export class ProgressEngine {
 
   #remove(entry: Entry): void {
     this.#all.delete(entry);
-    if (this.#deadlineHolders.delete(entry.driven)) {
-      this.#deadlineList = [...this.#deadlineHolders];
-    }
+    this.#dropDeadlines(entry.driven);
     if (entry.source) {
       const src = this.#sources.get(entry.source);
       if (src && src.byToken[entry.token] === entry) {
@@ -258,9 +255,8 @@ export class ProgressEngine {
   hold(holder: object, deadlines?: Driven): void {
     this.counters.holds++;
     this.#holders.add(holder);
-    if (deadlines && !this.#deadlineHolders.has(deadlines)) {
-      this.#deadlineHolders.add(deadlines);
-      this.#deadlineList = [...this.#deadlineHolders];
+    if (deadlines && !this.#deadlineHolders.includes(deadlines)) {
+      this.#deadlineHolders.push(deadlines);
     }
     this.#loop.start(false); // running is enough: a busy-poll is for work (activate, wake)
   }
@@ -268,9 +264,12 @@ export class ProgressEngine {
   /** Ends `holder`'s hold (the engine stops when no hold is left). */
   release(holder: object, deadlines?: Driven): void {
     this.#holders.delete(holder);
-    if (deadlines && this.#deadlineHolders.delete(deadlines)) {
-      this.#deadlineList = [...this.#deadlineHolders];
-    }
+    if (deadlines) this.#dropDeadlines(deadlines);
+  }
+
+  #dropDeadlines(d: Driven): void {
+    const i = this.#deadlineHolders.indexOf(d);
+    if (i >= 0) this.#deadlineHolders.splice(i, 1);
   }
 
   #run(entry: Entry): number {
