@@ -8,8 +8,11 @@
  * Data-path calls post work and return a status number — {@link OK}, {@link FULL} (no room now:
  * poll and retry) or {@link FAILED} (the fabric is unusable for this session) — never throw, and
  * allocate nothing. Completions of signaled work are reaped with `poll()` into a caller-owned
- * {@link Completions} buffer, in posting order. Writes to the same peer are applied in posting
- * order, so a writer publishes a record by writing its body and then, separately, its state word.
+ * {@link Completions} buffer, in posting order. Small writes (`write`/`writeSg`/`writeU32`) to
+ * the same peer are applied in posting order, so a writer publishes a record by writing its body
+ * and then, separately, its state word. A fabric with a write log (verbs: transport/write_log.ts)
+ * may apply a large write before earlier small ones of the same flush; nothing may rely on a large
+ * write being visible before a small one posted after it — publish with a small write.
  *
  * Threading: an endpoint belongs to the JS thread that created it; `waitInbound` is the only
  * call that blocks, and it does so off-thread (nonblocking FFI on Deno, a Worker on Bun).

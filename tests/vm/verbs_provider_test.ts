@@ -7,54 +7,11 @@
  * breaks an endpoint on purpose.
  */
 import { VerbusError } from "../../errors.ts";
-import { Completions, type FabricEndpoint, FAILED, OK, SIGNALED } from "../../transport/fabric.ts";
-import type { ServerOffer, SessionSizes } from "../../transport/provider.ts";
-import {
-  createClientProvider,
-  createServerProvider,
-  type VerbsServerProvider,
-} from "../../transport/verbs/provider.ts";
+import { FAILED, OK, SIGNALED } from "../../transport/fabric.ts";
 import type { VerbsEndpoint } from "../../transport/verbs/verbs_endpoint.ts";
 import { assert, assertEquals, test } from "../harness.ts";
-import {
-  CLIENT_ADDR,
-  eventually,
-  kernelResourceCounts,
-  pattern,
-  SERVER_ADDR,
-} from "./fabric_verbs_util.ts";
-
-const SIZES: SessionSizes = { server: 256 << 10, client: 128 << 10, maxMessage: 8192 };
-const PEER = { bootId: "", pid: 0, host: CLIENT_ADDR };
-/** Where the tests write (past the fabric header and the rpc layer's first words). */
-const AT = 4096;
-
-async function server(mode: "poll" | "event", extra: Record<string, unknown> = {}) {
-  const p = await createServerProvider({ addr: SERVER_ADDR, mode, ...extra }, () => {});
-  if (typeof p === "string") throw new Error(p);
-  return p as VerbsServerProvider;
-}
-
-async function client(mode: "poll" | "event", extra: Record<string, unknown> = {}) {
-  const p = await createClientProvider({ sourceAddr: CLIENT_ADDR, mode, ...extra });
-  if (typeof p === "string") throw new Error(p);
-  return p;
-}
-
-function offerOf(p: VerbsServerProvider, sessionId = 1): Promise<ServerOffer> {
-  return p.offer({ sessionId, sizes: SIZES, peer: PEER, params: { mode: "event" } });
-}
-
-/** Polls `ep` until the completion of `wrId` arrives (5 s); returns its status. */
-async function completion(ep: FabricEndpoint, wrId: number): Promise<number> {
-  const out = new Completions(16), end = Date.now() + 5000;
-  while (Date.now() < end) {
-    const n = ep.poll(out);
-    for (let i = 0; i < n; i++) if (out.wrId[i] === wrId) return out.status[i];
-    if (n === 0) await new Promise((r) => setTimeout(r, 1));
-  }
-  throw new Error(`no completion for ${wrId}`);
-}
+import { AT, client, completion, offerOf, server, SIZES } from "./verbs_providers.ts";
+import { eventually, kernelResourceCounts, pattern } from "./fabric_verbs_util.ts";
 
 async function rejects(p: Promise<unknown>, code: string, re: RegExp, what: string) {
   try {

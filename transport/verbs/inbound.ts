@@ -2,9 +2,11 @@
  * The receive side of a verbs endpoint: the doorbell word the peer's kicks move, the QP's small
  * receive queue that catches them, and how an idle side waits for the next one.
  *
- * - Every kick is an RDMA WRITE_WITH_IMM of the next doorbell value whose immediate is this
- *   endpoint's token in the process's hub (hub.ts): it consumes one zero-length receive and
- *   completes on the shared CQ, so the hub learns that this endpoint has work.
+ * - Every kick is an RDMA WRITE_WITH_IMM whose immediate is this endpoint's token in the
+ *   process's hub (hub.ts): it consumes one zero-length receive and completes on the shared CQ,
+ *   so the hub learns that this endpoint has work. With a write log the kick is the peer's log
+ *   batch: its receive completion applies the batch (write_log_link.ts), then moves the doorbell
+ *   word here; without one it writes the next doorbell value itself.
  * - Receives are reposted in batches as the hub hands their completions over. When the peer
  *   kicks faster than this side reposts, the QP answers with RNR NAKs and the peer's NIC
  *   retries (rnr_retry 7 = without limit, min_rnr_timer ≈ 0.64 ms): a kick is delayed, never
@@ -21,6 +23,7 @@ import { IBV_WC_WR_FLUSH_ERR } from "../../ffi/symbols/libibverbs.ts";
 import { FABRIC_HEADER } from "../control_page.ts";
 import { wcStatusStr } from "./cq.ts";
 import type { VerbsSendPath } from "./send_path.ts";
+import type { VerbsWriteLog } from "./write_log_link.ts";
 import type { VerbsLib } from "./verbs_lib.ts";
 import type { EndpointResources } from "./verbs_resources.ts";
 
@@ -33,6 +36,8 @@ export interface InboundOwner {
   fail(reason: string, flushed?: boolean): void;
   /** Posts what is batched right now (a kick included). */
   flushNow(): void;
+  /** Posts what is batched at the end of this job (an acknowledgement of the log). */
+  flush(): void;
 }
 
 /** Doorbell, receive queue and waiting of one endpoint. */
@@ -57,6 +62,7 @@ export class VerbsInbound {
     send: VerbsSendPath,
     owner: InboundOwner,
     readonly peerName: string,
+    private readonly log: VerbsWriteLog | null = null,
   ) {
     this.#lib = lib;
     this.#res = res;
@@ -94,6 +100,12 @@ export class VerbsInbound {
       return;
     }
     this.received++;
+    if (this.log !== null && !this.#owner.closed) {
+      const why = this.log.apply();
+      if (why !== null) return this.#owner.fail(`${this.peerName} broke the write log: ${why}`);
+      Atomics.add(this.#words, DOORBELL_WORD, 1);
+      if (this.log.ackOwed) this.#owner.flush();
+    }
     if (this.#send.usable && this.#depth - this.#receivesPosted >= this.#repostBatch) {
       this.#repost();
     }

@@ -52,10 +52,15 @@ import type { EndpointShape } from "./verbs_resources.ts";
 export { VERBS_QP_CAPS };
 
 /** The resource shape of a region of `regionSize` bytes whose messages reach `maxMessage` bytes. */
-function shape(regionSize: number, maxMessage: number, events: boolean): EndpointShape {
+function shape(
+  regionSize: number,
+  maxMessage: number,
+  events: boolean,
+  logBytes: number,
+): EndpointShape {
   const bounce = Math.min(8 << 20, Math.max(256 << 10, 32 * maxMessage));
   // VERBS_QP_CAPS carries rqDepth and signaledBudget: the session's share of the shared CQ.
-  return { regionSize, bounceSize: bounce, events, ...VERBS_QP_CAPS };
+  return { regionSize, bounceSize: bounce, logBytes, events, ...VERBS_QP_CAPS };
 }
 
 function firstLine(e: unknown): string {
@@ -164,7 +169,7 @@ export class VerbsServerProvider implements ServerFabricProvider {
     const prepared = PreparedVerbsEndpoint.prepare(
       this.lib,
       listener.device,
-      shape(sizes.server, sizes.maxMessage, this.options.mode === "event"),
+      shape(sizes.server, sizes.maxMessage, this.options.mode === "event", this.options.logBytes),
       ROLE_SERVER,
       nonce,
       this.options.signalEvery,
@@ -182,6 +187,7 @@ export class VerbsServerProvider implements ServerFabricProvider {
       sizes: { server: sizes.server, client: sizes.client },
       nonce: nonceToHex(nonce),
       mode: this.options.mode,
+      logBytes: this.options.logBytes,
     };
     const pending = new VerbsServerOffer(
       ctx.sessionId,
@@ -279,7 +285,7 @@ export class VerbsClientProvider implements ClientFabricProvider {
       prepared = PreparedVerbsEndpoint.prepare(
         this.lib,
         route.device,
-        shape(sizes.client, sizes.maxMessage, events),
+        shape(sizes.client, sizes.maxMessage, events, offer.logBytes),
         ROLE_CLIENT,
         nonce,
         this.options.signalEvery,

@@ -19,9 +19,10 @@ import { bytesEqual } from "../../util/hex.ts";
 import { PROOF_BYTES } from "../control_page.ts";
 import { NONCE_HEX } from "../proof.ts";
 import { isIPv4 } from "./cm_lib.ts";
+import { logSizeProblem } from "../write_log.ts";
 
 /** Wire version of the verbs handshake. */
-export const VERBS_WIRE_VERSION = 2;
+export const VERBS_WIRE_VERSION = 3;
 const REQ_MAGIC = 0x51434256; // 'VBCQ'
 const REP_MAGIC = 0x50434256; // 'VBCP'
 /** Bytes of the connect private data. */
@@ -35,6 +36,13 @@ const ipv4 = z.string().refine(
   "expected an IPv4 address of an RDMA interface (e.g. 10.77.0.2)",
 );
 const mode = z.enum(["poll", "event"]);
+/** Bytes of each direction's write log: 0 (off) or a size transport/write_log.ts accepts. */
+const logBytes = z.number().int().refine(
+  (n) => n === 0 || logSizeProblem(n) === null,
+  "expected 0 (no write log) or a multiple of 4096 between 16384 and 67108864",
+);
+/** The default write log: room for every answer of a full 1024-slot ring, and the ack lag. */
+export const DEFAULT_LOG_BYTES = 1 << 20;
 
 /** `providerOptions.verbs` of a server. */
 export const verbsServerOptionsSchema = z.object({
@@ -52,6 +60,11 @@ export const verbsServerOptionsSchema = z.object({
   signalEvery: z.number().int().min(1).max(256).default(32),
   /** Session resources (PD, MRs, QP) kept prepared ahead of the next session (0: none). */
   preparedQps: z.number().int().min(0).max(256).default(2),
+  /**
+   * Bytes of each direction's write log (transport/write_log.ts): small writes of a flush go as
+   * one RDMA WRITE_WITH_IMM the receiver applies. 0: every write is its own work request.
+   */
+  logBytes: logBytes.default(DEFAULT_LOG_BYTES),
 }).strict();
 /** Validated server options. */
 export type VerbsServerOptions = z.output<typeof verbsServerOptionsSchema>;
@@ -95,6 +108,8 @@ export const verbsOfferSchema = z.object({
     .strict(),
   nonce: z.string().regex(NONCE_HEX, "expected 32 hex digits"),
   mode,
+  /** Bytes of each direction's write log (0: none); the client's region carries one as large. */
+  logBytes,
 }).strict();
 /** A validated offer. */
 export type VerbsOffer = z.output<typeof verbsOfferSchema>;

@@ -119,7 +119,7 @@ export class ResourcePool {
 }
 
 function keyOf(s: EndpointShape): string {
-  return `${s.regionSize}/${s.bounceSize}/${s.sqDepth}/${s.rqDepth}/${s.signaledBudget}/${s.maxSge}/${s.maxInline}/${s.events}`;
+  return `${s.regionSize}/${s.bounceSize}/${s.logBytes}/${s.sqDepth}/${s.rqDepth}/${s.signaledBudget}/${s.maxSge}/${s.maxInline}/${s.events}`;
 }
 
 function listOf<T>(m: Map<string, T[]>, key: string): T[] {

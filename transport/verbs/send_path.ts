@@ -73,6 +73,8 @@ export class VerbsSendPath implements RdmaSendPort {
   readonly #bounceLkey: number;
   readonly #regionAddr: number;
   readonly #regionLkey: number;
+  readonly #outboxAddr: number;
+  readonly #outboxLkey: number;
   readonly #maxInline: number;
   #remoteAddr: number;
   #remoteKey: number;
@@ -101,6 +103,8 @@ export class VerbsSendPath implements RdmaSendPort {
     this.#bounceLkey = res.bounce.lkey;
     this.#regionAddr = res.region.address;
     this.#regionLkey = res.region.lkey;
+    this.#outboxAddr = res.outbox?.address ?? 0;
+    this.#outboxLkey = res.outbox?.lkey ?? 0;
     this.#maxInline = res.qp.cap.maxInlineData;
     this.#remoteAddr = peer.addr;
     this.#remoteKey = peer.rkey >>> 0;
@@ -233,6 +237,18 @@ export class VerbsSendPath implements RdmaSendPort {
     this.#batch.sge(this.#bounceAddr + at, 4, this.#bounceLkey);
     const op = imm >= 0 ? IBV_WR.RDMA_WRITE_WITH_IMM : IBV_WR.RDMA_WRITE;
     this.#endRequest(op, IBV_SEND.INLINE, remoteOff, imm >= 0 ? imm : 0, wrId, false);
+  }
+
+  /**
+   * One write-log batch: outbox[at, +len) to the peer's log at `remoteOff`, as an RDMA
+   * WRITE_WITH_IMM whose immediate `imm` is the peer endpoint's token (inline when it fits).
+   * Unsignaled; the outbox bytes are reused only once the peer acknowledged applying them.
+   */
+  writeLogBatch(at: number, len: number, remoteOff: number, imm: number, wrId: number): void {
+    this.#beginRequest();
+    this.#batch.sge(this.#outboxAddr + at, len, this.#outboxLkey);
+    const inline = len <= this.#maxInline ? IBV_SEND.INLINE : 0;
+    this.#endRequest(IBV_WR.RDMA_WRITE_WITH_IMM, inline, remoteOff, imm, wrId, false);
   }
 
   /** A signaled zero-length WRITE: its completion says every earlier WR reached the peer. */

@@ -2,15 +2,20 @@
  * The verbs fabric's {@link FabricEndpoint}: one connected RC QP (resources in
  * verbs_resources.ts, born connected by handshake.ts). Data path: nothing allocates.
  *
- * - `write(src)` copies `src` into the registered bounce ring (sent INLINE when it fits the QP's
- *   `max_inline_data`); `writeSg` is one multi-SGE RDMA WRITE straight from `local`; `writeU32` a
- *   separate small inline WRITE (state-last publication); `read` an RDMA READ into `local`.
- *   Accounting is the shared {@link RdmaSendRing}; encoding is send_path.ts.
+ * - With a write log (the default; write_log_link.ts): `write`, `writeU32` and `writeSg` of at
+ *   most {@link LOG_RECORD_MAX} bytes are records of the open batch, and a flush posts the batch
+ *   as ONE RDMA WRITE_WITH_IMM that the peer applies in order (state-last publication holds);
+ *   larger writes are direct, as below, and go ahead of the batch that follows them.
+ * - Direct: `write(src)` copies `src` into the registered bounce ring (sent INLINE when it fits
+ *   the QP's `max_inline_data`); `writeSg` is one multi-SGE RDMA WRITE straight from `local`;
+ *   `writeU32` a separate small inline WRITE; `read` an RDMA READ into `local`. Accounting is the
+ *   shared {@link RdmaSendRing}; encoding is send_path.ts.
  * - `flush()` and `kick()` ring one doorbell at the end of the current job (a microtask), so the
  *   calls submitted in one job — a window of pipelined calls resolved together — share one
  *   `ibv_post_send` and one kick. `poll()`, `waitInbound()` and `close()` ring it at once.
- * - `kick()` writes the next value of a counter into the peer's doorbell word as an
- *   RDMA WRITE_WITH_IMM whose immediate is the peer endpoint's token in its process's hub: the
+ * - `kick()` posts the open batch (an empty one if need be) — without a log, writes the next
+ *   value of a counter into the peer's doorbell word — as an RDMA WRITE_WITH_IMM whose
+ *   immediate is the peer endpoint's token in its process's hub: the
  *   peer's one CQ poll names this session (its readiness source, hub.ts), whatever the number
  *   of sessions, and its one completion channel fires when it sleeps.
  * - Completions arrive through the process's hub (one CQ for every QP); the receive queue and
@@ -37,6 +42,8 @@ import { wcStatusStr } from "./cq.ts";
 import { VerbsInbound } from "./inbound.ts";
 import type { VerbsSendPath } from "./send_path.ts";
 import { ResourcePool } from "./resource_pool.ts";
+import { LOG_RECORD_MAX, VerbsWriteLog } from "./write_log_link.ts";
+import { LOG_TAIL_BYTES } from "../write_log.ts";
 import { VerbsFaults } from "./verbs_faults.ts";
 import type { VerbsLib } from "./verbs_lib.ts";
 import type { EndpointResources } from "./verbs_resources.ts";
@@ -80,6 +87,8 @@ export class VerbsEndpoint implements FabricEndpoint {
   readonly #conn: CmConnection;
   readonly #maxSge: number;
   readonly #peerToken: number;
+  /** The write log, or null when the session has none (`logBytes` 0). */
+  readonly #log: VerbsWriteLog | null;
   readonly #flushTask = () => {
     this.#flushQueued = false;
     this.flushNow();
@@ -102,9 +111,21 @@ export class VerbsEndpoint implements FabricEndpoint {
     this.peer = parts.peerName;
     this.#maxSge = parts.resources.shape.maxSge;
     this.#peerToken = parts.peerToken;
-    this.faults = new VerbsFaults(parts.send, this.remoteSize, (why) => this.fail(why));
+    const logBytes = parts.resources.shape.logBytes;
+    this.#log = logBytes > 0
+      ? new VerbsWriteLog(parts.send, parts.resources, this.remoteSize, this.#peerToken)
+      : null;
+    const extent = this.remoteSize + (logBytes > 0 ? logBytes + LOG_TAIL_BYTES : 0);
+    this.faults = new VerbsFaults(parts.send, extent, (why) => this.fail(why));
     this.readiness = { source: parts.resources.hub, token: parts.resources.token };
-    const inbound = new VerbsInbound(parts.lib, parts.resources, parts.send, this, this.peer);
+    const inbound = new VerbsInbound(
+      parts.lib,
+      parts.resources,
+      parts.send,
+      this,
+      this.peer,
+      this.#log,
+    );
     this.#inbound = inbound;
     const send = parts.send;
     parts.resources.attach({
@@ -173,6 +194,12 @@ export class VerbsEndpoint implements FabricEndpoint {
     if (!this.#send.usable) return FAILED;
     const len = src.length, report = (flags & SIGNALED) !== 0;
     if (!this.#inRemote(remoteOff, len) || len > this.#ring.maxBounce) return FAILED;
+    if (this.#log !== null && len <= LOG_RECORD_MAX && !report) {
+      const to = this.#log.reserve(remoteOff, len);
+      if (to < 0) return this.#noRoom();
+      this.#log.outbox.set(src, to);
+      return OK;
+    }
     const at = this.#ring.reserve(len, report);
     if (at === RING_FULL) return this.#noRoom();
     this.#send.bounce.set(src, at);
@@ -195,6 +222,15 @@ export class VerbsEndpoint implements FabricEndpoint {
     }
     if (!this.#inRemote(remoteOff, total)) return FAILED;
     const report = (flags & SIGNALED) !== 0;
+    if (this.#log !== null && total <= LOG_RECORD_MAX && !report) { // contiguous: one record
+      for (let i = 0, o = remoteOff; i < count; o += sg[i].length, i++) {
+        if (sg[i].length === 0) continue;
+        const to = this.#log.reserve(o, sg[i].length);
+        if (to < 0) return this.#noRoom();
+        this.#log.outbox.set(sg[i], to);
+      }
+      return OK;
+    }
     if (direct) { // straight from the registered region: one WR, one SGE per view
       if (this.#ring.reserve(0, report) === RING_FULL) return this.#noRoom();
       this.#send.beginGather();
@@ -216,6 +252,12 @@ export class VerbsEndpoint implements FabricEndpoint {
     if (!this.#send.usable) return FAILED;
     if (!this.#inRemote(remoteOff, 4) || (remoteOff & 3) !== 0) return FAILED;
     const report = (flags & SIGNALED) !== 0;
+    if (this.#log !== null && !report) {
+      const to = this.#log.reserve(remoteOff, 4);
+      if (to < 0) return this.#noRoom();
+      this.#log.outboxView.setUint32(to, value, true);
+      return OK;
+    }
     const at = this.#ring.reserve(4, report);
     if (at === RING_FULL) return this.#noRoom();
     this.#send.bounce32[at >> 2] = value;
@@ -234,7 +276,12 @@ export class VerbsEndpoint implements FabricEndpoint {
   }
 
   flush(): void {
-    if (this.#flushQueued || (this.#send.batched === 0 && !this.#kickWanted)) return;
+    if (this.#flushQueued) return;
+    const log = this.#log;
+    if (
+      this.#send.batched === 0 && !this.#kickWanted &&
+      (log === null || (log.pending === 0 && !log.ackOwed))
+    ) return;
     this.#flushQueued = true;
     queueMicrotask(this.#flushTask);
   }
@@ -245,10 +292,12 @@ export class VerbsEndpoint implements FabricEndpoint {
     this.flush();
   }
 
-  /** @internal Appends the pending kick (with an immediate for an event-mode peer) and posts. */
+  /** @internal Appends the open log batch and the pending kick, and posts. */
   flushNow(): void {
     if (!this.#send.usable) return;
-    if (this.#kickWanted) {
+    if (this.#log !== null) {
+      if (this.#log.post(this.#kickWanted)) this.#kickWanted = false;
+    } else if (this.#kickWanted) {
       this.#kickWanted = false;
       const at = this.#ring.reserve(4, false);
       if (at !== RING_FULL) { // no room: the peer still finds the work on its next poll
@@ -284,8 +333,10 @@ export class VerbsEndpoint implements FabricEndpoint {
     return status === 0 ? "success" : wcStatusStr(this.#lib, status);
   }
 
+  /** My doorbell word; with a write log, after the hub applied what arrived (a drain). */
   doorbell(): number {
     if (this.#closed) return 0;
+    if (this.#log !== null) this.#res.hub.drain();
     return this.#inbound.doorbell();
   }
 

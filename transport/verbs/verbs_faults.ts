@@ -16,7 +16,8 @@ export class VerbsFaults implements FabricFaults {
 
   constructor(
     private readonly send: VerbsSendPath,
-    private readonly remoteSize: number,
+    /** Bytes the peer's region MR covers (its rpc region, write log and tail). */
+    private readonly remoteExtent: number,
     private readonly failEndpoint: (reason: string) => void,
   ) {}
 
@@ -25,7 +26,7 @@ export class VerbsFaults implements FabricFaults {
       case "bad-remote-key":
         return this.send.corruptRemoteKey();
       case "out-of-bounds":
-        return this.send.skewRemoteAddress(this.remoteSize + 4096);
+        return this.send.skewRemoteAddress(this.remoteExtent + 4096);
       case "fail":
         return this.failEndpoint(reason);
       default:

@@ -5,8 +5,11 @@
  * (so its rkeys reach only its own memory), its MRs and its RC QP:
  * ```
  *  hub: ibv_context ── comp channel ── CQ (shared, send + receive)
- *   └ PD (this session) ─┬ MR region  (LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ)
+ *   └ PD (this session) ─┬ MR region  (LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ): the rpc
+ *                        │             region, then the inbound write log and its ack word
+ *                        │             (transport/write_log.ts) when `logBytes` > 0
  *                        ├ MR bounce  (local only: copies of write() sources, inline staging)
+ *                        ├ MR outbox  (local only: the batches of the outbound write log)
  *                        └ RC QP ── the hub's CQ for both queues; a small receive queue of
  *                                   zero-length receives that catch the peer's WRITE_WITH_IMM
  * ```
@@ -22,6 +25,7 @@ import type { ProtectionDomain } from "./pd.ts";
 import type { QueuePair } from "./qp.ts";
 import { SESSION_QP_ACCESS } from "./cm_qp.ts";
 import type { WcReader } from "./wc_reader.ts";
+import { LOG_TAIL_BYTES } from "../write_log.ts";
 
 /** The shape of one endpoint's resources. */
 export interface EndpointShape {
@@ -29,6 +33,8 @@ export interface EndpointShape {
   regionSize: number;
   /** Bytes of the bounce area. */
   bounceSize: number;
+  /** Bytes of each direction's write log (0: no log, every write is its own work request). */
+  logBytes: number;
   /** Send queue depth (a power of two). */
   sqDepth: number;
   /** Receive queue depth (zero-length receives for the peer's immediates). */
@@ -78,6 +84,8 @@ export class EndpointResources {
     readonly qp: QueuePair,
     readonly region: MemoryRegion,
     readonly bounce: MemoryRegion,
+    /** The outbound write log's batches (null without a log). */
+    readonly outbox: MemoryRegion | null,
     readonly shape: EndpointShape,
   ) {
     this.#slot = new MemberSlot(qp.qpNum);
@@ -100,9 +108,12 @@ export class EndpointResources {
   static open(hub: VerbsHub, shape: EndpointShape): EndpointResources {
     const pd = hub.ctx.allocPd();
     try {
-      const region = pd.registerBuffer(new Uint8Array(shape.regionSize), SESSION_QP_ACCESS);
+      const region = pd.registerBuffer(new Uint8Array(registeredSize(shape)), SESSION_QP_ACCESS);
       const bounce = pd.registerBuffer(new Uint8Array(shape.bounceSize), IBV_ACCESS.LOCAL_WRITE);
-      return new EndpointResources(hub, pd, newQp(hub, pd, shape), region, bounce, shape);
+      const outbox = shape.logBytes > 0
+        ? pd.registerBuffer(new Uint8Array(shape.logBytes), IBV_ACCESS.LOCAL_WRITE)
+        : null;
+      return new EndpointResources(hub, pd, newQp(hub, pd, shape), region, bounce, outbox, shape);
     } catch (e) {
       closeQuietly(pd);
       throw e;
@@ -121,8 +132,17 @@ export class EndpointResources {
       old.qp.close();
       old.region.buffer.fill(0);
       old.bounce.buffer.fill(0);
+      old.outbox?.buffer.fill(0);
       const qp = newQp(old.hub, old.pd, old.shape);
-      return new EndpointResources(old.hub, old.pd, qp, old.region, old.bounce, old.shape);
+      return new EndpointResources(
+        old.hub,
+        old.pd,
+        qp,
+        old.region,
+        old.bounce,
+        old.outbox,
+        old.shape,
+      );
     } catch (e) {
       closeQuietly(old.pd);
       throw e;
@@ -143,9 +163,9 @@ export class EndpointResources {
     return this.hub.ctx;
   }
 
-  /** The session region (registered). */
+  /** The session's rpc region (registered; the write log follows it in the same MR). */
   get local(): Uint8Array {
-    return this.region.buffer;
+    return this.region.buffer.subarray(0, this.shape.regionSize);
   }
 
   /**
@@ -156,6 +176,11 @@ export class EndpointResources {
     this.#leave();
     this.pd.close();
   }
+}
+
+/** Bytes of the region MR of `shape`: the rpc region, then the inbound log and its tail. */
+export function registeredSize(shape: EndpointShape): number {
+  return shape.regionSize + (shape.logBytes > 0 ? shape.logBytes + LOG_TAIL_BYTES : 0);
 }
 
 function newQp(hub: VerbsHub, pd: ProtectionDomain, shape: EndpointShape): QueuePair {
