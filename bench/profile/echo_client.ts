@@ -20,11 +20,13 @@ import {
   exit,
   loadVerbus,
   numArg,
+  progressArgs,
   SERVICE,
   verbusProfileMarkEnd,
   verbusProfileMarkStart,
 } from "./common.ts";
 import { instrument, readCounters, resetCounters } from "./counters.ts";
+import { VM_BENCH_REGION } from "../vm/vm_common.ts";
 
 const { connect, RUNTIME } = await loadVerbus();
 const port = numArg("port", 0);
@@ -33,14 +35,28 @@ const calls = numArg("calls", 200_000);
 const window = Math.max(1, numArg("window", 1));
 const bytes = numArg("bytes", 64);
 const warmup = numArg("warmup", 2000);
-if (path !== "shm" && path !== "tcp") throw new Error("--path expects shm or tcp");
+if (path !== "shm" && path !== "tcp" && path !== "verbs") {
+  throw new Error("--path expects shm, tcp or verbs");
+}
+/** `--path verbs` (in the Soft-RoCE VM): the server on rxe1, this client bound to rxe0. */
+const VERBS_CLIENT = "10.77.0.1";
 
 const client = await connect(
   { host: "127.0.0.1", port },
-  path === "shm" ? { fabric: "shm", forcePath: "EAGER" } : { fabric: "tcp" },
+  path === "tcp" ? { fabric: "tcp" } : {
+    fabric: path,
+    forcePath: "EAGER",
+    progress: progressArgs(),
+    ...(path === "verbs"
+      ? {
+        region: VM_BENCH_REGION,
+        providerOptions: { verbs: { sourceAddr: VERBS_CLIENT, mode: arg("mode", "event") } },
+      }
+      : {}),
+  },
 );
-const wantPath = path === "shm" ? "EAGER" : "TCP_FALLBACK";
-const wantFabric = path === "shm" ? "shm" : "tcp";
+const wantPath = path === "tcp" ? "TCP_FALLBACK" : "EAGER";
+const wantFabric = path;
 if (client.fabric !== wantFabric) {
   console.error(`expected fabric ${wantFabric}, got ${client.fabric}: ${client.handshake?.reason}`);
   exit(1);

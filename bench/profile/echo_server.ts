@@ -26,6 +26,7 @@ import {
 } from "./common.ts";
 import { engineUrl, progressArgs } from "./common.ts";
 import { instrument, readCounters, resetCounters } from "./counters.ts";
+import { VM_BENCH_REGION } from "../vm/vm_common.ts";
 
 const { serve, RUNTIME } = await loadVerbus();
 const OK = new TextEncoder().encode("ok");
@@ -74,6 +75,20 @@ const server = await serve({
     ? {
       fabrics,
       progress: progressArgs(),
+      ...(fabrics.includes("verbs") // the Soft-RoCE VM: rxe1
+        ? {
+          region: VM_BENCH_REGION,
+          providerOptions: {
+            verbs: {
+              addr: "10.77.0.2",
+              port: 0,
+              mode: arg("mode", "event"),
+              // --log-bytes 0: no write log (every small write its own work request; A/B runs)
+              ...(arg("log-bytes", "") ? { logBytes: Number(arg("log-bytes", "")) } : {}),
+            },
+          },
+        }
+        : {}),
       ...(arg("batch-budget", "") ? { batchBudget: Number(arg("batch-budget", "")) } : {}),
     }
     : false,

@@ -10,7 +10,8 @@ import { CATEGORIES, CATEGORY_LABEL } from "./categories.ts";
 /** What `markdown` needs of one case (a `CaseReport` of `run.ts`). */
 export interface ReportCase {
   runtime: string;
-  path: "shm" | "tcp";
+  /** shm or verbs EAGER (verbs: in the Soft-RoCE VM), or TCP. */
+  path: "shm" | "tcp" | "verbs";
   window: number;
   calls: number;
   bench: Record<string, unknown>;
@@ -24,7 +25,7 @@ const FEW_SAMPLES = 2000;
 const f0 = (x: number) => (Number.isFinite(x) ? Math.round(x).toLocaleString("en-US") : "–");
 const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
 const caseName = (c: ReportCase) =>
-  `${c.path === "shm" ? "shm EAGER" : "TCP"}, ${c.window} in flight`;
+  `${c.path === "tcp" ? "TCP" : `${c.path} EAGER`}, ${c.window} in flight`;
 const cell = (s: string) => s.replace(/\|/g, "\\|");
 
 function overview(runtime: string, cases: ReportCase[]): string[] {

@@ -50,8 +50,10 @@ const ROOTS = [...new Set([ROOT, realpathSync(ROOT), SELF_ROOT, realpathSync(SEL
 const RUNTIMES: Rt[] = runtimesArg();
 const CALLS = Number(opt("calls", "200000"));
 const WINDOWS = opt("windows", "1,32").split(",").map(Number);
-const PATHS = opt("paths", "shm,tcp").split(",") as ("shm" | "tcp")[];
+const PATHS = opt("paths", "shm,tcp").split(",") as Path[];
 const INTERVAL = Number(opt("interval", "100"));
+/** `--log-bytes N`: the verbs server's write log (0: off), for A/B runs in the VM. */
+const LOG_BYTES = opt("log-bytes", "");
 const WARMUP = Number(opt("warmup", "5000"));
 const OUT = resolve(opt("out", join(SELF_ROOT, "bench/results")));
 const NAME = opt("name", "profile");
@@ -63,6 +65,8 @@ const BIN = {
   bun: join(SELF_ROOT, "node_modules/.bin/bun"),
 };
 type Rt = "deno" | "bun";
+/** shm or verbs EAGER (verbs only in the Soft-RoCE VM), or TCP. */
+type Path = "shm" | "tcp" | "verbs";
 if (!existsSync(join(ROOT, "mod.ts"))) throw new Error(`--root ${ROOT}: no mod.ts there`);
 const SCRIPTS = existsSync(join(ROOT, "bench/profile/echo_server.ts"))
   ? join(ROOT, "bench/profile")
@@ -116,7 +120,7 @@ function readProfile(dir: string): CpuProfile {
 /** One profiled case: both processes' breakdowns and the client's own figures. */
 export interface CaseReport {
   runtime: Rt;
-  path: "shm" | "tcp";
+  path: Path;
   window: number;
   calls: number;
   bench: Record<string, unknown>;
@@ -124,12 +128,17 @@ export interface CaseReport {
   client: SideReport | null;
 }
 
-async function runCase(rt: Rt, path: "shm" | "tcp", window: number): Promise<CaseReport> {
+async function runCase(rt: Rt, path: Path, window: number): Promise<CaseReport> {
   const tmp = mkdtempSync(join(tmpdir(), `verbus-profile-${rt}-${path}-${window}-`));
   const sDir = join(tmp, "server"), cDir = join(tmp, "client");
   mkdirSync(sDir);
   mkdirSync(cDir);
-  const server = start(command(rt, "echo_server.ts", sDir, ["--port", "0"]));
+  const server = start(command(rt, "echo_server.ts", sDir, [
+    "--port",
+    "0",
+    ...(path === "verbs" ? ["--fabrics", "verbs"] : []),
+    ...(path === "verbs" && LOG_BYTES !== "" ? ["--log-bytes", LOG_BYTES] : []),
+  ]));
   let port = 0;
   for (let i = 0; i < 600 && !port; i++) {
     const m = /"port":(\d+)/.exec(server.stdout());
@@ -201,7 +210,7 @@ for (const rt of RUNTIMES) {
   for (const path of PATHS) {
     for (const w of WINDOWS) {
       console.error(
-        `== ${rt} ${path} ${path === "shm" ? "EAGER" : "TCP"}, ${w} in flight, ${CALLS} calls`,
+        `== ${rt} ${path} ${path === "tcp" ? "TCP" : "EAGER"}, ${w} in flight, ${CALLS} calls`,
       );
       const c = await runCase(rt, path, w);
       console.error(

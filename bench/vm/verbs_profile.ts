@@ -93,6 +93,24 @@ function procCpu(pid: number | "self"): number[] {
 }
 
 /** The VM: [softirq, idle] µs from /proc/stat, and ksoftirqd/kworker CPU µs. */
+/**
+ * rxe's packet counters of both devices (`hw_counters`: what the NIC model sent and received),
+ * `[rxe0 sent, rxe0 received, rxe1 sent, rxe1 received]`; zeros where a counter is missing.
+ * Soft-RoCE's cost in this VM is per packet, so packets per call say what a call costs the fabric.
+ */
+function rxePackets(): number[] {
+  const read = (dev: string, c: string) => {
+    try {
+      return Number(
+        readFileSync(`/sys/class/infiniband/${dev}/ports/1/hw_counters/${c}`, "latin1").trim(),
+      );
+    } catch {
+      return 0;
+    }
+  };
+  return ["rxe0", "rxe1"].flatMap((d) => [read(d, "sent_pkts"), read(d, "rcvd_pkts")]);
+}
+
 function vmCpu(): number[] {
   const c = readFileSync("/proc/stat", "latin1").split("\n")[0].trim().split(/\s+/).map(Number);
   let kthreads = 0;
@@ -125,7 +143,7 @@ async function measure(c: any, serverPid: number, calls: number, window: number)
     leg1 = new Float64Array(calls),
     leg2 = new Float64Array(calls);
   const s0 = await stats(), c0 = await counters();
-  const p0 = procCpu("self"), q0 = procCpu(serverPid), v0 = vmCpu();
+  const p0 = procCpu("self"), q0 = procCpu(serverPid), v0 = vmCpu(), x0 = rxePackets();
   const runnable: number[] = [];
   const sampler = setInterval(() => {
     const m = /^\S+ \S+ \S+ (\d+)\//.exec(readFileSync("/proc/loadavg", "latin1"));
@@ -148,7 +166,7 @@ async function measure(c: any, serverPid: number, calls: number, window: number)
   }));
   const wall = (performance.now() - t0) * 1000;
   clearInterval(sampler);
-  const p1 = procCpu("self"), q1 = procCpu(serverPid), v1 = vmCpu();
+  const p1 = procCpu("self"), q1 = procCpu(serverPid), v1 = vmCpu(), x1 = rxePackets();
   const c1 = await counters(), s1 = await stats();
   for (const a of [rt, leg1, leg2]) a.sort();
   const per = (x: number) => +(x / calls).toFixed(2);
@@ -179,6 +197,12 @@ async function measure(c: any, serverPid: number, calls: number, window: number)
       client_invol: per(p1[3] - p0[3]),
       server_vol: per(q1[2] - q0[2]),
       server_invol: per(q1[3] - q0[3]),
+    },
+    rxe_packets_per_call: {
+      client_sent: per(x1[0] - x0[0]),
+      client_received: per(x1[1] - x0[1]),
+      server_sent: per(x1[2] - x0[2]),
+      server_received: per(x1[3] - x0[3]),
     },
     client_per_call: delta(c0, c1),
     server_per_call: delta(s0, s1),
