@@ -33,6 +33,7 @@ import { type CmLib, loadCm } from "./cm_lib.ts";
 import { listDevices, openDevice } from "./device.ts";
 import { PreparedVerbsEndpoint } from "./handshake.ts";
 import {
+  autoLogBytes,
   checkAccept,
   decodeRequest,
   encodeRequest,
@@ -166,10 +167,11 @@ export class VerbsServerProvider implements ServerFabricProvider {
   offer(ctx: OfferContext): Promise<ServerOffer> {
     const { sizes } = ctx, listener = this.listener;
     const nonce = newNonce();
+    const logBytes = this.options.logBytes ?? autoLogBytes(sizes);
     const prepared = PreparedVerbsEndpoint.prepare(
       this.lib,
       listener.device,
-      shape(sizes.server, sizes.maxMessage, this.options.mode === "event", this.options.logBytes),
+      shape(sizes.server, sizes.maxMessage, this.options.mode === "event", logBytes),
       ROLE_SERVER,
       nonce,
       this.options.signalEvery,
@@ -187,7 +189,7 @@ export class VerbsServerProvider implements ServerFabricProvider {
       sizes: { server: sizes.server, client: sizes.client },
       nonce: nonceToHex(nonce),
       mode: this.options.mode,
-      logBytes: this.options.logBytes,
+      logBytes,
     };
     const pending = new VerbsServerOffer(
       ctx.sessionId,

@@ -41,8 +41,16 @@ const logBytes = z.number().int().refine(
   (n) => n === 0 || logSizeProblem(n) === null,
   "expected 0 (no write log) or a multiple of 4096 between 16384 and 67108864",
 );
-/** The default write log: room for every answer of a full 1024-slot ring, and the ack lag. */
-export const DEFAULT_LOG_BYTES = 1 << 20;
+/**
+ * The write log of a session whose `logBytes` is not set: 1/16 of the smaller region, within
+ * 16 KiB – 1 MiB (a multiple of 4 KiB). Each side registers the log and an outbox as large, so a
+ * fixed 1 MiB would have quadrupled a small region's pinned memory (500 idle sessions: +1 GiB);
+ * 1/16 still holds a full ring of small answers per flush (1024 slots of 32 KiB: 1 MiB).
+ */
+export function autoLogBytes(sizes: { server: number; client: number }): number {
+  const sixteenth = Math.floor(Math.min(sizes.server, sizes.client) / 16 / 4096) * 4096;
+  return Math.min(1 << 20, Math.max(16384, sixteenth));
+}
 
 /** `providerOptions.verbs` of a server. */
 export const verbsServerOptionsSchema = z.object({
@@ -63,8 +71,9 @@ export const verbsServerOptionsSchema = z.object({
   /**
    * Bytes of each direction's write log (transport/write_log.ts): small writes of a flush go as
    * one RDMA WRITE_WITH_IMM the receiver applies. 0: every write is its own work request.
+   * Unset: {@link autoLogBytes} of the session's regions.
    */
-  logBytes: logBytes.default(DEFAULT_LOG_BYTES),
+  logBytes: logBytes.optional(),
 }).strict();
 /** Validated server options. */
 export type VerbsServerOptions = z.output<typeof verbsServerOptionsSchema>;
