@@ -131,6 +131,12 @@ export class LogWriter {
     this.#acked = Atomics.load(this.#ack, this.#ackIndex) >>> 0;
   }
 
+  /** Moves the open (empty) batch to offset 0; the rest of this lap counts as used (waste). */
+  #wrap(): void {
+    this.#used = (this.#used + this.size - this.#start) >>> 0;
+    this.#start = 0;
+  }
+
   #fits(batchEnd: number): boolean {
     const need = align8(batchEnd) - this.#start;
     if (((this.#used - this.#acked) >>> 0) + need <= this.size) return true;
@@ -157,8 +163,7 @@ export class LogWriter {
     if (end - this.#start > this.maxBatch || align8(end) > this.size) {
       if (this.#count > 0) return LOG_SEAL_FIRST;
       // An empty batch at the log's end: start it at 0 (the rest of the lap is waste).
-      this.#used = (this.#used + this.size - this.#start) >>> 0;
-      this.#start = 0;
+      this.#wrap();
       this.#end = LOG_HEADER_BYTES;
       rec = LOG_HEADER_BYTES;
       end = rec + LOG_RECORD_HEADER_BYTES + len;
@@ -184,10 +189,7 @@ export class LogWriter {
   seal(empty: boolean): number {
     if (this.#count === 0) {
       if (!empty) return 0;
-      if (this.#start + LOG_HEADER_BYTES > this.size) {
-        this.#used = (this.#used + this.size - this.#start) >>> 0;
-        this.#start = 0;
-      }
+      if (this.#start + LOG_HEADER_BYTES > this.size) this.#wrap();
       if (!this.#fits(this.#start + LOG_HEADER_BYTES)) return 0;
       this.#end = this.#start + LOG_HEADER_BYTES;
     }
@@ -214,7 +216,7 @@ export class LogWriter {
 export class LogReader {
   readonly #region: Uint8Array;
   readonly #r32: Uint32Array;
-  readonly #base: number;
+  /** S: where the log starts, and the bound every record's target must stay within. */
   readonly #rpcSize: number;
   #head = 0;
   #seq = 0;
@@ -235,7 +237,6 @@ export class LogReader {
     }
     this.#region = region;
     this.#r32 = new Uint32Array(region.buffer, region.byteOffset, region.length >> 2);
-    this.#base = rpcSize;
     this.#rpcSize = rpcSize;
   }
 
@@ -263,7 +264,7 @@ export class LogReader {
       waste = this.size - at;
       at = 0;
     }
-    const h = (this.#base + at) >> 2, r32 = this.#r32;
+    const h = (this.#rpcSize + at) >> 2, r32 = this.#r32;
     const bytes = r32[h + (H_BYTES >> 2)], count = r32[h + (H_COUNT >> 2)];
     if (bytes < LOG_HEADER_BYTES || bytes % 8 !== 0 || bytes > this.size - at) {
       return `write-log batch ${want} at offset ${at} claims ${bytes} bytes (the log has ${
@@ -276,7 +277,7 @@ export class LogReader {
       if (q + LOG_RECORD_HEADER_BYTES > end) {
         return `write-log batch ${want} claims ${count} records but ends after ${i}`;
       }
-      const w = (this.#base + q) >> 2, off = r32[w], len = r32[w + 1];
+      const w = (this.#rpcSize + q) >> 2, off = r32[w], len = r32[w + 1];
       const data = q + LOG_RECORD_HEADER_BYTES;
       if (len > end - data) {
         return `write-log batch ${want}: record ${i} of ${len} bytes runs past the batch's end`;
@@ -284,7 +285,7 @@ export class LogReader {
       if (off + len > this.#rpcSize) {
         return `write-log batch ${want}: record ${i} targets [${off}, +${len}), past the ${this.#rpcSize}-byte region`;
       }
-      const src = this.#base + data;
+      const src = this.#rpcSize + data;
       if (len === 4 && (off & 3) === 0) r32[off >> 2] = r32[src >> 2];
       else this.#region.copyWithin(off, src, src + len);
       q = align8(data + len);
@@ -296,6 +297,6 @@ export class LogReader {
   }
 
   #seqAt(at: number): number {
-    return at + LOG_HEADER_BYTES > this.size ? -1 : this.#r32[(this.#base + at) >> 2];
+    return at + LOG_HEADER_BYTES > this.size ? -1 : this.#r32[(this.#rpcSize + at) >> 2];
   }
 }

@@ -43,10 +43,9 @@ import { VerbsInbound } from "./inbound.ts";
 import type { VerbsSendPath } from "./send_path.ts";
 import { ResourcePool } from "./resource_pool.ts";
 import { LOG_RECORD_MAX, VerbsWriteLog } from "./write_log_link.ts";
-import { LOG_TAIL_BYTES } from "../write_log.ts";
 import { VerbsFaults } from "./verbs_faults.ts";
 import type { VerbsLib } from "./verbs_lib.ts";
-import type { EndpointResources } from "./verbs_resources.ts";
+import { type EndpointResources, regionExtent } from "./verbs_resources.ts";
 
 /** How long close() lets posted work reach the peer before the QP is flushed. */
 const LINGER_MS = 300;
@@ -115,7 +114,7 @@ export class VerbsEndpoint implements FabricEndpoint {
     this.#log = logBytes > 0
       ? new VerbsWriteLog(parts.send, parts.resources, this.remoteSize, this.#peerToken)
       : null;
-    const extent = this.remoteSize + (logBytes > 0 ? logBytes + LOG_TAIL_BYTES : 0);
+    const extent = regionExtent(this.remoteSize, logBytes); // the peer's MR, log included
     this.faults = new VerbsFaults(parts.send, extent, (why) => this.fail(why));
     this.readiness = { source: parts.resources.hub, token: parts.resources.token };
     const inbound = new VerbsInbound(

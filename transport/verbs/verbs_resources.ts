@@ -180,7 +180,12 @@ export class EndpointResources {
 
 /** Bytes of the region MR of `shape`: the rpc region, then the inbound log and its tail. */
 export function registeredSize(shape: EndpointShape): number {
-  return shape.regionSize + (shape.logBytes > 0 ? shape.logBytes + LOG_TAIL_BYTES : 0);
+  return regionExtent(shape.regionSize, shape.logBytes);
+}
+
+/** Bytes a region MR covers: an rpc region of `rpcSize`, then a `logBytes` log and its tail. */
+export function regionExtent(rpcSize: number, logBytes: number): number {
+  return rpcSize + (logBytes > 0 ? logBytes + LOG_TAIL_BYTES : 0);
 }
 
 function newQp(hub: VerbsHub, pd: ProtectionDomain, shape: EndpointShape): QueuePair {
