@@ -15,6 +15,7 @@
 import { setImmediate } from "node:timers";
 import { z } from "zod";
 import { type SpinDecision, type SpinInputs, spinPolicy } from "./spin_policy.ts";
+import { SpinPace } from "./spin_pace.ts";
 import { invalidateTurnClock, setTurnClock } from "./turn_clock.ts";
 
 /** The progress-loop options as a zod schema (client and server options embed it). */
@@ -50,6 +51,8 @@ export interface LoopMachine {
   runnable(): number;
   /** True when every peer an answer is awaited from sleeps (evaluated when a spin starts). */
   peerAsleep(): boolean;
+  /** The clock a spin reads, ms (default `performance.now`; tests give a clock of known cost). */
+  now?: () => number;
 }
 
 /** How often the loop re-reads the runnable-task count, ms. */
@@ -68,8 +71,6 @@ const CALLER_HOPS = 8;
  * ~{@link BUSY_WORK} calls.
  */
 const BUSY_TURNS = 64, BUSY_WORK = 512;
-/** Empty polls between two clock reads of a spin. */
-const POLLS_PER_CLOCK = 16;
 
 /** A started/stopped busy-poll-then-sleep loop. */
 export class ProgressLoop {
@@ -84,8 +85,19 @@ export class ProgressLoop {
   #readingAt = 0;
   #policyAt = -Infinity;
   /** Turns taken / idle sleeps taken / spins cut to nothing by the policy / clock readings of the
-   * spins and empty turns / spins that yield the core after every poll (tests and stats). */
-  readonly counters = { turns: 0, sleeps: 0, shortSpins: 0, clockReads: 0, yieldingSpins: 0 };
+   * spins and empty turns (calibrations included) / spins that yield the core after every poll /
+   * empty polls of the tight spins (tests and stats). */
+  readonly counters = {
+    turns: 0,
+    sleeps: 0,
+    shortSpins: 0,
+    clockReads: 0,
+    yieldingSpins: 0,
+    spinPolls: 0,
+  };
+  /** The spin's clock and how often a spin reads it (`spin_pace.ts`). */
+  readonly #read: () => number;
+  readonly #pace: SpinPace;
 
   /**
    * @param step does one round of work; returns how much it did (0 = nothing)
@@ -107,6 +119,8 @@ export class ProgressLoop {
       peerAsleep: () => false,
     },
   ) {
+    this.#read = machine.now ?? (() => performance.now());
+    this.#pace = new SpinPace(this.#read);
     this.configure(options);
   }
 
@@ -147,8 +161,9 @@ export class ProgressLoop {
 
   /**
    * Looks once; when that finds nothing, spins ({@link #spinFor}). The clock is read every
-   * {@link POLLS_PER_CLOCK} empty polls of the tight spin, never before (on Deno a reading costs
-   * ~0.1 µs, and with one call in flight most spins end sooner); returns the work found, and the
+   * `pollsPerClock` empty polls of the tight spin (`spin_pace.ts`: 16 where the clock is cheap,
+   * more where a reading is dear), never before (on Deno a reading costs ~0.1 µs, and with one
+   * call in flight most spins end sooner); returns the work found, and the
    * last clock reading in `this.#now` (NaN: none). Returns a number when the first look found
    * work (no promise on the busy path). The runnable-task count the policy uses is refreshed at
    * a clock reading ({@link #clock}).
@@ -212,13 +227,16 @@ export class ProgressLoop {
   /** A clock reading of the spin: kept for the turn and the loop, and the policy's inputs refreshed. */
   #clock(): number {
     this.counters.clockReads++;
-    const now = performance.now();
-    this.#now = now;
-    setTurnClock(now);
+    let now = this.#read();
     if (now - this.#policyAt > POLICY_REFRESH_MS) {
       this.#policyAt = now;
       this.#runnable = this.#leastRunnable(this.machine.runnable());
+      this.counters.clockReads += 4;
+      now = this.#pace.calibrate(); // what a reading costs now (its last reading is the clock)
+      this.#calibrated = true;
     }
+    this.#now = now;
+    setTurnClock(now);
     return now;
   }
 
@@ -227,8 +245,9 @@ export class ProgressLoop {
    * await a microtask first, so a caller a few awaits away from the promise a step just resolved
    * (an `async` wrapper, a generated client) submits its next call now: a spin that held the
    * thread from its first poll made such a caller wait for the whole spin and the loop's yield.
-   * Then it polls in a tight loop (the cheapest way to see an answer the moment it lands); the
-   * budget `spinMs` counts from the loop's first clock reading.
+   * Then it polls in a tight loop (the cheapest way to see an answer the moment it lands),
+   * reading the clock every `pollsPerClock` polls (each pair of readings also tells the pace
+   * what a poll costs); the budget `spinMs` counts from the loop's first clock reading.
    */
   async #spinFor(spinMs: number, yieldEachPoll: boolean): Promise<number> {
     for (let k = 1; k <= CALLER_HOPS; k++) {
@@ -236,15 +255,25 @@ export class ProgressLoop {
       const did = this.step();
       if (did > 0 || !this.keepRunning()) return did;
     }
-    // Crowded (a yield per poll): the spin's polls are dear and the clock is not, so the budget
-    // counts from here; else from the first reading, {@link POLLS_PER_CLOCK} polls on.
-    let t0 = yieldEachPoll ? this.#clock() : NaN;
-    for (let k = 1;; k++) {
+    // Crowded (a yield per poll): the spin's polls are dear, so the budget counts from here;
+    // else from the first reading, one interval of polls on.
+    let t0 = yieldEachPoll ? this.#clock() : NaN, last = t0;
+    const pace = this.#pace, counters = this.counters;
+    for (let polls = 0;;) {
       if (yieldEachPoll) this.yieldCpu();
       const did = this.step();
-      if (did > 0 || !this.keepRunning()) return did;
-      if (k % POLLS_PER_CLOCK === 0) {
+      if (did > 0 || !this.keepRunning()) {
+        counters.spinPolls += polls;
+        return did;
+      }
+      if (++polls >= pace.pollsPerClock) {
+        counters.spinPolls += polls;
         const now = this.#clock();
+        // (an interval that included a calibration is not a sample of what polls cost)
+        if (!Number.isNaN(last) && !this.#calibrated) pace.observe(now - last, polls);
+        this.#calibrated = false;
+        polls = 0;
+        last = now;
         if (Number.isNaN(t0)) t0 = now;
         else if (now - t0 > spinMs) return 0;
       }
@@ -252,6 +281,8 @@ export class ProgressLoop {
   }
 
   #now = NaN;
+  /** The last {@link #clock} calibrated the pace (the spin's interval is then no poll sample). */
+  #calibrated = false;
   /** Time without work before the idle sleep, as the spin policy last decided it (ms). */
   #idleAfter = 5;
 

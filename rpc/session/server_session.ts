@@ -34,6 +34,7 @@ import { applyReclaims, sessionTelemetry } from "./server_telemetry.ts";
 import { type ResponseToken, ResponseTokens } from "./response_tokens.ts";
 import { ServerResponseWriter } from "./server_response_writer.ts";
 import { copyOut } from "./copy_out.ts";
+import { turnDateNow } from "./turn_clock.ts";
 import { RequestLender } from "./request_lender.ts";
 import { EndNotice } from "../../util/end_notice.ts";
 
@@ -92,7 +93,7 @@ export class ServerSession implements ResponseSink {
    * keeps no 64 objects a GC must walk).
    */
   readonly #slotMeta: (RpcMeta | undefined)[];
-  /** `Date.now()` of the current poll round (read once per round that found work), or -1. */
+  /** `Date.now()` scale time of the current poll round (the turn's clock), or -1. */
   #roundNow = -1;
   /** Answers whose body the fabric refused (each failed its call only). */
   bodyWriteFailures = 0;
@@ -293,7 +294,7 @@ export class ServerSession implements ResponseSink {
     // The answer comes back through send() with this token (the slot index, its meta's correlationId).
     const meta = this.#slotMeta[i] ??= { request, correlationId: i };
     meta.request = request;
-    if (this.#roundNow < 0) this.#roundNow = Date.now(); // one clock read per round
+    if (this.#roundNow < 0) this.#roundNow = turnDateNow(); // the turn's clock reading
     this.#dispatcher.dispatch(meta, payload, attachment, this, this.#roundNow);
   }
 

@@ -9,6 +9,10 @@
  * older than one synchronous turn plus its microtasks: good for deadlines (milliseconds) and
  * server-side timings, not for measuring one call's µs latency (sample the real clock for that).
  *
+ * {@link turnDateNow} is the same reading on the `Date.now()` scale (server-side deadlines and
+ * timings): the offset between the two clocks is re-read about once a second, not per round (in
+ * the Soft-RoCE VM every reading of either clock is a syscall and an emulated HPET access).
+ *
  * Threading: one clock per JS thread (module state); every function on that thread.
  * @module
  */
@@ -34,4 +38,24 @@ export function invalidateTurnClock(): void {
 export function setTurnClock(now: number): void {
   cached = now;
   valid = true;
+}
+
+/** How often {@link turnDateNow} re-reads the offset between the wall clock and the monotonic one, ms. */
+const OFFSET_REFRESH_MS = 1000;
+let offset = 0;
+let offsetAt = -Infinity;
+
+/**
+ * {@link turnNow} on the `Date.now()` scale (ms since the epoch): the turn's reading plus the
+ * offset of the two clocks, re-read every {@link OFFSET_REFRESH_MS} (a wall-clock step shows
+ * within that), in whole milliseconds like `Date.now()`: a deadline counted from it and checked
+ * against `Date.now()` never has more left than it was given.
+ */
+export function turnDateNow(): number {
+  const now = turnNow();
+  if (now - offsetAt > OFFSET_REFRESH_MS || now < offsetAt) {
+    offset = Date.now() - performance.now();
+    offsetAt = now;
+  }
+  return Math.floor(now + offset); // whole ms, as Date.now(): never ahead of a later Date.now()
 }

@@ -66,10 +66,11 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  */
 function testLoop(
   step: () => number,
-  { runnable = () => 1, idleAfterMs = 1000, peerAsleep = () => false }: {
+  { runnable = () => 1, idleAfterMs = 1000, peerAsleep = () => false, now }: {
     runnable?: (reading: number) => number;
     idleAfterMs?: number;
     peerAsleep?: () => boolean;
+    now?: () => number;
   } = {},
 ) {
   let running = true, reading = 0;
@@ -79,7 +80,7 @@ function testLoop(
     () => running,
     { spinUs: 20, idleAfterMs },
     () => {},
-    { cores: 2, runnable: () => runnable(reading++), peerAsleep },
+    { cores: 2, runnable: () => runnable(reading++), peerAsleep, now },
   );
   return { loop, stop: () => (running = false) };
 }
@@ -181,4 +182,36 @@ test("the spin follows the peer: none while it sleeps, again once it is awake", 
     `asleep: ${JSON.stringify(sleeping)}`,
   );
   assert(awake2.cut <= 1, `awake again: ${awake2.cut} spins cut`);
+});
+
+/**
+ * An idle-but-held loop for `ms` over a virtual clock: a poll takes `pollUs`, a reading `clockUs`
+ * (the reading advances the clock it returns). Its counters, and the virtual time it spent.
+ */
+async function pacedSpins(pollUs: number, clockUs: number, ms: number) {
+  let t = 0;
+  const { loop, stop } = testLoop(() => {
+    t += pollUs / 1000;
+    return 0;
+  }, { idleAfterMs: 60_000, now: () => (t += clockUs / 1000) });
+  loop.start();
+  await sleep(ms);
+  stop();
+  await sleep(5);
+  return loop.counters;
+}
+
+test("a spin reads a dear clock rarely and a cheap one every 16 polls, and still ends", async () => {
+  // The Soft-RoCE VM's clock is the emulated HPET (~18 µs a reading, polls ~3 µs): reading it every
+  // 16 polls spent the spin's budget on the clock.
+  const dear = await pacedSpins(1, 50, 60);
+  const clockShare = (dear.clockReads * 50) / (dear.spinPolls * 1);
+  assert(dear.spinPolls > 1000, `${dear.spinPolls} polls`);
+  assert(clockShare < 1 / 8, `readings took ${(clockShare * 100).toFixed(1)} % of the polls' time`);
+  assert(dear.turns > 3, `${dear.turns} turns: the spins end`);
+  // A cheap clock (Bun's vDSO reading: ~6 ns): the spin looks at it every 16 polls, as before.
+  const cheap = await pacedSpins(1, 0.005, 60);
+  const perRead = cheap.spinPolls / cheap.clockReads;
+  assert(perRead >= 8 && perRead <= 17, `${perRead.toFixed(1)} polls per reading`);
+  assert(cheap.turns > 3, `${cheap.turns} turns: the spins end`);
 });

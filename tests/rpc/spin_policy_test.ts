@@ -4,7 +4,12 @@
  */
 import { assert, assertEquals, test } from "../harness.ts";
 import { OVERSUBSCRIBED_IDLE_AFTER_MS, spinPolicy } from "../../rpc/session/spin_policy.ts";
-import { invalidateTurnClock, setTurnClock, turnNow } from "../../rpc/session/turn_clock.ts";
+import {
+  invalidateTurnClock,
+  setTurnClock,
+  turnDateNow,
+  turnNow,
+} from "../../rpc/session/turn_clock.ts";
 
 const base = { cores: 2, runnable: 2, peerAsleep: false, spinUs: 20, idleAfterMs: 5 };
 
@@ -64,4 +69,29 @@ test("turn clock: one reading per turn, fresh after invalidation", () => {
   assertEquals(turnNow(), b + 1000, "a reading made anyway is reused");
   invalidateTurnClock();
   assert(Math.abs(turnNow() - performance.now()) < 100, "back to the real clock");
+});
+
+test("turn clock on the Date.now() scale: the turn's reading, the wall clock read about once a second", () => {
+  // A server round stamps its requests with it: a Date.now() per round was a syscall in the VM.
+  const real = Date.now;
+  let wallReads = 0;
+  Date.now = () => (wallReads++, real.call(Date));
+  try {
+    let worst = 0;
+    const until = performance.now() + 30;
+    for (let k = 0; performance.now() < until; k++) {
+      invalidateTurnClock(); // a new turn each time: a fresh monotonic reading
+      const at = turnDateNow();
+      const wall = real.call(Date);
+      assert(at <= wall, `${at} is ahead of Date.now() ${wall}`); // a deadline never grows
+      worst = Math.max(worst, wall - at);
+    }
+    assert(wallReads <= 2, `${wallReads} wall-clock readings in 30 ms`);
+    assert(worst < 5, `${worst} ms from Date.now()`);
+    invalidateTurnClock();
+    const a = turnDateNow();
+    assertEquals(turnDateNow(), a, "cached within the turn");
+  } finally {
+    Date.now = real;
+  }
 });
