@@ -45,7 +45,7 @@ run() { # run RUNTIME TREE
     (cd "$tree" && "$OLDPWD/node_modules/.bin/bun" bench/vm/verbs_bench.ts --perftest "$PT")
   fi
 }
-rm -f build/bench/before-verbs-*.json
+rm -f build/bench/before-verbs-*.json build/bench/verbs-*.json # (a failed run reports nothing stale)
 for rt in deno bun; do
   [ "$which" = "$rt" ] || [ "$which" = both ] || continue
   if [ -n "$BEFORE" ]; then

@@ -3,9 +3,13 @@
  * runs perftest and passes its numbers with `--perftest FILE`). Starts a verbus server process
  * (demo service, same runtime) on rxe1 and a client bound to rxe0, and measures:
  * EAGER ECHO 64 B round trip and calls/s, LARGE_GET 64 KiB on the LAZY path, and the same calls
- * over verbus's own TCP path. Prints a table of ratios; writes build/bench/verbs-<runtime>.json.
+ * over verbus's own TCP path; and ECHO over shm between the same two processes' runtimes in this
+ * VM — no fabric at all, so its calls/s at 16 in flight ÷ TCP's is the most any fabric can reach
+ * here (the JS floor of a call under TCG). Calls/s at 16 in flight are `--rounds` (3) interleaved
+ * rounds of 0.8 s per case, compared within a round. Prints a table of ratios; writes
+ * build/bench/verbs-<runtime>.json.
  *
- *   deno run -A bench/vm/verbs_bench.ts --perftest build/bench/perftest.json
+ *   deno run -A bench/vm/verbs_bench.ts --perftest build/bench/perftest.json [--rounds 3]
  *   bun bench/vm/verbs_bench.ts --serve --mode poll      (the server role, used internally)
  * @module
  */
@@ -25,6 +29,8 @@ const args: string[] = RUNTIME === "deno" ? g.Deno.args : g.process.argv.slice(2
 const opt = (n: string, d: string) => (args.includes(n) ? args[args.indexOf(n) + 1] : d);
 const SERVER = "10.77.0.2", CLIENT = "10.77.0.1";
 const REGION = VM_BENCH_REGION;
+/** Rounds of the 16-in-flight measurement (`--rounds`), and each case's window in one round. */
+const ROUNDS = Number(opt("--rounds", "3")), WINDOW_MS = 800;
 const ROOT = resolve(new URL("../..", import.meta.url).pathname);
 
 if (args.includes("--serve")) {
@@ -33,7 +39,7 @@ if (args.includes("--serve")) {
     host: SERVER,
     services: demoService({}),
     fabric: {
-      fabrics: ["verbs"],
+      fabrics: ["verbs", "shm"], // shm: the JS floor of a call in this VM (no fabric at all)
       providerOptions: { verbs: { addr: SERVER, port: 0, mode: opt("--mode", "poll") } },
       region: REGION,
     },
@@ -81,6 +87,29 @@ async function throughput(window: number, ms: number, fn: () => Promise<unknown>
   return n / (ms / 1000);
 }
 
+/**
+ * Calls/s at 16 in flight of every case, `ROUNDS` times in turn, `WINDOW_MS` each: the VM's
+ * speed drifts within a run (one case measured in one block of 2 s met another machine than the
+ * next), so cases are interleaved and compared within a round.
+ */
+async function rounds(
+  cases: Record<string, () => Promise<unknown>>,
+): Promise<Record<string, number[]>> {
+  const out: Record<string, number[]> = {};
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const [name, call] of Object.entries(cases)) {
+      (out[name] ??= []).push(await throughput(16, WINDOW_MS, call));
+    }
+  }
+  return out;
+}
+
+/** The median of `xs` (a declaration: `main` runs before the module's later constants exist). */
+function median(xs: number[]): number {
+  return [...xs].sort((a, b) => a - b)[xs.length >> 1];
+}
+
+/** Round trips of ECHO 64 B and LARGE_GET 64 KiB over `path`, and the ECHO call (checked once). */
 async function measure(c: Client, path: "EAGER" | "TCP_FALLBACK", iters: number) {
   const echo = new Uint8Array(64).fill(7), key = encodeKeyRequest("big:64k");
   const lazyPath = path === "EAGER" ? "LAZY" : "TCP_FALLBACK";
@@ -99,8 +128,23 @@ async function measure(c: Client, path: "EAGER" | "TCP_FALLBACK", iters: number)
       Math.max(200, iters >> 2),
       () => c.call("verbus.Demo", "LargeGet", key, { forcePath: lazyPath }),
     ),
-    callsPerSec: await throughput(16, 2000, echoCall),
+    echoCall,
   };
+}
+
+/** A client of the bench server over `fabric` (verbs in `mode`, or shm), checked to have it. */
+async function client(port: number, fabric: "verbs" | "shm", mode = "event"): Promise<Client> {
+  const c = await connect({ host: SERVER, port }, {
+    fabric,
+    region: REGION,
+    providerOptions: { verbs: { sourceAddr: CLIENT, mode } },
+    timeoutMs: 10_000,
+  });
+  if (c.fabric !== fabric) {
+    await c.close();
+    throw new Error(`no ${fabric} session: ${c.handshake.reason}`);
+  }
+  return c;
 }
 
 async function main(): Promise<void> {
@@ -109,27 +153,58 @@ async function main(): Promise<void> {
   const results: Record<string, unknown> = { runtime: RUNTIME, perftest: perf, region: REGION };
   results.endpoint = await endpointPingPong(SERVER, CLIENT, REGION, iters);
   // One server process in event mode (it busy-polls while there is work, sleeps when idle: a
-  // poll-mode server would pin one of the VM's two vCPUs forever); the client in both modes.
+  // poll-mode server would pin one of the VM's two vCPUs forever); the client in both modes, one
+  // after the other (a poll-mode endpoint makes its process's hub busy-poll: no event client
+  // beside it), each phase with its own rounds of verbs, TCP (and shm) at 16 in flight.
   const srv = await spawnServer(opt("--server-mode", "event"));
   results.server_start_ms = Math.round(srv.startMs);
+  const tcpRounds: number[] = [];
+  /** Keeps the figures of a phase: each case's median and its per-round ratio to TCP. */
+  const keep = (
+    name: string,
+    m: Omit<Awaited<ReturnType<typeof measure>>, "echoCall">,
+    xs: number[],
+    tcp: number[],
+  ) => {
+    results[name] = {
+      echo: m.echo,
+      large: m.large,
+      callsPerSec: median(xs),
+      callsPerSecRounds: xs,
+      vsTcpRounds: xs.map((x, i) => x / tcp[i]),
+    };
+  };
   try {
-    for (const mode of ["poll", "event"]) {
-      const c = await connect({ host: SERVER, port: srv.port }, {
-        fabric: "verbs",
-        region: REGION,
-        providerOptions: { verbs: { sourceAddr: CLIENT, mode } },
-        timeoutMs: 10_000,
-      });
-      try {
-        if (c.fabric !== "verbs") throw new Error(`no verbs session: ${c.handshake.reason}`);
-        results[`verbs_${mode}`] = await measure(c, "EAGER", iters);
-        if (mode === "poll") {
-          results.tcp = await measure(c, "TCP_FALLBACK", Math.max(500, iters >> 1));
-        }
-      } finally {
-        await c.close();
-      }
+    const poll = await client(srv.port, "verbs", "poll");
+    try {
+      const v = await measure(poll, "EAGER", iters);
+      const t = await measure(poll, "TCP_FALLBACK", Math.max(500, iters >> 1));
+      const r = await rounds({ verbs: v.echoCall, tcp: t.echoCall });
+      keep("verbs_poll", v, r.verbs, r.tcp);
+      results.tcp = { echo: t.echo, large: t.large };
+      tcpRounds.push(...r.tcp);
+    } finally {
+      await poll.close();
     }
+    const event = await client(srv.port, "verbs", "event");
+    const shm = await client(srv.port, "shm");
+    try {
+      const v = await measure(event, "EAGER", iters);
+      const s = await measure(shm, "EAGER", Math.max(500, iters >> 1));
+      const tcpCall = () =>
+        event.call("verbus.Demo", "Echo", new Uint8Array(64), { forcePath: "TCP_FALLBACK" });
+      const r = await rounds({ verbs: v.echoCall, tcp: tcpCall, shm: s.echoCall });
+      keep("verbs_event", v, r.verbs, r.tcp);
+      keep("shm", s, r.shm, r.tcp);
+      tcpRounds.push(...r.tcp);
+    } finally {
+      await shm.close();
+      await event.close();
+    }
+    Object.assign(results.tcp as object, {
+      callsPerSec: median(tcpRounds),
+      callsPerSecRounds: tcpRounds,
+    });
   } finally {
     srv.kill();
   }
@@ -176,7 +251,11 @@ function printTable(r: Record<string, unknown>): void {
       x.verbs_poll.callsPerSec.toFixed(0).padStart(9)
     } (poll) ${x.verbs_event.callsPerSec.toFixed(0)} (event); TCP ${
       x.tcp.callsPerSec.toFixed(0)
-    } → verbs/TCP ${(x.verbs_poll.callsPerSec / x.tcp.callsPerSec).toFixed(2)}×`,
+    }; shm ${x.shm.callsPerSec.toFixed(0)} → verbs/TCP ${
+      median(x.verbs_poll.vsTcpRounds).toFixed(2)
+    }× (poll) ${median(x.verbs_event.vsTcpRounds).toFixed(2)}× (event), shm/TCP ${
+      median(x.shm.vsTcpRounds).toFixed(2)
+    }× (the JS floor in this VM); medians of ${ROUNDS} rounds`,
   );
   rows.push(
     `means (µs): EAGER poll ${x.verbs_poll.echo.mean.toFixed(1)}, event ${
