@@ -112,6 +112,9 @@ int vb_eventfd(void);
 int vb_eventfd_signal(int fd);
 /* 1 = fd readable, 0 = timeout, -errno on error. */
 int vb_wait_fd(int fd, int timeout_ms);
+/* Like vb_wait_fd, and 2 when wake_fd (an eventfd) was signalled first (its count is consumed):
+ * a long wait on an event fd that local work (the last user leaving) can end early. */
+int vb_wait_fd_or_wake(int fd, int wake_fd, int timeout_ms);
 /* 0 = woken, 1 = *addr != expected, 2 = timed out, -errno on error. Shared (non-private) futex. */
 int vb_futex_wait(uint32_t *addr, uint32_t expected, int timeout_ms);
 /* Number of waiters woken, or -errno. */

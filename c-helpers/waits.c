@@ -118,15 +118,10 @@ int vb_eventfd_signal(int fd)
 	return write(fd, &one, sizeof(one)) == (ssize_t)sizeof(one) ? 0 : -errno;
 }
 
-int vb_get_cq_event_or_wake(struct ibv_comp_channel *channel, int wake_fd, int timeout_ms,
-			    struct ibv_cq **cq_out)
+int vb_wait_fd_or_wake(int fd, int wake_fd, int timeout_ms)
 {
-	if (!channel || !cq_out)
-		return -EINVAL;
-	if (!p_get_cq_event)
-		return -ENOSYS;
 	struct pollfd p[2] = {
-		{ .fd = channel->fd, .events = POLLIN, .revents = 0 },
+		{ .fd = fd, .events = POLLIN, .revents = 0 },
 		{ .fd = wake_fd, .events = POLLIN, .revents = 0 },
 	};
 	int rc;
@@ -142,11 +137,22 @@ int vb_get_cq_event_or_wake(struct ibv_comp_channel *channel, int wake_fd, int t
 	if ((p[0].revents | p[1].revents) & POLLNVAL)
 		return -EBADF;
 	if (p[0].revents & POLLIN)
-		return take_cq_event(channel, cq_out);
+		return 1;
 	uint64_t n;
 	if (read(wake_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
 		return -errno;
 	return 2;
+}
+
+int vb_get_cq_event_or_wake(struct ibv_comp_channel *channel, int wake_fd, int timeout_ms,
+			    struct ibv_cq **cq_out)
+{
+	if (!channel || !cq_out)
+		return -EINVAL;
+	if (!p_get_cq_event)
+		return -ENOSYS;
+	int rc = vb_wait_fd_or_wake(channel->fd, wake_fd, timeout_ms);
+	return rc == 1 ? take_cq_event(channel, cq_out) : rc;
 }
 
 int vb_futex_wait(uint32_t *addr, uint32_t expected, int timeout_ms)

@@ -41,6 +41,8 @@ export const HELPER_SYMBOLS = {
   vb_eventfd_signal: { args: ["i32"], result: "i32" },
   /** int vb_wait_fd(int fd, int timeout_ms);  1 readable, 0 timeout, -errno */
   vb_wait_fd: { args: ["i32", "i32"], result: "i32", nonblocking: true },
+  /** int vb_wait_fd_or_wake(int fd, int wake_fd, int timeout_ms);  1 readable, 2 woken, 0 timeout, -errno */
+  vb_wait_fd_or_wake: { args: ["i32", "i32", "i32"], result: "i32", nonblocking: true },
   /** int vb_futex_wait(uint32_t *addr, uint32_t expected, int timeout_ms);  0 woken, 1 changed, 2 timeout, -errno */
   vb_futex_wait: { args: ["pointer", "u32", "i32"], result: "i32", nonblocking: true },
   /** int vb_futex_wake(uint32_t *addr, int count);  woken, or -errno */

@@ -9,6 +9,7 @@
 import { VerbusError } from "../../errors.ts";
 import { FAILED, OK, SIGNALED } from "../../transport/fabric.ts";
 import type { VerbsEndpoint } from "../../transport/verbs/verbs_endpoint.ts";
+import { CmEventLoop } from "../../transport/verbs/cm_events.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 import { AT, client, completion, offerOf, server, SIZES } from "./verbs_providers.ts";
 import { eventually, kernelResourceCounts, pattern } from "./fabric_verbs_util.ts";
@@ -204,6 +205,36 @@ test(
       sp.close();
       cp.close();
     }
+  },
+  { timeoutMs: 60_000 },
+);
+
+test(
+  "an idle session's rdma_cm loop waits rarely, and ends at once when the last id leaves",
+  async () => {
+    // It waited 100 ms at a time: ten worker round trips a second in every process with a session.
+    const sp = await server("event"), cp = await client("event");
+    const offer = await offerOf(sp, 9);
+    const c = await cp.open(offer.offer, SIZES);
+    const s = await offer.connect();
+    const loop = CmEventLoop.current();
+    assert(loop !== null && loop.running, "the loop runs while the session's ids are routed");
+    try {
+      await new Promise((r) => setTimeout(r, 200));
+      const w0 = loop.waits;
+      await new Promise((r) => setTimeout(r, 1500));
+      assert(loop.waits - w0 <= 1, `${loop.waits - w0} waits in 1.5 s of an idle session`);
+    } finally {
+      c.close();
+      s.close();
+      sp.close();
+      cp.close();
+    }
+    // Its wait is 10 s long: only the wake of the last id leaving ends it this soon.
+    assert(
+      await eventually(() => loop.routed === 0 && !loop.running, 2000),
+      `loop after close: ${loop.routed} ids routed, running ${loop.running}`,
+    );
   },
   { timeoutMs: 60_000 },
 );

@@ -1,8 +1,11 @@
 /**
  * The process-wide rdma_cm event channel of the verbs fabric ({@link CmEventLoop}): its fd is
- * waited on with the helper's `vb_wait_fd` as a nonblocking call (Deno: nonblocking FFI; Bun: a
- * Worker), so the event loop never blocks; once the fd is readable `rdma_get_cm_event` returns
- * at once. Every event is copied (private data included) and acked before it is dispatched to
+ * waited on with the helper's `vb_wait_fd_or_wake` as a nonblocking call (Deno: nonblocking FFI;
+ * Bun: a Worker), so the event loop never blocks; once the fd is readable `rdma_get_cm_event`
+ * returns at once. The wait is long ({@link CM_WAIT_MS}): the last id leaving signals the loop's
+ * eventfd, so the loop ends at once instead of at its next timeout (a 100 ms wait woke every
+ * process with a verbs session ten times a second, a worker round trip each: ~1–3 % of a vCPU
+ * in the Soft-RoCE VM). Every event is copied (private data included) and acked before it is dispatched to
  * the handler of its CM id, so `rdma_destroy_id` never waits on an unacked event. A connect
  * request nobody listens for is rejected. Control path; one JS thread.
  * @module
@@ -34,20 +37,30 @@ export const EV = Object.fromEntries(RDMA_CM_EVENT.map((n, i) => [n, i])) as Rec
   number
 >;
 
+/** Longest single wait of the loop, ms (the last id leaving wakes it sooner). */
+export const CM_WAIT_MS = 10_000;
+/** The wait when the loop has no eventfd (it then notices the last id leaving this late). */
+const CM_WAIT_NO_WAKE_MS = 100;
+
 /** The process-wide CM event channel and the loop that dispatches its events. */
 export class CmEventLoop {
   static #instance: CmEventLoop | null = null;
   readonly channel: NonNullPtr;
   readonly fd: number;
+  /** The eventfd that ends the loop's wait (-1: none could be made; the wait is then short). */
+  readonly #wakeFd: number;
   readonly #handlers = new Map<bigint, (ev: CmEvent) => void>();
   readonly #evOut = new BigUint64Array(1);
   #running = false;
+  /** Waits the loop made (tests: an idle loop waits rarely). */
+  waits = 0;
 
   private constructor(readonly lib: CmLib) {
     const ch = lib.cm.symbols.rdma_create_event_channel();
     if (ch === null) cmCheck(lib, -1, "rdma_create_event_channel", "the CM event channel");
     this.channel = ch as NonNullPtr;
     this.fd = lib.ffi.readI32(this.channel, RDMA_EVENT_CHANNEL.fd);
+    this.#wakeFd = lib.helper.lib.symbols.vb_eventfd();
   }
 
   /** The loop of this process (its channel is created on first use and lives as long). */
@@ -74,9 +87,12 @@ export class CmEventLoop {
     if (!this.#running) void this.#run();
   }
 
-  /** Stops routing the events of `id`. */
+  /** Stops routing the events of `id`; the last one leaving ends the loop's wait now. */
   off(id: NonNullPtr): void {
-    this.#handlers.delete(this.lib.ffi.address(id));
+    if (!this.#handlers.delete(this.lib.ffi.address(id))) return;
+    if (this.#handlers.size === 0 && this.#running && this.#wakeFd >= 0) {
+      this.lib.helper.lib.symbols.vb_eventfd_signal(this.#wakeFd);
+    }
   }
 
   /** Ids routed right now (tests). */
@@ -84,16 +100,29 @@ export class CmEventLoop {
     return this.#handlers.size;
   }
 
+  /** True while the loop waits on the channel (tests). */
+  get running(): boolean {
+    return this.#running;
+  }
+
+  /** This process's loop, if one was made (tests). */
+  static current(): CmEventLoop | null {
+    return CmEventLoop.#instance;
+  }
+
   async #run(): Promise<void> {
     this.#running = true;
     const h = this.lib.helper.lib;
     try {
       while (this.#handlers.size > 0) {
-        const rc = await h.nonblocking.vb_wait_fd(this.fd, 100);
+        this.waits++;
+        const rc = this.#wakeFd >= 0
+          ? await h.nonblocking.vb_wait_fd_or_wake(this.fd, this.#wakeFd, CM_WAIT_MS)
+          : await h.nonblocking.vb_wait_fd(this.fd, CM_WAIT_NO_WAKE_MS);
         if (rc < 0) {
           console.error(`verbus: poll on the rdma_cm event channel failed (errno ${-rc})`);
           await new Promise((r) => setTimeout(r, 100));
-        } else if (rc > 0) this.#drain();
+        } else if (rc === 1) this.#drain(); // (2: woken — the loop condition decides)
       }
     } finally {
       this.#running = false;
