@@ -5,9 +5,9 @@
  * returns at once. The wait is long ({@link CM_WAIT_MS}): the last id leaving signals the loop's
  * eventfd, so the loop ends at once instead of at its next timeout (a 100 ms wait woke every
  * process with a verbs session ten times a second, a worker round trip each: ~1–3 % of a vCPU
- * in the Soft-RoCE VM). Every event is copied (private data included) and acked before it is dispatched to
- * the handler of its CM id, so `rdma_destroy_id` never waits on an unacked event. A connect
- * request nobody listens for is rejected. Control path; one JS thread.
+ * in the Soft-RoCE VM). Every event is copied (private data included) and acked before it is
+ * dispatched to the handler of its CM id, so `rdma_destroy_id` never waits on an unacked event. A
+ * connect request nobody listens for is rejected. Control path; one JS thread.
  * @module
  */
 import {
