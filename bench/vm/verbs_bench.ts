@@ -22,6 +22,7 @@ import { demoService } from "../../examples/demo/service.ts";
 import { serve } from "../../rpc/server.ts";
 import { endpointPingPong } from "./endpoint_pingpong.ts";
 import { spawnServerRole, VM_BENCH_REGION } from "./vm_common.ts";
+import { median } from "../common/median.ts";
 
 // deno-lint-ignore no-explicit-any
 const g = globalThis as any;
@@ -31,6 +32,8 @@ const SERVER = "10.77.0.2", CLIENT = "10.77.0.1";
 const REGION = VM_BENCH_REGION;
 /** Rounds of the 16-in-flight measurement (`--rounds`), and each case's window in one round. */
 const ROUNDS = Number(opt("--rounds", "3")), WINDOW_MS = 800;
+/** The ECHO request of every call (module constants sit above `main()`, which runs at load). */
+const ECHO_64 = new Uint8Array(64).fill(7);
 const ROOT = resolve(new URL("../..", import.meta.url).pathname);
 
 if (args.includes("--serve")) {
@@ -104,16 +107,16 @@ async function rounds(
   return out;
 }
 
-/** The median of `xs` (a declaration: `main` runs before the module's later constants exist). */
-function median(xs: number[]): number {
-  return [...xs].sort((a, b) => a - b)[xs.length >> 1];
+/** An ECHO 64 B call of `c` forced onto `path` (one request buffer for every call). */
+function echoOf(c: Client, path: "EAGER" | "TCP_FALLBACK"): () => ReturnType<Client["call"]> {
+  return () => c.call("verbus.Demo", "Echo", ECHO_64, { forcePath: path });
 }
 
 /** Round trips of ECHO 64 B and LARGE_GET 64 KiB over `path`, and the ECHO call (checked once). */
 async function measure(c: Client, path: "EAGER" | "TCP_FALLBACK", iters: number) {
-  const echo = new Uint8Array(64).fill(7), key = encodeKeyRequest("big:64k");
+  const key = encodeKeyRequest("big:64k");
   const lazyPath = path === "EAGER" ? "LAZY" : "TCP_FALLBACK";
-  const echoCall = () => c.call("verbus.Demo", "Echo", echo, { forcePath: path });
+  const echoCall = echoOf(c, path);
   const r = await echoCall();
   if (r.response.length !== 64 || r.path !== path) {
     throw new Error(`echo went ${r.path} over ${r.fabric}`);
@@ -191,9 +194,8 @@ async function main(): Promise<void> {
     try {
       const v = await measure(event, "EAGER", iters);
       const s = await measure(shm, "EAGER", Math.max(500, iters >> 1));
-      const tcpCall = () =>
-        event.call("verbus.Demo", "Echo", new Uint8Array(64), { forcePath: "TCP_FALLBACK" });
-      const r = await rounds({ verbs: v.echoCall, tcp: tcpCall, shm: s.echoCall });
+      const tcp = echoOf(event, "TCP_FALLBACK");
+      const r = await rounds({ verbs: v.echoCall, tcp, shm: s.echoCall });
       keep("verbs_event", v, r.verbs, r.tcp);
       keep("shm", s, r.shm, r.tcp);
       tcpRounds.push(...r.tcp);

@@ -9,6 +9,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { median } from "../common/median.ts";
 
 const ROOT = resolve(new URL("../..", import.meta.url).pathname);
 const BUILD = join(ROOT, "build/bench");
@@ -20,8 +21,6 @@ function load(name: string): Run | null {
   const p = join(BUILD, name);
   return existsSync(p) ? JSON.parse(readFileSync(p, "utf8")) : null;
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
 /**
  * `case` ÷ TCP at 16 in flight: the median of the per-round ratios where the run interleaved

@@ -15,7 +15,7 @@
 import { setImmediate } from "node:timers";
 import { z } from "zod";
 import { type SpinDecision, type SpinInputs, spinPolicy } from "./spin_policy.ts";
-import { SpinPace } from "./spin_pace.ts";
+import { CALIBRATION_READINGS, SpinPace } from "./spin_pace.ts";
 import { invalidateTurnClock, setTurnClock } from "./turn_clock.ts";
 
 /** The progress-loop options as a zod schema (client and server options embed it). */
@@ -231,9 +231,8 @@ export class ProgressLoop {
     if (now - this.#policyAt > POLICY_REFRESH_MS) {
       this.#policyAt = now;
       this.#runnable = this.#leastRunnable(this.machine.runnable());
-      this.counters.clockReads += 4;
+      this.counters.clockReads += CALIBRATION_READINGS;
       now = this.#pace.calibrate(); // what a reading costs now (its last reading is the clock)
-      this.#calibrated = true;
     }
     this.#now = now;
     setTurnClock(now);
@@ -269,9 +268,7 @@ export class ProgressLoop {
       if (++polls >= pace.pollsPerClock) {
         counters.spinPolls += polls;
         const now = this.#clock();
-        // (an interval that included a calibration is not a sample of what polls cost)
-        if (!Number.isNaN(last) && !this.#calibrated) pace.observe(now - last, polls);
-        this.#calibrated = false;
+        pace.observe(now - last, polls); // (NaN before the spin's first reading: no sample)
         polls = 0;
         last = now;
         if (Number.isNaN(t0)) t0 = now;
@@ -281,8 +278,6 @@ export class ProgressLoop {
   }
 
   #now = NaN;
-  /** The last {@link #clock} calibrated the pace (the spin's interval is then no poll sample). */
-  #calibrated = false;
   /** Time without work before the idle sleep, as the spin policy last decided it (ms). */
   #idleAfter = 5;
 

@@ -27,6 +27,8 @@ export const MAX_POLLS_PER_CLOCK = 4096;
 export const CLOCK_SHARE = 16;
 /** Weight of a new poll-cost sample in the average (1/8). */
 const POLL_EWMA = 1 / 8;
+/** Clock readings one {@link SpinPace.calibrate} takes. */
+export const CALIBRATION_READINGS = 4;
 
 /** See the module documentation. */
 export class SpinPace {
@@ -40,13 +42,20 @@ export class SpinPace {
   /** @param now the clock the spin reads (ms; `performance.now` in the loop) */
   constructor(private readonly now: () => number) {}
 
-  /** Times four back-to-back readings; returns the last (a reading the caller may use). */
+  /** The interval in progress took a calibration: its next {@link observe} is no sample. */
+  #calibrated = false;
+
+  /**
+   * Times {@link CALIBRATION_READINGS} back-to-back readings; returns the last (a reading the
+   * caller may use).
+   */
   calibrate(): number {
     const a = this.now();
     this.now();
     this.now();
     const b = this.now();
     this.clockNs = Math.max(0, ((b - a) * 1e6) / 3);
+    this.#calibrated = true;
     this.#update();
     return b;
   }
@@ -54,10 +63,13 @@ export class SpinPace {
   /**
    * A reading `elapsedMs` after the spin's previous one, `polls` polls apart (the second
    * reading's own cost included: it is taken off). Time the process lost to the scheduler raises
-   * the sample; the average and the shorter interval it brings recover within a few spins.
+   * the sample; the average and the shorter interval it brings recover within a few spins. An
+   * interval that included a calibration is skipped (its time is not the polls').
    */
   observe(elapsedMs: number, polls: number): void {
-    if (polls <= 0 || !(elapsedMs >= 0)) return;
+    const calibrated = this.#calibrated;
+    this.#calibrated = false;
+    if (calibrated || polls <= 0 || !(elapsedMs >= 0)) return;
     const sample = Math.max(0, elapsedMs * 1e6 - this.clockNs) / polls;
     this.pollNs = this.pollNs === 0 ? sample : this.pollNs + (sample - this.pollNs) * POLL_EWMA;
     this.#update();
