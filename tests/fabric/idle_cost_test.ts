@@ -103,11 +103,22 @@ test("a server holding 1,000 idle shm sessions uses under 1 % of a core", async 
     try {
       assertEquals(clients.filter((c) => c.fabric === "shm").length, 1000, "all on shm");
       await sleep(2000); // the handshakes' after-work (and their garbage) is done
-      const c0 = cpuMs(child.pid), t0 = performance.now();
-      await sleep(5000);
-      const pct = ((cpuMs(child.pid) - c0) / (performance.now() - t0)) * 100;
       // The server's own CPU time (all its threads, its collector's included): not a timing.
-      assert(pct < 1, `the idle server used ${pct.toFixed(2)} % of a core`);
+      // Idle cost is a steady state: a per-session scan or a busy poll costs the same in every
+      // window, while a one-off (a late full collection of the handshakes' garbage on a slow
+      // machine: CI once read 1.40 % in a single window) spoils one. So up to three 5 s windows,
+      // and the quietest must stay under 1 %.
+      const seen: number[] = [];
+      for (let w = 0; w < 3 && !(Math.min(...seen) < 1); w++) {
+        const c0 = cpuMs(child.pid), t0 = performance.now();
+        await sleep(5000);
+        seen.push(((cpuMs(child.pid) - c0) / (performance.now() - t0)) * 100);
+      }
+      const pct = Math.min(...seen);
+      assert(
+        pct < 1,
+        `the idle server used ${seen.map((p) => p.toFixed(2)).join(", ")} % of a core`,
+      );
     } finally {
       await Promise.all(clients.map((c) => c.close()));
     }
