@@ -3,12 +3,13 @@
  * (urma_sim_inject_async_event → the context's async_fd → urma_get_async_event, read off the JS
  * thread) fails only the session whose jetty it names, with the event named; that client's
  * calls fall back to TCP and its session is negotiated again, while another session on the same
- * server keeps its fabric path throughout.
+ * server keeps its fabric path throughout. An idle reader makes one long wait, which the last
+ * watcher leaving, or the context closing, ends at once.
  */
 import { assert, assertEquals, test } from "../harness.ts";
 import { client, echoUntilFabric, pattern, startServer, until } from "../fabric/util.ts";
 import type { UrmaEndpoint } from "../../transport/urma/endpoint.ts";
-import { UrmaAsyncEvents } from "../../transport/urma/async_events.ts";
+import { ASYNC_WAIT_MS, UrmaAsyncEvents } from "../../transport/urma/async_events.ts";
 import { UrmaRecvBatch } from "../../transport/urma/data_path.ts";
 import { flushJetty, modifyJettyState, queryJettyState } from "../../transport/urma/jetty_state.ts";
 import { loadSim, makeSide, SIM_PATH, SKIP_NO_SIM } from "./util.ts";
@@ -110,6 +111,34 @@ test(
       assertEquals([side.cr.userCtx(0), side.cr.userCtx(1)], [81, 82]);
       assert(modifyJettyState(side.jetty, "READY"), "urma_modify_jetty is bound");
       assertEquals(queryJettyState(side.jetty), "READY");
+    } finally {
+      side.ctx.close();
+    }
+  },
+  { skip: SKIP_NO_SIM },
+);
+
+test(
+  "an idle reader waits once, not five times a second; the last watcher leaving and the context closing each end its wait at once",
+  async () => {
+    const u = await loadSim();
+    const side = makeSide(u, 8192, 0x4444);
+    try {
+      const events = UrmaAsyncEvents.of(side.ctx)!;
+      const stop = events.watch(side.jetty, () => {});
+      assert(events.running, "watching starts the reader");
+      const w0 = events.waits;
+      await new Promise((r) => setTimeout(r, 1500));
+      // The 200 ms wait made 7–8 in this time.
+      assert(events.waits - w0 <= 1, `${events.waits - w0} waits in 1.5 s of idle`);
+      stop(); // (its wait lasts ASYNC_WAIT_MS: ending within a fifth of it is the wake)
+      await until(() => !events.running, ASYNC_WAIT_MS / 5, "the reader to end when unwatched");
+      // Again, and this time the context closes under the waiting reader.
+      events.watch(side.jetty, () => {});
+      assert(events.running, "watching again restarts it");
+      await new Promise((r) => setTimeout(r, 50));
+      side.ctx.close();
+      await until(() => !events.running, ASYNC_WAIT_MS / 5, "the reader to end on close");
     } finally {
       side.ctx.close();
     }

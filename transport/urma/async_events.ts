@@ -7,7 +7,11 @@
  * a jetty event (URMA_EVENT_JETTY_ERR, _LIMIT) to the endpoint that owns that jetty, a
  * context-wide one (JFC error, port down, device fatal, EID change) to every endpoint. The
  * endpoint fails with the event named; the session then falls back to TCP and re-negotiates
- * as for any fabric failure. The loop runs only while something watches. Control path.
+ * as for any fabric failure. The loop runs only while something watches, and each wait is long
+ * ({@link ASYNC_WAIT_MS}, through `vb_wait_fd_or_wake`): the last watcher leaving, or the context
+ * closing (before `urma_delete_context` closes the fd waited on), signals the reader's eventfd,
+ * so the loop ends at once (a 200 ms wait woke every process with a URMA session five times a
+ * second, a worker round trip each — the pattern the rdma_cm loop lost too). Control path.
  * @module
  */
 import { URMA_CONTEXT_LEAD } from "../../ffi/layouts/urma.ts";
@@ -20,8 +24,10 @@ import type { UrmaLib } from "./urma_lib.ts";
 /** What a watcher is told: the event's name and what it concerned. */
 export type AsyncEventHandler = (reason: string) => void;
 
-/** How long one wait on the async fd lasts before the loop checks it should still run. */
-const WAIT_MS = 200;
+/** Longest single wait on the async fd, ms (the last watcher leaving, or a close, ends it). */
+export const ASYNC_WAIT_MS = 10_000;
+/** The wait when no eventfd could be made (the loop then notices a close or an unwatch this late). */
+const WAIT_NO_WAKE_MS = 200;
 /** Events that concern one jetty (element = the jetty). */
 const JETTY_EVENTS = new Set([4, 5]);
 /** Events whose element is a port id or an EID index (PORT_ACTIVE, PORT_DOWN, EID_CHANGE). */
@@ -37,7 +43,11 @@ export class UrmaAsyncEvents {
   readonly #view = new DataView(this.#event.buffer);
   /** Watchers by jetty address. */
   readonly #jetties = new Map<number, AsyncEventHandler>();
+  /** The eventfd that ends the loop's wait (-1: none; closed with the context). */
+  #wakeFd: number;
   #running = false;
+  /** Waits the loop made (tests: an idle reader waits rarely). */
+  waits = 0;
   /** Events read and acknowledged (tests, doctor). */
   seen = 0;
   /** The last event, named (tests, logs). */
@@ -50,6 +60,12 @@ export class UrmaAsyncEvents {
       ctx.lib.ffi.view(ctx.handle, URMA_CONTEXT_LEAD.async_fd as number + 4),
     );
     this.#fd = lead.getInt32(URMA_CONTEXT_LEAD.async_fd as number, true);
+    this.#wakeFd = this.#fd < 0 ? -1 : ctx.lib.helper.lib.symbols.vb_eventfd();
+    ctx.whenClosing(() => {
+      UrmaAsyncEvents.#byContext.delete(ctx);
+      if (this.#running) this.#wake(); // the loop's end closes the eventfd
+      else this.#closeWakeFd();
+    });
   }
 
   /** The reader of `ctx` (null when the library has no async-event API or no async fd). */
@@ -74,21 +90,42 @@ export class UrmaAsyncEvents {
     this.#jetties.set(key, handler);
     if (!this.#running) void this.#loop();
     return () => {
-      if (this.#jetties.get(key) === handler) this.#jetties.delete(key);
+      if (this.#jetties.get(key) !== handler) return;
+      this.#jetties.delete(key);
+      if (this.#jetties.size === 0 && this.#running) this.#wake();
     };
+  }
+
+  /** True while the loop waits on the async fd (tests). */
+  get running(): boolean {
+    return this.#running;
+  }
+
+  #wake(): void {
+    if (this.#wakeFd >= 0) this.#lib.helper.lib.symbols.vb_eventfd_signal(this.#wakeFd);
+  }
+
+  #closeWakeFd(): void {
+    if (this.#wakeFd >= 0) this.#lib.libc.symbols.close(this.#wakeFd);
+    this.#wakeFd = -1;
   }
 
   async #loop(): Promise<void> {
     this.#running = true;
+    const h = this.#lib.helper.lib.nonblocking;
     try {
       while (this.#jetties.size > 0 && !this.#ctx.closed) {
-        const rc = await this.#lib.helper.lib.nonblocking.vb_wait_fd(this.#fd, WAIT_MS);
-        if (rc > 0 && !this.#ctx.closed) this.drain();
+        this.waits++;
+        const rc = this.#wakeFd >= 0
+          ? await h.vb_wait_fd_or_wake(this.#fd, this.#wakeFd, ASYNC_WAIT_MS)
+          : await h.vb_wait_fd(this.#fd, WAIT_NO_WAKE_MS);
+        if (rc === 1 && !this.#ctx.closed) this.drain();
         else if (rc < 0) break; // the fd is gone: the context closed
+        // (2: woken — the loop condition decides; 0: timed out)
       }
     } finally {
       this.#running = false;
-      if (this.#ctx.closed) UrmaAsyncEvents.#byContext.delete(this.#ctx);
+      if (this.#ctx.closed) this.#closeWakeFd();
     }
   }
 

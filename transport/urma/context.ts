@@ -66,6 +66,8 @@ export function listUrmaDevices(u: UrmaLib): string[] {
 export class UrmaContext extends NativeHandle {
   /** The 16 raw bytes of this context's EID. */
   readonly eid: Uint8Array;
+  /** Run just before `urma_delete_context` (children already closed), in order, once each. */
+  readonly #closing: (() => void)[] = [];
 
   private constructor(
     readonly lib: UrmaLib,
@@ -79,6 +81,18 @@ export class UrmaContext extends NativeHandle {
       checkStatus(lib, lib.lib.symbols.urma_delete_context(p), "urma_delete_context", deviceName);
     });
     this.eid = eid;
+  }
+
+  /**
+   * Calls `fn` when this context closes, after its children and before `urma_delete_context`
+   * (a waiter on the context's fds ends its wait there). `fn` must not throw.
+   */
+  whenClosing(fn: () => void): void {
+    this.#closing.push(fn);
+  }
+
+  protected override beforeDestroy(): void {
+    for (const fn of this.#closing.splice(0)) fn();
   }
 
   /** Opens `deviceName` (default: the first device) on EID `eidIndex`. */
