@@ -132,6 +132,8 @@ bench-connect: setup
 bench-ffi: setup
 	$(DENO) run -A bench/ffi_bench.ts
 	$(BUN) bench/ffi_bench.ts
+	$(DENO) run -A bench/cpu_bench.ts
+	$(BUN) bench/cpu_bench.ts
 
 clean:
 	rm -rf build
