@@ -59,7 +59,12 @@ interface Usage {
 }
 
 function usage(pid: number): Usage {
-  const s = readFileSync(`/proc/${pid}/stat`, "utf8");
+  let s: string;
+  try {
+    s = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    throw new Error(`process ${pid} ended before the window did: raise --calls`);
+  }
   const f = s.slice(s.lastIndexOf(")") + 2).split(" ");
   const u: Usage = { user: Number(f[11]) * 10, sys: Number(f[12]) * 10, vcsw: 0, ivcsw: 0 };
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
