@@ -7,7 +7,7 @@
  * are cheap enough for the data path (`runnableTasks` reads a file: call it rarely, ~10 Hz).
  * @module
  */
-import { openSync, readSync } from "node:fs";
+import { closeSync, openSync, readSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { loadLibc } from "../ffi/libc.ts";
 
@@ -49,6 +49,11 @@ export function runnableTasks(): number {
     const n = readSync(loadavgFd, loadavgText, 0, loadavgText.length, 0);
     return parseRunnable(loadavgText, n);
   } catch {
+    if (loadavgFd >= 0) {
+      try {
+        closeSync(loadavgFd);
+      } catch { /* gone already */ }
+    }
     loadavgFd = -1;
     return -1;
   }
