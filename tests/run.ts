@@ -13,6 +13,7 @@ import { readdirSync, statSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { registeredTests, setCurrentFile } from "./harness.ts";
 import { RUNTIME } from "../ffi/runtime.ts";
+import { removeStaleShmObjects } from "../transport/shm/shm_object.ts";
 
 const args = [
   ...(RUNTIME === "deno"
@@ -93,6 +94,10 @@ if (report) {
     JSON.stringify({ runtime: RUNTIME, passed, failed, skipped, failures }) + "\n",
   );
 }
+// Tests kill their children with SIGKILL (tests/util/proc.ts), which leaves each child's notify
+// page in /dev/shm for the next server's start-up sweep: sweep now, so a run leaves none.
+const swept = await removeStaleShmObjects();
+if (swept.length) console.log(`removed ${swept.length} shm objects of killed test processes`);
 console.log(`${RUNTIME}: ${passed} passed, ${failed} failed, ${skipped} skipped (${secs} s)`);
 // deno-lint-ignore no-explicit-any
 const g = globalThis as any;
