@@ -17,11 +17,12 @@
 import { type ServerProcess, startServe } from "../../cli/self.ts";
 import { writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import { arg, numArg, runtimesArg } from "../common/args.ts";
 import { asyncBenchArgs } from "../common/bench_call.ts";
 import { childJson } from "../common/child_json.ts";
 import { median } from "../common/median.ts";
+import { verbusCli } from "../common/verbus_cli.ts";
 
 const ROOT = resolve(new URL("../..", import.meta.url).pathname);
 const A = resolve(arg("a", ROOT)), B = resolve(arg("b", ROOT));
@@ -31,22 +32,7 @@ const WARMUP = numArg("warmup", 5000);
 const WINDOWS = arg("windows", "1,32").split(",").map(Number);
 const FABRIC = arg("fabric", "shm");
 const CLIENTS = Math.max(1, numArg("clients", 1));
-const BIN: Record<string, string> = {
-  deno: join(ROOT, "node_modules/.bin/deno"),
-  bun: join(ROOT, "node_modules/.bin/bun"),
-};
-
-const cmd = (rt: string, root: string, a: string[]) =>
-  rt === "deno"
-    ? [BIN.deno, [
-      "run",
-      "-A",
-      "--config",
-      join(root, "deno.json"),
-      join(root, "cli/main.ts"),
-      ...a,
-    ]] as const
-    : [BIN.bun, [join(root, "cli/main.ts"), ...a]] as const;
+const cmd = verbusCli;
 
 function serve(rt: string, root: string): Promise<ServerProcess> {
   const [bin, a] = cmd(rt, root, ["serve", "--port", "0", "--json"]);

@@ -16,11 +16,12 @@
  */
 import { spawn } from "node:child_process";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import { arg, numArg, runtimesArg, sleep } from "../common/args.ts";
 import { asyncBenchArgs } from "../common/bench_call.ts";
 import { lastJson } from "../common/child_json.ts";
 import { median } from "../common/median.ts";
+import { verbusCli } from "../common/verbus_cli.ts";
 import { startServe } from "../../cli/self.ts";
 
 const HERE = resolve(new URL("../..", import.meta.url).pathname);
@@ -33,22 +34,7 @@ const REPS = Math.max(1, numArg("reps", 1));
 const CLIENT_ENV = Object.fromEntries(
   arg("client-env", "").split(",").filter(Boolean).map((kv) => kv.split("=", 2)),
 );
-const BIN: Record<string, string> = {
-  deno: join(HERE, "node_modules/.bin/deno"),
-  bun: join(HERE, "node_modules/.bin/bun"),
-};
-
-const cmd = (rt: string, a: string[]) =>
-  rt === "deno"
-    ? [BIN.deno, [
-      "run",
-      "-A",
-      "--config",
-      join(ROOT, "deno.json"),
-      join(ROOT, "cli/main.ts"),
-      ...a,
-    ]]
-    : [BIN.bun, [join(ROOT, "cli/main.ts"), ...a]];
+const cmd = (rt: string, a: string[]) => verbusCli(rt, ROOT, a);
 
 /** CPU ms (user, kernel) and context switches (voluntary, involuntary) of `pid`, all threads. */
 interface Usage {
@@ -118,7 +104,7 @@ async function once(rt: string) {
         calls: CALLS,
         warmup: 20_000,
       }),
-    ) as [string, string[]];
+    );
     const kids = Array.from({ length: CLIENTS }, () => {
       const p = spawn(cb, ca, {
         cwd: ROOT,

@@ -8,10 +8,9 @@
  * context-wide one (JFC error, port down, device fatal, EID change) to every endpoint. The
  * endpoint fails with the event named; the session then falls back to TCP and re-negotiates
  * as for any fabric failure. The loop runs only while something watches, and each wait is long
- * ({@link ASYNC_WAIT_MS}, through `vb_wait_fd_or_wake`): the last watcher leaving, or the context
- * closing (before `urma_delete_context` closes the fd waited on), signals the reader's eventfd,
- * so the loop ends at once (a 200 ms wait woke every process with a URMA session five times a
- * second, a worker round trip each — the pattern the rdma_cm loop lost too). Control path.
+ * ({@link ASYNC_WAIT_MS}, a {@link WakeableFdWait}): the last watcher leaving, or the context
+ * closing (before `urma_delete_context` closes the fd waited on), ends it, so the loop stops at
+ * once (a 200 ms wait woke every process with a URMA session five times a second). Control path.
  * @module
  */
 import { URMA_CONTEXT_LEAD } from "../../ffi/layouts/urma.ts";
@@ -20,6 +19,7 @@ import { VerbusError } from "../../errors.ts";
 import type { UrmaContext } from "./context.ts";
 import type { Jetty } from "./jetty.ts";
 import type { UrmaLib } from "./urma_lib.ts";
+import { FD_READABLE, WakeableFdWait } from "../fd_wait.ts";
 
 /** What a watcher is told: the event's name and what it concerned. */
 export type AsyncEventHandler = (reason: string) => void;
@@ -43,11 +43,9 @@ export class UrmaAsyncEvents {
   readonly #view = new DataView(this.#event.buffer);
   /** Watchers by jetty address. */
   readonly #jetties = new Map<number, AsyncEventHandler>();
-  /** The eventfd that ends the loop's wait (-1: none; closed with the context). */
-  #wakeFd: number;
+  /** The loop's wait on the async fd (its eventfd is closed with the context). */
+  readonly #wait: WakeableFdWait;
   #running = false;
-  /** Waits the loop made (tests: an idle reader waits rarely). */
-  waits = 0;
   /** Events read and acknowledged (tests, doctor). */
   seen = 0;
   /** The last event, named (tests, logs). */
@@ -60,11 +58,10 @@ export class UrmaAsyncEvents {
       ctx.lib.ffi.view(ctx.handle, URMA_CONTEXT_LEAD.async_fd as number + 4),
     );
     this.#fd = lead.getInt32(URMA_CONTEXT_LEAD.async_fd as number, true);
-    this.#wakeFd = this.#fd < 0 ? -1 : ctx.lib.helper.lib.symbols.vb_eventfd();
+    this.#wait = new WakeableFdWait(ctx.lib.helper, ASYNC_WAIT_MS, WAIT_NO_WAKE_MS);
     ctx.whenClosing(() => {
       UrmaAsyncEvents.#byContext.delete(ctx);
-      if (this.#running) this.#wake(); // the loop's end closes the eventfd
-      else this.#closeWakeFd();
+      this.#wait.close((fd) => ctx.lib.libc.symbols.close(fd));
     });
   }
 
@@ -92,7 +89,7 @@ export class UrmaAsyncEvents {
     return () => {
       if (this.#jetties.get(key) !== handler) return;
       this.#jetties.delete(key);
-      if (this.#jetties.size === 0 && this.#running) this.#wake();
+      if (this.#jetties.size === 0 && this.#running) this.#wait.wake();
     };
   }
 
@@ -101,31 +98,22 @@ export class UrmaAsyncEvents {
     return this.#running;
   }
 
-  #wake(): void {
-    if (this.#wakeFd >= 0) this.#lib.helper.lib.symbols.vb_eventfd_signal(this.#wakeFd);
-  }
-
-  #closeWakeFd(): void {
-    if (this.#wakeFd >= 0) this.#lib.libc.symbols.close(this.#wakeFd);
-    this.#wakeFd = -1;
+  /** Waits the loop made (tests: an idle reader waits rarely). */
+  get waits(): number {
+    return this.#wait.waits;
   }
 
   async #loop(): Promise<void> {
     this.#running = true;
-    const h = this.#lib.helper.lib.nonblocking;
     try {
       while (this.#jetties.size > 0 && !this.#ctx.closed) {
-        this.waits++;
-        const rc = this.#wakeFd >= 0
-          ? await h.vb_wait_fd_or_wake(this.#fd, this.#wakeFd, ASYNC_WAIT_MS)
-          : await h.vb_wait_fd(this.#fd, WAIT_NO_WAKE_MS);
-        if (rc === 1 && !this.#ctx.closed) this.drain();
+        const rc = await this.#wait.wait(this.#fd);
+        if (rc === FD_READABLE && !this.#ctx.closed) this.drain();
         else if (rc < 0) break; // the fd is gone: the context closed
-        // (2: woken — the loop condition decides; 0: timed out)
+        // (woken or timed out: the loop condition decides)
       }
     } finally {
       this.#running = false;
-      if (this.#ctx.closed) this.#closeWakeFd();
     }
   }
 

@@ -1,11 +1,9 @@
 /**
  * The process-wide rdma_cm event channel of the verbs fabric ({@link CmEventLoop}): its fd is
- * waited on with the helper's `vb_wait_fd_or_wake` as a nonblocking call (Deno: nonblocking FFI;
- * Bun: a Worker), so the event loop never blocks; once the fd is readable `rdma_get_cm_event`
- * returns at once. The wait is long ({@link CM_WAIT_MS}): the last id leaving signals the loop's
- * eventfd, so the loop ends at once instead of at its next timeout (a 100 ms wait woke every
- * process with a verbs session ten times a second, a worker round trip each: ~1–3 % of a vCPU
- * in the Soft-RoCE VM). Every event is copied (private data included) and acked before it is
+ * waited on off the JS thread ({@link WakeableFdWait}), so the event loop never blocks; once the
+ * fd is readable `rdma_get_cm_event` returns at once. The wait is long ({@link CM_WAIT_MS}): the
+ * last id leaving ends it, so the loop stops at once instead of at its next timeout (a 100 ms
+ * wait woke every process with a verbs session ten times a second). Every event is copied (private data included) and acked before it is
  * dispatched to the handler of its CM id, so `rdma_destroy_id` never waits on an unacked event. A
  * connect request nobody listens for is rejected. Control path; one JS thread.
  * @module
@@ -17,6 +15,7 @@ import {
 } from "../../ffi/layouts/rdmacm.ts";
 import { RDMA_CM_EVENT, RDMA_PS_TCP } from "../../ffi/symbols/librdmacm.ts";
 import type { NonNullPtr, Ptr } from "../../ffi/types.ts";
+import { FD_READABLE, WakeableFdWait } from "../fd_wait.ts";
 import { cmCheck, type CmLib } from "./cm_lib.ts";
 
 /** A CM event, copied out of librdmacm's struct before the ack. */
@@ -47,20 +46,18 @@ export class CmEventLoop {
   static #instance: CmEventLoop | null = null;
   readonly channel: NonNullPtr;
   readonly fd: number;
-  /** The eventfd that ends the loop's wait (-1: none could be made; the wait is then short). */
-  readonly #wakeFd: number;
+  /** The loop's wait on the channel, which the last id leaving ends. */
+  readonly #wait: WakeableFdWait;
   readonly #handlers = new Map<bigint, (ev: CmEvent) => void>();
   readonly #evOut = new BigUint64Array(1);
   #running = false;
-  /** Waits the loop made (tests: an idle loop waits rarely). */
-  waits = 0;
 
   private constructor(readonly lib: CmLib) {
     const ch = lib.cm.symbols.rdma_create_event_channel();
     if (ch === null) cmCheck(lib, -1, "rdma_create_event_channel", "the CM event channel");
     this.channel = ch as NonNullPtr;
     this.fd = lib.ffi.readI32(this.channel, RDMA_EVENT_CHANNEL.fd);
-    this.#wakeFd = lib.helper.lib.symbols.vb_eventfd();
+    this.#wait = new WakeableFdWait(lib.helper, CM_WAIT_MS, CM_WAIT_NO_WAKE_MS);
   }
 
   /** The loop of this process (its channel is created on first use and lives as long). */
@@ -90,14 +87,17 @@ export class CmEventLoop {
   /** Stops routing the events of `id`; the last one leaving ends the loop's wait now. */
   off(id: NonNullPtr): void {
     if (!this.#handlers.delete(this.lib.ffi.address(id))) return;
-    if (this.#handlers.size === 0 && this.#running && this.#wakeFd >= 0) {
-      this.lib.helper.lib.symbols.vb_eventfd_signal(this.#wakeFd);
-    }
+    if (this.#handlers.size === 0 && this.#running) this.#wait.wake();
   }
 
   /** Ids routed right now (tests). */
   get routed(): number {
     return this.#handlers.size;
+  }
+
+  /** Waits the loop made (tests: an idle loop waits rarely). */
+  get waits(): number {
+    return this.#wait.waits;
   }
 
   /** True while the loop waits on the channel (tests). */
@@ -112,17 +112,13 @@ export class CmEventLoop {
 
   async #run(): Promise<void> {
     this.#running = true;
-    const h = this.lib.helper.lib;
     try {
       while (this.#handlers.size > 0) {
-        this.waits++;
-        const rc = this.#wakeFd >= 0
-          ? await h.nonblocking.vb_wait_fd_or_wake(this.fd, this.#wakeFd, CM_WAIT_MS)
-          : await h.nonblocking.vb_wait_fd(this.fd, CM_WAIT_NO_WAKE_MS);
+        const rc = await this.#wait.wait(this.fd);
         if (rc < 0) {
           console.error(`verbus: poll on the rdma_cm event channel failed (errno ${-rc})`);
           await new Promise((r) => setTimeout(r, 100));
-        } else if (rc === 1) this.#drain(); // (2: woken — the loop condition decides)
+        } else if (rc === FD_READABLE) this.#drain(); // (woken: the loop condition decides)
       }
     } finally {
       this.#running = false;
