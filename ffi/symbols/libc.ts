@@ -16,6 +16,10 @@ export const LIBC_SYMBOLS = {
   shm_unlink: { args: ["buffer"], result: "i32" },
   /** int ftruncate(int fd, off_t length); */
   ftruncate: { args: ["i32", "i64"], result: "i32" },
+  /** int fallocate(int fd, int mode, off_t offset, off_t len);  — mode 0 reserves the pages (tmpfs: ENOSPC now, not SIGBUS later) */
+  fallocate: { args: ["i32", "i32", "i64", "i64"], result: "i32" },
+  /** uid_t geteuid(void);  — whose objects this process may use */
+  geteuid: { args: [], result: "u32" },
   /** int memfd_create(const char *name, unsigned int flags);  — an anonymous, sealable object */
   memfd_create: { args: ["buffer", "u32"], result: "i32" },
   /** int fcntl(int fd, int cmd, ... /* int arg *\/);  — F_ADD_SEALS / F_GET_SEALS */

@@ -6,7 +6,7 @@
  */
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { pid } from "node:process";
-import { heldSessionFds, liveSessionObjects } from "../util/shm.ts";
+import { heldNotifyPages, heldSessionFds, liveSessionObjects } from "../util/shm.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 import { FLAG_BULK, METHOD_RECLAIM, READY, REQ } from "../../rpc/region/descriptors.ts";
 import type { Client } from "../../rpc/client.ts";
@@ -28,8 +28,7 @@ import {
 const namedSessionObjects = (...pids: number[]) =>
   readdirSync("/dev/shm").filter((n) => pids.some((p) => new RegExp(`^verbus-${p}-\\d+$`).test(n)));
 /** This process's notify pages (one at most: the shm readiness source of the whole process). */
-const myNotifyPages = () =>
-  readdirSync("/dev/shm").filter((n) => new RegExp(`^verbus-${pid}-n[0-9a-f]+$`).test(n));
+const myNotifyPages = () => heldNotifyPages(pid);
 
 test("8 sessions at once: each gets exactly its own answers over its own region", async () => {
   const before = liveSessionObjects();

@@ -33,3 +33,18 @@ export function heldSessionFds(): Set<string> {
 export function sessionObjectLive(name: string): boolean {
   return liveSessionObjects().has(name.replace(/^\//, ""));
 }
+
+/**
+ * The notify pages process `pid` holds open (`memfd:verbus-<pid>-notify`): one at most, the shm
+ * readiness source of the whole process.
+ */
+export function heldNotifyPages(pid: number): string[] {
+  const out: string[] = [];
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const link = readlinkSync(`/proc/${pid}/fd/${fd}`);
+      if (link.includes(`memfd:verbus-${pid}-notify`)) out.push(`${pid}:${fd}`);
+    } catch { /* closed meanwhile */ }
+  }
+  return out;
+}

@@ -29,7 +29,7 @@ import type { Helper } from "../../ffi/helper.ts";
 import { FABRIC_HEADER, ROLE_CLIENT, ROLE_SERVER } from "../control_page.ts";
 import { checkStamp, newNonce, nonceFromHex, nonceToHex, stampRegion } from "../proof.ts";
 import type { SessionSizes } from "../provider.ts";
-import type { PeerNotifyPage, ProcessNotifyPage } from "./notify_page.ts";
+import type { NotifyRef, PeerNotifyPage, ProcessNotifyPage } from "./notify_page.ts";
 import { ShmEndpoint, type ShmHalves, type ShmNotify } from "./shm_endpoint.ts";
 import { ShmMapping, shmName } from "./shm_object.ts";
 
@@ -59,7 +59,7 @@ export interface ShmOffer {
   /** The nonce the client stamps into its region (32 hex digits; never in shared memory before). */
   clientNonce: string;
   /** The server process's notify page (absent: no readiness; the client polls the session). */
-  notify?: string;
+  notify?: NotifyRef;
 }
 
 /** The notify pages of one side: its own, and the peer's (mapped). Null: no readiness. */
@@ -167,7 +167,7 @@ export class PreparedShmSession {
         clientSize: sizes.client,
         nonce: nonceToHex(nonce),
         clientNonce: nonceToHex(clientNonce),
-        ...(pages ? { notify: pages.own.name } : {}),
+        ...(pages ? { notify: pages.own.ref } : {}),
       },
       clientNonce,
       helper,

@@ -33,20 +33,23 @@
  *   8704 token[65536]   counter of token t (its one writer is the session's peer)
  * ```
  *
- * Any same-user process may write this page: a peer that scribbles on it can only cause
- * spurious polls of this process's sessions (tokens are checked, and a poll of a session with
- * no work finds nothing) — never reach another session's memory.
+ * The page is a sealed memfd (`shm_object.ts`): it has no name in /dev/shm that another user
+ * could squat or a bystander could truncate. Its process keeps the fd open for its whole life; a
+ * peer learns `{pid, fd}` in the hello, opens `/proc/<pid>/fd/<fd>` (the kernel grants that only
+ * to processes that could read the owner's memory anyway), checks the owner uid, the seals and
+ * the size, maps it and closes its fd: no one can shrink it under a mapping, and it goes away with
+ * the last process that maps it. A peer of the same user that scribbles on it can only cause
+ * spurious polls of this process's sessions (tokens are checked, and a poll of a session with no
+ * work finds nothing) — never reach another session's memory.
  * Threading: the owner's JS thread; `wait` blocks off-thread (helper futex through nonblocking FFI).
  * @module
  */
-import { statSync } from "node:fs";
 import { pid } from "node:process";
 import { VerbusError } from "../../errors.ts";
 import type { Helper } from "../../ffi/helper.ts";
 import type { NonNullPtr } from "../../ffi/types.ts";
-import { toHex } from "../../util/hex.ts";
 import type { ReadinessSource } from "../readiness.ts";
-import { processAlive, ShmMapping } from "./shm_object.ts";
+import { ShmMapping } from "./shm_object.ts";
 
 /** Bytes of a notify page. */
 export const NOTIFY_BYTES = 272 * 1024;
@@ -58,8 +61,14 @@ const W_MAGIC = 0, W_VERSION = 1, W_DOORBELL = 2, W_SLEEPING = 3, W_CAPACITY = 4
 const TOP = 64 >> 2, GROUP = 512 >> 2, TOKEN = 8704 >> 2;
 /** Tokens below this are announced without summaries and read directly (group 0). */
 export const FLAT_TOKENS = 32;
-/** Name pattern of notify pages (`/verbus-<pid>-n<16 hex>`): stale-object removal knows it too. */
-export const NOTIFY_NAME_RE = /^\/verbus-\d+-n[0-9a-f]{16}$/;
+/**
+ * Where a process's notify page is: the memfd `fd` its process `pid` holds open (peers open it
+ * through `/proc/<pid>/fd/<fd>`). Travels in hellos and offers.
+ */
+export interface NotifyRef {
+  pid: number;
+  fd: number;
+}
 
 /**
  * A peer's notify page, mapped to announce on it. Shared by every endpoint of this process that
@@ -75,6 +84,7 @@ export class PeerNotifyPage {
   private constructor(
     private readonly mapping: ShmMapping,
     private readonly helper: Helper,
+    private readonly key: string,
   ) {
     const b = mapping.bytes;
     this.#words = new Int32Array(b.buffer, b.byteOffset, NOTIFY_BYTES >> 2);
@@ -83,35 +93,26 @@ export class PeerNotifyPage {
   }
 
   /**
-   * Maps the page `name` (or shares the mapping this process already has). Throws HANDSHAKE when
-   * the name is malformed or the object is not a notify page of the expected size.
+   * Maps the page `ref` names (or shares the mapping this process already has). Throws HANDSHAKE
+   * when it belongs to another user, is not sealed, has another size or is no notify page, and
+   * NATIVE_CALL when it cannot be opened (the process is gone, the fd closed).
    */
-  static async open(name: string, helper: Helper): Promise<PeerNotifyPage> {
+  static async open(ref: NotifyRef, helper: Helper): Promise<PeerNotifyPage> {
+    const name = `${ref.pid}:${ref.fd}`;
     const have = PeerNotifyPage.#open.get(name);
     if (have) {
       have.#refs++;
       return have;
     }
-    if (!NOTIFY_NAME_RE.test(name)) {
-      throw new VerbusError("HANDSHAKE", `shm notify page name "${name}" is malformed`);
-    }
-    let size = 0;
-    try {
-      size = statSync(`/dev/shm${name}`).size;
-    } catch (e) {
-      throw new VerbusError("HANDSHAKE", `shm notify page ${name}: ${(e as Error).message}`);
-    }
-    if (size !== NOTIFY_BYTES) {
-      throw new VerbusError(
-        "HANDSHAKE",
-        `shm notify page ${name} has ${size} bytes (expected ${NOTIFY_BYTES})`,
-      );
-    }
-    const mapping = await ShmMapping.open(name, NOTIFY_BYTES);
+    const label = `shm notify page of pid ${ref.pid}`;
+    const mapping = await ShmMapping.openSealed(ref.pid, ref.fd, NOTIFY_BYTES, label);
     const w = new Uint32Array(mapping.bytes.buffer, mapping.bytes.byteOffset, 8);
     if (w[W_MAGIC] !== MAGIC || w[W_VERSION] !== VERSION) {
       mapping.close();
-      throw new VerbusError("HANDSHAKE", `shm object ${name} is not a verbus notify page`);
+      throw new VerbusError(
+        "HANDSHAKE",
+        `/proc/${ref.pid}/fd/${ref.fd} (${label}) is not a verbus notify page (version ${VERSION})`,
+      );
     }
     const raced = PeerNotifyPage.#open.get(name); // another open finished while we awaited
     if (raced) {
@@ -119,7 +120,7 @@ export class PeerNotifyPage {
       raced.#refs++;
       return raced;
     }
-    const page = new PeerNotifyPage(mapping, helper);
+    const page = new PeerNotifyPage(mapping, helper, name);
     PeerNotifyPage.#open.set(name, page);
     return page;
   }
@@ -151,30 +152,28 @@ export class PeerNotifyPage {
   }
 
   /**
-   * Drops one reference; the last one unmaps — and unlinks the page when its owner process is
-   * gone (a crashed peer cannot remove its own page). Safe to call once per `open`.
+   * Drops one reference; the last one unmaps (the page's memory goes with the last process that
+   * maps it or holds its fd). Safe to call once per `open`.
    */
   release(): void {
     if (--this.#refs > 0) return;
-    PeerNotifyPage.#open.delete(this.mapping.name);
-    const owner = Number(/^\/verbus-(\d+)-/.exec(this.mapping.name)?.[1] ?? 0);
-    if (owner > 0 && !processAlive(owner)) this.mapping.unlink();
+    PeerNotifyPage.#open.delete(this.key);
     this.mapping.close();
   }
 }
 
 /**
  * This process's notify page: the shm readiness source. Created once per process (on the first
- * shm session), linked for the life of the process so new peers can map it; removed on exit, or
- * by the stale-object sweep of the next server when the process died.
+ * shm session), its pages reserved, its memfd held open for the life of the process so new peers
+ * can map it; it dies with the process (nothing is left behind, even by a crash).
  */
 export class ProcessNotifyPage implements ReadinessSource {
   static #instance: Promise<ProcessNotifyPage> | null = null;
   static #ready: ProcessNotifyPage | null = null;
   readonly kind = "shm" as const;
   readonly capacity = NOTIFY_CAPACITY;
-  /** The page's shm name (peers map it; it travels in hellos and offers). */
-  readonly name: string;
+  /** Where peers find the page (it travels in hellos and offers). */
+  readonly ref: NotifyRef;
   readonly #words: Int32Array;
   readonly #doorbell: NonNullPtr;
   readonly #free: Uint32Array;
@@ -190,7 +189,7 @@ export class ProcessNotifyPage implements ReadinessSource {
   #collectedAt = -1;
 
   private constructor(private readonly mapping: ShmMapping, private readonly helper: Helper) {
-    this.name = mapping.name;
+    this.ref = { pid, fd: mapping.fd };
     const b = mapping.bytes;
     this.#words = new Int32Array(b.buffer, b.byteOffset, NOTIFY_BYTES >> 2);
     this.#doorbell = mapping.pointerAt(W_DOORBELL << 2);
@@ -201,14 +200,15 @@ export class ProcessNotifyPage implements ReadinessSource {
     Atomics.store(w, W_MAGIC, MAGIC); // published last
   }
 
-  /** The process's page, created on first call. Throws NATIVE_CALL when shm is unusable. */
+  /**
+   * The process's page, created on first call. Throws NATIVE_CALL when shm is unusable (ENOSPC or
+   * ENOMEM when its pages cannot be reserved).
+   */
   static forProcess(helper: Helper): Promise<ProcessNotifyPage> {
     ProcessNotifyPage.#instance ??= (async () => {
-      const name = `/verbus-${pid}-n${toHex(crypto.getRandomValues(new Uint8Array(8)))}`;
-      const mapping = await ShmMapping.create(name, NOTIFY_BYTES);
+      const mapping = await ShmMapping.createSealed(`verbus-${pid}-notify`, NOTIFY_BYTES, true);
       const page = new ProcessNotifyPage(mapping, helper);
       ProcessNotifyPage.#ready = page;
-      unlinkAtExit(mapping);
       return page;
     })().catch((e) => {
       ProcessNotifyPage.#instance = null;
@@ -308,17 +308,4 @@ export class ProcessNotifyPage implements ReadinessSource {
   get parkedWaits(): number {
     return this.#waiters;
   }
-}
-
-/** Best effort: unlink the page when the process exits normally (a crash leaves it to the sweep). */
-function unlinkAtExit(mapping: ShmMapping): void {
-  // deno-lint-ignore no-explicit-any
-  const g = globalThis as any;
-  const unlink = () => {
-    try {
-      mapping.unlink();
-    } catch { /* exiting */ }
-  };
-  if (typeof g.addEventListener === "function" && g.Deno) g.addEventListener("unload", unlink);
-  else g.process?.on?.("exit", unlink);
 }

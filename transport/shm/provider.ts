@@ -25,7 +25,7 @@ import {
   PreparedShmSession,
   type ShmOffer,
 } from "./handshake.ts";
-import { NOTIFY_NAME_RE, PeerNotifyPage, ProcessNotifyPage } from "./notify_page.ts";
+import { type NotifyRef, PeerNotifyPage, ProcessNotifyPage } from "./notify_page.ts";
 import { hostBootId } from "../host.ts";
 import { removeStaleAgentRings } from "./agent_ring_host.ts";
 import { removeStaleShmObjects } from "./shm_object.ts";
@@ -33,10 +33,14 @@ import { removeStaleShmObjects } from "./shm_object.ts";
 /** shm's provider options (`providerOptions.shm`): none today; undefined or `{}`. */
 export const shmOptionsSchema = z.object({}).strict();
 
-/** shm's part of the client's hello: the client process's notify page, when it has one. */
-export const shmParamsSchema = z.object({
-  notify: z.string().regex(NOTIFY_NAME_RE, "expected /verbus-<pid>-n<16 hex digits>").optional(),
+/** Where a process's notify page is: the memfd fd its process holds open. */
+const notifyRefSchema: z.ZodType<NotifyRef> = z.object({
+  pid: z.number().int().min(1).max(1 << 22),
+  fd: z.number().int().min(0).max(1 << 20),
 }).strict();
+
+/** shm's part of the client's hello: the client process's notify page, when it has one. */
+export const shmParamsSchema = z.object({ notify: notifyRefSchema.optional() }).strict();
 
 /** The shm offer as the client validates it (the server's hello carries it). */
 export const shmOfferSchema: z.ZodType<ShmOffer> = z.object({
@@ -50,7 +54,7 @@ export const shmOfferSchema: z.ZodType<ShmOffer> = z.object({
   clientSize: z.number().int().positive(),
   nonce: z.string().regex(NONCE_HEX),
   clientNonce: z.string().regex(NONCE_HEX),
-  notify: z.string().regex(NOTIFY_NAME_RE, "expected /verbus-<pid>-n<16 hex digits>").optional(),
+  notify: notifyRefSchema.optional(),
 }).strict();
 
 /** This process's notify page, or null (logged by the caller) when it cannot be created. */
@@ -65,11 +69,11 @@ async function ownPage(helper: Helper): Promise<ProcessNotifyPage | null> {
 /** Both pages of a session, or null when either side has none. Throws HANDSHAKE for a bad page. */
 async function sessionPages(
   own: ProcessNotifyPage | null,
-  peerName: string | undefined,
+  peer: NotifyRef | undefined,
   helper: Helper,
 ): Promise<NotifyPages | null> {
-  if (own === null || peerName === undefined) return null;
-  return { own, peer: await PeerNotifyPage.open(peerName, helper) };
+  if (own === null || peer === undefined) return null;
+  return { own, peer: await PeerNotifyPage.open(peer, helper) };
 }
 
 function firstLine(e: unknown): string {
@@ -114,7 +118,7 @@ class ShmClientProvider implements ClientFabricProvider {
   constructor(private readonly helper: Helper, private readonly page: ProcessNotifyPage | null) {}
 
   params(): unknown {
-    return this.page ? { notify: this.page.name } : {};
+    return this.page ? { notify: this.page.ref } : {};
   }
 
   async open(offer: unknown, sizes: SessionSizes): Promise<FabricEndpoint> {

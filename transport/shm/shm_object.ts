@@ -14,7 +14,7 @@
  * Control path only.
  * @module
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, statSync } from "node:fs";
 import { NativeError } from "../../errors.ts";
 import { ffi } from "../../ffi/ffi.ts";
 import { NativeHandle } from "../../ffi/handle.ts";
@@ -96,6 +96,47 @@ export async function removeStaleShmObjects(dir = "/dev/shm"): Promise<string[]>
   return removed;
 }
 
+/** This process's effective uid: the only owner whose shared objects it uses. */
+export async function effectiveUid(): Promise<number> {
+  return (await loadLibc()).symbols.geteuid();
+}
+
+/**
+ * Throws HANDSHAKE unless the object open on `fd` belongs to this process's effective uid (and,
+ * for a named object, grants nobody else access): the kernel's word for who created it, read
+ * through `/proc/self/fd` from the descriptor itself, so no name can be swapped in between. A
+ * memfd's own mode is always 0777 — who may open it is decided by `/proc/<pid>/fd`'s ptrace
+ * check — so only its owner is checked.
+ */
+function checkOwner(libc: Library<typeof LIBC_SYMBOLS>, fd: number, what: string, named: boolean) {
+  const st = statSync(`/proc/self/fd/${fd}`);
+  const me = libc.symbols.geteuid();
+  if (st.uid !== me) {
+    throw new VerbusError(
+      "HANDSHAKE",
+      `${what} is owned by uid ${st.uid}, not by this process's uid ${me}: another user created ` +
+        "it, so nothing is read from or written to it",
+    );
+  }
+  if (named && (st.mode & 0o077) !== 0) {
+    throw new VerbusError(
+      "HANDSHAKE",
+      `${what} has mode 0${(st.mode & 0o777).toString(8)}: other users may open it (need 0600)`,
+    );
+  }
+}
+
+/**
+ * Reserves every page of `fd` now (`fallocate`), so a full tmpfs or a memory limit is an error
+ * here, naming the object and its size — and never a SIGBUS at the first touch of a page nothing
+ * backs (tmpfs objects sized by ftruncate are sparse).
+ */
+function reservePages(libc: Library<typeof LIBC_SYMBOLS>, fd: number, what: string, size: number) {
+  if (libc.symbols.fallocate(fd, 0, 0, size) !== 0) {
+    throw new NativeError("fallocate", errno(libc), `reserving the ${size} bytes of ${what}`);
+  }
+}
+
 /** The seals a session memfd carries (both sides insist on all of them). */
 export const SESSION_SEALS = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
 
@@ -137,8 +178,12 @@ export class ShmMapping extends NativeHandle {
   /**
    * Creates a sealed memfd of `size` bytes (`name` only labels it in /proc/<pid>/maps), maps it
    * and keeps its fd open: a peer opens `/proc/<this pid>/fd/<fd>` until {@link unlink}.
+   * `reserve` backs every page now (NATIVE_CALL with ENOSPC/ENOMEM naming the object when it
+   * cannot be): for the small objects every peer relies on. A session region stays sparse — it
+   * lives on the kernel's internal tmpfs (a full /dev/shm does not reach it), and reserving would
+   * commit the whole data pool of every idle session.
    */
-  static async createSealed(name: string, size: number): Promise<ShmMapping> {
+  static async createSealed(name: string, size: number, reserve = false): Promise<ShmMapping> {
     const f = await ffi();
     const libc = await loadLibc();
     const s = libc.symbols;
@@ -148,6 +193,7 @@ export class ShmMapping extends NativeHandle {
       if (s.ftruncate(fd, size) !== 0) {
         throw new NativeError("ftruncate", errno(libc), `${name} to ${size} bytes`);
       }
+      if (reserve) reservePages(libc, fd, name, size);
       if (s.fcntl(fd, F_ADD_SEALS, SESSION_SEALS) !== 0) {
         throw new NativeError("fcntl", errno(libc), `F_ADD_SEALS on ${name}`);
       }
@@ -168,10 +214,10 @@ export class ShmMapping extends NativeHandle {
   }
 
   /**
-   * Opens the sealed memfd `fd` of process `pid` (through /proc), checks that it carries
-   * {@link SESSION_SEALS} and is exactly `size` bytes, maps it and closes the fd. Throws
-   * HANDSHAKE naming what is wrong (not sealed, another size) and NATIVE_CALL when it cannot be
-   * opened or mapped; nothing stays open or mapped then.
+   * Opens the sealed memfd `fd` of process `pid` (through /proc), checks that this process's uid
+   * owns it, that it carries {@link SESSION_SEALS} and is exactly `size` bytes, maps it and closes
+   * the fd. Throws HANDSHAKE naming what is wrong (another owner, not sealed, another size) and
+   * NATIVE_CALL when it cannot be opened or mapped; nothing stays open or mapped then.
    */
   static async openSealed(
     pid: number,
@@ -186,6 +232,7 @@ export class ShmMapping extends NativeHandle {
     const own = s.open(cstringArg(path), O_RDWR | O_CLOEXEC, 0);
     if (own < 0) throw new NativeError("open", errno(libc), path);
     try {
+      checkOwner(libc, own, `${path} (${name})`, false);
       const seals = s.fcntl(own, F_GET_SEALS, 0);
       if (seals < 0 || (seals & SESSION_SEALS) !== SESSION_SEALS) {
         throw new VerbusError(
@@ -214,12 +261,19 @@ export class ShmMapping extends NativeHandle {
     super.close();
   }
 
-  /** Creates (O_EXCL) and maps a new object of `size` bytes (zero-filled by the kernel). */
+  /**
+   * Creates (O_EXCL, mode 0600) and maps a new named object of `size` bytes, every page reserved
+   * (zero-filled by the kernel). For benches and tests: what peers map is a sealed memfd.
+   */
   static async create(name: string, size: number): Promise<ShmMapping> {
     return await ShmMapping.#open(name, size, true);
   }
 
-  /** Opens and maps an existing object; `size` must not exceed the object's size. */
+  /**
+   * Opens and maps an existing named object of this uid (mode 0600) holding at least `size`
+   * bytes (checked on the descriptor before mapping). A shrink after mapping still faults: named
+   * objects are for benches and tests.
+   */
   static async open(name: string, size: number): Promise<ShmMapping> {
     return await ShmMapping.#open(name, size, false);
   }
@@ -234,10 +288,22 @@ export class ShmMapping extends NativeHandle {
       throw new NativeError("shm_open", errno(libc), `${create ? "create" : "open"} ${name}`);
     }
     try {
-      if (create && s.ftruncate(fd, size) !== 0) {
-        const e = errno(libc);
-        s.shm_unlink(cname);
-        throw new NativeError("ftruncate", e, `${name} to ${size} bytes`);
+      if (create) {
+        try {
+          if (s.ftruncate(fd, size) !== 0) {
+            throw new NativeError("ftruncate", errno(libc), `${name} to ${size} bytes`);
+          }
+          reservePages(libc, fd, name, size);
+        } catch (e) {
+          s.shm_unlink(cname);
+          throw e;
+        }
+      } else {
+        checkOwner(libc, fd, name, true);
+        const actual = Number(s.lseek(fd, 0, SEEK_END));
+        if (actual < size) {
+          throw new VerbusError("HANDSHAKE", `${name} has ${actual} bytes, need ${size}`);
+        }
       }
       // Past a budget, in a SharedArrayBuffer chunk: see map_arena.ts (V8's external memory).
       let mapped: Mapped;
