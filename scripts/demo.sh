@@ -43,7 +43,7 @@ echo "== verbus agent (deno): three local processes share its one connection to 
 $DENO run -A cli/main.ts agent --connect "127.0.0.1:$PORT" --listen "demo-$PORT" &
 AGENT=$!
 trap 'kill $AGENT $SRV 2>/dev/null; wait $AGENT $SRV 2>/dev/null || true' EXIT
-for _ in $(seq 200); do [ -e "/dev/shm/verbus-agent-$(id -u)-demo-$PORT" ] && break; sleep 0.1; done
+for _ in $(seq 200); do [ -e "${VERBUS_RUNTIME_DIR:-/tmp/verbus-$(id -u)}/agent-demo-$PORT.json" ] && break; sleep 0.1; done
 $BUN examples/agent_client.ts "demo-$PORT" 1 &
 P1=$!
 $DENO run -A examples/agent_client.ts "demo-$PORT" 2 &

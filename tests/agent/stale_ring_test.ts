@@ -1,17 +1,20 @@
 /**
- * Rings of agents that were killed (an agent that stops removes its own): the stale-object sweep
- * a shm server runs at start removes those whose agent pid is dead, and leaves alone a live
- * agent's ring and one whose header is not published yet (an agent still creating it).
+ * What killed agents leave behind (an agent that stops removes its own): the sweep a shm server
+ * runs at start removes records whose agent pid is dead, and rings of older versions (named
+ * objects in /dev/shm) whose header names a dead pid; it leaves alone a live agent's record and
+ * an unpublished ring (an agent still creating it), and never maps a candidate, so a truncated
+ * one cannot fault the server.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, unlinkSync, writeFileSync } from "node:fs";
 import { pid } from "node:process";
+import { userInfo } from "node:os";
 import { assert, assertEquals, test } from "../harness.ts";
-import { agentObjectName, H, MAGIC, VERSION } from "../../transport/shm/agent_ring.ts";
+import { H, MAGIC, VERSION } from "../../transport/shm/agent_ring.ts";
 import { removeStaleAgentRings } from "../../transport/shm/agent_ring_host.ts";
 import { ShmMapping } from "../../transport/shm/shm_object.ts";
 import { serve } from "../../rpc/server.ts";
-import { agentName } from "./util.ts";
+import { agentName, agentRecordFile } from "./util.ts";
 
 /** A pid that ran and exited (reaped): no process has it now. */
 function deadPid(): number {
@@ -20,9 +23,16 @@ function deadPid(): number {
   return r.pid!;
 }
 
-/** An agent-ring object named `name` whose header says `agentPid`, published or not. */
-async function fakeRing(name: string, agentPid: number, published: boolean): Promise<string> {
-  const shm = agentObjectName(name);
+/** A record of agent `name` naming `agentPid` (as a killed agent leaves it). */
+function fakeRecord(name: string, agentPid: number): string {
+  const file = agentRecordFile(name);
+  writeFileSync(file, JSON.stringify({ pid: agentPid, fd: 9, size: 8192 }), { mode: 0o600 });
+  return file;
+}
+
+/** An older version's ring object in /dev/shm whose header says `agentPid`, published or not. */
+async function legacyRing(name: string, agentPid: number, published: boolean): Promise<string> {
+  const shm = `/verbus-agent-${userInfo().uid}-${name}`;
   const m = await ShmMapping.create(shm, 8192);
   const h = new Int32Array(m.bytes.buffer, m.bytes.byteOffset, 64);
   h[H.version] = VERSION;
@@ -32,38 +42,65 @@ async function fakeRing(name: string, agentPid: number, published: boolean): Pro
   return `/dev/shm${shm}`;
 }
 
-test("stale agent rings: a dead agent's is removed, a live or unpublished one is kept", async () => {
-  const dead = await fakeRing(agentName("stale-dead"), deadPid(), true);
-  const live = await fakeRing(agentName("stale-live"), pid, true);
-  const young = await fakeRing(agentName("stale-young"), deadPid(), false);
+function removeAll(files: string[]): void {
+  for (const f of files) {
+    try {
+      unlinkSync(f);
+    } catch { /* removed by the sweep */ }
+  }
+}
+
+test("stale agent records: a dead agent's is removed, a live one's is kept", async () => {
+  const dead = fakeRecord(agentName("stale-dead"), deadPid());
+  const live = fakeRecord(agentName("stale-live"), pid);
+  try {
+    const removed = await removeStaleAgentRings();
+    assert(removed.includes(dead), `removed: ${removed.join(", ")}`);
+    assertEquals([existsSync(dead), existsSync(live)], [false, true]);
+  } finally {
+    removeAll([dead, live]);
+  }
+});
+
+test("stale agent rings of older versions: a dead agent's is removed, a live or unpublished one is kept, a 0-byte one is harmless", async () => {
+  const dead = await legacyRing(agentName("stale-dead"), deadPid(), true);
+  const live = await legacyRing(agentName("stale-live"), pid, true);
+  const young = await legacyRing(agentName("stale-young"), deadPid(), false);
+  // A 0-byte object under an agent ring's name: the sweep mapped 4 KiB of it and read the
+  // header, so every later server of that user died of SIGBUS at start-up.
+  const empty = `/dev/shm/verbus-agent-${userInfo().uid}-${agentName("stale-empty")}`;
+  writeFileSync(empty, "", { mode: 0o600 });
   try {
     const removed = await removeStaleAgentRings();
     assert(removed.includes(dead.slice("/dev/shm".length)), `removed: ${removed.join(", ")}`);
     assertEquals([existsSync(dead), existsSync(live), existsSync(young)], [false, true, true]);
   } finally {
-    for (const f of [dead, live, young]) {
-      if (existsSync(f)) (await ShmMapping.open(f.slice("/dev/shm".length), 4096)).unlink();
-    }
+    removeAll([dead, live, young, empty]);
   }
 });
 
-test("stale agent rings: a shm server starting removes them and logs their names", async () => {
-  const dead = await fakeRing(agentName("stale-srv"), deadPid(), true);
+test("stale agent records: a shm server starting removes them and logs their names", async () => {
+  const dead = fakeRecord(agentName("stale-srv"), deadPid());
+  const empty = `/dev/shm/verbus-agent-${userInfo().uid}-${agentName("stale-srv-empty")}`;
+  writeFileSync(empty, "", { mode: 0o600 });
   const lines: string[] = [];
-  const server = await serve({
-    port: 0,
-    fabric: { fabrics: ["shm"] },
-    logger: { warn: (m: string) => lines.push(m), info: (m: string) => lines.push(m) },
-    services: {},
-  });
   try {
-    assert(!existsSync(dead), `${dead} was removed`);
-    const name = dead.slice("/dev/shm".length);
-    assert(
-      lines.some((l) => l.includes("left by dead processes") && l.includes(name)),
-      lines.join("\n"),
-    );
+    const server = await serve({
+      port: 0,
+      fabric: { fabrics: ["shm"] },
+      logger: { warn: (m: string) => lines.push(m), info: (m: string) => lines.push(m) },
+      services: {},
+    });
+    try {
+      assert(!existsSync(dead), `${dead} was removed`);
+      assert(
+        lines.some((l) => l.includes("left by dead processes") && l.includes(dead)),
+        lines.join("\n"),
+      );
+    } finally {
+      await server.close();
+    }
   } finally {
-    await server.close();
+    removeAll([dead, empty]);
   }
 });

@@ -8,7 +8,8 @@
 import { spawnSync } from "node:child_process";
 import { unlinkSync } from "node:fs";
 import { join } from "node:path";
-import { agentObjectName } from "../../transport/shm/agent_ring.ts";
+import { userInfo } from "node:os";
+import { agentDirectory } from "../../transport/shm/agent_directory.ts";
 import { demoService } from "../../examples/demo/service.ts";
 import { KvStore } from "../../examples/demo/kv_store.ts";
 import { RUNTIME, type RuntimeName } from "../../ffi/runtime.ts";
@@ -137,11 +138,16 @@ export async function waitFor(
   }
 }
 
-/** Stops an agent child gracefully (SIGTERM: it closes and unlinks its ring), then removes what a killed one left. */
+/** The record file agent `name` of this user publishes while it runs. */
+export function agentRecordFile(name: string): string {
+  return join(agentDirectory(userInfo().uid, true), `agent-${name}.json`);
+}
+
+/** Stops an agent child gracefully (SIGTERM: it closes its ring and removes its record), then removes what a killed one left. */
 export async function stopAgent(agent: Child | undefined, name: string): Promise<void> {
   await agent?.kill("SIGTERM");
   try {
-    unlinkSync(`/dev/shm${agentObjectName(name)}`);
+    unlinkSync(agentRecordFile(name));
   } catch { /* removed by the agent */ }
 }
 

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { assert, assertEquals, test } from "../harness.ts";
 import { RUNTIME } from "../../ffi/runtime.ts";
 import { VERSION } from "../../cli/version.ts";
-import { agentObjectName } from "../../transport/shm/agent_ring.ts";
+import { agentRecordFile } from "../agent/util.ts";
 import { otherRuntime, REPO_ROOT, runtimeBinary, spawnScript, withChild } from "../util/proc.ts";
 
 const COMMANDS = ["doctor", "serve", "call", "agent", "bench"];
@@ -129,12 +129,12 @@ test("--json on every command; a failed op exits 1 with ok:false on stdout", asy
     }, async (agent) => {
       const a = JSON.parse(/(\{"listening":"agent:[^\n]*\})\n/.exec(agent.output())![1]);
       assertEquals([a.listening, a.remote], [`agent:${name}`, `127.0.0.1:${p}`]);
-      // Stopped as a user stops it (SIGTERM), it removes its ring: killed (withChild's SIGKILL)
-      // it left a 192 MiB object in /dev/shm on every run.
-      const ring = `/dev/shm${agentObjectName(name)}`;
-      assert(existsSync(ring), `the agent's ring ${ring} exists while it runs`);
+      // Stopped as a user stops it (SIGTERM), it removes its record (its ring, a memfd, goes
+      // with the process).
+      const ring = agentRecordFile(name);
+      assert(existsSync(ring), `the agent's record ${ring} exists while it runs`);
       await agent.kill("SIGTERM"); // the moment it is ready: its handler must already listen
-      assert(!existsSync(ring), `a stopped agent leaves no ring behind (${ring})`);
+      assert(!existsSync(ring), `a stopped agent leaves no record behind (${ring})`);
     });
   } finally {
     await srv.kill("SIGTERM");

@@ -8,6 +8,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
+import process from "node:process";
 import { RUNTIME, type RuntimeName } from "../../ffi/runtime.ts";
 
 /** The repository root (two levels above this file). */
@@ -56,6 +57,10 @@ export interface SpawnOptions {
   timeoutMs?: number;
   /** The ready line, instead of `listening on <port>` (the port is then 0 unless it captures one). */
   ready?: RegExp;
+  /** Variables added to the child's environment. */
+  env?: Record<string, string>;
+  /** Run the child as this uid (and gid), through `setpriv` (tests of other users). */
+  uid?: number;
 }
 
 /**
@@ -72,10 +77,22 @@ export function spawnScript(
   const argv = runtime === "deno"
     ? ["run", "-A", "--config", join(REPO_ROOT, "deno.json"), path, ...(options.args ?? [])]
     : [path, ...(options.args ?? [])];
-  const proc: ChildProcess = spawn(bin, argv, {
-    cwd: REPO_ROOT,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const asUser = options.uid === undefined ? [] : [
+    "--reuid",
+    String(options.uid),
+    "--regid",
+    String(options.uid),
+    "--clear-groups",
+  ];
+  const proc: ChildProcess = spawn(
+    asUser.length ? "setpriv" : bin,
+    asUser.length ? [...asUser, bin, ...argv] : argv,
+    {
+      cwd: REPO_ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+      ...(options.env ? { env: { ...process.env, ...options.env } } : {}),
+    },
+  );
   let out = "";
   const exited = new Promise<number | string>((res) => {
     proc.on("exit", (code, signal) => res(code ?? signal ?? "unknown"));

@@ -1,7 +1,8 @@
 /**
- * The same-host agent's shared-memory object: one POSIX shm object per agent, named
- * `/verbus-agent-<uid>-<name>` (mode 0600: any process of the same user may join), holding the
- * MPSC request ring (`mpsc_ring.ts`), a table of producers and each producer's own slots. A
+ * The same-host agent's shared-memory object: one sealed memfd per agent, which producers of the
+ * same user find through the agent's record in their private directory (`agent_directory.ts`:
+ * no other user can stand in for the agent, and no one can shrink the object under a mapping),
+ * holding the MPSC request ring (`mpsc_ring.ts`), a table of producers and each producer's own slots. A
  * producer writes its request record into one of its slots, then the slot's length word, then the
  * slot's state (POSTED), then publishes the slot's descriptor in the ring and rings the agent's
  * doorbell (a futex word; woken only when the agent sleeps). The agent answers in the same slot,
@@ -45,7 +46,6 @@
  * Threading: one JS thread per side; futex waits run off-thread (helper, nonblocking FFI).
  * @module
  */
-import { userInfo } from "node:os";
 import { VerbusError } from "../../errors.ts";
 import type { Helper } from "../../ffi/helper.ts";
 import type { NonNullPtr } from "../../ffi/types.ts";
@@ -94,17 +94,6 @@ const SLOT_HEADER = 16;
 export const SLOT = { FREE: 0, POSTED: 1, TAKEN: 2, READY: 3 } as const;
 /** A table owner word: the producer left (the agent frees the entry when nothing of it runs). */
 export const OWNER_LEAVING = -1;
-
-/** The shm name of agent `name` for the current user. */
-export function agentObjectName(name: string): string {
-  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(name)) {
-    throw new VerbusError(
-      "INVALID_ARGUMENT",
-      `agent name "${name}" must be 1-64 of [A-Za-z0-9_.-]`,
-    );
-  }
-  return `/verbus-agent-${userInfo().uid}-${name}`;
-}
 
 const align = (n: number) => Math.ceil(n / 4096) * 4096;
 

@@ -1,5 +1,6 @@
 /**
- * The agent's side of the agent ring (layout: `agent_ring.ts`): creates the shm object, drains
+ * The agent's side of the agent ring (layout: `agent_ring.ts`): creates the sealed memfd and
+ * publishes its record in this user's agent directory (`agent_directory.ts`), drains
  * posted requests — every descriptor, owner and length checked, a slot taken by CAS, a spilled
  * record's offset checked against its producer's request half —, answers them in the producers'
  * slots (a large answer in the producer's response half, allocated here), and sweeps: frees the
@@ -9,14 +10,23 @@
  * Threading: the agent's JS thread; its wait runs off-thread.
  * @module
  */
-import { readdirSync } from "node:fs";
+import { closeSync, fstatSync, openSync, readdirSync, readSync, unlinkSync } from "node:fs";
+import { join } from "node:path";
 import { pid } from "node:process";
 import { VerbusError } from "../../errors.ts";
 import type { Helper } from "../../ffi/helper.ts";
 import { loadHelper } from "../../ffi/helper.ts";
 import type { AgentRingHost as HostApi, AgentRingSizes, DrainBuffers } from "../local_ring.ts";
 import {
-  agentObjectName,
+  agentDirectory,
+  type AgentRecord,
+  agentRecordNames,
+  checkAgentName,
+  publishAgentRecord,
+  readAgentRecord,
+  removeAgentRecord,
+} from "./agent_directory.ts";
+import {
   AgentRingBase,
   areas,
   checkSizes,
@@ -30,7 +40,7 @@ import {
 } from "./agent_ring.ts";
 import { AgentRingPort } from "./agent_ring_port.ts";
 import { RING_FULL } from "./mpsc_ring.ts";
-import { processAlive, ShmMapping } from "./shm_object.ts";
+import { effectiveUid, processAlive, ShmMapping } from "./shm_object.ts";
 import { SpillAllocator } from "./spill_allocator.ts";
 
 /** The agent's side: creates the object, drains requests, answers them. */
@@ -56,8 +66,21 @@ export class AgentRingHost extends AgentRingBase implements HostApi {
   readonly #respLen: Int32Array;
   #spilled = 0;
 
-  private constructor(mapping: ShmMapping, helper: Helper, sizes: AgentRingSizes) {
+  /** The record this agent published (null: none, or removed on close). */
+  #record: AgentRecord | null;
+
+  private constructor(
+    mapping: ShmMapping,
+    helper: Helper,
+    sizes: AgentRingSizes,
+    /** The agent directory holding its record. */
+    readonly dir: string,
+    /** The agent's name. */
+    readonly agentName: string,
+    record: AgentRecord,
+  ) {
     super(mapping, helper, sizes);
+    this.#record = record;
     const n = sizes.producers * sizes.slots;
     this.#spill = Array.from({ length: sizes.producers }, () => new SpillAllocator(this.spillHalf));
     this.#reqOff = new Int32Array(n).fill(-1);
@@ -71,30 +94,20 @@ export class AgentRingHost extends AgentRingBase implements HostApi {
   }
 
   /**
-   * Creates agent `name`'s object. An object left by a dead agent is replaced; one whose agent
-   * still runs is an error (LISTEN_FAILED naming its pid).
+   * Creates agent `name`'s ring and publishes its record. A record left by a dead agent is
+   * replaced; one whose agent still runs is an error (LISTEN_FAILED naming its pid), and so is an
+   * agent directory another user made (naming the owner). The ring stays sparse, like a session
+   * region: a memfd lives on the kernel's internal tmpfs (a full /dev/shm does not reach it), is
+   * sealed against shrinking, and reserving would commit every producer's slots and spill area.
    */
   static async create(name: string, sizes: AgentRingSizes): Promise<AgentRingHost> {
     checkSizes(sizes);
-    const shm = agentObjectName(name);
+    checkAgentName(name);
     const helper = await loadHelper();
-    try {
-      const old = await AgentRingPort.open(name, helper, true);
-      const owner = old.agentPid;
-      old.close();
-      if (processAlive(owner)) {
-        throw new VerbusError("LISTEN_FAILED", `agent "${name}" already runs (pid ${owner})`);
-      }
-    } catch (e) {
-      if (e instanceof VerbusError && e.code === "LISTEN_FAILED") throw e;
-    }
-    const stale = await ShmMapping.open(shm, 4096).catch(() => null);
-    if (stale) {
-      stale.unlink();
-      stale.close();
-    }
-    const mapping = await ShmMapping.create(shm, areas(sizes).total);
-    const host = new AgentRingHost(mapping, helper, sizes);
+    const dir = agentDirectory(await effectiveUid(), true);
+    const mapping = await ShmMapping.createSealed(`verbus-agent-${name}`, areas(sizes).total);
+    const record: AgentRecord = { pid, fd: mapping.fd, size: mapping.size };
+    const host = new AgentRingHost(mapping, helper, sizes, dir, name, record);
     const w = host.words;
     w[H.version] = VERSION;
     w[H.agentPid] = pid;
@@ -107,7 +120,45 @@ export class AgentRingHost extends AgentRingBase implements HostApi {
     host.ring.resetAsConsumer();
     w[H.state] = STATE_READY;
     Atomics.store(w, H.magic, MAGIC); // published last
+    try {
+      await host.#publish();
+    } catch (e) {
+      host.#record = null; // never published: nothing of ours to remove
+      host.close();
+      throw e;
+    }
     return host;
+  }
+
+  /** Publishes the record, replacing one whose agent is gone (LISTEN_FAILED if it runs). */
+  async #publish(): Promise<void> {
+    const { dir, agentName: name } = this;
+    const record = this.#record!;
+    if (publishAgentRecord(dir, name, record)) return;
+    let old: AgentRecord | null = null;
+    try {
+      old = readAgentRecord(dir, name);
+    } catch { /* garbled: replaced below */ }
+    if (old !== null && processAlive(old.pid)) {
+      const running = await AgentRingPort.open(name, this.helper, true).then(
+        (port) => {
+          const gone = port.agentGone();
+          port.close();
+          return gone === null;
+        },
+        () => false, // its record names no ring: stale
+      );
+      if (running) {
+        throw new VerbusError("LISTEN_FAILED", `agent "${name}" already runs (pid ${old.pid})`);
+      }
+    }
+    removeAgentRecord(dir, name, old ?? undefined);
+    if (!publishAgentRecord(dir, name, record)) {
+      throw new VerbusError(
+        "LISTEN_FAILED",
+        `agent "${name}": another agent of that name published its record at the same time`,
+      );
+    }
   }
 
   /**
@@ -309,7 +360,10 @@ export class AgentRingHost extends AgentRingBase implements HostApi {
     this.bump(H.doorbell, H.sleeping);
   }
 
-  /** Marks the object CLOSED (producers see it at once), unlinks and unmaps it. Safe twice. */
+  /**
+   * Marks the ring CLOSED (producers see it at once), removes its record, closes its memfd and
+   * unmaps it. Safe twice.
+   */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
@@ -317,42 +371,70 @@ export class AgentRingHost extends AgentRingBase implements HostApi {
     for (let p = 0; p < this.sizes.producers; p++) {
       this.bump(this.tableWord(p) + 1, this.tableWord(p) + 2);
     }
+    if (this.#record) removeAgentRecord(this.dir, this.agentName, this.#record);
+    this.#record = null;
     this.mapping.unlink();
     this.unmap();
   }
 }
 
 /**
- * Removes the rings of this user's agents whose process is gone (killed: an agent that stops
- * removes its own). Agent rings are named by the user, not by a pid, so the stale-object sweep of
- * `shm_object.ts` cannot judge them; this one reads the agent pid from each ring's header. A ring
- * whose header is not published (an agent still creating it) or not an agent ring is left alone.
- * Returns the names removed; never throws. Control path (maps 4 KiB of each candidate).
+ * Removes what agents of this user that were killed left behind (an agent that stops removes its
+ * own): records in the agent directory whose pid is gone (their ring, a memfd, went with the
+ * process), and rings of older versions that were named objects in /dev/shm
+ * (`verbus-agent-<uid>-<name>`) whose header names a dead pid — read with plain reads, never
+ * mapped, so an object someone truncated cannot fault this process. A ring whose header is not
+ * published (an agent still creating it) or not an agent ring is left alone. Returns what was
+ * removed; never throws. Control path.
  */
 export async function removeStaleAgentRings(): Promise<string[]> {
-  let names: string[];
-  try {
-    const prefix = agentObjectName("x").slice(1, -1); // "verbus-agent-<uid>-"
-    names = readdirSync("/dev/shm").filter((n) => n.startsWith(prefix));
-  } catch {
-    return [];
-  }
+  const uid = await effectiveUid();
   const removed: string[] = [];
-  for (const n of names) {
-    const m = await ShmMapping.open(`/${n}`, 4096).catch(() => null);
-    if (!m) continue;
+  let dir: string | null = null;
+  try {
+    dir = agentDirectory(uid, false);
+  } catch { /* none, or not ours: nothing of ours in it */ }
+  for (const name of dir ? agentRecordNames(dir) : []) {
+    let record: AgentRecord | null = null;
     try {
-      const h = new Int32Array(m.bytes.buffer, m.bytes.byteOffset, 64);
-      const owner = h[H.agentPid];
-      if (Atomics.load(h, H.magic) === MAGIC && owner > 0 && !processAlive(owner)) {
-        m.unlink();
+      record = readAgentRecord(dir!, name);
+    } catch { /* garbled: an agent replaces it when it starts */ }
+    if (record && !processAlive(record.pid) && removeAgentRecord(dir!, name, record)) {
+      removed.push(join(dir!, `agent-${name}.json`));
+    }
+  }
+  const prefix = `verbus-agent-${uid}-`;
+  let names: string[] = [];
+  try {
+    names = readdirSync("/dev/shm").filter((n) => n.startsWith(prefix));
+  } catch { /* no /dev/shm */ }
+  for (const n of names) {
+    const owner = legacyRingOwner(`/dev/shm/${n}`, uid);
+    if (owner > 0 && !processAlive(owner)) {
+      try {
+        unlinkSync(`/dev/shm/${n}`);
         removed.push(`/${n}`);
-      }
-    } catch {
-      /* raced with its removal: nothing to do */
-    } finally {
-      m.close();
+      } catch { /* raced with its removal */ }
     }
   }
   return removed;
+}
+
+/**
+ * The agent pid in the header of an older version's named ring at `path`, when `uid` owns it and
+ * its header is published; else 0. Reads 64 bytes (a truncated object reads short, never faults).
+ */
+function legacyRingOwner(path: string, uid: number): number {
+  let fd = -1;
+  try {
+    fd = openSync(path, "r");
+    if (fstatSync(fd).uid !== uid) return 0;
+    const h = new Int32Array(16);
+    const got = readSync(fd, new Uint8Array(h.buffer), 0, 64, 0);
+    return got === 64 && h[H.magic] === MAGIC ? h[H.agentPid] : 0;
+  } catch {
+    return 0;
+  } finally {
+    if (fd >= 0) closeSync(fd);
+  }
 }

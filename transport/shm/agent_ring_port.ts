@@ -1,6 +1,7 @@
 /**
- * A producer's side of the agent ring (layout: `agent_ring.ts`): maps the agent's object
- * (checking its header and that its agent runs), takes a table entry, and posts requests from its
+ * A producer's side of the agent ring (layout: `agent_ring.ts`): finds the agent's record in this
+ * user's directory (`agent_directory.ts`), maps the sealed memfd it names (checking its owner,
+ * seals, size, header and that its agent runs), takes a table entry, and posts requests from its
  * own slots — length, then POSTED, then the ring descriptor, then the agent's doorbell. A record
  * larger than a slot goes into this producer's spill area (request half), allocated here and freed
  * when its slot is released; a spilled answer is read from the response half, bounds-checked.
@@ -8,14 +9,13 @@
  * Threading: the producer's JS thread; its wait runs off-thread.
  * @module
  */
-import { statSync } from "node:fs";
 import { pid } from "node:process";
 import { VerbusError } from "../../errors.ts";
 import type { Helper } from "../../ffi/helper.ts";
 import { loadHelper } from "../../ffi/helper.ts";
 import type { AgentRingProducer, AgentRingSizes } from "../local_ring.ts";
+import { agentDirectory, readAgentRecord } from "./agent_directory.ts";
 import {
-  agentObjectName,
   AgentRingBase,
   areas,
   checkSizes,
@@ -28,7 +28,7 @@ import {
   VERSION,
 } from "./agent_ring.ts";
 import { RING_FULL } from "./mpsc_ring.ts";
-import { processAlive, ShmMapping } from "./shm_object.ts";
+import { effectiveUid, processAlive, ShmMapping } from "./shm_object.ts";
 import { SpillAllocator } from "./spill_allocator.ts";
 
 /** A producer's side: attached to one table entry, owning its K slots. */
@@ -53,22 +53,48 @@ export class AgentRingPort extends AgentRingBase implements AgentRingProducer {
     this.#respOff = new Int32Array(sizes.slots).fill(-1);
   }
 
-  /** Maps agent `name`'s object and checks its header (HANDSHAKE / NOT_FOUND naming what). */
+  /**
+   * Maps agent `name`'s ring and checks it: NOT_FOUND when no agent of this user has that name
+   * or its process is gone; HANDSHAKE naming what is wrong when the directory, the record or the
+   * ring fails a check (another user's, not sealed, another size, not a ring). `peek` (an agent
+   * starting) skips the checks that the agent still runs.
+   */
   static async open(name: string, helper?: Helper, peek = false): Promise<AgentRingPort> {
-    const shm = agentObjectName(name);
-    let size = 0;
+    const uid = await effectiveUid();
+    let dir: string;
     try {
-      size = statSync(`/dev/shm${shm}`).size;
-    } catch {
-      throw new VerbusError("NOT_FOUND", `no agent "${name}" on this host (${shm} does not exist)`);
+      dir = agentDirectory(uid, false);
+    } catch (e) {
+      if (e instanceof VerbusError && e.code === "NOT_FOUND") {
+        throw new VerbusError("NOT_FOUND", `no agent "${name}" on this host (${e.message})`);
+      }
+      throw e;
     }
-    if (size < 4096) {
+    const record = readAgentRecord(dir, name);
+    if (!record) {
       throw new VerbusError(
-        "HANDSHAKE",
-        `agent "${name}" (${shm}): ${size} bytes is no agent ring`,
+        "NOT_FOUND",
+        `no agent "${name}" on this host (${dir} has no record of it)`,
       );
     }
-    const mapping = await ShmMapping.open(shm, size);
+    const gone = () =>
+      new VerbusError(
+        "NOT_FOUND",
+        `agent "${name}" is not running (its record in ${dir} names pid ${record.pid}, ` +
+          "which exited)",
+      );
+    if (!peek && !processAlive(record.pid)) throw gone();
+    const shm = `/proc/${record.pid}/fd/${record.fd}`;
+    let mapping: ShmMapping;
+    try {
+      mapping = await ShmMapping.openSealed(record.pid, record.fd, record.size, `agent "${name}"`);
+    } catch (e) {
+      if (e instanceof VerbusError && e.code === "NATIVE_CALL" && !processAlive(record.pid)) {
+        throw gone();
+      }
+      throw e;
+    }
+    const size = record.size;
     const h = new Int32Array(mapping.bytes.buffer, mapping.bytes.byteOffset, 64);
     const sizes: AgentRingSizes = {
       entries: h[H.entries],
@@ -90,15 +116,8 @@ export class AgentRingPort extends AgentRingBase implements AgentRingProducer {
       fail((e as Error).message);
     }
     if (areas(sizes).total !== size) fail(`${size} bytes, its header says ${areas(sizes).total}`);
+    if (h[H.agentPid] !== record.pid) fail(`its header names pid ${h[H.agentPid]}`);
     if (!peek && h[H.state] !== STATE_READY) fail("the agent closed it");
-    const agentPid = h[H.agentPid];
-    if (!peek && !processAlive(agentPid)) {
-      mapping.close();
-      throw new VerbusError(
-        "NOT_FOUND",
-        `agent "${name}" is not running (its ring ${shm} is left by pid ${agentPid}, which exited)`,
-      );
-    }
     return new AgentRingPort(mapping, helper ?? await loadHelper(), sizes);
   }
 
@@ -157,6 +176,9 @@ export class AgentRingPort extends AgentRingBase implements AgentRingProducer {
     for (;;) {
       const pos = this.ring.claim();
       if (pos === RING_FULL) {
+        // Ring the agent all the same: a head word someone scribbled on looks full (or
+        // impossible) to every producer, and only the agent's drain rewrites it.
+        this.bump(H.doorbell, H.sleeping);
         // Withdraw the slot unless the agent took it already (a scribbled entry named it).
         if (Atomics.compareExchange(w, sw, SLOT.POSTED, SLOT.FREE) === SLOT.POSTED) return false;
         break;

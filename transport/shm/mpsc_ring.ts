@@ -14,7 +14,9 @@
  *     └───────────────┴───────────────┘  desc 0 = EMPTY for that lap, 0xffff = CONSUMED,
  *                                        else the producer's descriptor (1 … 0xfffe)
  * ```
- * Producer: claim — read tail t and head h; `t − h ≥ N` is FULL (returned, not thrown); else CAS
+ * Producer: claim — read tail t and head h; `t − h ≥ N` is FULL (returned, not thrown; a
+ * `t − h` over N is impossible — a scribbled head — and reported FULL too, so the producer rings
+ * the consumer, whose next drain rewrites head from its private position); else CAS
  * tail t → t+1 (retry on a lost race). The record itself was already written, length last, in
  * the producer's own slot (Aeron's length-last publication, moved out of the shared ring so that
  * a late writer can only ever scribble on its own memory); publish is one CAS of the entry from
@@ -140,6 +142,7 @@ export class MpscRing {
    */
   drain(out: Uint32Array, maxDesc: number, nowMs: number, reclaimMs: number): number {
     const w = this.#w, base = this.#base, mask = this.#mask;
+    this.repairHead();
     let t = Atomics.load(w, this.#tail) >>> 0;
     let span = (t - this.#pos) >>> 0;
     if (span > this.#n) {
@@ -173,6 +176,17 @@ export class MpscRing {
     }
     this.#advance(t, nowMs, reclaimMs);
     return n;
+  }
+
+  /**
+   * Rewrites the shared head word from the consumer's private position when anyone else wrote it
+   * (counted as garbage): producers trust head for FULL, so one scribbled word would otherwise
+   * refuse every post for good. Called by every drain and by the agent's sweep. Consumer only.
+   */
+  repairHead(): void {
+    if ((Atomics.load(this.#w, this.#head) >>> 0) === this.#pos) return;
+    Atomics.store(this.#w, this.#head, this.#pos | 0);
+    this.counters.garbage++;
   }
 
   /** Moves head over consumed entries; reclaims positions stuck EMPTY for `reclaimMs`. */
