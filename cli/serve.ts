@@ -4,11 +4,8 @@
  * @module
  */
 import { type StopSignal, withStopSignal } from "./stop_signal.ts";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { z } from "zod";
-import { demoService, KvStore } from "../examples/demo/mod.ts";
+import { demoService, ImageUploadStore, KvStore } from "../examples/demo/mod.ts";
 import { type FabricKind, FABRICS, RUNTIME, serve } from "../mod.ts";
 import { parseCommandLine, splitArgs, usageError } from "./options.ts";
 import { wantsJson } from "./style.ts";
@@ -85,14 +82,29 @@ export async function main(args: string[]): Promise<number> {
 }
 
 async function run(o: ServeArgs, stop: StopSignal): Promise<number> {
-  const imageDir = o["image-dir"] ?? mkdtempSync(join(tmpdir(), "verbus-images-"));
+  // Without --image-dir: a private temp directory made at the first upload, removed by close()
+  // on every way out (a failed listen, a stop) — and at process exit if something throws past.
+  const uploads = new ImageUploadStore({ imageDir: o["image-dir"] });
+  try {
+    return await serveUntilStopped(o, stop, uploads);
+  } finally {
+    uploads.close();
+  }
+}
+
+async function serveUntilStopped(
+  o: ServeArgs,
+  stop: StopSignal,
+  uploads: ImageUploadStore,
+): Promise<number> {
+  const imageDir = o["image-dir"] ?? null;
   const list = (o.fabric ?? (o.urma ? "shm,verbs,urma" : "shm,verbs")).split(",") as FabricKind[];
   const urmaLib = o.urma === "sim" ? simulatorPath() : o.urma;
   const server = await serve({
     port: o.port,
     host: o.host,
     services: demoService({
-      imageDir,
+      uploads,
       ...(o["kv-max-bytes"] ? { kv: new KvStore({ maxTotalBytes: o["kv-max-bytes"] }) } : {}),
     }),
     fabric: o.fabric === "none" ? false : {
@@ -126,7 +138,9 @@ async function run(o: ServeArgs, stop: StopSignal): Promise<number> {
         fabrics,
         imageDir,
       })
-      : `verbus serve (${RUNTIME}): listening on ${server.host}:${server.port} (${fabrics}); images in ${imageDir}`,
+      : `verbus serve (${RUNTIME}): listening on ${server.host}:${server.port} (${fabrics}); images in ${
+        imageDir ?? "a temp directory (made at the first upload, removed at exit)"
+      }`,
   );
   await stop.stopped;
   await server.close();

@@ -19,12 +19,16 @@ import {
   closeSync,
   fsyncSync,
   mkdirSync,
+  mkdtempSync,
   openSync,
   renameSync,
+  rmSync,
   unlinkSync,
   writeSync,
 } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import process from "node:process";
 import { VerbusError } from "../../errors.ts";
 import {
   type ImageChunk,
@@ -108,8 +112,13 @@ export function checkImageName(name: string): void {
 
 /** Options of an {@link ImageUploadStore}. */
 export interface ImageUploadOptions {
-  /** Directory of final images and temp files (created if missing). */
-  imageDir: string;
+  /**
+   * Directory of final images and temp files, created (if missing) at the first upload and kept.
+   * Without it the store makes a private `<tmpdir>/verbus-images-XXXXXX` at the first upload and
+   * removes it, images included, on {@link ImageUploadStore.close} or when the process exits:
+   * a server that never receives an image leaves no directory.
+   */
+  imageDir?: string;
   /** Largest accepted chunk (default and upper bound {@link IMAGE_CHUNK_MAX_BYTES}). */
   maxChunkBytes?: number;
   /** Largest image (default {@link IMAGE_DEFAULT_MAX_BYTES}). */
@@ -123,6 +132,8 @@ export interface ImageUploadOptions {
 }
 
 interface Upload {
+  /** The directory it is written into (a close() between chunks aborts it first). */
+  readonly dir: string;
   readonly id: bigint;
   readonly name: string;
   readonly total: number;
@@ -135,8 +146,12 @@ interface Upload {
 
 /** The uploads of one demo service: shared by all sessions, keyed by the client-chosen upload id. */
 export class ImageUploadStore {
-  /** Directory of final images and temp files. */
-  readonly imageDir: string;
+  /** The directory given in the options, if any. */
+  readonly #givenDir: string | undefined;
+  /** The directory in use: the given one once made, or the private one; undefined before. */
+  #dir: string | undefined;
+  /** Removes the private directory when the process exits (registered while it exists). */
+  #onExit: (() => void) | undefined;
   /** Largest accepted chunk. */
   readonly maxChunkBytes: number;
   /** Largest image. */
@@ -150,7 +165,7 @@ export class ImageUploadStore {
   readonly #uploads = new Map<bigint, Upload>();
 
   constructor(options: ImageUploadOptions) {
-    this.imageDir = options.imageDir;
+    this.#givenDir = options.imageDir;
     this.maxChunkBytes = options.maxChunkBytes ?? IMAGE_CHUNK_MAX_BYTES;
     this.maxImageBytes = options.maxImageBytes ?? IMAGE_DEFAULT_MAX_BYTES;
     this.maxUploads = options.maxUploads ?? 64;
@@ -158,8 +173,9 @@ export class ImageUploadStore {
     this.durable = options.durable ?? true;
     const bad = (what: string, v: number) =>
       new VerbusError("INVALID_OPTIONS", `ImageUploadStore option ${what}, got ${v}`);
-    if (typeof this.imageDir !== "string" || this.imageDir === "") {
-      throw new VerbusError("INVALID_OPTIONS", "ImageUploadStore needs an imageDir");
+    const dir = this.#givenDir;
+    if (dir !== undefined && (typeof dir !== "string" || dir === "")) {
+      throw new VerbusError("INVALID_OPTIONS", "ImageUploadStore: imageDir must be a path");
     }
     if (
       !Number.isInteger(this.maxChunkBytes) || this.maxChunkBytes < 1 ||
@@ -174,7 +190,28 @@ export class ImageUploadStore {
       throw bad("maxUploads must be >= 1", this.maxUploads);
     }
     if (!(this.idleTimeoutMs > 0)) throw bad("idleTimeoutMs must be > 0", this.idleTimeoutMs);
-    mkdirSync(this.imageDir, { recursive: true });
+  }
+
+  /**
+   * The directory of images: the given one, or the private one once the first upload made it
+   * (undefined before that, and again after {@link close} removed it).
+   */
+  get imageDir(): string | undefined {
+    return this.#givenDir ?? this.#dir;
+  }
+
+  /** The directory to write into, made now if it does not exist yet. */
+  #directory(): string {
+    if (this.#dir !== undefined) return this.#dir;
+    if (this.#givenDir !== undefined) {
+      mkdirSync(this.#givenDir, { recursive: true });
+      return (this.#dir = this.#givenDir);
+    }
+    const dir = mkdtempSync(join(tmpdir(), "verbus-images-"));
+    // A process that ends without close() (a CLI's normal exit, process.exit) still removes it.
+    this.#onExit = () => rmSync(dir, { recursive: true, force: true });
+    process.once("exit", this.#onExit);
+    return (this.#dir = dir);
   }
 
   /** Number of uploads currently open. */
@@ -185,7 +222,7 @@ export class ImageUploadStore {
   /** The path a committed image named `name` has (validates the name). */
   finalPath(name: string): string {
     checkImageName(name);
-    return join(this.imageDir, name);
+    return join(this.#directory(), name);
   }
 
   /**
@@ -237,9 +274,19 @@ export class ImageUploadStore {
     return { received: up.received, state: UPLOAD_STATE_OPEN, serverHash: up.hash.digest() };
   }
 
-  /** Aborts every open upload and removes its temp file. The store stays usable. */
+  /**
+   * Aborts every open upload and removes its temp file; removes the private image directory (and
+   * the images in it), if the store made one. A given `imageDir` and its images stay. The store
+   * stays usable (a later upload makes a new private directory).
+   */
   close(): void {
     for (const up of [...this.#uploads.values()]) this.#abort(up);
+    if (this.#onExit !== undefined) {
+      process.off("exit", this.#onExit);
+      this.#onExit();
+      this.#onExit = undefined;
+      this.#dir = undefined;
+    }
   }
 
   #open(chunk: ImageChunk, now: number): Upload {
@@ -269,9 +316,11 @@ export class ImageUploadStore {
         `image upload ${id}: ${this.maxUploads} uploads are already open`,
       );
     }
-    const temp_path = join(this.imageDir, `.${chunk.name}.${id}.part`);
+    const dir = this.#directory();
+    const temp_path = join(dir, `.${chunk.name}.${id}.part`);
     const fd = openSync(temp_path, "wx", 0o644);
     const up: Upload = {
+      dir,
       id: chunk.uploadId,
       name: chunk.name,
       total: chunk.totalLength,
@@ -338,7 +387,7 @@ export class ImageUploadStore {
     closeSync(up.fd);
     this.#uploads.delete(up.id);
     try {
-      renameSync(up.temp_path, join(this.imageDir, up.name));
+      renameSync(up.temp_path, join(up.dir, up.name));
     } catch (e) {
       try {
         unlinkSync(up.temp_path);

@@ -30,6 +30,8 @@ export type {
   DemoServices,
 } from "./service.ts";
 export { KvStore } from "./kv_store.ts";
+export { ImageUploadStore } from "./image_upload.ts";
+export type { ImageUploadOptions } from "./image_upload.ts";
 export { decodeEchoMessage, encodeEchoMessage } from "./brpc_echo.ts";
 export {
   BRPC_PERF_SERVICE,

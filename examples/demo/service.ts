@@ -18,8 +18,6 @@
  *
  * @module
  */
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { z } from "zod";
 import { VerbusError } from "../../errors.ts";
 import {
@@ -131,7 +129,10 @@ export interface DemoServiceOptions {
   kv?: KvStore;
   /** The upload store (default: a new {@link ImageUploadStore} in `imageDir`). */
   uploads?: ImageUploadStore;
-  /** Image directory when `uploads` is not given (default `<tmpdir>/verbus-images`). */
+  /**
+   * Image directory when `uploads` is not given (default: a private temp directory made at the
+   * first upload and removed when the process exits; see {@link ImageUploadOptions.imageDir}).
+   */
   imageDir?: string;
   /** Largest KvPut value; bigger ones must use BigPut (default 1 MiB). */
   maxSmallValueBytes?: number;
@@ -230,10 +231,7 @@ export function demoService(options: DemoServiceOptions = {}): DemoServices {
   parseOptions(options_schema, options, "demoService options");
   const kv = options.kv ?? new KvStore();
   const uploads = options.uploads ??
-    new ImageUploadStore({
-      ...options.upload,
-      imageDir: options.imageDir ?? join(tmpdir(), "verbus-images"),
-    });
+    new ImageUploadStore({ ...options.upload, imageDir: options.imageDir });
   const large = new LargeObjectSource(kv, options.large);
   const max_small = options.maxSmallValueBytes ?? 1024 * 1024;
   const max_keys = options.maxMGetKeys ?? 4096;

@@ -19,7 +19,10 @@ const server = await serve({
   port,
   services: [[GreeterService, greeterImpl()], [EchoService, echoImpl()]],
 });
-console.log(`[${RUNTIME}] greeter listening on ${server.host}:${server.port}`);
+// The pid lets `make example`'s test check that no process and no /dev/shm object of it remains.
+console.log(
+  `[${RUNTIME}] greeter listening on ${server.host}:${server.port} (pid ${process.pid})`,
+);
 const stop = async () => {
   await server.close();
   process.exit(0);

@@ -2,9 +2,6 @@
  * Helpers for the fabric suites: a small region (so many sessions fit), an in-process server with
  * the demo service, and a client connected to it.
  */
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { type Client, type ClientOptions, connect } from "../../rpc/client.ts";
 import { demoService } from "../../examples/demo/service.ts";
 import { serve, type Server } from "../../rpc/server.ts";
@@ -66,7 +63,8 @@ export async function startServer(
     port: 0,
     host: HOST,
     services: {
-      ...demoService({ imageDir: mkdtempSync(join(tmpdir(), "verbus-test-")) }),
+      // No imageDir: the demo makes a private one only at an image upload (none here).
+      ...demoService(),
       "test.Fabric": testFabricService(),
     },
     fabric: fabric === false ? false : { region: SMALL_REGION, ...serverFabric(), ...fabric },

@@ -2,7 +2,9 @@
  * The FFI layer on the host (no RDMA needed): backend memory access, callbacks, the loader's
  * env/bundled/system order and its error listing every path, the helper's layout check.
  */
-import { writeFileSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { assert, assertEquals, assertThrows, test } from "../harness.ts";
 import { LayoutMismatchError, LibraryLoadError } from "../../errors.ts";
 import { ffi } from "../../ffi/ffi.ts";
@@ -98,7 +100,7 @@ test("loader: env override first, then bundled, then sonames; failure lists ever
 });
 
 test("loader: a broken env override is recorded with dlopen's reason, and the bundled helper is used", async () => {
-  const bogus = `/tmp/verbus-bogus-${Date.now()}.so`;
+  const bogus = join(tmpdir(), `verbus-bogus-${Date.now()}.so`);
   writeFileSync(bogus, "not an ELF file");
   setEnv("VERBUS_HELPER", bogus);
   try {
@@ -114,6 +116,7 @@ test("loader: a broken env override is recorded with dlopen's reason, and the bu
     r.library.close();
   } finally {
     setEnv("VERBUS_HELPER", undefined);
+    rmSync(bogus, { force: true });
   }
 });
 
