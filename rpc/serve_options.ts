@@ -34,7 +34,7 @@ export const ServeOptionsSchema: z.ZodObject<{
     ]
   >;
   maxBodySize: z.ZodDefault<z.ZodNumber>;
-  maxConnections: z.ZodDefault<z.ZodNumber>;
+  maxConnections: z.ZodOptional<z.ZodNumber>;
   maxInflightPerConnection: z.ZodDefault<z.ZodNumber>;
   writeHighWaterMark: z.ZodDefault<z.ZodNumber>;
   writeLowWaterMark: z.ZodDefault<z.ZodNumber>;
@@ -69,8 +69,13 @@ export const ServeOptionsSchema: z.ZodObject<{
   ]),
   /** Largest accepted request body; a bigger frame closes its connection. */
   maxBodySize: z.number().int().positive().max(0xffffffff).default(DEFAULT_MAX_BODY_SIZE),
-  /** Connections open at once; one more is closed at once (the reason logged once). */
-  maxConnections: z.number().int().positive().default(16_384),
+  /**
+   * Connections open at once; one more is closed at once (the reason logged once). Default:
+   * three quarters of the file descriptors free under the soft open-file limit when the server
+   * starts (16 to 16,384), so `accept` does not run out of descriptors first; the rest is kept
+   * for what connections bring along (fabric sessions).
+   */
+  maxConnections: z.number().int().positive().optional(),
   /** Calls running at once on one connection; more are answered with ELIMIT without running. */
   maxInflightPerConnection: z.number().int().positive().default(1024),
   /**
@@ -84,7 +89,8 @@ export const ServeOptionsSchema: z.ZodObject<{
   headerTimeoutMs: z.number().int().nonnegative().default(30_000),
   /**
    * A connection with no call in flight, nothing queued and nothing received for this many ms is
-   * closed (0: never). Connections something depends on (a fabric session) are kept.
+   * closed (0: never). Connections something depends on (a fabric session) are kept. When more
+   * than three quarters of `maxConnections` are open, the timeout shrinks (to 3 s at the cap).
    */
   idleTimeoutMs: z.number().int().nonnegative().default(300_000),
   /**
@@ -119,4 +125,3 @@ export type ServeOptions = z.input<typeof ServeOptionsSchema>;
 export type ServeOptionsOf<T extends readonly DescService[]> =
   & Omit<ServeOptions, "services">
   & { services: ServiceMap | TypedServiceEntries<T> };
-

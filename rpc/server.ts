@@ -14,7 +14,10 @@
 import type { z } from "zod";
 import type { ProtocolError } from "../errors.ts";
 import { tcp } from "../transport/tcp/mod.ts";
-import type { TcpConn, TcpListener } from "../transport/tcp/tcp.ts";
+import type { AcceptPause, TcpConn, TcpListener } from "../transport/tcp/tcp.ts";
+import { type ConnectionBudget, connectionBudget } from "../transport/tcp/fd_budget.ts";
+import { causeKey, safeLogger } from "../util/log_text.ts";
+import { LogLimiter } from "../util/log_limiter.ts";
 import { ELIMIT } from "./errors.ts";
 import { parseOptions } from "../util/options.ts";
 import { Dispatcher, type Logger } from "./protocol/dispatch.ts";
@@ -62,12 +65,36 @@ export interface ServerStats {
   stallTimeouts: number;
   /** Connections not reading now because their output queue is over `writeHighWaterMark`. */
   blockedConnections: number;
+  /**
+   * Times accepting paused because file descriptors ran out (`accept` failed with EMFILE /
+   * ENFILE, or Bun's listener stopped at its reserve); the first of a spell is logged.
+   */
+  acceptPauses: number;
+  /** The connection cap in force (`maxConnections`, or the default derived from the fd limit). */
+  maxConnections: number;
 }
 
 const defaultLogger: Logger = { warn: (m) => console.warn(`verbus: ${m}`) };
 
 /** The sweep for timeouts runs this many times per shortest timeout (and at least every second). */
 const SWEEPS_PER_TIMEOUT = 4;
+/** Past this share of `maxConnections` open, the idle timeout shrinks (the budget is tight)... */
+const TIGHT_SHARE = 0.75;
+/** ...down to this many ms at the cap (never above the configured timeout). */
+const TIGHT_IDLE_MS = 3000;
+/** After accepting paused for lack of descriptors, the budget counts as tight this long. */
+const FD_SHORT_MS = 10_000;
+
+/** The idle timeout in force with `open` of `max` connections open (see {@link TIGHT_SHARE}). */
+export function idleTimeoutFor(idleTimeoutMs: number, open: number, max: number): number {
+  const share = open / max;
+  if (idleTimeoutMs === 0 || share <= TIGHT_SHARE) return idleTimeoutMs;
+  const left = Math.max(0, (1 - share) / (1 - TIGHT_SHARE)); // 1 at the mark, 0 at the cap
+  return Math.min(
+    idleTimeoutMs,
+    Math.round(TIGHT_IDLE_MS + left * (idleTimeoutMs - TIGHT_IDLE_MS)),
+  );
+}
 
 /** A running server. Create with {@link serve}. */
 export class Server implements ConnectionHost {
@@ -83,6 +110,13 @@ export class Server implements ConnectionHost {
   readonly #drainTimeoutMs: number;
   readonly #limits: ConnectionLimits;
   readonly #maxConnections: number;
+  /** How the default cap was derived (null: `maxConnections` was given). */
+  readonly #budget: ConnectionBudget | null;
+  /** Rate limit of the lines a peer can cause over and over (protocol errors, accept pauses). */
+  readonly #limiter: LogLimiter;
+  #acceptPauses = 0;
+  /** Until when the descriptors count as short (accepting paused): idle ones are shed sooner. */
+  #fdShortUntil = 0;
   #listener: TcpListener | null = null;
   #connectionsTotal = 0;
   #protocolErrors = 0;
@@ -111,7 +145,9 @@ export class Server implements ConnectionHost {
   ) {
     this.host = options.host;
     this.port = port;
-    this.logger = options.logger ?? defaultLogger;
+    // Every line passes the escaping of peer text (whatever a caller interpolated into it).
+    this.logger = safeLogger(options.logger ?? defaultLogger);
+    this.#limiter = new LogLimiter((l) => this.logger.warn(l));
     this.fabric = fabric;
     const services = fabric
       ? { ...options.services, [FABRIC_SERVICE]: fabric.service() }
@@ -128,13 +164,14 @@ export class Server implements ConnectionHost {
       idleTimeoutMs: options.idleTimeoutMs,
       stallTimeoutMs: options.stallTimeoutMs,
     };
-    this.#maxConnections = options.maxConnections;
+    this.#budget = options.maxConnections === undefined ? connectionBudget() : null;
+    this.#maxConnections = options.maxConnections ?? this.#budget!.maxConnections;
     this.brpcRdma = options.brpcRdma
       ? new BrpcRdmaAcceptor(
         options.brpcRdma,
         options.idleTimeoutMs,
         this.logger,
-        options.maxConnections,
+        this.#maxConnections,
       )
       : null;
     const shortest = Math.min(
@@ -150,6 +187,30 @@ export class Server implements ConnectionHost {
   /** @internal */
   attach(listener: TcpListener): void {
     this.#listener = listener;
+  }
+
+  /** @internal Called by the listener when accepting pauses for lack of file descriptors. */
+  acceptPaused(p: AcceptPause): void {
+    this.#acceptPauses++;
+    this.#fdShortUntil = Date.now() + FD_SHORT_MS;
+    this.#limiter.note(
+      `accept:${p.code}`,
+      () =>
+        `not accepting connections for ${p.retryMs} ms: ${p.message}; ` +
+        `${this.#connections.size} connections open, ${this.#capText()}; ` +
+        `counted in stats().acceptPauses`,
+    );
+  }
+
+  /** `max_connections=N` and, for a derived default, what it was derived from. */
+  #capText(): string {
+    const b = this.#budget;
+    return `max_connections=${this.#maxConnections}` +
+      (b === null
+        ? ""
+        : b.fdLimit === null
+        ? " (default; no open-file limit known)"
+        : ` (default: from the open-file limit ${b.fdLimit}, ${b.fdsOpen ?? "?"} open at start)`);
   }
 
   /** @internal Called by the listener for each accepted connection. */
@@ -171,6 +232,7 @@ export class Server implements ConnectionHost {
         this.#refusalLogged = true;
         this.logger.warn(
           `refusing connection from ${addr(conn.remoteAddress)}: ${why}; ` +
+            `${this.#connections.size} connections open, ${this.#capText()}; ` +
             `further refusals are counted in stats().refusedConnections, not logged`,
         );
       }
@@ -187,8 +249,13 @@ export class Server implements ConnectionHost {
   /** Closes the connections whose header or idle timeout passed. */
   readonly #sweep = (): void => {
     const now = Date.now();
+    const base = this.#limits;
+    // Out of descriptors counts as at the cap, whatever `maxConnections` says.
+    const open = now < this.#fdShortUntil ? this.#maxConnections : this.#connections.size;
+    const idle = idleTimeoutFor(base.idleTimeoutMs, open, this.#maxConnections);
+    const limits = idle === base.idleTimeoutMs ? base : { ...base, idleTimeoutMs: idle };
     for (const c of this.#connections) {
-      const t = c.expired(now, this.#limits);
+      const t = c.expired(now, limits);
       if (t === "header") this.#headerTimeouts++;
       else if (t === "idle") this.#idleTimeouts++;
       else if (t === "stall") this.#stallTimeouts++;
@@ -206,10 +273,17 @@ export class Server implements ConnectionHost {
     }
   }
 
-  /** @internal Logs the reason once and counts it; the connection closes itself. */
+  /**
+   * @internal Counts it and logs it, rate-limited by its kind (the message up to its first
+   * colon, numbers collapsed): a flood of bad connections is one line and a summary per window.
+   * The connection closes itself.
+   */
   protocolError(c: ServerConnection, e: ProtocolError): void {
     this.#protocolErrors++;
-    this.logger.warn(`closing connection from ${addr(c.peer)}: protocol error: ${e.message}`);
+    this.#limiter.note(
+      `protocol:${causeKey(e.message.split(":")[0])}`,
+      () => `closing connection from ${addr(c.peer)}: protocol error: ${e.message}`,
+    );
   }
 
   /** @internal */
@@ -233,6 +307,8 @@ export class Server implements ConnectionHost {
       idleTimeouts: this.#idleTimeouts,
       stallTimeouts: this.#stallTimeouts,
       blockedConnections: [...this.#connections].filter((c) => c.writeBlocked).length,
+      acceptPauses: this.#acceptPauses,
+      maxConnections: this.#maxConnections,
     };
   }
 
@@ -269,6 +345,7 @@ export class Server implements ConnectionHost {
     this.#connections.clear();
     clearInterval(this.#sweepTimer);
     this.#sweepTimer = undefined;
+    this.#limiter.flush(); // the repeats counted so far are said, not lost
   }
 
   /** Same as {@link close}. */
@@ -286,16 +363,24 @@ export async function serve<const T extends readonly DescService[] = []>(
   options: ServeOptionsOf<T>,
 ): Promise<Server> {
   const o = parseOptions(ServeOptionsSchema, options, "invalid serve() options");
+  const logger = safeLogger(o.logger ?? defaultLogger);
   const fabric = o.fabric === false
     ? null
-    : await FabricHost.create(o.fabric ?? {}, o.services, o.logger ?? defaultLogger);
+    : await FabricHost.create(o.fabric ?? {}, o.services, logger);
   // Connections accepted before the Server object exists wait in `early`.
   const early: TcpConn[] = [];
   let accept = (conn: TcpConn): void => void early.push(conn);
-  const listener = await tcp.listen({ host: o.host, port: o.port, onConnection: (c) => accept(c) });
-  const server = new Server(o, listener.port, fabric);
+  let paused = (_p: AcceptPause): void => {};
+  const listener = await tcp.listen({
+    host: o.host,
+    port: o.port,
+    onConnection: (c) => accept(c),
+    onAcceptPause: (p) => paused(p),
+  });
+  const server = new Server({ ...o, logger }, listener.port, fabric);
   server.attach(listener);
   accept = (conn) => server.accept(conn);
+  paused = (p) => server.acceptPaused(p);
   for (const c of early) server.accept(c);
   return server;
 }

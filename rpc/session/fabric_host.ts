@@ -24,6 +24,7 @@ import { type ProgressOptions, progressOptionsSchema } from "./progress.ts";
 import type { ServerSession } from "./server_session.ts";
 import { connectionKey, type HandshakeHost, ServerHandshakes } from "./server_handshake.ts";
 import type { HandshakeOutcome } from "./handshake_log.ts";
+import { peerText } from "../../util/log_text.ts";
 
 /** Server-side fabric options (zod: one source for types, defaults and messages). */
 export const fabricHostOptionsSchema: z.ZodObject<{
@@ -248,8 +249,9 @@ export class FabricHost {
     const s = this.#byConnection.get(key);
     if (s && s.id === bye.sessionId) {
       this.#byConnection.delete(key);
-      this.#logger.info?.(`fabric session ${s.id} (${key}) ended by the client: ${bye.reason}`);
-      s.close(`the client ended it: ${bye.reason}`);
+      const reason = peerText(bye.reason); // the client's words: escaped, bounded
+      this.#logger.info?.(`fabric session ${s.id} (${key}) ended by the client: ${reason}`);
+      s.close(`the client ended it: ${reason}`);
     }
     return NO_BYTES;
   }

@@ -2,12 +2,15 @@
  * The server's bounded record of handshake outcomes: the last `limit` outcomes (tests, stats), and
  * a log that says each distinct ending once — a Hello storm of one cause logs one line (and the
  * count of repeats when that cause next shows up after a quiet spell), never a line per Hello.
- * Both hold at most `limit` entries whatever the peers send.
+ * Both hold at most `limit` entries whatever the peers send. A cause is keyed by its stable key
+ * (`causeKey`: what the peer chose — a quoted key, a number — collapsed), so 2,000 Hellos each
+ * with its own unknown key are one cause, not 2,000.
  *
  * Threading: one JS thread (the server's); control path.
  * @module
  */
 import type { ServerState } from "./state_machine.ts";
+import { causeKey } from "../../util/log_text.ts";
 
 /** One recorded handshake outcome. */
 export interface HandshakeOutcome {
@@ -47,10 +50,12 @@ export class HandshakeLog {
   }
 
   /**
-   * Logs `line` the first time `cause` is seen; later ones are counted, not logged. A cause
-   * evicted (past `limit` distinct causes) is logged again with the count of its repeats.
+   * Logs `line` the first time the stable key of `cause` is seen; later ones are counted, not
+   * logged. A cause evicted (past `limit` distinct causes) is logged again with the count of its
+   * repeats.
    */
   once(cause: string, line: string): void {
+    cause = causeKey(cause);
     const n = this.#seen.get(cause);
     if (n !== undefined) {
       this.#seen.set(cause, n + 1);

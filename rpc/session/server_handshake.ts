@@ -40,6 +40,7 @@ import { type LendingPool, lendingPool, RequestLender } from "./request_lender.t
 import { HandshakeLog, type HandshakeOutcome } from "./handshake_log.ts";
 import { serverMachine, type ServerState, type StateMachine } from "./state_machine.ts";
 import type { EndNotice } from "../../util/end_notice.ts";
+import { peerText } from "../../util/log_text.ts";
 
 /** What the handshake needs from the host it establishes sessions for. */
 export interface HandshakeHost {
@@ -90,6 +91,8 @@ interface PendingHandshake {
 }
 
 const NO_BYTES = new Uint8Array(0);
+/** A refused Hello's reason (which quotes the peer's bytes) is cut past this many characters. */
+const HELLO_ERROR_MAX = 300;
 
 /** The key of a TCP connection (its peer address). */
 export const connectionKey = (ctx: CallContext): string => `${ctx.peer.host}:${ctx.peer.port}`;
@@ -121,7 +124,8 @@ export class ServerHandshakes {
     this.#lending = lendingPool(settings.requestBufferBytes);
     this.#log = new HandshakeLog(
       settings.historyLength,
-      (l) => this.logger.info?.(l) ?? this.logger.warn(l),
+      // info when the logger has it, else warn (never both: info returns nothing).
+      (l) => this.logger.info ? this.logger.info(l) : this.logger.warn(l),
     );
   }
 
@@ -181,9 +185,11 @@ export class ServerHandshakes {
     try {
       hello = decodeHello(clientHelloSchema, req, "client hello");
     } catch (e) {
-      machine.to("FAILED", (e as Error).message);
+      // The message quotes what the peer sent (an unknown key): escaped and bounded.
+      const why = peerText((e as Error).message, HELLO_ERROR_MAX);
+      machine.to("FAILED", why);
       this.#record(key, machine);
-      throw new RpcError(EREQUEST, (e as Error).message);
+      throw new RpcError(EREQUEST, why);
     }
     machine.to("S_SETUP");
     const region = clampRegion(this.settings.maxRegion, hello.region);

@@ -6,13 +6,14 @@
  */
 import { ConnectFailedError, VerbusError } from "../../errors.ts";
 import { ConnBase } from "./conn_base.ts";
-import {
-  type ConnectOptions,
-  type ListenOptions,
-  type NetAddress,
-  type TcpConn,
-  type TcpListener,
-  type TcpTransport,
+import { openFdCount, softFdLimit } from "./fd_budget.ts";
+import type {
+  ConnectOptions,
+  ListenOptions,
+  NetAddress,
+  TcpConn,
+  TcpListener,
+  TcpTransport,
 } from "./tcp.ts";
 
 // deno-lint-ignore no-explicit-any
@@ -31,6 +32,13 @@ interface BunSocket {
   readonly localAddress: string;
   readonly localPort: number;
 }
+
+/** Free descriptors kept: below this many the listener stops accepting (see BunTcpListener). */
+const FD_RESERVE = 8;
+/** How often the free descriptors are counted while listening. */
+const FD_CHECK_MS = 1000;
+/** The first and the longest wait before listening again after a stop (doubling between). */
+const PAUSE_FIRST_MS = 100, PAUSE_MAX_MS = 2000;
 
 function describe(e: unknown): string {
   return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
@@ -134,44 +142,122 @@ const handlers = {
   },
 };
 
+/**
+ * Bun accepts in native code and, when `accept` fails with EMFILE, retries at once for as long as
+ * the connection waits in the backlog: a full core spent while nothing is accepted. So the
+ * listener watches the free descriptors itself (the count of `/proc/self/fd` against the soft
+ * limit, read every few accepts and every second, more often as they run low) and, when only
+ * {@link FD_RESERVE} are left, stops listening; it listens again on the same port once more are
+ * free (retried with a doubling wait). While stopped, new peers are refused by the kernel.
+ */
 class BunTcpListener implements TcpListener {
   readonly host: string;
   readonly port: number;
   // deno-lint-ignore no-explicit-any
-  readonly #listener: any;
+  #listener: any;
   #closed = false;
+  readonly #options: ListenOptions;
+  readonly #fdLimit: number | null;
+  /** Accepts left before the free descriptors are counted again. */
+  #untilCheck = 0;
+  /** Non-zero while stopped for lack of descriptors: the current wait before trying again. */
+  #pausedMs = 0;
+  #timer: ReturnType<typeof setTimeout> | undefined = undefined;
+
+  constructor(options: ListenOptions) {
+    this.#options = options;
+    this.#fdLimit = softFdLimit();
+    this.#listener = this.#listen(options.port);
+    this.host = options.host;
+    this.port = this.#listener.port;
+    this.#watch(FD_CHECK_MS);
+  }
 
   // deno-lint-ignore no-explicit-any
-  constructor(listener: any, host: string) {
-    this.#listener = listener;
-    this.host = host;
-    this.port = listener.port;
+  #listen(port: number): any {
+    return Bun.listen({
+      hostname: this.#options.host,
+      port,
+      exclusive: true,
+      socket: {
+        ...handlers,
+        open: (s: BunSocket) => {
+          this.#options.onConnection(new BunTcpConn(s));
+          if (--this.#untilCheck <= 0) this.#check();
+        },
+      },
+    });
   }
+
+  /** Free descriptors now (Infinity when the limit or the count is unknown). */
+  #free(): number {
+    const open = this.#fdLimit === null ? null : openFdCount();
+    return open === null ? Infinity : this.#fdLimit! - open;
+  }
+
+  /** Counts the free descriptors; stops listening when only the reserve is left. */
+  #check(): void {
+    if (this.#closed || this.#pausedMs !== 0) return;
+    const free = this.#free();
+    // Each accept takes one descriptor: count again before half of the margin is used.
+    this.#untilCheck = Math.max(1, Math.floor((free - FD_RESERVE) / 2));
+    if (free > FD_RESERVE) return;
+    this.#listener.stop(false);
+    this.#pause(PAUSE_FIRST_MS, free);
+  }
+
+  #pause(ms: number, free: number): void {
+    this.#pausedMs = ms;
+    this.#options.onAcceptPause?.({
+      code: "FD_RESERVE",
+      message: `not accepting: ${free} of ${this.#fdLimit} file descriptors free ` +
+        `(keeping ${FD_RESERVE} in reserve)`,
+      retryMs: ms,
+    });
+    this.#watch(ms);
+  }
+
+  /** The timer of the next count (listening) or of the next try to listen again (stopped). */
+  #watch(ms: number): void {
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(this.#tick, ms);
+    // deno-lint-ignore no-explicit-any
+    (this.#timer as any)?.unref?.(); // never keeps the process alive
+  }
+
+  readonly #tick = (): void => {
+    if (this.#closed) return;
+    if (this.#pausedMs === 0) {
+      this.#check();
+      if (this.#pausedMs === 0) this.#watch(FD_CHECK_MS);
+      return;
+    }
+    const free = this.#free();
+    if (free > 2 * FD_RESERVE) {
+      try {
+        this.#listener = this.#listen(this.port);
+        this.#pausedMs = 0;
+        this.#untilCheck = 0;
+        this.#watch(FD_CHECK_MS);
+        return;
+      } catch { /* the port is taken meanwhile, or no descriptor for it: try again later */ }
+    }
+    this.#pause(Math.min(PAUSE_MAX_MS, this.#pausedMs * 2), free);
+  };
 
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    this.#listener.stop(false);
+    clearTimeout(this.#timer);
+    if (this.#pausedMs === 0) this.#listener.stop(false);
   }
 }
 
 /** The Bun implementation of {@link TcpTransport}. */
 export const transport: TcpTransport = {
   listen(options: ListenOptions): Promise<TcpListener> {
-    const onConnection = options.onConnection;
     try {
-      const listener = Bun.listen({
-        hostname: options.host,
-        port: options.port,
-        exclusive: true,
-        socket: {
-          ...handlers,
-          open(s: BunSocket) {
-            onConnection(new BunTcpConn(s));
-          },
-        },
-      });
-      return Promise.resolve(new BunTcpListener(listener, options.host));
+      return Promise.resolve(new BunTcpListener(options));
     } catch (e) {
       return Promise.reject(
         new VerbusError(

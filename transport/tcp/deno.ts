@@ -6,19 +6,21 @@
  */
 import { ConnectFailedError, VerbusError } from "../../errors.ts";
 import { ConnBase } from "./conn_base.ts";
-import {
-  type ConnectOptions,
-  type ListenOptions,
-  type NetAddress,
-  type TcpConn,
-  type TcpListener,
-  type TcpTransport,
+import type {
+  ConnectOptions,
+  ListenOptions,
+  NetAddress,
+  TcpConn,
+  TcpListener,
+  TcpTransport,
 } from "./tcp.ts";
 
 /** Read buffer size. */
 const READ_SIZE = 64 * 1024;
 /** A read buffer with less room than this left is replaced by a new one. */
 const READ_MIN = 16 * 1024;
+/** The first retry after a failed accept, and the longest (the wait doubles while it fails). */
+const ACCEPT_BACKOFF_MS = 10, ACCEPT_BACKOFF_MAX_MS = 1000;
 
 function addr(a: Deno.Addr): NetAddress {
   return a.transport === "tcp" || a.transport === "udp"
@@ -131,25 +133,33 @@ class DenoTcpListener implements TcpListener {
   readonly #listener: Deno.TcpListener;
   #closed = false;
 
-  constructor(listener: Deno.TcpListener, host: string, onConnection: (c: TcpConn) => void) {
+  constructor(listener: Deno.TcpListener, host: string, options: ListenOptions) {
     this.#listener = listener;
     this.host = host;
     this.port = (listener.addr as Deno.NetAddr).port;
-    this.#acceptLoop(onConnection);
+    this.#acceptLoop(options);
   }
 
-  async #acceptLoop(onConnection: (c: TcpConn) => void): Promise<void> {
+  async #acceptLoop(options: ListenOptions): Promise<void> {
+    const { onConnection, onAcceptPause } = options;
+    let backoff = 0;
     while (!this.#closed) {
       let conn: Deno.TcpConn;
       try {
         conn = await this.#listener.accept();
       } catch (e) {
         if (this.#closed) return;
-        // Transient accept failures (EMFILE, ECONNABORTED) must not stop the listener.
         if (e instanceof Deno.errors.BadResource) return;
-        await new Promise((r) => setTimeout(r, 10));
+        // Transient accept failures (EMFILE, ENFILE, ECONNABORTED) must not stop the listener;
+        // while they last, the retries back off (the pending connection stays in the backlog,
+        // so retrying at once would only spin).
+        backoff = Math.min(ACCEPT_BACKOFF_MAX_MS, backoff === 0 ? ACCEPT_BACKOFF_MS : backoff * 2);
+        const code = (e as { code?: string }).code ?? (e as Error).name ?? "accept error";
+        onAcceptPause?.({ code, message: `accept failed: ${describe(e)}`, retryMs: backoff });
+        await new Promise((r) => setTimeout(r, backoff));
         continue;
       }
+      backoff = 0;
       if (this.#closed) {
         conn.close();
         return;
@@ -182,7 +192,7 @@ export const transport: TcpTransport = {
         ),
       );
     }
-    return Promise.resolve(new DenoTcpListener(listener, options.host, options.onConnection));
+    return Promise.resolve(new DenoTcpListener(listener, options.host, options));
   },
 
   async connect(options: ConnectOptions): Promise<TcpConn> {

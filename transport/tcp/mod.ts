@@ -16,6 +16,7 @@ import { presetBackends } from "../../ffi/ffi.ts";
 import type { TcpTransport } from "./tcp.ts";
 
 export type {
+  AcceptPause,
   CloseHandler,
   ConnectOptions,
   DataHandler,

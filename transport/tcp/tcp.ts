@@ -115,6 +115,20 @@ export interface TcpListener {
   close(): void;
 }
 
+/**
+ * A listener stopped accepting for a while because descriptors ran out: `accept` failed with
+ * EMFILE / ENFILE (Deno), or (Bun, whose native accept loop would retry at full speed) the free
+ * descriptors fell to a small reserve and the listener paused before meeting the limit.
+ */
+export interface AcceptPause {
+  /** `EMFILE`, `ENFILE`, another accept error code, or `FD_RESERVE` (Bun's pause). */
+  readonly code: string;
+  /** What failed, in words. */
+  readonly message: string;
+  /** Accepting is tried again after this many ms (doubling while it keeps failing). */
+  readonly retryMs: number;
+}
+
 /** Options of {@link TcpTransport.listen}. */
 export interface ListenOptions {
   /** IP literal or name to bind. */
@@ -123,6 +137,11 @@ export interface ListenOptions {
   port: number;
   /** Called for every accepted connection, on the JS thread. Must not throw. */
   onConnection: (conn: TcpConn) => void;
+  /**
+   * Called (on the JS thread) each time accepting pauses because descriptors ran out; it resumes
+   * by itself. Must not throw. Without it the pause is silent (the listener still backs off).
+   */
+  onAcceptPause?: (pause: AcceptPause) => void;
 }
 
 /** Options of {@link TcpTransport.connect}. */
