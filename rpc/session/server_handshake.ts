@@ -124,8 +124,7 @@ export class ServerHandshakes {
     this.#lending = lendingPool(settings.requestBufferBytes);
     this.#log = new HandshakeLog(
       settings.historyLength,
-      // info when the logger has it, else warn (never both: info returns nothing).
-      (l) => this.logger.info ? this.logger.info(l) : this.logger.warn(l),
+      (l) => this.logger.info ? this.logger.info(l) : this.logger.warn(l), // one, never both
     );
   }
 
