@@ -28,6 +28,8 @@ import {
   waitFor,
 } from "./util.ts";
 import { agentValue } from "./util_values.ts";
+import { AgentRingPort } from "../../transport/shm/agent_ring_port.ts";
+import { H } from "../../transport/shm/agent_ring.ts";
 
 const enc = new TextEncoder();
 
@@ -220,6 +222,30 @@ test("the agent killed and restarted: clear errors, then the same client works a
     await s.server.close();
   }
 }, { timeoutMs: 180_000 });
+
+test("one 4-byte write of an idle agent's ring head: the next calls are answered", async () => {
+  const s = await startTestServer();
+  const name = agentName("head");
+  const agent = await startAgentChild(name, s.server.port);
+  const c = await connect(`agent:${name}`, { timeoutMs: 60_000 });
+  try {
+    await c.call("verbus.Demo", "Ping", new Uint8Array(8));
+    // A same-user bystander maps the ring and moves head so that tail − head is the capacity
+    // (every producer sees FULL) — before, it stayed so and every call failed after 5 s.
+    const port = await AgentRingPort.open(name);
+    const w = port.rawWords;
+    Atomics.store(w, H.head, (Atomics.load(w, H.tail) - port.sizes.entries) | 0);
+    port.close();
+    for (let i = 0; i < 20; i++) {
+      const r = await c.call("verbus.Demo", "Echo", enc.encode(`after ${i}`));
+      assertEquals(new TextDecoder().decode(r.response), `after ${i}`);
+    }
+  } finally {
+    await c.close();
+    await stopAgent(agent, name);
+    await s.server.close();
+  }
+}, { timeoutMs: 120_000 });
 
 test(
   "hostile producers scribbling on the ring: the agent and the honest producers survive",

@@ -82,3 +82,20 @@ test("ring: capacity must be a power of two within the mapping", () => {
   }
   assert(msg.includes("power of two"), msg);
 });
+
+test("ring: a head word someone else wrote (idle ring) costs one drain: FULL until then, posts after", () => {
+  for (const scribble of [-N, 7 * N + 3, 0x7fffffff]) {
+    const { a, b, words } = ring();
+    for (let i = 0; i < 3; i++) assert(a.publish(a.claim(), 1 + i));
+    assertEquals(drained(b), [1, 2, 3]);
+    const garbage = b.counters.garbage;
+    // A 4-byte write while the ring is idle: tail − head is N (looks full) or impossible.
+    Atomics.store(words, 16, (Atomics.load(words, 0) + scribble) | 0);
+    assertEquals(a.claim(), RING_FULL, `head moved by ${scribble}: the producer does not claim`);
+    assertEquals(drained(b), [], "the drain finds nothing to deliver");
+    assertEquals(b.counters.garbage, garbage + 1, "and counts the rewritten head");
+    assertEquals(Atomics.load(words, 16), Atomics.load(words, 0), "head is the consumer's again");
+    assert(a.publish(a.claim(), 9), "the producer posts again");
+    assertEquals(drained(b), [9]);
+  }
+});
