@@ -38,7 +38,11 @@ options:
   --rdma-mode poll|event     how this client waits for RDMA completions (default event)
   --force-path eager|lazy|bulk|tcp
   --simulate-fabric-down     the session goes down once made (the server is told); calls go TCP
-  --simulate-op-fail N       the session's Nth fabric operation really fails; that call goes TCP
+  --simulate-op-fail N       the session's Nth fabric operation (a one-sided write, doorbell or
+                             read, the session's own included) fails as a fabric error does:
+                             the session ends (the server is told), the call that met it is
+                             retried over TCP, and every later call goes TCP until the client
+                             negotiates a new session (2 s later)
   --simulate-errors N        --simulate-server-pressure ring|objpool
   --timeout-ms N             --json
 Every option is also accepted as --name=value.`;
