@@ -3,8 +3,10 @@
  * attachment) goes in, a response goes out through a {@link ResponseSink}. The TCP server is one
  * sink; a fabric (shared memory, RDMA, URMA) carrying calls after the handshake is another, with
  * the same registry, the same {@link CallContext} and the same error mapping:
- * no such service → ENOSERVICE, no such method → ENOMETHOD, handler threw `RpcError` → its code,
- * anything else thrown → EINTERNAL, deadline passed → ERPCTIMEDOUT, server stopping → ELOGOFF.
+ * no such service → ENOSERVICE, no such method → ENOMETHOD, handler threw `RpcError` → its code
+ * and text, anything else thrown → EINTERNAL with the text `internal error (id <16 hex>)` (the
+ * error itself, stack included, is logged with that id and never sent), deadline passed →
+ * ERPCTIMEDOUT, server stopping → ELOGOFF.
  *
  * Threading: a dispatcher and its sinks belong to one JS thread.
  * @module
@@ -30,6 +32,7 @@ import {
 } from "../errors.ts";
 import type { Int64, RpcMeta } from "./rpc_meta.ts";
 import { borrowsItsRequest } from "./borrow.ts";
+import { internalErrorId, internalErrorText } from "./internal_error.ts";
 
 /** What a handler learns about its call, and how it sets the response attachment. */
 export interface CallContext {
@@ -303,9 +306,16 @@ export class Dispatcher {
     }
     if (error !== undefined) {
       if (error instanceof RpcError) return this.#fail(call, error.errorCode, error.errorText);
-      const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-      this.#logger.warn(`${call.service}.${call.method} from ${peerName(call.peer)} threw ${text}`);
-      return this.#fail(call, EINTERNAL, text);
+      // An unexpected throw may carry anything (paths, keys, a peer's data): the caller gets a
+      // generic text and an id; the full error, stack included, goes to the server's log.
+      const id = internalErrorId();
+      const detail = error instanceof Error
+        ? (error.stack ?? `${error.name}: ${error.message}`)
+        : String(error);
+      this.#logger.warn(
+        `${call.service}.${call.method} from ${peerName(call.peer)} threw (id ${id}): ${detail}`,
+      );
+      return this.#fail(call, EINTERNAL, internalErrorText(id));
     }
     if (!(value instanceof Uint8Array)) {
       return this.#fail(call, ERESPONSE, `handler returned ${typeName(value)}, not a Uint8Array`);
