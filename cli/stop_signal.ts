@@ -4,7 +4,7 @@
  * so a signal sent the moment that line is out (a supervisor, a test) stops the command
  * gracefully. Installed after the ready line, a SIGTERM sent the moment it was out sometimes
  * killed the process outright (on Deno and on Bun; once on Deno the signal was swallowed and the
- * agent kept running), leaving `verbus agent`'s 192 MiB ring in /dev/shm. A signal during the
+ * agent kept running), leaving `verbus agent`'s record behind. A signal during the
  * setup is kept and answered once the command waits for it.
  *
  * Threading: the main thread; one per command run.

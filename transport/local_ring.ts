@@ -36,7 +36,7 @@ export interface DrainBuffers {
 
 /** The agent's side of the ring (the single consumer). */
 export interface AgentRingHost {
-  /** The shm object's name. */
+  /** Where producers find the ring: the path of the agent's record file. */
   readonly name: string;
   readonly sizes: AgentRingSizes;
   /** Bytes a record (request or response) may have in a slot. */

@@ -134,7 +134,7 @@ export class Agent {
     return this.#remote;
   }
 
-  /** The ring's shm object name. */
+  /** Where producers find the ring: the path of the agent's record file. */
   get ringName(): string {
     return this.#ring.name;
   }

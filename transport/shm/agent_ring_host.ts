@@ -86,7 +86,7 @@ export class AgentRingHost extends AgentRingBase implements HostApi {
     this.#reqOff = new Int32Array(n).fill(-1);
     this.#respOff = new Int32Array(n).fill(-1);
     this.#respLen = new Int32Array(n);
-    this.name = mapping.name;
+    this.name = join(dir, `agent-${agentName}.json`);
     this.#inflight = new Uint32Array(sizes.producers);
     this.#stuck = new Int32Array(sizes.producers * sizes.slots);
     this.#toWake = new Uint32Array(sizes.producers);
