@@ -11,7 +11,7 @@ import { pid } from "node:process";
 import { userInfo } from "node:os";
 import { assert, assertEquals, test } from "../harness.ts";
 import { H, MAGIC, VERSION } from "../../transport/shm/agent_ring.ts";
-import { removeStaleAgentRings } from "../../transport/shm/agent_ring_host.ts";
+import { removeStaleAgentRings } from "../../transport/shm/agent_leftovers.ts";
 import { ShmMapping } from "../../transport/shm/shm_object.ts";
 import { serve } from "../../rpc/server.ts";
 import { agentName, agentRecordFile } from "./util.ts";
