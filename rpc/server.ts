@@ -35,7 +35,7 @@ import { BrpcRdmaAcceptor } from "./brpc_rdma.ts";
 import { type ServeOptionsOf, ServeOptionsSchema } from "./serve_options.ts";
 
 export type { CallContext, Handler, Logger, ServiceMap } from "./protocol/dispatch.ts";
-export { typedMethod } from "./protocol/dispatch.ts";
+export { typedMethod } from "./protocol/typed_method.ts";
 export { borrowsRequest } from "./protocol/borrow.ts";
 export { type ServeOptions, type ServeOptionsOf, ServeOptionsSchema } from "./serve_options.ts";
 
