@@ -222,6 +222,7 @@ export async function main(args: string[]): Promise<number> {
       "--port",
       "0",
       "--json",
+      "--exit-with-stdin",
       "--host",
       host,
       "--fabric",

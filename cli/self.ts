@@ -59,12 +59,14 @@ export interface ServerProcess {
 }
 
 /**
- * Starts `cmd` (a `verbus serve … --json` command, or any server printing a JSON line with its
- * `"port"`) in `cwd`; resolves once it printed that line, rejects with its stderr if it exits
- * first.
+ * Starts `cmd` (a `verbus serve … --json --exit-with-stdin` command, or any server printing a
+ * JSON line with its `"port"`) in `cwd`; resolves once it printed that line, rejects with its
+ * stderr if it exits first. Its stdin is a pipe this process holds and never writes: however this
+ * process ends (SIGKILL included), the pipe closes and a server started with `--exit-with-stdin`
+ * stops — it is never left running.
  */
 export async function startServe(cmd: CommandLine, cwd?: string): Promise<ServerProcess> {
-  const p = spawn(cmd[0], [...cmd[1]], { cwd, stdio: ["ignore", "pipe", "pipe"] });
+  const p = spawn(cmd[0], [...cmd[1]], { cwd, stdio: ["pipe", "pipe", "pipe"] });
   let err = "";
   p.stderr!.on("data", (d) => (err += d));
   const exited = new Promise<void>((r) => p.on("exit", () => r()));

@@ -14,7 +14,7 @@ import { simulatorPath } from "./doctor.ts";
 const HELP = `usage: verbus serve --port P [--host H] [--image-dir D] [--fabric LIST|none]
                     [--urma sim|PATH] [--rdma-addr A] [--rdma-port N] [--rdma-mode poll|event]
                     [--object-ttl-ms N] [--batch-budget N] [--kv-max-bytes N]
-                    [--brpc-rdma [--rdma-device D]] [--json]
+                    [--brpc-rdma [--rdma-device D]] [--exit-with-stdin] [--json]
 
   --fabric LIST   fabrics to offer, best first, from ${FABRICS.join(", ")} (default: shm,verbs; urma
                   is offered only with --urma, which names liburma: "sim" = verbus's simulator)
@@ -25,11 +25,13 @@ const HELP = `usage: verbus serve --port P [--host H] [--image-dir D] [--fabric 
                   call --brpc-rdma) is served over a queue pair; others stay on TCP
   --rdma-device D the RDMA device of --brpc-rdma (brpc's -rdma_device; default: the one that
                   holds the listening address)
+  --exit-with-stdin  also stop gracefully when standard input ends (a supervisor holding a pipe
+                  to it stops the server by exiting, however it exits)
 
 Serves verbus.Demo (PING, ECHO, KV_PUT, KV_GET, MGET, PROFILE, LARGE_GET, BIGPUT, IMAGE_PUT),
 example.EchoService/Echo (brpc's echo) and test.PerfTestService/Test (brpc's rdma_performance)
 over TCP (baidu_std), and offers the shared-memory fabric to clients on this host. Stops
-gracefully on SIGINT / SIGTERM.`;
+gracefully on SIGINT / SIGTERM. Logs each client's handshake outcome (a fallback once per cause).`;
 
 const schema = z.object({
   port: z.coerce.number().int().min(0).max(65535),
@@ -48,6 +50,7 @@ const schema = z.object({
   "kv-max-bytes": z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
   "brpc-rdma": z.boolean().default(false),
   "rdma-device": z.string().min(1).optional(),
+  "exit-with-stdin": z.boolean().default(false),
   json: z.boolean().default(false),
 }).strict();
 
@@ -59,8 +62,8 @@ export const SERVE_OPTIONS: readonly string[] = Object.keys(schema.shape);
 /** Parses `verbus serve`'s argv (`--name value` or `--name=value`); throws naming the bad option. */
 export function parseServeArgs(args: string[]): ServeArgs {
   const values = splitArgs(args, {
-    flags: ["json", "brpc-rdma"],
-    values: SERVE_OPTIONS.filter((k) => k !== "json" && k !== "brpc-rdma"),
+    flags: ["json", "brpc-rdma", "exit-with-stdin"],
+    values: SERVE_OPTIONS.filter((k) => !["json", "brpc-rdma", "exit-with-stdin"].includes(k)),
   });
   return parseCommandLine(schema, values);
 }
@@ -78,7 +81,7 @@ export async function main(args: string[]): Promise<number> {
     return usageError("serve", e, HELP, wantsJson(args));
   }
   // The stop listeners before the work: a SIGTERM right after the ready line stops it cleanly.
-  return await withStopSignal((stop) => run(o, stop));
+  return await withStopSignal((stop) => run(o, stop), { exitWithStdin: o["exit-with-stdin"] });
 }
 
 async function run(o: ServeArgs, stop: StopSignal): Promise<number> {
@@ -121,7 +124,10 @@ async function serveUntilStopped(
       },
     },
     brpcRdma: o["brpc-rdma"] ? (o["rdma-device"] ? { device: o["rdma-device"] } : {}) : false,
-    logger: { warn: (m) => console.error(`verbus serve: ${m}`), info: () => {} },
+    logger: {
+      warn: (m) => console.error(`verbus serve: ${m}`),
+      info: (m) => console.error(`verbus serve: ${m}`),
+    },
   });
   const offered =
     server.fabric?.fabrics.map((f) => f === "urma" && o.urma === "sim" ? "urma (simulated)" : f) ??

@@ -11,28 +11,50 @@
  * @module
  */
 
-/** A pending stop: `stopped` resolves with the signal's name; `dispose` removes the listeners. */
+/** Why a command stops: a signal, or (with `exitWithStdin`) its standard input closed. */
+export type StopReason = "SIGINT" | "SIGTERM" | "stdin closed";
+
+/** A pending stop: `stopped` resolves with the reason; `dispose` removes the listeners. */
 export interface StopSignal {
-  readonly stopped: Promise<"SIGINT" | "SIGTERM">;
+  readonly stopped: Promise<StopReason>;
   dispose(): void;
 }
 
-/** Listens for SIGINT and SIGTERM now (see the module documentation). */
-function stopSignal(): StopSignal {
+/** What else than SIGINT / SIGTERM stops the command. */
+export interface StopOptions {
+  /**
+   * Stop when standard input reaches its end: a parent that holds a pipe to it open (and never
+   * writes) gets the command stopped however the parent ends — SIGKILL included, which no
+   * handler of the parent can answer.
+   */
+  exitWithStdin?: boolean;
+}
+
+/** Listens for SIGINT and SIGTERM (and the end of stdin) now (see the module documentation). */
+function stopSignal(options: StopOptions): StopSignal {
   // deno-lint-ignore no-explicit-any
   const proc = (globalThis as any).process;
-  let onInt = () => {}, onTerm = () => {};
-  const stopped = new Promise<"SIGINT" | "SIGTERM">((resolve) => {
+  let onInt = () => {}, onTerm = () => {}, onEnd = () => {};
+  const stopped = new Promise<StopReason>((resolve) => {
     onInt = () => resolve("SIGINT");
     onTerm = () => resolve("SIGTERM");
+    onEnd = () => resolve("stdin closed");
   });
   proc.once("SIGINT", onInt);
   proc.once("SIGTERM", onTerm);
+  if (options.exitWithStdin) {
+    proc.stdin.once("end", onEnd);
+    proc.stdin.resume();
+  }
   return {
     stopped,
     dispose() {
       proc.off("SIGINT", onInt);
       proc.off("SIGTERM", onTerm);
+      if (options.exitWithStdin) {
+        proc.stdin.off("end", onEnd);
+        proc.stdin.pause();
+      }
     },
   };
 }
@@ -42,8 +64,11 @@ function stopSignal(): StopSignal {
  * module documentation); `work` awaits `stop.stopped` once it is ready. The listeners go when it
  * ends, however it ends.
  */
-export async function withStopSignal<T>(work: (stop: StopSignal) => Promise<T>): Promise<T> {
-  const stop = stopSignal();
+export async function withStopSignal<T>(
+  work: (stop: StopSignal) => Promise<T>,
+  options: StopOptions = {},
+): Promise<T> {
+  const stop = stopSignal(options);
   try {
     return await work(stop);
   } finally {

@@ -90,7 +90,7 @@ function jsonParallel(cmds: ChildCommand[]): Promise<Record<string, unknown>[]> 
 }
 
 async function withServer<T>(rt: Rt, fn: (port: number) => T | Promise<T>): Promise<T> {
-  const [bin, a] = run(rt, "cli/main.ts", ["serve", "--port", "0", "--json"]);
+  const [bin, a] = run(rt, "cli/main.ts", ["serve", "--port", "0", "--json", "--exit-with-stdin"]);
   const server = await startServe([bin, a], ROOT);
   try {
     return await fn(server.port);

@@ -68,6 +68,7 @@ const SERVE_SAMPLES: Record<string, string | null> = {
   "kv-max-bytes": "1048576",
   "brpc-rdma": null,
   "rdma-device": "rxe1",
+  "exit-with-stdin": null,
   json: null,
 };
 
