@@ -8,7 +8,8 @@
  * Per call: the request is decoded with `fromBinary` (failure, or a proto2 `required` field
  * missing, → EREQUEST), the implementation
  * runs with a {@link VerbusHandlerContext}, its answer (a message or an init object) is encoded
- * with `toBinary` (failure → ERESPONSE). A handler that returns synchronously is answered
+ * with `toBinary` (a failure is the server's own: the caller gets EINTERNAL `internal error (id
+ * …)`, the log the detail with that id). A handler that returns synchronously is answered
  * synchronously (the dispatcher's fast path). A thrown `ConnectError` is answered with the
  * baidu_std code of `codes.ts`; anything else thrown is EINTERNAL (and logged).
  *
@@ -34,7 +35,7 @@ import {
 import { type ContextValues, createContextValues, type HandlerContext } from "@connectrpc/connect";
 import { z } from "zod";
 import { VerbusError } from "../../errors.ts";
-import { EREQUEST, ERESPONSE, RpcError } from "../errors.ts";
+import { EREQUEST, RpcError } from "../errors.ts";
 import type { CallContext, Handler, ServiceMap } from "../protocol/dispatch.ts";
 import { rpcErrorOf } from "./codes.ts";
 import { requestHeadersOf } from "./headers.ts";
@@ -165,7 +166,10 @@ function unaryHandler(service: DescService, method: DescMethod, impl: ProtoMetho
       // deno-lint-ignore no-explicit-any
       return toBinary(output, isMessage(out, output) ? out : create(output, out as any));
     } catch (e) {
-      throw new RpcError(ERESPONSE, `cannot encode ${output.typeName}: ${message(e)}`);
+      // The failure text may quote the handler's values (a secret in the wrong field) or be a
+      // getter's own exception: not a caller's business. A plain Error makes the dispatcher log
+      // it with an id and answer EINTERNAL `internal error (id …)`.
+      throw new Error(`cannot encode ${output.typeName}: ${message(e)}`, { cause: e });
     }
   };
   const fail = (e: unknown): never => {

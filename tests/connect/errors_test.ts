@@ -163,20 +163,26 @@ test("no server is Unavailable, and the next call connects; a closed transport i
   assert(closed.rawMessage.includes("closed"), closed.rawMessage);
 });
 
-test("encode and decode failures name the message: client Internal, server EREQUEST / ERESPONSE", async () => {
+test("encode and decode failures name the message: client Internal, server EREQUEST / logged EINTERNAL", async () => {
   const impl = {
     // proto2 `required string message` left unset: cannot be encoded.
     echo: () => ({}),
   };
-  await withServer([[EchoService, impl]], async (server) => {
+  await withServer([[EchoService, impl]], async (server, warnings) => {
     await withTransport(server, {}, async (t) => {
       const echo = createClient(EchoService, t);
       const req = await assertRejects(() => echo.echo({} as { message: string }), ConnectError);
       assertEquals(Code[req.code], "Internal");
       assert(req.rawMessage.includes("cannot encode example.EchoRequest"), req.rawMessage);
+      // The server's own encode failure: a generic text and an id (tests/connect/hostile_test.ts).
       const res = await assertRejects(() => echo.echo({ message: "m" }), ConnectError);
       assertEquals(Code[res.code], "Internal");
-      assert(res.rawMessage.includes("cannot encode example.EchoResponse"), res.rawMessage);
+      const id = internalErrorIdOf(res.rawMessage);
+      assert(id !== undefined, res.rawMessage);
+      assert(
+        warnings.some((w) => w.includes(id!) && w.includes("cannot encode example.EchoResponse")),
+        warnings.join("\n"),
+      );
     });
     const ch = await connectChannel({ host: "127.0.0.1", port: server.port });
     try {
