@@ -94,16 +94,18 @@ export class AgentRingHost extends AgentRingBase implements HostApi {
   /**
    * Creates agent `name`'s ring and publishes its record. A record left by a dead agent is
    * replaced; one whose agent still runs is an error (LISTEN_FAILED naming its pid), and so is an
-   * agent directory another user made (naming the owner). The ring stays sparse, like a session
-   * region: a memfd lives on the kernel's internal tmpfs (a full /dev/shm does not reach it), is
-   * sealed against shrinking, and reserving would commit every producer's slots and spill area.
+   * agent directory another user made (naming the owner). The header, the producer table and the
+   * ring entries — what every producer touches — are reserved at creation; the slots and spill
+   * areas stay sparse, like a session region (a memfd is beyond a full /dev/shm's reach, sealed
+   * against shrinking, and reserving them would commit every producer's slots and spill area).
    */
   static async create(name: string, sizes: AgentRingSizes): Promise<AgentRingHost> {
     checkSizes(sizes);
     checkAgentName(name);
     const helper = await loadHelper();
     const dir = agentDirectory(await effectiveUid(), true);
-    const mapping = await ShmMapping.createSealed(`verbus-agent-${name}`, areas(sizes).total);
+    const a = areas(sizes);
+    const mapping = await ShmMapping.createSealed(`verbus-agent-${name}`, a.total, a.slots);
     const record: AgentRecord = { pid, fd: mapping.fd, size: mapping.size };
     const host = new AgentRingHost(mapping, helper, sizes, dir, name, record);
     const w = host.words;

@@ -206,7 +206,7 @@ export class ProcessNotifyPage implements ReadinessSource {
    */
   static forProcess(helper: Helper): Promise<ProcessNotifyPage> {
     ProcessNotifyPage.#instance ??= (async () => {
-      const mapping = await ShmMapping.createSealed(`verbus-${pid}-notify`, NOTIFY_BYTES, true);
+      const mapping = await ShmMapping.createSealed(`verbus-${pid}-notify`, NOTIFY_BYTES, NOTIFY_BYTES);
       const page = new ProcessNotifyPage(mapping, helper);
       ProcessNotifyPage.#ready = page;
       return page;

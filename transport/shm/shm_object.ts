@@ -127,13 +127,13 @@ function checkOwner(libc: Library<typeof LIBC_SYMBOLS>, fd: number, what: string
 }
 
 /**
- * Reserves every page of `fd` now (`fallocate`), so a full tmpfs or a memory limit is an error
- * here, naming the object and its size — and never a SIGBUS at the first touch of a page nothing
- * backs (tmpfs objects sized by ftruncate are sparse).
+ * Reserves the first `bytes` of `fd` now (`fallocate`), so a full tmpfs or a memory limit is an
+ * error here, naming the object and the size — and never a SIGBUS at the first touch of a page
+ * nothing backs (tmpfs objects sized by ftruncate are sparse).
  */
-function reservePages(libc: Library<typeof LIBC_SYMBOLS>, fd: number, what: string, size: number) {
-  if (libc.symbols.fallocate(fd, 0, 0, size) !== 0) {
-    throw new NativeError("fallocate", errno(libc), `reserving the ${size} bytes of ${what}`);
+function reservePages(libc: Library<typeof LIBC_SYMBOLS>, fd: number, what: string, bytes: number) {
+  if (bytes > 0 && libc.symbols.fallocate(fd, 0, 0, bytes) !== 0) {
+    throw new NativeError("fallocate", errno(libc), `reserving ${bytes} bytes of ${what}`);
   }
 }
 
@@ -178,12 +178,12 @@ export class ShmMapping extends NativeHandle {
   /**
    * Creates a sealed memfd of `size` bytes (`name` only labels it in /proc/<pid>/maps), maps it
    * and keeps its fd open: a peer opens `/proc/<this pid>/fd/<fd>` until {@link unlink}.
-   * `reserve` backs every page now (NATIVE_CALL with ENOSPC/ENOMEM naming the object when it
-   * cannot be): for the small objects every peer relies on. A session region stays sparse — it
-   * lives on the kernel's internal tmpfs (a full /dev/shm does not reach it), and reserving would
-   * commit the whole data pool of every idle session.
+   * The first `reserve` bytes are backed now (NATIVE_CALL with ENOSPC/ENOMEM naming the object
+   * when they cannot be): the small objects and headers every peer relies on. The rest stays
+   * sparse — a memfd lives on the kernel's internal tmpfs (a full /dev/shm does not reach it), and
+   * reserving a session region would commit the whole data pool of every idle session.
    */
-  static async createSealed(name: string, size: number, reserve = false): Promise<ShmMapping> {
+  static async createSealed(name: string, size: number, reserve = 0): Promise<ShmMapping> {
     const f = await ffi();
     const libc = await loadLibc();
     const s = libc.symbols;
@@ -193,7 +193,7 @@ export class ShmMapping extends NativeHandle {
       if (s.ftruncate(fd, size) !== 0) {
         throw new NativeError("ftruncate", errno(libc), `${name} to ${size} bytes`);
       }
-      if (reserve) reservePages(libc, fd, name, size);
+      reservePages(libc, fd, name, Math.min(reserve, size));
       if (s.fcntl(fd, F_ADD_SEALS, SESSION_SEALS) !== 0) {
         throw new NativeError("fcntl", errno(libc), `F_ADD_SEALS on ${name}`);
       }
