@@ -27,6 +27,7 @@ import type { BrpcRdmaOptions } from "../transport/brpc_rdma/mod.ts";
 import { tcp } from "../transport/tcp/mod.ts";
 import type { TcpConn } from "../transport/tcp/tcp.ts";
 import type { Logger } from "./protocol/dispatch.ts";
+import { idleTimeoutFor } from "./idle_timeout.ts";
 
 /** The `brpcRdma` option of `serve()` and `connectChannel()`: off (default) or its options. */
 export const brpcRdmaOptionSchema: z.ZodOptional<
@@ -82,23 +83,41 @@ export async function dialChannel(host: string, port: number, o: DialOptions): P
   });
 }
 
+/** How often silent connections are looked at (while any is waiting for its first bytes). */
+const SILENT_SWEEP_MS = 500;
+
+/** A connection in its handshake: when it was accepted, and whether its first bytes came. */
+interface Pending {
+  readonly since: number;
+  silent: boolean;
+}
+
 /**
  * The server's side: runs the handshake on each accepted connection, then hands the connection
  * to carry baidu_std (RDMA or TCP) to `next`. Connections still in their handshake are closed by
- * {@link close}.
+ * {@link close}. One that has sent nothing yet is closed after the server's idle timeout,
+ * shortened as for idle TCP connections when handshakes and served connections together fill
+ * most of `maxPending` (`idle_timeout.ts`): silent sockets cannot hold every handshake place
+ * for the whole idle time.
  */
 export class BrpcRdmaAcceptor {
-  readonly #pending = new Set<TcpConn>();
+  readonly #pending = new Map<TcpConn, Pending>();
   #closed = false;
+  #sweepTimer: ReturnType<typeof setInterval> | undefined = undefined;
   /** Handshakes that ended in each state (tests, stats). */
   readonly outcomes = { ESTABLISHED: 0, FALLBACK_TCP: 0, FAILED: 0, NOT_RDMA: 0 };
+  /** Connections closed because they sent nothing within the (shortened) idle timeout. */
+  idleClosed = 0;
 
   constructor(
     readonly options: BrpcRdmaOptions,
+    /** The server's idle timeout: how long a connection may stay silent (0 = no limit). */
     readonly sniffTimeoutMs: number,
     readonly logger: Logger,
     /** Connections in their handshake at once; more are closed at once (logged once). */
     readonly maxPending = 16_384,
+    /** The server's connections past their handshake (they count toward a tight budget). */
+    readonly openConnections: () => number = () => 0,
   ) {}
 
   /** Runs the handshake on `conn`; `next` gets the connection to serve, unless it FAILED. */
@@ -113,15 +132,21 @@ export class BrpcRdmaAcceptor {
       conn.close();
       return;
     }
-    this.#pending.add(conn);
+    const entry: Pending = { since: Date.now(), silent: true };
+    this.#pending.set(conn, entry);
+    if (this.#sweepTimer === undefined && this.sniffTimeoutMs > 0) {
+      this.#sweepTimer = setInterval(this.#sweep, SILENT_SWEEP_MS);
+    }
     void serverHandshake(
       conn,
       this.options,
       openBrpcQp,
       this.sniffTimeoutMs,
       (l) => logOnce(this.logger, l),
+      () => (entry.silent = false),
     ).then((out) => {
       this.#pending.delete(conn);
+      if (this.#pending.size === 0) this.#stopSweep();
       this.outcomes[out.state as keyof BrpcRdmaAcceptor["outcomes"]]++;
       if (out.conn === null) return;
       if (this.#closed) out.conn.close();
@@ -129,10 +154,36 @@ export class BrpcRdmaAcceptor {
     });
   }
 
+  /** Closes the connections that stayed silent past the idle timeout in force now. */
+  readonly #sweep = (): void => {
+    const now = Date.now(), n = this.#pending.size;
+    const limit = idleTimeoutFor(this.sniffTimeoutMs, n + this.openConnections(), this.maxPending);
+    let closed = 0;
+    for (const [c, p] of this.#pending) {
+      if (!p.silent || now - p.since < limit) continue;
+      p.silent = false;
+      closed++;
+      c.close(); // its handshake ends FAILED and leaves the set
+    }
+    if (closed === 0) return;
+    this.idleClosed += closed;
+    logOnce(
+      this.logger,
+      `brpc-rdma: closed ${closed} silent connection(s) after ${limit} ms ` +
+        `(${n} of ${this.maxPending} in their handshake); counted in brpcRdma.idleClosed`,
+    );
+  };
+
+  #stopSweep(): void {
+    clearInterval(this.#sweepTimer);
+    this.#sweepTimer = undefined;
+  }
+
   /** Closes the connections still in their handshake. */
   close(): void {
     this.#closed = true;
-    for (const c of this.#pending) c.close();
+    this.#stopSweep();
+    for (const c of this.#pending.keys()) c.close();
     this.#pending.clear();
   }
 }

@@ -32,6 +32,7 @@ import { FabricHost } from "./session/fabric_host.ts";
 import { FABRIC_SERVICE } from "./session/hello.ts";
 import type { DescService } from "@bufbuild/protobuf";
 import { BrpcRdmaAcceptor } from "./brpc_rdma.ts";
+import { idleTimeoutFor } from "./idle_timeout.ts";
 import { type ServeOptionsOf, ServeOptionsSchema } from "./serve_options.ts";
 
 export type { CallContext, Handler, Logger, ServiceMap } from "./protocol/dispatch.ts";
@@ -78,23 +79,10 @@ const defaultLogger: Logger = { warn: (m) => console.warn(`verbus: ${m}`) };
 
 /** The sweep for timeouts runs this many times per shortest timeout (and at least every second). */
 const SWEEPS_PER_TIMEOUT = 4;
-/** Past this share of `maxConnections` open, the idle timeout shrinks (the budget is tight)... */
-const TIGHT_SHARE = 0.75;
-/** ...down to this many ms at the cap (never above the configured timeout). */
-const TIGHT_IDLE_MS = 3000;
 /** After accepting paused for lack of descriptors, the budget counts as tight this long. */
 const FD_SHORT_MS = 10_000;
 
-/** The idle timeout in force with `open` of `max` connections open (see {@link TIGHT_SHARE}). */
-export function idleTimeoutFor(idleTimeoutMs: number, open: number, max: number): number {
-  const share = open / max;
-  if (idleTimeoutMs === 0 || share <= TIGHT_SHARE) return idleTimeoutMs;
-  const left = Math.max(0, (1 - share) / (1 - TIGHT_SHARE)); // 1 at the mark, 0 at the cap
-  return Math.min(
-    idleTimeoutMs,
-    Math.round(TIGHT_IDLE_MS + left * (idleTimeoutMs - TIGHT_IDLE_MS)),
-  );
-}
+export { idleTimeoutFor } from "./idle_timeout.ts";
 
 /** A running server. Create with {@link serve}. */
 export class Server implements ConnectionHost {
@@ -172,6 +160,7 @@ export class Server implements ConnectionHost {
         options.idleTimeoutMs,
         this.logger,
         this.#maxConnections,
+        () => this.#connections.size,
       )
       : null;
     const shortest = Math.min(

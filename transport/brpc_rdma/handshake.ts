@@ -243,7 +243,8 @@ export async function clientHandshake(
 /**
  * The server side, on an accepted TCP connection. Waits (up to `sniffTimeoutMs`, 0 = no limit) for the first
  * four bytes: anything but "RDMA" is a plain baidu_std peer (state NOT_RDMA, the bytes are put
- * back). Resolves (never rejects) with the outcome.
+ * back). Resolves (never rejects) with the outcome. `onFirstBytes` is called once those four
+ * bytes came (the caller may close a connection that stays silent sooner, by its own rules).
  */
 export async function serverHandshake(
   tcp: TcpConn,
@@ -251,6 +252,7 @@ export async function serverHandshake(
   openQp: BrpcQpFactory,
   sniffTimeoutMs: number,
   log?: (line: string) => void,
+  onFirstBytes?: () => void,
 ): Promise<HandshakeOutcome<BrpcServerState>> {
   const r0 = tcp.remoteAddress;
   const m = new StateMachine<BrpcServerState>(
@@ -273,6 +275,7 @@ export async function serverHandshake(
   } catch (e) {
     return fail(msg(e));
   }
+  onFirstBytes?.();
   if (!isHelloMagic(magic)) {
     const rest = sniff.reader.release();
     if (rest.length > 0) tcp.unread(rest);

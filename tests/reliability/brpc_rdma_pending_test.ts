@@ -1,0 +1,65 @@
+/**
+ * A server in brpc's RDMA mode holds each new connection in its handshake until the first four
+ * bytes say "RDMA" or baidu_std. Silent connections there are bounded by `maxConnections` (one
+ * more is closed at once); like idle TCP connections when the budget is tight, they are closed
+ * after the short idle timeout (3 s at the cap) instead of the configured one (300 s), so a peer
+ * that opens `maxConnections` silent sockets locks callers out for seconds, not minutes.
+ * Both runtimes; host only (no RDMA device: the real client falls back to TCP at once).
+ * @module
+ */
+import { connect } from "../../rpc/channel.ts";
+import { type Handler, serve } from "../../rpc/server.ts";
+import { tcp } from "../../transport/tcp/mod.ts";
+import type { TcpConn } from "../../transport/tcp/tcp.ts";
+import { assert, assertEquals, test } from "../harness.ts";
+
+const services: Record<string, Record<string, Handler>> = { "t.P": { Echo: (r) => r.slice() } };
+
+function closedWithin(conn: TcpConn, ms: number): Promise<boolean> {
+  if (conn.closed) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const t = setTimeout(() => resolve(false), ms);
+    conn.onClose(() => {
+      clearTimeout(t);
+      resolve(true);
+    });
+  });
+}
+
+test("brpc-rdma server: silent connections that fill the handshake cap are closed after the tight idle timeout, then callers get in", async () => {
+  const lines: string[] = [];
+  const server = await serve({
+    port: 0,
+    host: "127.0.0.1",
+    services,
+    brpcRdma: { handshakeTimeoutMs: 300 },
+    maxConnections: 4,
+    idleTimeoutMs: 300_000,
+    fabric: false,
+    logger: { warn: (m) => void lines.push(m), info: () => {} },
+  });
+  const silent: TcpConn[] = [];
+  try {
+    for (let i = 0; i < 4; i++) {
+      silent.push(await tcp.connect({ host: "127.0.0.1", port: server.port }));
+    }
+    await new Promise((r) => setTimeout(r, 50));
+    const extra = await tcp.connect({ host: "127.0.0.1", port: server.port });
+    assert(await closedWithin(extra, 2000), "one more than the cap is closed at once");
+    const t0 = Date.now();
+    const closed = await Promise.all(silent.map((c) => closedWithin(c, 8000)));
+    assertEquals(closed, [true, true, true, true], "the silent ones are closed (not after 300 s)");
+    assert(Date.now() - t0 >= 2000, `not before the tight idle timeout (${Date.now() - t0} ms)`);
+    assertEquals(server.brpcRdma!.idleClosed, 4);
+    assert(lines.some((l) => /silent/.test(l) && /4 of 4/.test(l)), lines.join("\n"));
+    const ch = await connect(`127.0.0.1:${server.port}`, { brpcRdma: {}, logger: { warn() {} } });
+    try {
+      assertEquals((await ch.call("t.P", "Echo", Uint8Array.of(5))).response, Uint8Array.of(5));
+    } finally {
+      await ch.close();
+    }
+  } finally {
+    for (const c of silent) c.close();
+    await server.close();
+  }
+});
