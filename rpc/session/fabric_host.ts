@@ -25,6 +25,7 @@ import type { ServerSession } from "./server_session.ts";
 import { connectionKey, type HandshakeHost, ServerHandshakes } from "./server_handshake.ts";
 import type { HandshakeOutcome } from "./handshake_log.ts";
 import { peerText } from "../../util/log_text.ts";
+import type { EndNotice } from "../../util/end_notice.ts";
 
 /** Server-side fabric options (zod: one source for types, defaults and messages). */
 export const fabricHostOptionsSchema: z.ZodObject<{
@@ -104,6 +105,17 @@ function noticeOf(session: ServerSession): Bye {
 /** Notices of ended sessions kept for late Watch calls (one per connection, oldest dropped). */
 const ENDED_KEPT = 1024;
 
+/**
+ * The notice of a session that ended, and the TCP connection it lived on: only a Watch on that
+ * same connection is told (a later connection from the same address and port — a reused port,
+ * a NAT — is another caller). The connection is compared, not listened to: a listener would
+ * count as activity and keep the connection from its idle timeout.
+ */
+interface EndedNotice {
+  readonly bye: Bye;
+  readonly connection: EndNotice;
+}
+
 /** The fabric half of a server. Create with {@link FabricHost.create}; one JS thread. */
 export class FabricHost {
   #dispatcher: Dispatcher | null = null;
@@ -117,7 +129,7 @@ export class FabricHost {
    * The notice of the last session that ended on each connection, for a Watch that arrives after
    * its session ended (the client opens it right after the ACK): at most {@link ENDED_KEPT}.
    */
-  readonly #ended = new Map<string, Bye>();
+  readonly #ended = new Map<string, EndedNotice>();
   /** Sessions with an open Watch (one each). */
   readonly #watched = new Set<ServerSession>();
   readonly #engine: ProgressEngine;
@@ -141,7 +153,7 @@ export class FabricHost {
       closed: () => this.#closed,
       retire: (key) => this.#retire(key),
       sessionCount: () => this.#sessions.size,
-      adopt: (session, key) => this.#adopt(session, key),
+      adopt: (session, key, connection) => this.#adopt(session, key, connection),
     };
     this.#handshakes = new ServerHandshakes(
       host,
@@ -216,7 +228,10 @@ export class FabricHost {
     const key = connectionKey(ctx), s = this.#byConnection.get(key);
     if (!s || s.id !== sessionId) {
       const ended = this.#ended.get(key);
-      if (ended?.sessionId === sessionId) return encodeBye(ended);
+      const connection = (ctx as ServerCall).sink.lifetime;
+      if (ended?.connection === connection && ended.bye.sessionId === sessionId) {
+        return encodeBye(ended.bye);
+      }
       return encodeBye({ sessionId, reason: "no such session on this connection" });
     }
     const told = () => encodeBye(noticeOf(s));
@@ -289,16 +304,17 @@ export class FabricHost {
     old.close("replaced by a new hello on the same connection");
   }
 
-  /** Serves a session the handshake just established on connection `key`. */
-  #adopt(session: ServerSession, key: string): void {
+  /** Serves a session the handshake just established on connection `key` (`connection`). */
+  #adopt(session: ServerSession, key: string, connection: EndNotice): void {
     session.lifetime.onEnd(() => {
       this.#sessions.delete(session);
       this.#registrations.get(session)?.remove();
       this.#registrations.delete(session);
       if (this.#byConnection.get(key) === session) this.#byConnection.delete(key);
-      if (this.#ended.size >= ENDED_KEPT) this.#ended.delete(this.#ended.keys().next().value!);
       this.#ended.delete(key); // re-inserted last: the oldest notice is dropped first
-      this.#ended.set(key, noticeOf(session));
+      if (connection.ended) return; // no Watch can come on a closed connection
+      if (this.#ended.size >= ENDED_KEPT) this.#ended.delete(this.#ended.keys().next().value!);
+      this.#ended.set(key, { bye: noticeOf(session), connection });
     });
     this.#sessions.add(session);
     this.#byConnection.set(key, session);

@@ -52,8 +52,8 @@ export interface HandshakeHost {
   retire(key: string): void;
   /** Established sessions now (for the `maxSessions` limit). */
   sessionCount(): number;
-  /** Takes over a session that just became ESTABLISHED on connection `key`. */
-  adopt(session: ServerSession, key: string): void;
+  /** Takes over a session just ESTABLISHED on connection `key` (`connection`: its end). */
+  adopt(session: ServerSession, key: string, connection: EndNotice): void;
 }
 
 /** The settings the handshake applies (the host's validated options). */
@@ -352,9 +352,8 @@ export class ServerHandshakes {
       this.#fallBack(key, pending.machine, reason);
       return NO_BYTES;
     }
-    const session = this.#startSession(pending, endpoint, key);
-    const unlisten = ctx.sink.lifetime.onEnd(() => session.close("connection closed"));
-    session.lifetime.onEnd(unlisten);
+    const session = this.#startSession(pending, endpoint, key, ctx.sink.lifetime);
+    session.lifetime.onEnd(ctx.sink.lifetime.onEnd(() => session.close("connection closed")));
     return NO_BYTES;
   }
 
@@ -363,6 +362,7 @@ export class ServerHandshakes {
     pending: PendingHandshake,
     endpoint: FabricEndpoint,
     key: string,
+    connection: EndNotice,
   ): ServerSession {
     let session: ServerSession;
     try {
@@ -389,7 +389,7 @@ export class ServerHandshakes {
     }
     pending.machine.to("ESTABLISHED");
     this.#record(key, pending.machine);
-    this.host.adopt(session, key);
+    this.host.adopt(session, key, connection);
     return session;
   }
 
