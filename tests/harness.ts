@@ -4,6 +4,8 @@
  * unchanged under `deno run` and `bun`.
  * @module
  */
+import { isDeepStrictEqual } from "node:util";
+import { difference, show } from "./harness_diff.ts";
 
 /** Options of one test. */
 export interface TestOptions {
@@ -53,82 +55,93 @@ export function assert(cond: unknown, message = "assertion failed"): asserts con
   if (!cond) throw new AssertionError(message);
 }
 
-function show(v: unknown): string {
-  if (typeof v === "bigint") return `${v}n`;
-  if (v instanceof Uint8Array) {
-    const head = Array.from(v.subarray(0, 32), (b) => b.toString(16).padStart(2, "0")).join("");
-    return `Uint8Array(${v.length})[${head}${v.length > 32 ? "…" : ""}]`;
-  }
-  try {
-    return JSON.stringify(v, (_k, x) => typeof x === "bigint" ? `${x}n` : x) ?? String(v);
-  } catch {
-    return String(v);
-  }
-}
-
-function deepEqual(a: unknown, b: unknown): boolean {
-  if (Object.is(a, b)) return true;
-  if (typeof a !== typeof b || a === null || b === null || typeof a !== "object") return false;
-  if (ArrayBuffer.isView(a) && ArrayBuffer.isView(b)) {
-    const x = new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
-    const y = new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
-    if (x.length !== y.length || a.constructor !== b.constructor) return false;
-    for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return false;
-    return true;
-  }
-  if (Array.isArray(a) !== Array.isArray(b)) return false;
-  if (a instanceof Map && b instanceof Map) {
-    if (a.size !== b.size) return false;
-    for (const [k, v] of a) if (!b.has(k) || !deepEqual(v, b.get(k))) return false;
-    return true;
-  }
-  const ka = Object.keys(a as object), kb = Object.keys(b as object);
-  if (ka.length !== kb.length) return false;
-  for (const k of ka) {
-    if (!deepEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k])) {
-      return false;
-    }
-  }
-  return true;
-}
-
-/** Throws unless `actual` deep-equals `expected` (typed arrays compared by content). */
+/**
+ * Throws unless `actual` and `expected` are deeply and strictly equal, with the semantics of
+ * node:assert's `deepStrictEqual` (the same comparator, `isDeepStrictEqual` from node:util, on both
+ * runtimes): prototypes must match (a class instance never equals an object literal with the same
+ * fields, a Buffer never equals a Uint8Array), primitives compare with `Object.is` (NaN equals
+ * NaN; -0 and +0 differ, also inside arrays and Float64Arrays), Sets and Maps compare their
+ * members, Dates their time, typed arrays their type, length and elements, and a property set to
+ * undefined differs from a missing one. The message names the first difference.
+ */
 export function assertEquals<T>(actual: T, expected: T, message?: string): void {
-  if (!deepEqual(actual, expected)) {
-    throw new AssertionError(
-      `${message ? message + ": " : ""}expected ${show(expected)}, got ${show(actual)}`,
-    );
-  }
+  if (isDeepStrictEqual(actual, expected)) return;
+  const where = difference(actual, expected);
+  // A difference deep inside shows the whole values too, so the reader sees the context.
+  const whole = where.startsWith("at ")
+    ? `\n  expected: ${show(expected)}\n  actual:   ${show(actual)}`
+    : "";
+  throw new AssertionError(`${message ? message + ": " : ""}${where}${whole}`);
 }
 
-/** Throws unless `fn` throws; returns the error. Checks its class and message when given. */
+/**
+ * Throws unless `fn` throws synchronously; returns the error. Checks its class (`instanceof`) and
+ * that its message includes `includes` when given. A returned promise is not a throw (use
+ * {@link assertRejects}); a non-Error thrown value fails; an {@link AssertionError} raised by an
+ * assertion inside `fn` is passed on unless `errorClass` asks for exactly that class.
+ */
 export function assertThrows<E extends Error = Error>(
   fn: () => unknown,
   // deno-lint-ignore no-explicit-any
   errorClass?: new (...args: any[]) => E,
   includes?: string,
 ): E {
+  let returned: unknown;
   try {
-    fn();
+    returned = fn();
   } catch (e) {
     return checkError(e, errorClass, includes);
   }
-  throw new AssertionError("expected an exception, none was thrown");
+  if (isThenable(returned)) {
+    // Observe the promise so that a rejection is not reported as unhandled on top of this failure.
+    returned.then(undefined, () => {});
+    throw new AssertionError(
+      "expected a synchronous exception, the function returned a promise (use assertRejects)",
+    );
+  }
+  throw new AssertionError(`expected an exception, none was thrown (returned ${show(returned)})`);
 }
 
-/** Async version of {@link assertThrows}. */
+/**
+ * Throws unless the promise `fn` returns rejects; returns the error, checked as in
+ * {@link assertThrows}. A synchronous throw from `fn` fails: a caller that chains `.catch()` on
+ * such a function would never see that error.
+ */
 export async function assertRejects<E extends Error = Error>(
   fn: () => Promise<unknown>,
   // deno-lint-ignore no-explicit-any
   errorClass?: new (...args: any[]) => E,
   includes?: string,
 ): Promise<E> {
+  let promise: unknown;
   try {
-    await fn();
+    promise = fn();
+  } catch (e) {
+    throw new AssertionError(
+      `expected a rejected promise, the function threw synchronously: ${describeThrown(e)}`,
+    );
+  }
+  if (!isThenable(promise)) {
+    throw new AssertionError(`expected a promise, the function returned ${show(promise)}`);
+  }
+  let value: unknown;
+  try {
+    value = await promise;
   } catch (e) {
     return checkError(e, errorClass, includes);
   }
-  throw new AssertionError("expected a rejection, the promise resolved");
+  throw new AssertionError(`expected a rejection, the promise resolved to ${show(value)}`);
+}
+
+function isThenable(v: unknown): v is PromiseLike<unknown> {
+  return (typeof v === "object" || typeof v === "function") && v !== null &&
+    typeof (v as { then?: unknown }).then === "function";
+}
+
+function describeThrown(e: unknown): string {
+  if (!(e instanceof Error)) return `a non-Error ${show(e)}`;
+  const code = (e as { code?: unknown }).code;
+  return `${e.name}${code !== undefined ? ` [${String(code)}]` : ""}: ${JSON.stringify(e.message)}`;
 }
 
 function checkError<E extends Error>(
@@ -137,13 +150,19 @@ function checkError<E extends Error>(
   errorClass?: new (...args: any[]) => E,
   includes?: string,
 ): E {
-  if (errorClass && !(e instanceof errorClass)) {
-    throw new AssertionError(`expected ${errorClass.name}, got ${show(e)} (${String(e)})`);
+  const wantsAssertion = errorClass !== undefined &&
+    (errorClass as unknown === AssertionError || errorClass.prototype instanceof AssertionError);
+  // A failed assertion inside fn is that assertion's failure, not the exception the test expects.
+  if (e instanceof AssertionError && !wantsAssertion) throw e;
+  if (!(e instanceof Error)) {
+    throw new AssertionError(`expected an Error to be thrown, got ${describeThrown(e)}`);
   }
-  const msg = e instanceof Error ? e.message : String(e);
-  if (includes !== undefined && !msg.includes(includes)) {
+  if (errorClass && !(e instanceof errorClass)) {
+    throw new AssertionError(`expected ${errorClass.name}, got ${describeThrown(e)}`);
+  }
+  if (includes !== undefined && !e.message.includes(includes)) {
     throw new AssertionError(
-      `expected error message to include ${show(includes)}, got ${show(msg)}`,
+      `expected the error message to include ${show(includes)}, got ${describeThrown(e)}`,
     );
   }
   return e as E;
