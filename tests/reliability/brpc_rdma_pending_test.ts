@@ -4,14 +4,20 @@
  * more is closed at once); like idle TCP connections when the budget is tight, they are closed
  * after the short idle timeout (3 s at the cap) instead of the configured one (300 s), so a peer
  * that opens `maxConnections` silent sockets locks callers out for seconds, not minutes.
- * Both runtimes; host only (no RDMA device: the real client falls back to TCP at once).
+ * A peer that sends a good hello and never the ACK holds its QP only for the handshake timeout.
+ * Both runtimes; host only (no RDMA device: the real client falls back to TCP at once; QPs
+ * from the in-memory fake where one is needed).
  * @module
  */
 import { connect } from "../../rpc/channel.ts";
 import { type Handler, serve } from "../../rpc/server.ts";
-import { tcp } from "../../transport/tcp/mod.ts";
+import { _setBrpcQpFactory } from "../../transport/brpc_rdma/mod.ts";
+import { encodeHello } from "../../transport/brpc_rdma/hello.ts";
+import { brpcRdmaOptionsSchema } from "../../transport/brpc_rdma/options.ts";
+import { RawReader, tcp } from "../../transport/tcp/mod.ts";
 import type { TcpConn } from "../../transport/tcp/tcp.ts";
 import { assert, assertEquals, test } from "../harness.ts";
+import { fakeFactory } from "../brpc_rdma/fake_qp.ts";
 
 const services: Record<string, Record<string, Handler>> = { "t.P": { Echo: (r) => r.slice() } };
 
@@ -60,6 +66,48 @@ test("brpc-rdma server: silent connections that fill the handshake cap are close
     }
   } finally {
     for (const c of silent) c.close();
+    await server.close();
+  }
+});
+
+test("brpc-rdma server: a peer that sends a good hello and never the ACK is closed at the handshake timeout, its QP released", async () => {
+  const f = fakeFactory();
+  _setBrpcQpFactory(f.factory);
+  const lines: string[] = [];
+  const server = await serve({
+    port: 0,
+    host: "127.0.0.1",
+    services,
+    brpcRdma: { handshakeTimeoutMs: 300 },
+    fabric: false,
+    logger: { warn: (m) => void lines.push(m), info: () => {} },
+  });
+  try {
+    const peer = await f.factory(brpcRdmaOptionsSchema.parse({}));
+    const conn = await tcp.connect({ host: "127.0.0.1", port: server.port });
+    conn.write(encodeHello({
+      helloVer: 2,
+      implVer: 1,
+      blockSize: 8192,
+      sqSize: 128,
+      rqSize: 128,
+      lid: 0,
+      gid: new Uint8Array(16).fill(1),
+      qpNum: peer.qpNum,
+    }));
+    const hello = await new RawReader(conn).read(40);
+    assertEquals(new DataView(hello.buffer).getUint16(6), 2, "the server answered a real hello");
+    const serverQp = f.made.find((q) => q !== peer)!;
+    assert(serverQp !== undefined && !serverQp.closed, "a QP was made for this peer");
+    const t0 = Date.now();
+    assert(await closedWithin(conn, 3000), "closed: no ACK within the handshake timeout");
+    assert(Date.now() - t0 >= 150, `not before the timeout (${Date.now() - t0} ms)`);
+    assert(serverQp.closed, "its QP is released");
+    assertEquals(server.brpcRdma!.outcomes.FAILED, 1);
+    assert(lines.some((l) => /no ACK within the handshake timeout/.test(l)), lines.join("\n"));
+    peer.close();
+  } finally {
+    _setBrpcQpFactory(null);
     await server.close();
   }
 });
