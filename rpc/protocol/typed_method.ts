@@ -1,8 +1,9 @@
 /**
  * Typed methods: a handler written against decoded request and response values (protobuf
  * messages through their `@bufbuild/protobuf` descriptors, or any plain codec), wrapped into the
- * byte-level {@link Handler} the dispatcher runs. Decode and encode failures are the caller's
- * (EREQUEST) and the server's (ERESPONSE) errors, named as such.
+ * byte-level {@link Handler} the dispatcher runs. A request that fails to decode is the caller's
+ * error (EREQUEST naming the type); a response that fails to encode is the server's, answered as
+ * any internal error (the text may quote the handler's values, so it goes to the log only).
  *
  * Threading: the server's JS thread, like every handler.
  * @module
@@ -15,7 +16,7 @@ import {
   type MessageShape,
   toBinary,
 } from "@bufbuild/protobuf";
-import { EREQUEST, ERESPONSE, RpcError } from "../errors.ts";
+import { EREQUEST, RpcError } from "../errors.ts";
 import type { CallContext, Handler } from "./dispatch.ts";
 
 /** Decodes request bytes into a value. */
@@ -39,7 +40,8 @@ function isDesc(x: unknown): x is DescMessage {
  * Wraps a typed implementation into a {@link Handler}. `request` and `response` are either
  * `@bufbuild/protobuf` message descriptors (e.g. `EchoRequestSchema`) or plain codecs
  * (`{ decode(bytes) }` / `{ encode(value) }`). A request that fails to decode is answered with
- * EREQUEST, a response that fails to encode with ERESPONSE.
+ * EREQUEST; a response that fails to encode with EINTERNAL `internal error (id …)`, its text
+ * logged under that id.
  */
 export function typedMethod<
   D extends DescMessage | Decoder<unknown>,
@@ -61,7 +63,9 @@ export function typedMethod<
     try {
       return encode(v);
     } catch (e) {
-      throw new RpcError(ERESPONSE, `cannot encode ${resName}: ${(e as Error)?.message ?? e}`);
+      // A plain Error: the dispatcher logs it with an id and answers EINTERNAL (the text may
+      // quote the handler's values — a secret in the wrong field).
+      throw new Error(`cannot encode ${resName}: ${(e as Error)?.message ?? e}`, { cause: e });
     }
   };
   return (bytes, ctx) => {

@@ -335,6 +335,27 @@ test("typedMethod with protobuf descriptors and with plain codecs", async () => 
   });
 });
 
+test("typedMethod: an answer that cannot be encoded is EINTERNAL with an id; its values stay in the log", async () => {
+  const leaky = {
+    decode: (b: Uint8Array) => td.decode(b),
+    encode: (v: string): Uint8Array => {
+      throw new Error(`no room for ${v}`);
+    },
+  };
+  await withServer({
+    "t.Typed": { Leak: typedMethod(leaky, leaky, () => "password=hunter2") },
+  }, async (_s, ch, log) => {
+    const e = await assertRejects(() => ch.call("t.Typed", "Leak", te.encode("x")), RpcError);
+    assertEquals(e.errorCode, EINTERNAL);
+    const id = internalErrorIdOf(e.errorText);
+    assert(id !== undefined && !e.errorText.includes("hunter2"), e.errorText);
+    assert(
+      log.some((l) => l.includes(id!) && l.includes("cannot encode response: no room for password")),
+      log.join("\n"),
+    );
+  });
+});
+
 test("invalid serve() options name the bad field", async () => {
   const cases: [unknown, string][] = [
     [{ port: -1, services: {} }, "port"],
