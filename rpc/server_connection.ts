@@ -11,10 +11,10 @@
  *   `ELIMIT`, as brpc answers past its `max_concurrency`, without running it.
  * - **Timeouts** (checked by the server's sweep, {@link ServerConnection.expired}): a frame begun
  *   must be complete within `headerTimeoutMs`; a connection with nothing in flight, nothing
- *   queued and nothing received for `idleTimeoutMs` is closed — unless something depends on its
- *   lifetime (a fabric session negotiated on it asked for its signal); a connection whose output
- *   stays over the high-water mark for `stallTimeoutMs` (its peer does not read) is closed at once,
- *   its queue dropped.
+ *   queued, nothing received and nothing answered for `idleTimeoutMs` (seen by two sweeps in a
+ *   row) is closed — unless something depends on its lifetime (a fabric session negotiated on it
+ *   asked for its signal); a connection whose output stays over the high-water mark for
+ *   `stallTimeoutMs` (its peer does not read) is closed at once, its queue dropped.
  * - A server-side close says why: the last frame is an error answer with `correlation_id` 0
  *   (which no client uses; brpc clients drop it, a verbus `Channel` reports its text).
  *
@@ -120,6 +120,20 @@ export class ServerConnection implements ResponseSink {
   #watches = 0;
   /** Since when (sweep time) the output queue has been over its high-water mark (0 = it is not). */
   #blockedSince = 0;
+  /**
+   * Idle counts from the last byte received or the last sweep that saw work going on, whichever
+   * is later: a call that outlasted the idle timeout must not get its connection closed the
+   * moment it is answered (the client's next call would race the close).
+   */
+  #busyAt = 0;
+  /** An answer went out since the last sweep (a store per answer, no clock read). */
+  #answered = false;
+  /**
+   * The previous sweep found it idle already. A sweep running late after a stalled event loop
+   * may find a connection "idle" whose bytes wait unread in the socket: it closes only on the
+   * second sweep in a row, after the loop has read what was pending.
+   */
+  #idleSeen = false;
   #closing = false;
   // Reused for every answer: encoded at once, never kept.
   readonly #okMeta: RpcMeta = { correlationId: 0 };
@@ -253,17 +267,29 @@ export class ServerConnection implements ResponseSink {
     }
     const i = limits.idleTimeoutMs;
     if (
-      i > 0 && now - this.#receivedAt >= i && this.#inflight === 0 &&
-      conn.pendingWriteBytes === 0 && this.#partialSince === 0 && !this.lifetime.watched
+      this.#answered || this.#inflight !== 0 || conn.pendingWriteBytes !== 0 ||
+      this.#partialSince !== 0 || this.lifetime.watched
     ) {
+      this.#answered = false;
+      this.#busyAt = now;
+      this.#idleSeen = false;
+      return null;
+    }
+    if (i > 0 && now - Math.max(this.#receivedAt, this.#busyAt) >= i) {
+      if (!this.#idleSeen) {
+        this.#idleSeen = true;
+        return null;
+      }
       this.#closeWith(ECLOSE, `idle for ${i} ms`);
       return "idle";
     }
+    this.#idleSeen = false;
     return null;
   }
 
   send(call: ServerCall, response: Uint8Array, errorCode: number, errorText: string): void {
     this.#inflight--;
+    this.#answered = true;
     if (this.#watches > 0 && isWatch(call.meta)) this.#watches--;
     const conn = this.#conn;
     if (conn.closed) return;
