@@ -53,10 +53,15 @@ test("futex: timeout, value mismatch, and a wake from the JS thread end a nonblo
   // parked in the shared instance cannot delay this one.
   await loadHelper();
   const h = { lib: await loadLibrary(HELPER_SPEC) };
+  // Only `p`, a number, goes to the waits: the test must keep `word` itself alive until they are
+  // over (it reads it at the end). A typed array nothing references any more is collected, and
+  // on Bun its bytes were reused mid-test on a loaded suite: the wait then found another value
+  // there and returned 1 at once, and the wake loop below never found a waiter.
   const word = new Uint32Array(new SharedArrayBuffer(64));
   const p = f.ptrOf(word);
   const t0 = performance.now();
   assertEquals(await h.lib.nonblocking.vb_futex_wait(p, 0, 30), 2, "timed out");
+  collectGarbage(); // what the rest of a suite does meanwhile: `word` must survive it
   assert(performance.now() - t0 >= 25, "waited about the timeout");
   assertEquals(
     await h.lib.nonblocking.vb_futex_wait(p, 1, 1000),
@@ -76,5 +81,13 @@ test("futex: timeout, value mismatch, and a wake from the JS thread end a nonblo
   assertEquals(woken, 1, "one waiter woken");
   assertEquals(await waiting, 0, "wait returned 0 (woken, not timed out)");
   assert(performance.now() - t1 < 15_000, "woken long before its 20 s timeout");
+  assertEquals(word[0], 0, "the waits and the wake left the word alone");
   h.lib.close();
 });
+
+/** Makes garbage of the size `word` has, with other bytes, and collects it (Bun can force it). */
+function collectGarbage(): void {
+  for (let i = 0; i < 20_000; i++) new Uint32Array(new SharedArrayBuffer(64))[0] = 0xdeadbeef;
+  // deno-lint-ignore no-explicit-any
+  (globalThis as any).Bun?.gc(true);
+}
