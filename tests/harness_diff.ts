@@ -141,14 +141,19 @@ function valuesDiffer(path: string, a: unknown, b: unknown): string {
   return `${at(path)}expected ${show(b)}, got ${show(a)}${why}`;
 }
 
-/** Elements (by deep strict equality) of `from` with no equal element in `other`. */
+/**
+ * Elements of `from` (a Set's members or a Map's keys, so unique) with no deep-strict-equal
+ * element in `other`. Primitives are looked up directly, so a large Set of numbers stays linear.
+ */
 function unmatched(from: Iterable<unknown>, other: Iterable<unknown>): unknown[] {
-  const pool = [...other];
+  const all = new Set(other);
+  const objects = [...all].filter((y) => typeof y === "object" && y !== null);
   const out: unknown[] = [];
   for (const x of from) {
-    const i = pool.findIndex((y) => isDeepStrictEqual(x, y));
-    if (i < 0) out.push(x);
-    else pool.splice(i, 1);
+    const found = typeof x === "object" && x !== null
+      ? all.has(x) || objects.some((y) => isDeepStrictEqual(x, y))
+      : all.has(x);
+    if (!found) out.push(x);
   }
   return out;
 }
@@ -207,13 +212,14 @@ function objectDifference(path: string, a: object, b: object): string {
     }: expected ${show(b)}, got ${show(a)}`;
   }
   const ra = a as Record<string | symbol, unknown>, rb = b as Record<string | symbol, unknown>;
+  const inA = new Set(ka), inB = new Set(kb);
   for (const k of kb) {
-    if (!ka.includes(k)) {
+    if (!inA.has(k)) {
       return `${at(path)}missing property ${propName(k, isArray)} (expected ${show(rb[k])})`;
     }
   }
   for (const k of ka) {
-    if (!kb.includes(k)) {
+    if (!inB.has(k)) {
       return `${at(path)}unexpected property ${propName(k, isArray)}: ${show(ra[k])}`;
     }
   }

@@ -104,6 +104,21 @@ test("typed arrays: contents, lengths and element types", () => {
   assert(e.message.length < 2000, `a 1 MiB buffer gives a short message (${e.message.length})`);
 });
 
+test("a failure on a large Set, Map or array is named without quadratic work", () => {
+  const n = 100_000;
+  const nums = Array.from({ length: n }, (_, i) => i);
+  const e1 = failure(new Set(nums), new Set([...nums.slice(1), n]));
+  assert(e1.message.includes(`missing Set(1){${n}}, unexpected Set(1){0}`), e1.message);
+  const e2 = failure(new Map(nums.map((i) => [i, i])), new Map(nums.map((i) => [i, i + 1])));
+  assert(e2.message.startsWith("at .get(0): expected 1, got 0"), e2.message);
+  const e3 = failure(nums, [...nums.slice(0, -1), -1]);
+  assert(
+    e3.message.startsWith(`at [${n - 1}]: expected -1, got ${n - 1}`),
+    e3.message.slice(0, 200),
+  );
+  assert(e1.message.length + e2.message.length + e3.message.length < 3000, "short messages");
+});
+
 test("NaN equals NaN; -0 and +0 differ (Object.is, as deepStrictEqual)", () => {
   assertEquals(NaN, NaN);
   assertEquals([NaN], [NaN]);
