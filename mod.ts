@@ -52,7 +52,15 @@ export type { RuntimeName } from "./util/runtime.ts";
 export { buildDirs } from "./ffi/loader.ts";
 
 // Client: TCP channel + fabric session + path selection.
-export { Client, connect, connectOptionsSchema, faultsSchema } from "./rpc/client.ts";
+export {
+  Client,
+  ClientBase,
+  connect,
+  connectDirect,
+  connectOptionsSchema,
+  faultsSchema,
+  type RpcClient,
+} from "./rpc/client.ts";
 export type {
   BatchCall,
   ClientCallOptions,

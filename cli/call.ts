@@ -13,6 +13,7 @@ import {
   type ClientCallResult,
   type ClientOptions,
   connect,
+  type RpcClient,
 } from "../mod.ts";
 import { EXIT_FAILED, usageError } from "./options.ts";
 import { paint, reportError, wantsJson } from "./style.ts";
@@ -40,8 +41,8 @@ const PATH: Record<string, CallPath> = {
 };
 const enc = new TextEncoder(), dec = new TextDecoder();
 
-/** What the demo ops need of a client: a direct {@link Client} or an agent client. */
-type Caller = Pick<Client, "call" | "fabric">;
+/** What the demo ops need of a client: any kind (direct, agent). */
+type Caller = RpcClient;
 
 /** Runs `fn` with a demo client whose calls record the path they took. */
 async function op(

@@ -25,7 +25,7 @@ import {
 } from "../../transport/local_ring.ts";
 import { cpuYielder } from "../../transport/cpu.ts";
 import { parseOptions } from "../../util/options.ts";
-import { type Client, connect } from "../client.ts";
+import { type Client, connectDirect as connect } from "../direct_client.ts";
 import type { ClientOptions } from "../connect_options.ts";
 import { decodeRequest, encodeError, encodeResponse, responseBytes } from "./record.ts";
 

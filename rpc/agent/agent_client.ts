@@ -19,8 +19,9 @@ import { TimeoutError, VerbusError } from "../../errors.ts";
 import { type AgentRingProducer, joinAgentRing } from "../../transport/local_ring.ts";
 import { cpuYielder } from "../../transport/cpu.ts";
 import { parseOptions } from "../../util/options.ts";
-import type { BatchCall, ClientCallOptions, ClientOptions } from "../connect_options.ts";
-import type { Client } from "../client.ts";
+import type { ClientCallOptions, ClientOptions } from "../connect_options.ts";
+import type { Client } from "../direct_client.ts";
+import { ClientBase } from "../rpc_client.ts";
 import type { CallPath } from "../selector.ts";
 import {
   type AgentCallResult,
@@ -29,7 +30,6 @@ import {
   type AgentClientStats,
 } from "./agent_client_options.ts";
 import { decodeResponse, encodeRequest, requestBytes } from "./record.ts";
-import { CallHandles } from "../call_handles.ts";
 
 export { agentClientOptionsSchema };
 export type { AgentCallResult, AgentClientOptions, AgentClientStats };
@@ -42,7 +42,7 @@ interface Pending {
 }
 
 /** See the module documentation. Create with `connect("agent:NAME")`. */
-export class AgentClient {
+export class AgentClient extends ClientBase<AgentCallResult> {
   readonly name: string;
   readonly #o: z.output<typeof agentClientOptionsSchema>;
   #port: AgentRingProducer | null;
@@ -63,7 +63,6 @@ export class AgentClient {
   #directCalls = 0;
   #full = 0;
   #joins = 0;
-  readonly #handles = new CallHandles<AgentCallResult>();
 
   readonly #yieldCpu: () => void;
 
@@ -74,6 +73,7 @@ export class AgentClient {
     o: z.output<typeof agentClientOptionsSchema>,
     yieldCpu: () => void,
   ) {
+    super();
     this.#yieldCpu = yieldCpu;
     this.name = name;
     this.#o = o;
@@ -312,36 +312,11 @@ export class AgentClient {
     options: ClientCallOptions,
   ): Promise<AgentCallResult> {
     this.#directCalls++;
-    this.#direct ??= import("../client.ts").then((m) =>
-      m.connect(this.#o.fallback!, this.#o.fallbackOptions as ClientOptions)
+    this.#direct ??= import("../direct_client.ts").then((m) =>
+      m.connectDirect(this.#o.fallback!, this.#o.fallbackOptions as ClientOptions)
     );
     const r = await (await this.#direct).call(service, method, request, options);
     return { ...r, via: "direct" };
-  }
-
-  /** Many calls at once (answers in order, or the first error), like `Client.callMany`. */
-  callMany(calls: readonly BatchCall[]): Promise<AgentCallResult[]> {
-    return Promise.all(calls.map((c) => this.call(c.service, c.method, c.request, c.options)));
-  }
-
-  /** Starts a call without waiting; returns a handle for poll()/wait(). */
-  submit(
-    service: string,
-    method: string,
-    request: Uint8Array,
-    options: ClientCallOptions = {},
-  ): number {
-    return this.#handles.add(this.call(service, method, request, options));
-  }
-
-  /** The result of a finished call (the handle is then released), or undefined while running. Throws its error. */
-  poll(handle: number): AgentCallResult | undefined {
-    return this.#handles.poll(handle);
-  }
-
-  /** Waits for a call started with submit(); releases the handle. */
-  wait(handle: number): Promise<AgentCallResult> {
-    return this.#handles.wait(handle);
   }
 
   /** Local counters and the agent ring's. */
@@ -376,10 +351,6 @@ export class AgentClient {
     const port = this.#port;
     if (port) this.#fail(port, "the client was closed");
     if (this.#direct) await (await this.#direct).close();
-  }
-
-  async [Symbol.asyncDispose](): Promise<void> {
-    await this.close();
   }
 }
 
