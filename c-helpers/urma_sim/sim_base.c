@@ -1,8 +1,8 @@
 /*
  * sim_base.c — process state of the simulated liburma: the handle table (every pointer the API
  * accepts is checked against it, so a stale or forged pointer is EINVAL, never a crash), the
- * last-error text, the shm registry (open / initialise / lock / garbage-collect dead owners),
- * urma_init / urma_uninit and the one simulated device "sim_ub0".
+ * last-error text, the registry's lock and garbage collection of dead owners (finding and mapping
+ * the registry: sim_registry.c), urma_init / urma_uninit and the one simulated device "sim_ub0".
  */
 #define _GNU_SOURCE
 #include "sim_internal.h"
@@ -23,7 +23,6 @@ urma_device_t sim_device = { .name = "sim_ub0", .path = "/sys/class/ubcore/sim_u
 urma_eid_t sim_eid = { .raw = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1 } };
 
 static __thread char last_error[256];
-static char reg_name[128];
 static pthread_mutex_t proc_lock = PTHREAD_MUTEX_INITIALIZER;
 static int initialized;
 
@@ -62,11 +61,6 @@ const char *urma_sim_last_error(void)
 const char *urma_sim_abi_version(void)
 {
 	return URMA_SIM_ABI_NAME "-sim";
-}
-
-const char *urma_sim_registry_name(void)
-{
-	return reg_name;
 }
 
 /* ---- handle table: open addressing on the pointer value, tombstones on delete ---- */
@@ -165,6 +159,13 @@ static uint64_t start_time_of(pid_t pid, char *state)
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) return 0;
+	/* A process of another user is never a peer (not even for root, whom the kernel would let
+	 * process_vm_writev into it): seen as gone, its slots are reclaimed, no byte moves to it. */
+	struct stat st;
+	if (fstat(fd, &st) != 0 || st.st_uid != geteuid()) {
+		close(fd);
+		return 0;
+	}
 	ssize_t n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0) return 0;
@@ -260,55 +261,6 @@ void sim_gc_locked(void)
 		if (sim_reg->jfcs[i].used && !gc_alive(&sim_reg->jfcs[i].owner, memo, &n)) { sim_reg->jfcs[i].used = 0; sim_reg->jfcs[i].gen++; }
 }
 
-static int open_registry(void)
-{
-	const char *ns = getenv("URMA_SIM_NAMESPACE");
-	char def[32];
-	if (!ns || !*ns) {
-		snprintf(def, sizeof(def), "uid%u", (unsigned)getuid());
-		ns = def;
-	}
-	for (const char *c = ns; *c; c++)
-		if (*c == '/' || (size_t)(c - ns) > 64)
-			return sim_set_error(URMA_EINVAL, "URMA_SIM_NAMESPACE must be at most 64 characters without '/'");
-	snprintf(reg_name, sizeof(reg_name), "/verbus-urma-sim.v%d.%s", SIM_LAYOUT_VERSION, ns);
-	int fd = shm_open(reg_name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0) return sim_set_error(URMA_FAIL, "shm_open(%s): %s", reg_name, strerror(errno));
-	struct stat st;
-	if (fstat(fd, &st) != 0 || (st.st_size < (off_t)sizeof(struct sim_registry) &&
-				    ftruncate(fd, (off_t)sizeof(struct sim_registry)) != 0)) {
-		close(fd);
-		return sim_set_error(URMA_FAIL, "sizing %s: %s", reg_name, strerror(errno));
-	}
-	void *m = mmap(NULL, sizeof(struct sim_registry), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (m == MAP_FAILED) return sim_set_error(URMA_ENOMEM, "mmap(%s): %s", reg_name, strerror(errno));
-	struct sim_registry *r = m;
-	uint32_t expect = 0;
-	if (atomic_compare_exchange_strong(&r->state, &expect, 1)) { /* we create it */
-		pthread_mutexattr_t a;
-		pthread_mutexattr_init(&a);
-		pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
-		pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-		pthread_mutex_init(&r->lock, &a);
-		pthread_mutexattr_destroy(&a);
-		r->magic = SIM_MAGIC;
-		r->version = SIM_LAYOUT_VERSION;
-		r->next_id = 0;
-		r->next_token_id = 0;
-		atomic_store(&r->state, 2);
-	} else {
-		for (int i = 0; i < 2000 && atomic_load(&r->state) != 2; i++) usleep(1000);
-		if (atomic_load(&r->state) != 2 || r->magic != SIM_MAGIC || r->version != SIM_LAYOUT_VERSION) {
-			munmap(m, sizeof(struct sim_registry));
-			return sim_set_error(URMA_FAIL, "%s exists but is not a version-%d registry (remove it from /dev/shm)",
-					     reg_name, SIM_LAYOUT_VERSION);
-		}
-	}
-	sim_reg = r;
-	return 0;
-}
-
 int sim_initialized(void)
 {
 	return initialized;
@@ -322,7 +274,7 @@ urma_status_t urma_init(urma_init_attr_t *conf)
 		pthread_mutex_unlock(&proc_lock);
 		return sim_set_error(URMA_EEXIST, "urma_init: already initialised");
 	}
-	int rc = sim_reg ? 0 : open_registry();
+	int rc = sim_reg ? 0 : sim_registry_open();
 	if (rc == 0) initialized = 1;
 	pthread_mutex_unlock(&proc_lock);
 	if (rc == 0) {

@@ -4,13 +4,15 @@
  * DESIGN. The "hardware" of the simulator is the thread that posts a work request: it executes
  * the request synchronously (copies the bytes, consumes the target's receive buffer, writes the
  * completion records) before urma_post_* returns, so completions are produced in posting order.
- * Everything two processes must both see lives in ONE POSIX shm object per namespace, the
- * registry (name: "/verbus-urma-sim.v<layout version>.<URMA_SIM_NAMESPACE or uid>"), mapped by every process that
- * calls urma_init. Bytes move between processes with process_vm_readv/writev through a bounce
- * buffer — also within one process, so a bad address in a work request becomes a completion
- * error (EFAULT) instead of a crash.
+ * Everything two processes must both see lives in ONE shared object per user and namespace, the
+ * registry: a sealed memfd (fixed size, its pages reserved at creation) that every process of the
+ * user calling urma_init maps, found through a 0700 directory of that user in /dev/shm
+ * (sim_registry.c says why and how). Bytes move between processes with process_vm_readv/writev
+ * through a bounce buffer — also within one process, so a bad address in a work request becomes
+ * a completion error (EFAULT) instead of a crash; the kernel checks ptrace permission on each,
+ * and a process of another uid is never taken for a live owner (sim_base.c).
  *
- * Registry layout (fixed size, sparse on tmpfs: only touched pages use memory):
+ * Registry layout (fixed size):
  *
  *   ┌ sim_registry ───────────────────────────────────────────────────────────┐
  *   │ magic u32 │ version u32 │ state u32 (0 new, 1 initialising, 2 ready)  │
@@ -48,7 +50,7 @@
 #include <sys/types.h>
 
 #define SIM_MAGIC 0x55524d53u /* "URMS" */
-#define SIM_LAYOUT_VERSION 3
+#define SIM_LAYOUT_VERSION 4
 /*
  * Limits, enforced like a device's (urma_query_device reports them). Many jetties share one JFC
  * (one per process is the intended use), so JFCs are few and deep, jetties and JFRs many.
@@ -157,6 +159,9 @@ int sim_owner_is_self(const struct sim_owner *o);
 void sim_gc_locked(void);
 uint32_t sim_next_id_locked(void);
 int sim_live_count(enum sim_kind k);
+
+/* sim_registry.c: finds or creates this user's registry, maps it into sim_reg: 0 or a status. */
+int sim_registry_open(void);
 
 /* sim_seg.c: imports per peer process (segment-before-jetty rule) */
 void sim_note_import(int32_t pid, int delta);

@@ -1,6 +1,6 @@
 /*
- * sim_jfc.c — completion: JFCE (an abstract AF_UNIX datagram socket, so any process can make
- * its fd readable), JFC (a ring of urma_cr_t in the shm registry), polling, arming, waiting.
+ * sim_jfc.c — completion: JFCE (an abstract AF_UNIX datagram socket, so any process of the user
+ * can make its fd readable), JFC (a ring of urma_cr_t in the registry), polling, arming, waiting.
  */
 #define _GNU_SOURCE
 #include "sim_internal.h"
@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 static pthread_mutex_t jfce_lock = PTHREAD_MUTEX_INITIALIZER; /* guards jfce ↔ jfc links */
-static atomic_uint jfce_seq;
 
 /* A JFC's link to its JFCE: lookup by registry slot when a doorbell datagram arrives. */
 #define MAX_LINKS SIM_MAX_JFC
@@ -69,20 +68,42 @@ int sim_push_cr_locked(int slot, const urma_cr_t *cr, int solicited)
 	return 0;
 }
 
+/*
+ * A JFCE's socket. The kernel picks its abstract name (autobind: an unused one), so no other
+ * process can take the name first; SO_PASSCRED lets urma_wait_jfc drop doorbells that another
+ * user sent. Returns the fd with the name in name, or -1 with the error set.
+ */
+static int bind_doorbell(char name[SIM_SOCK_NAME])
+{
+	const size_t at = offsetof(struct sockaddr_un, sun_path) + 1; /* after the leading NUL */
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	socklen_t len = sizeof(a);
+	int on = 1, fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)) != 0 ||
+	    bind(fd, (struct sockaddr *)&a, sizeof(sa_family_t)) != 0 ||
+	    getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
+		int e = errno;
+		if (fd >= 0) close(fd);
+		return sim_set_error(URMA_FAIL, "urma_create_jfce: socket: %s", strerror(e)), -1;
+	}
+	if (len <= at || a.sun_path[0] != '\0' || len - at >= SIM_SOCK_NAME) {
+		close(fd);
+		return sim_set_error(URMA_FAIL, "urma_create_jfce: the kernel gave no abstract name"), -1;
+	}
+	memset(name, 0, SIM_SOCK_NAME);
+	memcpy(name, a.sun_path + 1, len - at);
+	return fd;
+}
+
 urma_jfce_t *urma_create_jfce(urma_context_t *ctx)
 {
 	if (!sim_handle_is(ctx, K_CTX)) return sim_set_error_null(URMA_EINVAL, "urma_create_jfce: invalid context");
 	struct sim_jfce *j = calloc(1, sizeof(*j));
 	if (!j) return sim_set_error_null(URMA_ENOMEM, "out of memory");
-	snprintf(j->name, sizeof(j->name), "verbus-urma-sim.%d.%u", (int)getpid(), atomic_fetch_add(&jfce_seq, 1));
-	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	struct sockaddr_un a;
-	socklen_t len = abstract_addr(&a, j->name);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&a, len) != 0) {
-		int e = errno;
-		if (fd >= 0) close(fd);
+	int fd = bind_doorbell(j->name);
+	if (fd < 0) {
 		free(j);
-		return sim_set_error_null(URMA_FAIL, "urma_create_jfce: socket: %s", strerror(e));
+		return NULL;
 	}
 	j->pub.urma_ctx = ctx;
 	j->pub.fd = fd;
@@ -255,9 +276,18 @@ int urma_wait_jfc(urma_jfce_t *jfce, uint32_t jfc_cnt, int time_out, urma_jfc_t 
 	int n = 0;
 	while ((uint32_t)n < jfc_cnt) {
 		uint32_t slot;
-		ssize_t got = recv(jfce->fd, &slot, sizeof(slot), MSG_DONTWAIT);
-		if (got != (ssize_t)sizeof(slot)) break;
-		if (slot >= MAX_LINKS) continue;
+		union { struct cmsghdr h; char buf[CMSG_SPACE(sizeof(struct ucred))]; } ctl;
+		struct iovec iov = { &slot, sizeof(slot) };
+		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+				    .msg_controllen = sizeof(ctl.buf) };
+		ssize_t got = recvmsg(jfce->fd, &m, MSG_DONTWAIT);
+		if (got < 0) break;
+		struct cmsghdr *c0 = CMSG_FIRSTHDR(&m);
+		struct ucred who = { .uid = (uid_t)-1 };
+		if (c0 && c0->cmsg_level == SOL_SOCKET && c0->cmsg_type == SCM_CREDENTIALS)
+			memcpy(&who, CMSG_DATA(c0), sizeof(who));
+		/* Only this user's processes ring: another user's datagram is dropped unread. */
+		if (got != (ssize_t)sizeof(slot) || who.uid != geteuid() || slot >= MAX_LINKS) continue;
 		pthread_mutex_lock(&jfce_lock);
 		struct sim_jfc *c = links[slot].jfce == (struct sim_jfce *)jfce ? links[slot].jfc : NULL;
 		pthread_mutex_unlock(&jfce_lock);

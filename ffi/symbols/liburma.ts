@@ -147,7 +147,7 @@ export const LIBURMA_SYMBOLS = {
   urma_sim_last_error: { args: [], result: "pointer", optional: true },
   /** int urma_sim_live_objects(char *buf, int len);  "contexts=N jfce=N ...", returns the total */
   urma_sim_live_objects: { args: ["buffer", "i32"], result: "i32", optional: true },
-  /** const char *urma_sim_registry_name(void);  the POSIX shm registry of this namespace */
+  /** const char *urma_sim_registry_name(void);  this user's 0700 rendezvous dir */
   urma_sim_registry_name: { args: [], result: "pointer", optional: true },
   /** int urma_sim_inject_async_event(urma_context_t *ctx, void *element, uint32_t event_type);  SIMULATOR-ONLY fault injection */
   urma_sim_inject_async_event: {

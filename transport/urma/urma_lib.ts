@@ -184,7 +184,11 @@ export function loadUrma(path?: string): Promise<UrmaLib> {
       const { lib, simulated, version, choice } = await open(path, f, probe);
       try {
         const rc = lib.symbols.urma_init(new Uint8Array(URMA_INIT_ATTR.$size));
-        if (rc !== 0 && rc !== URMA_EEXIST) throw new UrmaStatusError("urma_init", rc, lib.path);
+        if (rc !== 0 && rc !== URMA_EEXIST) {
+          // The simulator says why (a squatted rendezvous name, a full tmpfs, ...).
+          const why = lib.symbols.urma_sim_last_error?.();
+          throw new UrmaStatusError("urma_init", rc, lib.path, why ? f.cstring(why) : "");
+        }
         return makeLib(f, lib, helper, libc, simulated, version, choice);
       } catch (e) {
         lib.close();
