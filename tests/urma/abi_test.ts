@@ -5,7 +5,7 @@
  * a mismatched ABI refused with the field named.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -146,6 +146,7 @@ test("a mismatched ABI is refused at load with the field named, never a crash", 
     assert(msg.includes("matches no ABI") && msg.includes("sizeof(struct urma_seg_t)"), msg);
   } finally {
     setEnv("VERBUS_URMA_LAYOUT", savedLayout);
+    rmSync(fixture, { force: true });
   }
 }, { skip: SKIP });
 
@@ -234,6 +235,7 @@ test(
       ["VERBUS_URMA_ABI", "VERBUS_URMA_LAYOUT", "VERBUS_HOME"].forEach((n, i) =>
         setEnv(n, saved[i])
       );
+      rmSync(root, { recursive: true, force: true });
     }
   },
   {
