@@ -5,7 +5,9 @@ SHELL := /bin/bash
 DENO := node_modules/.bin/deno
 BUN := node_modules/.bin/bun
 SOFTROCE ?= $(abspath ../shared/softroce)
-APT_PKGS := rdma-core ibverbs-providers libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils perftest iproute2
+# etcd-server: the tests of the etcd naming service start a private etcd each (free loopback ports,
+# temp data dir); none uses a system etcd or port 2379, started by the package or not.
+APT_PKGS := rdma-core ibverbs-providers libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils perftest iproute2 etcd-server
 RESULTS := build/test-results
 export NO_COLOR := 1
 
@@ -17,7 +19,8 @@ setup: deps node_modules/.verbus-installed helper
 
 # Debian packages (headers to build the helper; libraries and tools at run time).
 deps: build/.apt-done
-build/.apt-done:
+# Redone when the Makefile changes (a package added to APT_PKGS); dpkg -s skips what is there.
+build/.apt-done: Makefile
 	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \

@@ -6,5 +6,8 @@
  */
 import { NAMING_SCHEMES } from "./naming.ts";
 import { BALANCERS } from "./balancer.ts";
+import { etcdNaming } from "./naming_etcd.ts";
+
+NAMING_SCHEMES.set("etcd", etcdNaming);
 
 export { BALANCERS, NAMING_SCHEMES };
