@@ -87,19 +87,35 @@ export function namingService(url: string, options: NamingOptions = {}): NamingS
 }
 
 /**
- * One server line as brpc writes it: `ADDRESS [TAG]` (spaces or tabs between). Returns null for
- * a blank line or a `#` comment; throws INVALID_ARGUMENT naming the line when the address is
- * not `host:port` with a port in 1-65535.
+ * One server line as brpc writes it: `ADDRESS [TAG]` (spaces or tabs between; a `#` after the
+ * address starts a comment, as in brpc's files). Returns null for a blank line or a `#` comment;
+ * throws INVALID_ARGUMENT naming the line when the address is not `host:port` with a port in
+ * 1-65535.
  */
 export function parseServerLine(line: string): ServerNode | null {
   const text = line.trim();
   if (text === "" || text.startsWith("#")) return null;
-  const [address, ...rest] = text.split(/\s+/);
-  const tag = rest.join(" ");
-  const m = /^(\[[0-9a-fA-F:.]+\]|[^\s:[\]]+):(\d{1,5})$/.exec(address);
+  const end = text.search(/\s/);
+  const address = end < 0 ? text : text.slice(0, end);
+  const rest = end < 0 ? "" : text.slice(end);
+  const hash = rest.indexOf("#");
+  try {
+    return serverNode(address, (hash < 0 ? rest : rest.slice(0, hash)).trim());
+  } catch {
+    throw new VerbusError("INVALID_ARGUMENT", `server "${text}": expected HOST:PORT [TAG]`);
+  }
+}
+
+/**
+ * A server from an address and a tag that came apart (a registry's JSON, a DNS answer): the same
+ * checks and the same weight rule as {@link parseServerLine}. Throws INVALID_ARGUMENT naming the
+ * address when it is not `host:port` (IPv6 in brackets) with a port in 1-65535.
+ */
+export function serverNode(address: string, tag = ""): ServerNode {
+  const m = /^(\[[0-9a-fA-F:.]+\]|[^\s:[\]#]+):(\d{1,5})$/.exec(address);
   const port = m ? Number(m[2]) : 0;
   if (!m || port < 1 || port > 65535) {
-    throw new VerbusError("INVALID_ARGUMENT", `server "${text}": expected HOST:PORT [TAG]`);
+    throw new VerbusError("INVALID_ARGUMENT", `server "${address}": expected HOST:PORT`);
   }
   const w = /^\d{1,9}$/.test(tag) ? Number(tag) : 0;
   return { address, tag, weight: w > 0 ? w : 1 };

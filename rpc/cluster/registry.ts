@@ -6,6 +6,17 @@
  */
 import { NAMING_SCHEMES } from "./naming.ts";
 import { BALANCERS } from "./balancer.ts";
+import { consulNamingService } from "./naming_consul.ts";
+import { dnsNamingService, httpNamingService, srvNamingService } from "./naming_dns.ts";
+import { fileNamingService } from "./naming_file.ts";
+import { listNamingService } from "./naming_list.ts";
+
+NAMING_SCHEMES.set("list", listNamingService);
+NAMING_SCHEMES.set("file", fileNamingService);
+NAMING_SCHEMES.set("dns", dnsNamingService);
+NAMING_SCHEMES.set("dns+srv", srvNamingService);
+NAMING_SCHEMES.set("http", httpNamingService);
+NAMING_SCHEMES.set("consul", consulNamingService);
 import { etcdNaming } from "./naming_etcd.ts";
 
 NAMING_SCHEMES.set("etcd", etcdNaming);
