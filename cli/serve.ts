@@ -14,7 +14,8 @@ import { simulatorPath } from "./doctor.ts";
 const HELP = `usage: verbus serve --port P [--host H] [--image-dir D] [--fabric LIST|none]
                     [--urma sim|PATH] [--rdma-addr A] [--rdma-port N] [--rdma-mode poll|event]
                     [--object-ttl-ms N] [--batch-budget N] [--kv-max-bytes N]
-                    [--brpc-rdma [--rdma-device D]] [--exit-with-stdin] [--json]
+                    [--brpc-rdma [--rdma-device D]] [--register URL [--register-ttl S]]
+                    [--exit-with-stdin] [--json]
 
   --fabric LIST   fabrics to offer, best first, from ${FABRICS.join(", ")} (default: shm,verbs; urma
                   is offered only with --urma, which names liburma: "sim" = verbus's simulator)
@@ -25,6 +26,9 @@ const HELP = `usage: verbus serve --port P [--host H] [--image-dir D] [--fabric 
                   call --brpc-rdma) is served over a queue pair; others stay on TCP
   --rdma-device D the RDMA device of --brpc-rdma (brpc's -rdma_device; default: the one that
                   holds the listening address)
+  --register URL  register this server in etcd (etcd://HOST:PORT/PREFIX) under a lease kept
+                  alive every S/3 s and revoked at a clean stop; a killed server's key goes when
+                  its lease ends (--register-ttl S, default 10); clients use the same URL
   --exit-with-stdin  also stop gracefully when standard input ends (a supervisor holding a pipe
                   to it stops the server by exiting, however it exits)
 
@@ -50,6 +54,8 @@ const schema = z.object({
   "kv-max-bytes": z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
   "brpc-rdma": z.boolean().default(false),
   "rdma-device": z.string().min(1).optional(),
+  register: z.string().regex(/^etcd:\/\//i, "expected etcd://HOST:PORT/PREFIX").optional(),
+  "register-ttl": z.coerce.number().int().min(1).max(3600).optional(),
   "exit-with-stdin": z.boolean().default(false),
   json: z.boolean().default(false),
 }).strict();
@@ -124,6 +130,7 @@ async function serveUntilStopped(
       },
     },
     brpcRdma: o["brpc-rdma"] ? (o["rdma-device"] ? { device: o["rdma-device"] } : {}) : false,
+    ...(o.register ? { register: { url: o.register, ttlSeconds: o["register-ttl"] ?? 10 } } : {}),
     logger: {
       warn: (m) => console.error(`verbus serve: ${m}`),
       info: (m) => console.error(`verbus serve: ${m}`),

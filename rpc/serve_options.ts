@@ -10,6 +10,7 @@ import { DEFAULT_MAX_BODY_SIZE } from "./protocol/frame.ts";
 import { fabricHostOptionsSchema } from "./session/fabric_host.ts";
 import { serviceEntriesSchema, type TypedServiceEntries } from "./connect/service.ts";
 import { brpcRdmaOptionSchema } from "./brpc_rdma.ts";
+import { registerOptionSchema } from "./cluster/etcd_register.ts";
 
 const handlerSchema: z.ZodCustom<Handler, Handler> = z.custom<Handler>(
   (v) => typeof v === "function",
@@ -45,6 +46,7 @@ export const ServeOptionsSchema: z.ZodObject<{
   drainTimeoutMs: z.ZodDefault<z.ZodNumber>;
   fabric: z.ZodOptional<z.ZodUnion<readonly [z.ZodLiteral<false>, typeof fabricHostOptionsSchema]>>;
   brpcRdma: typeof brpcRdmaOptionSchema;
+  register: typeof registerOptionSchema;
 }, z.core.$strict> = z.object({
   /** TCP port; 0 = ephemeral (read `server.port`). */
   port: z.number().int().min(0).max(65535),
@@ -109,6 +111,12 @@ export const ServeOptionsSchema: z.ZodObject<{
    * queue pair (a stock brpc client with `-use_rdma=true`); others stay plain baidu_std.
    */
   brpcRdma: brpcRdmaOptionSchema,
+  /**
+   * Register this server in etcd once it listens: `etcd://HOST:PORT/PREFIX` (or `{ url,
+   * ttlSeconds, tag, address }`), under a lease kept alive and revoked by close(); clients find
+   * it with the naming service of the same URL (`rpc/cluster/etcd_register.ts`).
+   */
+  register: registerOptionSchema,
 }).strict().refine((o) => o.writeLowWaterMark < o.writeHighWaterMark, {
   message: "writeLowWaterMark must be below writeHighWaterMark",
   path: ["writeLowWaterMark"],

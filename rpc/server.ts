@@ -34,6 +34,7 @@ import type { DescService } from "@bufbuild/protobuf";
 import { BrpcRdmaAcceptor } from "./brpc_rdma.ts";
 import { idleTimeoutFor } from "./idle_timeout.ts";
 import { type ServeOptionsOf, ServeOptionsSchema } from "./serve_options.ts";
+import { type EtcdRegistration, registerInEtcd } from "./cluster/etcd_register.ts";
 
 export type { CallContext, Handler, Logger, ServiceMap } from "./protocol/dispatch.ts";
 export { typedMethod } from "./protocol/typed_method.ts";
@@ -124,6 +125,8 @@ export class Server implements ConnectionHost {
   readonly fabric: FabricHost | null;
   /** brpc's RDMA mode (option `brpcRdma`), or null. */
   readonly brpcRdma: BrpcRdmaAcceptor | null;
+  /** Its registration in etcd (option `register`), or null; close() revokes it first. */
+  registration: EtcdRegistration | null = null;
 
   /** @internal Use {@link serve}. */
   constructor(
@@ -311,6 +314,8 @@ export class Server implements ConnectionHost {
   }
 
   async #close(): Promise<void> {
+    // Out of the naming service first, so clients stop choosing this server while it drains.
+    const unregistered = this.registration?.stop();
     this.#listener?.close();
     this.fabric?.close();
     this.brpcRdma?.close();
@@ -335,6 +340,7 @@ export class Server implements ConnectionHost {
     clearInterval(this.#sweepTimer);
     this.#sweepTimer = undefined;
     this.#limiter.flush(); // the repeats counted so far are said, not lost
+    await unregistered;
   }
 
   /** Same as {@link close}. */
@@ -346,7 +352,8 @@ export class Server implements ConnectionHost {
 /**
  * Validates `options` (a `VerbusError` code `INVALID_OPTIONS` names each bad field), listens, and
  * resolves with the running {@link Server}. Rejects with code `LISTEN_FAILED` when the address
- * cannot be bound.
+ * cannot be bound, and with the registration's error (CONNECT_FAILED, TIMEOUT, PROTOCOL…, naming
+ * the etcd URL) when `register` is given and etcd does not take the server (it is closed then).
  */
 export async function serve<const T extends readonly DescService[] = []>(
   options: ServeOptionsOf<T>,
@@ -371,5 +378,13 @@ export async function serve<const T extends readonly DescService[] = []>(
   accept = (conn) => server.accept(conn);
   paused = (p) => server.acceptPaused(p);
   for (const c of early) server.accept(c);
+  if (o.register !== undefined) {
+    try {
+      server.registration = await registerInEtcd(o.register, server.host, server.port, logger);
+    } catch (e) {
+      await server.close();
+      throw e;
+    }
+  }
   return server;
 }

@@ -68,6 +68,8 @@ const SERVE_SAMPLES: Record<string, string | null> = {
   "kv-max-bytes": "1048576",
   "brpc-rdma": null,
   "rdma-device": "rxe1",
+  register: "etcd://127.0.0.1:2379/verbus/demo",
+  "register-ttl": "3",
   "exit-with-stdin": null,
   json: null,
 };
