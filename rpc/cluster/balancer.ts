@@ -32,6 +32,12 @@ export interface SelectRequest {
 export interface LoadBalancer {
   /** Its name as written, parameters included (`wrr`, `rr:hold_seconds=10`). */
   readonly name: string;
+  /**
+   * Its validated parameters by brpc's names (`{ min_working_instances: 6, hold_seconds: 10 }`,
+   * `{ replicas: 100 }`), defaults filled in. Those whose behaviour belongs to the cluster client
+   * (brpc's cluster recover policy) are only parsed here, for the client to apply.
+   */
+  readonly params?: Readonly<Record<string, number>>;
   /** Replaces the servers it picks among (in naming-service order). */
   setServers(servers: readonly ServerNode[]): void;
   /**

@@ -6,10 +6,18 @@
  */
 import { NAMING_SCHEMES } from "./naming.ts";
 import { BALANCERS } from "./balancer.ts";
+import { consistentKetama, consistentMd5, consistentMurmur } from "./lb_consistent_hashing.ts";
+import { p2c } from "./lb_p2c.ts";
+import { pickFirst } from "./lb_pick_first.ts";
+import { randomized } from "./lb_random.ts";
+import { roundRobin } from "./lb_rr.ts";
+import { weightedRandom } from "./lb_wr.ts";
+import { weightedRoundRobin } from "./lb_wrr.ts";
 import { consulNamingService } from "./naming_consul.ts";
 import { dnsNamingService, httpNamingService, srvNamingService } from "./naming_dns.ts";
 import { fileNamingService } from "./naming_file.ts";
 import { listNamingService } from "./naming_list.ts";
+import { etcdNaming } from "./naming_etcd.ts";
 
 NAMING_SCHEMES.set("list", listNamingService);
 NAMING_SCHEMES.set("file", fileNamingService);
@@ -17,8 +25,16 @@ NAMING_SCHEMES.set("dns", dnsNamingService);
 NAMING_SCHEMES.set("dns+srv", srvNamingService);
 NAMING_SCHEMES.set("http", httpNamingService);
 NAMING_SCHEMES.set("consul", consulNamingService);
-import { etcdNaming } from "./naming_etcd.ts";
-
 NAMING_SCHEMES.set("etcd", etcdNaming);
+
+BALANCERS.set("rr", roundRobin);
+BALANCERS.set("random", randomized);
+BALANCERS.set("wrr", weightedRoundRobin);
+BALANCERS.set("wr", weightedRandom);
+BALANCERS.set("p2c", p2c);
+BALANCERS.set("c_murmurhash", consistentMurmur);
+BALANCERS.set("c_md5", consistentMd5);
+BALANCERS.set("c_ketama", consistentKetama);
+BALANCERS.set("pick_first", pickFirst);
 
 export { BALANCERS, NAMING_SCHEMES };
