@@ -38,6 +38,7 @@ import {
   type NamingWatcher,
   parseServerLine,
   type ServerNode,
+  serverNode,
 } from "./naming.ts";
 
 /** Options of the etcd naming service (beyond {@link NamingOptions}). */
@@ -71,10 +72,14 @@ export function nodeFromKv(key: string, value: string, prefix: string): ServerNo
       : typeof v.weight === "number"
       ? `${v.weight}`
       : "";
-    if (typeof v.address !== "string" || /\s/.test(v.address)) {
+    if (typeof v.address !== "string") {
       throw new VerbusError("INVALID_ARGUMENT", `etcd key ${key}: value has no "address"`);
     }
-    line = `${v.address} ${tag.replace(/[\r\n]+/g, " ")}`;
+    try {
+      return serverNode(v.address, tag.trim());
+    } catch (e) {
+      throw new VerbusError("INVALID_ARGUMENT", `etcd key ${key}: ${(e as Error).message}`);
+    }
   } else line = text.split(/\r?\n/)[0];
   try {
     return parseServerLine(line);

@@ -41,6 +41,8 @@ test("etcd values: registration JSON, a brpc server line, an empty value, bad on
     weight: 3,
   });
   assertEquals(nodeFromKv("/svc/x", '{"address":"[::1]:80","weight":2}', p)?.weight, 2);
+  assertEquals(nodeFromKv("/svc/x", '{"address":"h:80","tag":"a#b"}', p)?.tag, "a#b");
+  assertThrows(() => nodeFromKv("/svc/x", '{"address":"h:80 x"}', p), VerbusError, "/svc/x");
   assertEquals(nodeFromKv("/svc/x", "h:81 blue", p), { address: "h:81", tag: "blue", weight: 1 });
   assertEquals(nodeFromKv("/svc/h:82", "", p), { address: "h:82", tag: "", weight: 1 });
   assertThrows(() => nodeFromKv("/svc/x", "{nope", p), VerbusError, "/svc/x: value is not JSON");
