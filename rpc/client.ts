@@ -1,13 +1,16 @@
 /**
  * The front door: `connect(address)` gives the client kind the address names, each an
  * {@link RpcClient} — `HOST:PORT` (or `{host, port}`): a direct client of that server
- * (`direct_client.ts`); `agent:NAME`: the same-host agent NAME (`agent/agent_client.ts`). The
- * kinds never import one another: this file is the one place that knows them all.
+ * (`direct_client.ts`); `agent:NAME`: the same-host agent NAME (`agent/agent_client.ts`); a
+ * naming-service URL (`list://`, `file://`, `dns://`, `etcd://`, `consul://`): a cluster client
+ * over the servers it names (`cluster/cluster_client.ts`). The kinds never import one another:
+ * this file is the one place that knows them all.
  *
  * Threading: a client belongs to the JS thread that created it.
  * @module
  */
 import type { AgentClient, AgentClientOptions } from "./agent/agent_client.ts";
+import type { ClusterClient, ClusterOptions } from "./cluster/cluster_client.ts";
 import { Client, connectDirect } from "./direct_client.ts";
 import type { ClientOptions } from "./connect_options.ts";
 
@@ -28,12 +31,19 @@ export { ENOSERVICE, RpcError } from "./errors.ts";
  * TCP first, then the fabric handshake (unless `fabric: "tcp"`); a refused or failed handshake
  * leaves the client on TCP, with the reason in `client.handshake`. `agent:NAME`: joins the
  * same-host agent NAME (`verbus agent`) — the same call API, every call forwarded over the
- * agent's one connection. Options are validated (INVALID_OPTIONS names the bad field).
+ * agent's one connection. A naming-service URL (`SCHEME://…`): the servers it names, each call
+ * balanced (`lb`), retried and reported with its `server` and `attempts`. Options are validated
+ * (INVALID_OPTIONS names the bad field).
  */
 export async function connect(
   address: `agent:${string}`,
   options?: AgentClientOptions,
 ): Promise<AgentClient>;
+/** (See above: a naming-service URL yields a ClusterClient.) */
+export async function connect(
+  address: `${string}://${string}`,
+  options?: ClusterOptions,
+): Promise<ClusterClient>;
 /** (See above; an `agent:NAME` address typed as plain `string` still yields an AgentClient.) */
 export async function connect(
   address: string | { host: string; port: number },
@@ -41,12 +51,17 @@ export async function connect(
 ): Promise<Client>;
 export async function connect(
   address: string | { host: string; port: number },
-  options: ClientOptions | AgentClientOptions = {},
-): Promise<Client | AgentClient> {
+  options: ClientOptions | AgentClientOptions | ClusterOptions = {},
+): Promise<Client | AgentClient | ClusterClient> {
   if (typeof address === "string" && address.startsWith("agent:")) {
     // The same-host agent (rpc/agent/): loaded only when asked for.
     const { connectAgent } = await import("./agent/agent_client.ts");
     return await connectAgent(address.slice(6), options as AgentClientOptions);
+  }
+  if (typeof address === "string" && /^[a-z][a-z0-9+.-]*:\/\//i.test(address)) {
+    // A naming service: the servers it names (rpc/cluster/), loaded only when asked for.
+    const { connectCluster } = await import("./cluster/cluster_client.ts");
+    return await connectCluster(address, options as ClusterOptions);
   }
   return await connectDirect(address, options as ClientOptions);
 }
