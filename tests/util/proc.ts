@@ -145,6 +145,19 @@ export async function withChild<T>(
   try {
     return await fn(child);
   } finally {
-    await child.kill();
+    await stopGracefully(child);
   }
+}
+
+/**
+ * SIGTERM, and SIGKILL if the child has not exited 5 s later: a `verbus serve` or agent stopped
+ * so removes what it made (its record, its image directory), which a SIGKILL leaves behind.
+ */
+export async function stopGracefully(child: Child): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const stopped = child.kill("SIGTERM");
+  const late = new Promise<"late">((r) => (timer = setTimeout(() => r("late"), 5000)));
+  const how = await Promise.race([stopped.then(() => "done" as const), late]);
+  clearTimeout(timer);
+  if (how === "late") await child.kill("SIGKILL");
 }
