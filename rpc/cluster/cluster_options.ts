@@ -29,10 +29,24 @@ export const clusterOptionsSchema = z.object({
   timeoutMs: z.number().int().min(1).max(3_600_000).default(5000),
   /** How long `connect` waits for the naming service's first list, ms. */
   resolveTimeoutMs: z.number().int().min(1).max(600_000).default(5000),
-  /** Options of the naming service (poll interval, the timeout of one question). */
+  /**
+   * Options of the naming service: those every service takes (poll interval, the timeout of one
+   * question) and each scheme's own (checked by that service): `dnsServers` (dns), `fileWatch`
+   * (file), `consulAgent`, `consulToken`, `consulParams`, `consulWaitS`, `retryMs` (consul),
+   * `idleMs`, `maxBackoffMs` (etcd, consul). A key no service knows is refused here.
+   */
   naming: z.object({
     pollMs: z.number().int().min(10).max(3_600_000).optional(),
     timeoutMs: z.number().int().min(1).max(600_000).optional(),
+    dnsServers: z.array(z.string()).optional(),
+    fileWatch: z.boolean().optional(),
+    consulAgent: z.string().optional(),
+    consulToken: z.string().optional(),
+    consulParams: z.string().optional(),
+    consulWaitS: z.number().optional(),
+    retryMs: z.number().optional(),
+    idleMs: z.number().optional(),
+    maxBackoffMs: z.number().optional(),
   }).strict().default({}),
   /** `connect()` options of each server's direct client (validated when it connects). */
   server: z.record(z.string(), z.unknown()).default({}),

@@ -60,6 +60,8 @@ export interface NamingOptions {
   timeoutMs?: number;
   /** Where problems are reported (default: nowhere; `onError` still sees them). */
   log?: (line: string) => void;
+  /** Each scheme's own options (`dnsServers`, `fileWatch`, `consulAgent`, …), checked by it. */
+  [schemeOption: string]: unknown;
 }
 
 /** Makes a naming service from a URL of its scheme. Throws INVALID_ARGUMENT naming what is wrong. */
