@@ -164,22 +164,29 @@ for (const [what, fields, logged] of LIES) {
 }
 
 test("a request published into a slot the server still serves fails that session only (logged)", async () => {
-  const { server, log } = await startServer();
+  // The first request's handler runs until the test lets it go: the second one is published
+  // into its slot once the server took the first (an event, not a guess of how long that takes
+  // on a loaded machine), and certainly while it is still served.
+  let taken!: () => void, release!: () => void;
+  const took = new Promise<void>((r) => (taken = r));
+  const gate = new Promise<void>((r) => (release = r));
+  const hold = async (r: Uint8Array) => (taken(), await gate, r);
+  const { server, log } = await startServer({}, { "test.Gate": { Hold: hold } });
   const liar = await client(server);
   const honest = await client(server);
   try {
     await honest.call("test.Fabric", "Echo", pattern(8, 1));
     const s = liar.session!, slotLocal = s.layouts.server.slotLocal.offset + 60 * 4096;
-    const slow = new TextEncoder().encode("300");
-    s.endpoint.write(0, slotLocal, slow, 0);
+    const body = new TextEncoder().encode("held");
+    s.endpoint.write(0, slotLocal, body, 0);
     const request = {
       seq: 1,
-      method: s.methodIndex("test.Fabric", "Slow"),
+      method: s.methodIndex("test.Gate", "Hold"),
       offset: slotLocal,
-      length: slow.length,
+      length: body.length,
     };
     forge(liar, 60, request);
-    await new Promise((r) => setTimeout(r, 50)); // the server took it; its handler sleeps
+    await took;
     forge(liar, 60, { ...request, seq: 2 });
     await until(() => server.fabric!.sessions.size === 1, 2000, "the liar's session to be failed");
     assert(
@@ -193,6 +200,7 @@ test("a request published into a slot the server still serves fails that session
       "the honest session is untouched",
     );
   } finally {
+    release();
     await liar.close();
     await honest.close();
     await server.close();

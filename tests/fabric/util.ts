@@ -4,7 +4,7 @@
  */
 import { type Client, type ClientOptions, connect } from "../../rpc/client.ts";
 import { demoService } from "../../examples/demo/service.ts";
-import { serve, type Server } from "../../rpc/server.ts";
+import { serve, type Server, type ServiceMap } from "../../rpc/server.ts";
 import type { FabricHostOptions } from "../../rpc/session/fabric_host.ts";
 import { getEnv } from "../../ffi/runtime.ts";
 import { testFabricService } from "../fixtures/test_service.ts";
@@ -54,9 +54,10 @@ export interface Logged {
   warnings: string[];
 }
 
-/** An in-process server with the demo service and a test service. */
+/** An in-process server with the demo service, a test service and the `extra` services. */
 export async function startServer(
   fabric: FabricHostOptions | false = {},
+  extra: ServiceMap = {},
 ): Promise<{ server: Server; log: Logged }> {
   const log: Logged = { warnings: [] };
   const server = await serve({
@@ -66,6 +67,7 @@ export async function startServer(
       // No imageDir: the demo makes a private one only at an image upload (none here).
       ...demoService(),
       "test.Fabric": testFabricService(),
+      ...extra,
     },
     fabric: fabric === false ? false : { region: SMALL_REGION, ...serverFabric(), ...fabric },
     logger: { warn: (m) => log.warnings.push(m), info: () => {} },
