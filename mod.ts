@@ -102,7 +102,11 @@ export {
   VerbusTransport,
   verbusTransportOptionsSchema,
 } from "./rpc/connect/transport.ts";
-export type { VerbusTransportOptions } from "./rpc/connect/transport.ts";
+export type {
+  VerbusAgentTransportOptions,
+  VerbusClusterTransportOptions,
+  VerbusTransportOptions,
+} from "./rpc/connect/transport.ts";
 export {
   BRPC_CODE_OF,
   BRPC_ERROR_CODE_HEADER,

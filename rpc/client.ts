@@ -53,15 +53,29 @@ export async function connect(
   address: string | { host: string; port: number },
   options: ClientOptions | AgentClientOptions | ClusterOptions = {},
 ): Promise<Client | AgentClient | ClusterClient> {
-  if (typeof address === "string" && address.startsWith("agent:")) {
+  const kind = addressKind(address);
+  if (kind === "agent") {
     // The same-host agent (rpc/agent/): loaded only when asked for.
     const { connectAgent } = await import("./agent/agent_client.ts");
-    return await connectAgent(address.slice(6), options as AgentClientOptions);
+    return await connectAgent((address as string).slice(6), options as AgentClientOptions);
   }
-  if (typeof address === "string" && /^[a-z][a-z0-9+.-]*:\/\//i.test(address)) {
+  if (kind === "cluster") {
     // A naming service: the servers it names (rpc/cluster/), loaded only when asked for.
     const { connectCluster } = await import("./cluster/cluster_client.ts");
-    return await connectCluster(address, options as ClusterOptions);
+    return await connectCluster(address as string, options as ClusterOptions);
   }
   return await connectDirect(address, options as ClientOptions);
+}
+
+/**
+ * Which client kind {@link connect} makes for `address`: `"agent"` (`agent:NAME`), `"cluster"`
+ * (a naming-service URL, `SCHEME://…`) or `"direct"` (`HOST:PORT`, `{host, port}`). Other front
+ * doors (the Connect transport) ask this, so that every one dispatches the same way. Pure.
+ */
+export function addressKind(
+  address: string | { host: string; port: number },
+): "agent" | "cluster" | "direct" {
+  if (typeof address !== "string") return "direct";
+  if (address.startsWith("agent:")) return "agent";
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(address) ? "cluster" : "direct";
 }

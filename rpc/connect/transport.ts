@@ -14,6 +14,15 @@
  *   server may still run it, and its late answer is dropped).
  * - Errors become `ConnectError`s with the codes of `codes.ts`.
  *
+ * What it talks to is what `connect()` (rpc/client.ts) would make of its address, by the same
+ * dispatch: `{ host, port }` or `target: "HOST:PORT"` — one server; `target: "agent:NAME"` — the
+ * same-host agent; `target: "list://…"` (any naming-service URL: `file://`, `dns://`, `etcd://`,
+ * `consul://` …) — every server it names, through the cluster client (the options are then the
+ * cluster's: `lb`, `maxRetry`, `backupRequestMs`, …, each server's own under `server`). Over a
+ * cluster, a method whose proto declares `idempotency_level` (NO_SIDE_EFFECTS or IDEMPOTENT) is
+ * called `idempotent`: redone elsewhere when a connection broke under it, and eligible for
+ * backup requests; other methods are retried only where they cannot have run.
+ *
  * The transport connects on its first call (or on {@link VerbusTransport.client}); a failed
  * connect rejects that call with Unavailable and the next call tries again.
  *
@@ -42,48 +51,26 @@ import {
   type UnaryResponse,
 } from "@connectrpc/connect";
 import { runUnaryCall } from "@connectrpc/connect/protocol";
-import { z } from "zod";
 import { ClosedError } from "../../errors.ts";
-import { parseOptions } from "../../util/options.ts";
-import { type Client, connect } from "../client.ts";
-import { type ClientOptions, connectOptionsSchema } from "../connect_options.ts";
+import type { AgentClient } from "../agent/agent_client.ts";
+import type { AgentClientOptions } from "../agent/agent_client_options.ts";
+import type { ClusterCallOptions, ClusterClient } from "../cluster/cluster_client.ts";
+import type { ClusterOptions } from "../cluster/cluster_options.ts";
+import { addressKind, type Client, connect, type RpcClient } from "../client.ts";
+import type { ClientOptions } from "../connect_options.ts";
 import { connectErrorOf } from "./codes.ts";
 import { callOptionsOf } from "./headers.ts";
 import { requiredCheck } from "./required.ts";
+import {
+  transportTarget,
+  type VerbusAgentTransportOptions,
+  type VerbusClusterTransportOptions,
+  type VerbusTransportOptions,
+  verbusTransportOptionsSchema,
+} from "./transport_options.ts";
 
-const interceptorSchema: z.ZodCustom<Interceptor, Interceptor> = z.custom<Interceptor>(
-  (v) => typeof v === "function",
-  {
-    message: "expected an interceptor function (next) => (req) => Promise<response>",
-  },
-);
-
-/** Options of {@link createVerbusTransport}: the server, interceptors, and `connect()` options. */
-export const verbusTransportOptionsSchema: z.ZodObject<
-  (typeof connectOptionsSchema)["shape"] & {
-    host: z.ZodString;
-    port: z.ZodNumber;
-    interceptors: z.ZodDefault<z.ZodArray<typeof interceptorSchema>>;
-  },
-  z.core.$strict
-> = connectOptionsSchema.extend({
-  /** The server's host (name or address). */
-  host: z.string().min(1),
-  /** The server's baidu_std (TCP) port. */
-  port: z.number().int().min(1).max(65535),
-  /** Connect interceptors, applied to every call (the last one runs first, as in Connect). */
-  interceptors: z.array(interceptorSchema).default([]),
-}).strict();
-
-/** Input of {@link createVerbusTransport}: `{ host, port, interceptors?, ...ClientOptions }`. */
-export type VerbusTransportOptions = ClientOptions & {
-  /** The server's host (name or address). */
-  host: string;
-  /** The server's baidu_std (TCP) port. */
-  port: number;
-  /** Connect interceptors, applied to every call. */
-  interceptors?: Interceptor[];
-};
+export { verbusTransportOptionsSchema };
+export type { VerbusAgentTransportOptions, VerbusClusterTransportOptions, VerbusTransportOptions };
 
 /**
  * The answer of one unary call. Its (always empty) header and trailer are made when first read:
@@ -110,27 +97,41 @@ class Answer<I extends DescMessage, O extends DescMessage> implements UnaryRespo
   }
 }
 
-/** A Connect `Transport` over a verbus {@link Client}. Create with {@link createVerbusTransport}. */
-export class VerbusTransport implements Transport {
-  /** The server's host. */
+/**
+ * A Connect `Transport` over a verbus {@link RpcClient} — a direct {@link Client} (the default),
+ * an agent client or a cluster client, as its target says. Create with
+ * {@link createVerbusTransport}.
+ */
+export class VerbusTransport<C extends RpcClient = Client> implements Transport {
+  /** What it calls: `HOST:PORT`, `agent:NAME` or the naming-service URL. */
+  readonly target: string;
+  /** The server's host (one server; "" for an agent or naming-service target). */
   readonly host: string;
-  /** The server's port. */
+  /** The server's port (one server; 0 for an agent or naming-service target). */
   readonly port: number;
-  readonly #clientOptions: ClientOptions;
+  readonly #address: string | { host: string; port: number };
+  readonly #clientOptions: ClientOptions | ClusterOptions | AgentClientOptions;
   readonly #interceptors: Interceptor[];
-  #client: Client | null = null;
-  #connecting: Promise<Client> | null = null;
+  #client: C | null = null;
+  #connecting: Promise<C> | null = null;
   #closed = false;
+  /** Whether the target is a naming service (its client takes `idempotent`). */
+  readonly #cluster: boolean;
 
   /** @internal Use {@link createVerbusTransport}. */
   constructor(
-    host: string,
-    port: number,
+    address: string | { host: string; port: number },
     interceptors: Interceptor[],
-    clientOptions: ClientOptions,
+    clientOptions: ClientOptions | ClusterOptions | AgentClientOptions,
   ) {
-    this.host = host;
-    this.port = port;
+    this.#address = address;
+    this.#cluster = typeof address === "string" && addressKind(address) === "cluster";
+    const one = typeof address === "string" ? null : address;
+    this.target = one
+      ? `${one.host.includes(":") ? `[${one.host}]` : one.host}:${one.port}`
+      : address as string;
+    this.host = one?.host ?? "";
+    this.port = one?.port ?? 0;
     this.#interceptors = interceptors;
     this.#clientOptions = clientOptions;
   }
@@ -139,10 +140,13 @@ export class VerbusTransport implements Transport {
    * The verbus client the calls go through (connecting first if needed): its `fabric`,
    * `stats()` and byte-level `call()` are there. Closing it is the transport's job.
    */
-  client(): Promise<Client> {
+  client(): Promise<C> {
     if (this.#closed) return Promise.reject(new ClosedError("verbus transport"));
     if (this.#client !== null) return Promise.resolve(this.#client);
-    return this.#connecting ??= connect({ host: this.host, port: this.port }, this.#clientOptions)
+    if (this.#connecting !== null) return this.#connecting;
+    // One code path for every kind: connect() dispatches on the address as it does for users.
+    const made = connect(this.#address as string, this.#clientOptions as ClientOptions);
+    return this.#connecting = (made as Promise<RpcClient> as Promise<C>)
       .then((c) => {
         if (this.#closed) {
           return c.close().then(() => Promise.reject(new ClosedError("verbus transport")));
@@ -173,7 +177,7 @@ export class VerbusTransport implements Transport {
         service: method.parent,
         method,
         requestMethod: "POST",
-        url: `verbus://${this.host}:${this.port}/${method.parent.typeName}/${method.name}`,
+        url: `verbus://${this.target}/${method.parent.typeName}/${method.name}`,
         header: new Headers(header),
         contextValues: contextValues ?? createContextValues(),
         message: input,
@@ -199,7 +203,11 @@ export class VerbusTransport implements Transport {
         Code.DeadlineExceeded,
       );
     }
-    const options = callOptionsOf(header, timeoutMs);
+    let options: ClusterCallOptions = callOptionsOf(header, timeoutMs);
+    // A method declared idempotent (`option idempotency_level = IDEMPOTENT` or NO_SIDE_EFFECTS)
+    // may run twice: a cluster may then redo it after a broken connection and send backup
+    // requests for it, as gRPC's retry and hedging policies do only for such methods.
+    if (this.#cluster && method.idempotency !== 0) options = { ...options, idempotent: true };
     let request: Uint8Array;
     try {
       const m = isMessage(input, method.input) ? input : create(method.input, input);
@@ -283,22 +291,31 @@ function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
 }
 
 /**
- * A Connect `Transport` to the verbus (or brpc) server at `host:port`: pass it to
- * `createClient(Service, transport)`. `options` are validated at once (a `VerbusError`
- * INVALID_OPTIONS names the bad field); the connection is made on the first call.
+ * A Connect `Transport` to the verbus (or brpc) server at `host:port` (or `target: "HOST:PORT"`),
+ * to the same-host agent (`target: "agent:NAME"`), or to every server a naming service names
+ * (`target: "list://a:1,b:2"`, with the cluster's options: `lb`, `maxRetry`, `backupRequestMs`,
+ * …): pass it to `createClient(Service, transport)`. `options` are validated at once (a
+ * `VerbusError` INVALID_OPTIONS names the bad field); the connection is made on the first call.
  *
  * ```ts
  * const transport = createVerbusTransport({ host: "127.0.0.1", port: 8000 });
  * const greeter = createClient(GreeterService, transport);
  * const { greeting } = await greeter.greet({ name: "Ada" }, { timeoutMs: 1000 });
+ * const spread = createVerbusTransport({ target: "list://10.0.0.1:8000,10.0.0.2:8000", lb: "rr" });
  * ```
  */
-export function createVerbusTransport(options: VerbusTransportOptions): VerbusTransport {
-  const o = parseOptions(
-    verbusTransportOptionsSchema,
-    options,
-    "invalid createVerbusTransport() options",
-  );
-  const { host: _h, port: _p, interceptors: _i, ...clientOptions } = options;
-  return new VerbusTransport(o.host, o.port, o.interceptors, clientOptions);
+export function createVerbusTransport(
+  options: VerbusClusterTransportOptions,
+): VerbusTransport<ClusterClient>;
+/** (See above: `target: "agent:NAME"` calls through the same-host agent.) */
+export function createVerbusTransport(
+  options: VerbusAgentTransportOptions,
+): VerbusTransport<AgentClient>;
+/** (See above: one server.) */
+export function createVerbusTransport(options: VerbusTransportOptions): VerbusTransport<Client>;
+export function createVerbusTransport(
+  options: VerbusTransportOptions | VerbusClusterTransportOptions | VerbusAgentTransportOptions,
+): VerbusTransport<RpcClient> {
+  const t = transportTarget(options);
+  return new VerbusTransport<RpcClient>(t.address, t.interceptors, t.clientOptions);
 }
