@@ -10,6 +10,7 @@
  * @module
  */
 import { pid } from "node:process";
+import { ConnectionClosedError } from "../../errors.ts";
 import { z } from "zod";
 import type { FabricEndpoint } from "../../transport/fabric.ts";
 import { failingNthOp } from "../../transport/faults.ts";
@@ -223,9 +224,10 @@ export async function establishFabric(
  * closing…), and the session then fails here at once: calls in flight the server never took are
  * redone over TCP (exactly once: the session is closed for good), the others reject with a FABRIC
  * error naming the reason; later calls go over TCP and the link re-negotiates. An answer after the
- * client itself ended the session changes nothing; a server without Watch (or a closed channel)
- * only loses the notice. While it is open, a session that fails on this side waits briefly for
- * this notice before failing its calls (`notice_grace.ts`): the server may know better why.
+ * client itself ended the session changes nothing; a server without Watch only loses the notice,
+ * and a connection that breaks fails the session (its server is gone). While it is open, a session
+ * that fails on this side waits briefly for this notice before failing its calls
+ * (`notice_grace.ts`): the server may know better why.
  */
 function watchSession(channel: Channel, session: ClientSession, sessionId: number): void {
   session.watching = true;
@@ -242,5 +244,12 @@ function watchSession(channel: Channel, session: ClientSession, sessionId: numbe
     }
     session.serverEnded(reason, untaken);
     session.watching = false;
-  }, () => (session.watching = false));
+  }, (e) => {
+    session.watching = false;
+    // The connection broke (the server was killed, its host went away): the session's peer went
+    // with it, and nothing else would end the calls in flight on it before their deadlines.
+    if (e instanceof ConnectionClosedError) {
+      session.fail(`the connection to the server broke (${e.message})`);
+    }
+  });
 }
