@@ -68,6 +68,14 @@ export type {
   ClientOptions,
   ClientStats,
 } from "./rpc/client.ts";
+// Many servers: connect("list://…" | "etcd://…" | …, { lb, … }) gives a ClusterClient.
+export type {
+  ClusterCallOptions,
+  ClusterCallResult,
+  ClusterClient,
+  ClusterOptions,
+  ClusterStats,
+} from "./rpc/cluster/cluster_client.ts";
 // The plain baidu_std channel (TCP only; also talks to stock brpc servers).
 export { Channel, ChannelOptionsSchema, connect as connectChannel } from "./rpc/channel.ts";
 export type { CallOptions, CallResult, ChannelOptions } from "./rpc/channel.ts";

@@ -29,12 +29,21 @@ import { selfCommand, type ServerProcess, startServe } from "./self.ts";
 import { paint, reportError, wantsJson } from "./style.ts";
 import { VERSION } from "./version.ts";
 
-const HELP = `usage: verbus bench [--connect HOST:PORT] [--fabrics LIST] [--paths LIST]
-                    [--inflight LIST] [--clients LIST] [--duration S] [--warmup N]
-                    [--host H] [--source-addr A] [--urma sim|PATH]
+const HELP = `usage: verbus bench [--connect HOST:PORT | --ns URL [--lb NAME]] [--fabrics LIST]
+                    [--paths LIST] [--inflight LIST] [--clients LIST] [--duration S]
+                    [--warmup N] [--host H] [--source-addr A] [--urma sim|PATH]
                     [--json] [--plot FILE.svg] [--markdown FILE.md]
 
   --connect HOST:PORT  bench this server (default: start 'verbus serve' on this runtime)
+  --ns URL             bench the servers a naming service names (list://H:P,H:P, file://PATH,
+                       dns://…, etcd://H:P/PREFIX, consul://NAME), each client balancing its
+                       calls over them; every cell counts the calls each server answered
+                       ("servers" in --json)
+  --lb NAME            the balancer of --ns (rr, random, wrr, wr, p2c, c_murmurhash, c_md5,
+                       c_ketama, pick_first; default rr)
+  --max-retry N        with --ns: other servers tried when a call could not have run (default 3)
+  --backup-request-ms N  with --ns: a copy of a read-only call unanswered after N ms goes to
+                       another server
   --host H             the address the started server binds (and its RDMA address; default
                        127.0.0.1 — RDMA needs a real interface's address)
   --source-addr A      the clients bind their RDMA connections to local address A
@@ -67,6 +76,10 @@ const list = <T extends z.ZodType>(item: T) =>
 
 const schema = z.object({
   connect: z.string().regex(/^[^:\s]+:\d{1,5}$/, "expected HOST:PORT").optional(),
+  ns: z.string().regex(/^[a-z][a-z0-9+.-]*:\/\/./i, "expected a naming-service URL").optional(),
+  lb: z.string().min(1).optional(),
+  "max-retry": z.coerce.number().int().min(0).max(16).optional(),
+  "backup-request-ms": z.coerce.number().int().min(1).max(600_000).optional(),
   host: z.string().min(1).default("127.0.0.1"),
   "source-addr": z.string().min(1).optional(),
   fabrics: list(z.enum(FABRICS)).optional(),
@@ -79,7 +92,13 @@ const schema = z.object({
   json: z.boolean().default(false),
   plot: z.string().regex(/\.svg$/i, "expected a file name ending in .svg").optional(),
   markdown: z.string().regex(/\.md$/i, "expected a file name ending in .md").optional(),
-}).strict();
+}).strict().refine((o) => o.ns === undefined || o.connect === undefined, {
+  message: "--ns names the servers: not with --connect",
+  path: ["ns"],
+}).refine(
+  (o) => o.ns !== undefined || (o.lb ?? o["max-retry"] ?? o["backup-request-ms"]) === undefined,
+  { message: "--lb, --max-retry and --backup-request-ms go with --ns", path: ["ns"] },
+);
 
 /** The validated options of `verbus bench`. */
 export type BenchArgs = z.output<typeof schema>;
@@ -97,7 +116,15 @@ export function parseBenchArgs(args: string[]): BenchArgs {
 export interface BenchReport {
   verbus: string;
   runtime: string;
-  server: { host: string; port: number; started: boolean; fabrics: string };
+  server: {
+    host: string;
+    port: number;
+    started: boolean;
+    fabrics: string;
+    /** With --ns: the naming service and balancer the clients used (host "" and port 0). */
+    ns?: string;
+    lb?: string;
+  };
   seconds_per_cell: number;
   transports: string[];
   skipped: { transport: string; reason: string }[];
@@ -213,7 +240,8 @@ export async function main(args: string[]): Promise<number> {
   }
   let server: ServerProcess | undefined;
   let host = o.host, port = 0;
-  if (o.connect) {
+  if (o.ns !== undefined) host = "";
+  else if (o.connect) {
     const at = o.connect.lastIndexOf(":");
     [host, port] = [o.connect.slice(0, at), Number(o.connect.slice(at + 1))];
   } else {
@@ -235,14 +263,29 @@ export async function main(args: string[]): Promise<number> {
     );
   }
   try {
-    const target: Target = { host, port, urma, sourceAddr: o["source-addr"], timeoutMs: 30_000 };
+    const target: Target = {
+      host,
+      port,
+      urma,
+      sourceAddr: o["source-addr"],
+      timeoutMs: 30_000,
+      ...(o.ns !== undefined
+        ? {
+          ns: o.ns,
+          lb: o.lb ?? "rr",
+          maxRetry: o["max-retry"],
+          backupRequestMs: o["backup-request-ms"],
+        }
+        : {}),
+    };
+    const where = o.ns ?? `${host}:${port}`;
     const { ok: transports, skipped } = await reachable(target, wanted);
     for (const s of skipped) console.error(`verbus bench: skipping ${s.transport}: ${s.reason}`);
     if (transports.length === 0) {
       const why = skipped.map((s) => `${s.transport}: ${s.reason}`).join("; ");
       return reportError(
         "bench",
-        `nothing answered at ${host}:${port} (${why})`,
+        `nothing answered at ${where} (${why})`,
         EXIT_FAILED,
         o.json,
       );
@@ -268,6 +311,7 @@ export async function main(args: string[]): Promise<number> {
         port,
         started: server !== undefined,
         fabrics: String(server?.listening.fabrics ?? "unknown"),
+        ...(o.ns !== undefined ? { ns: o.ns, lb: o.lb ?? "rr" } : {}),
       },
       seconds_per_cell: o.duration,
       transports,
@@ -277,7 +321,7 @@ export async function main(args: string[]): Promise<number> {
     if (o.plot) {
       const svg = await renderSvg(benchSpec(results, {
         runtime: report.runtime,
-        server: server ? `started here (${report.server.fabrics})` : `${host}:${port}`,
+        server: server ? `started here (${report.server.fabrics})` : where,
         secondsPerCell: o.duration,
         date: new Date().toISOString().slice(0, 16).replace("T", " ") + " UTC",
       }));
@@ -289,7 +333,7 @@ export async function main(args: string[]): Promise<number> {
       writeFileSync(
         o.markdown,
         `verbus bench ${VERSION} on ${report.runtime}, server ${
-          server ? `started here (${report.server.fabrics})` : `${host}:${port}`
+          server ? `started here (${report.server.fabrics})` : where
         }, ${o.duration} s per cell, ${new Date().toISOString()}; load average ${
           loadavg().map((x) => x.toFixed(2)).join(" ")
         }. Calls/s are all clients summed; p50 is the median client's, p99 the worst.` +

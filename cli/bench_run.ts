@@ -43,6 +43,8 @@ export interface CellResult extends Cell {
   p99_us: number;
   /** The latency distribution: [quantile, µs]. */
   quantiles: [number, number][];
+  /** With --ns: the calls each server answered, all clients summed. */
+  servers?: Record<string, number>;
   /** Set when the cell could not run. */
   error?: string;
 }
@@ -76,15 +78,28 @@ export interface Target {
   /** `--source-addr` of the clients (the local address of their RDMA connections), if any. */
   sourceAddr?: string;
   timeoutMs: number;
+  /** A naming-service URL: the clients balance over its servers (host and port unused). */
+  ns?: string;
+  /** The balancer, `--max-retry` and `--backup-request-ms` of `ns`. */
+  lb?: string;
+  maxRetry?: number;
+  backupRequestMs?: number;
 }
 
 /** The `verbus call` options that reach `target` over `transport` (a fabric or `tcp`). */
 export function targetArgs(target: Target, transport: string): string[] {
+  const where = target.ns === undefined ? ["--host", target.host, "--port", String(target.port)] : [
+    "--ns",
+    target.ns,
+    "--lb",
+    target.lb ?? "rr",
+    ...(target.maxRetry !== undefined ? ["--max-retry", String(target.maxRetry)] : []),
+    ...(target.backupRequestMs !== undefined
+      ? ["--backup-request-ms", String(target.backupRequestMs)]
+      : []),
+  ];
   return [
-    "--host",
-    target.host,
-    "--port",
-    String(target.port),
+    ...where,
     "--fabric",
     transport,
     "--timeout-ms",
@@ -147,6 +162,17 @@ function startClient(args: string[]): ClientChild {
 export function wrongPath(cell: Cell, path: string): string | undefined {
   const expected = cell.transport === "tcp" ? "TCP_FALLBACK" : WORKLOADS[cell.workload].path;
   return path === expected ? undefined : `the calls went ${path}, not ${expected}`;
+}
+
+/** The clients' `servers` maps (calls answered per server), added up. */
+function sumServers(results: readonly Record<string, unknown>[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const r of results) {
+    for (const [a, n] of Object.entries((r.servers ?? {}) as Record<string, number>)) {
+      out[a] = (out[a] ?? 0) + Number(n);
+    }
+  }
+  return out;
 }
 
 const median = (xs: number[]) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
@@ -218,6 +244,7 @@ export async function runCell(
       p50_us: median(res.map((r) => Number(r.p50_us))),
       p99_us: Math.max(...res.map((r) => Number(r.p99_us))),
       quantiles: qs[0].map(([q], i) => [q, median(qs.map((x) => x[i]?.[1] ?? 0))]),
+      ...(target.ns !== undefined ? { servers: sumServers(res) } : {}),
       ...(error ? { error } : {}),
     };
   } catch (e) {

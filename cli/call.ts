@@ -4,17 +4,17 @@
  * object per op (each with at least ok, op, path, fabric, latency_us and the result).
  * @module
  */
-import { readFileSync } from "node:fs";
-import { decodeKeyRequest, DemoClient, parseBigKey } from "../examples/demo/mod.ts";
 import {
   type AgentClient,
   type CallPath,
   type Client,
-  type ClientCallResult,
   type ClientOptions,
+  type ClusterOptions,
   connect,
   type RpcClient,
 } from "../mod.ts";
+import { VerbusError } from "../errors.ts";
+import { demoOps, routing } from "./call_demo.ts";
 import { EXIT_FAILED, usageError } from "./options.ts";
 import { paint, reportError, wantsJson } from "./style.ts";
 import { CALL_HELP, type CallArgs, parseCallArgs, VERBUS_ONLY } from "./call_options.ts";
@@ -29,6 +29,10 @@ export interface OpReport {
   path: CallPath | "mixed" | "-";
   fabric: string;
   latency_us: number;
+  /** With --ns: the server that answered (`HOST:PORT`; an op of several calls: all, by ","). */
+  server?: string;
+  /** With --ns: servers asked (1: the first answered; the most any of the op's calls asked). */
+  attempts?: number;
   result?: unknown;
   error?: string;
 }
@@ -39,63 +43,7 @@ const PATH: Record<string, CallPath> = {
   bulk: "BULK",
   tcp: "TCP_FALLBACK",
 };
-const enc = new TextEncoder(), dec = new TextDecoder();
-
-/** What the demo ops need of a client: any kind (direct, agent). */
-type Caller = RpcClient;
-
-/** Runs `fn` with a demo client whose calls record the path they took. */
-async function op(
-  client: Caller,
-  name: string,
-  force: CallPath | undefined,
-  timeoutMs: number,
-  fn: (d: DemoClient) => Promise<unknown>,
-): Promise<OpReport> {
-  const paths = new Set<CallPath>();
-  let fabric = client.fabric;
-  const d = new DemoClient(async (s, m, r, o) => {
-    const big = m === "LargeGet" ? bigSize(r) : undefined;
-    const res: ClientCallResult = await client.call(s, m, r, {
-      ...o,
-      forcePath: force,
-      expectedResponseBytes: big,
-    });
-    paths.add(res.path);
-    fabric = res.fabric;
-    return res;
-  }, { timeoutMs });
-  const t0 = performance.now();
-  try {
-    const result = await fn(d);
-    return {
-      ok: true,
-      op: name,
-      path: paths.size === 1 ? [...paths][0] : paths.size ? "mixed" : "-",
-      fabric,
-      latency_us: round((performance.now() - t0) * 1000),
-      result,
-    };
-  } catch (e) {
-    return {
-      ok: false,
-      op: name,
-      path: paths.size === 1 ? [...paths][0] : "-",
-      fabric,
-      latency_us: round((performance.now() - t0) * 1000),
-      error: (e as Error).message,
-    };
-  }
-}
-
-function bigSize(keyRequest: Uint8Array): number | undefined {
-  try {
-    const key = dec.decode(decodeKeyRequest(keyRequest));
-    return key.startsWith("big:") ? parseBigKey(key) : undefined;
-  } catch {
-    return undefined;
-  }
-}
+const dec = new TextDecoder();
 
 const round = (x: number) => Math.round(x * 10) / 10;
 
@@ -145,8 +93,8 @@ export function printReport(r: OpReport, json: boolean): void {
       `${r.ok ? paint("stdout", "green", "ok  ") : paint("stdout", "red", "FAIL")} ${
         r.op.padEnd(10)
       } path=${String(r.path).padEnd(12)} fabric=${r.fabric.padEnd(5)} ${
-        String(r.latency_us).padStart(9)
-      } µs  ${r.ok ? show(r.result) : r.error}`,
+        r.server ? `server=${r.server} ` : ""
+      }${String(r.latency_us).padStart(9)} µs  ${r.ok ? show(r.result) : r.error}`,
     );
   }
 }
@@ -159,98 +107,6 @@ function reporter(json: boolean): { reports: OpReport[]; emit: (r: OpReport) => 
     printReport(r, json);
   };
   return { reports, emit };
-}
-
-/** The demo ops (ping … brpc-echo) the arguments ask for, in order, through `client`. */
-async function demoOps(
-  client: Caller,
-  o: CallArgs,
-  force: CallPath | undefined,
-  emit: (r: OpReport) => void,
-): Promise<void> {
-  const t = o["timeout-ms"];
-  if (o.ping) {
-    emit(
-      await op(client, "ping", force, t, async (d) => {
-        const p = await d.ping();
-        return { rtt_us: round(p.rttUs), server_time_us: p.serverTimeUs };
-      }),
-    );
-  }
-  if (o.echo !== undefined) {
-    emit(
-      await op(
-        client,
-        "echo",
-        force,
-        t,
-        async (d) => dec.decode(await d.echo(enc.encode(o.echo!))),
-      ),
-    );
-  }
-  if (o.put) {
-    emit(await op(client, "put", force, t, (d) => d.put(o.put![0], enc.encode(o.put![1]))));
-  }
-  if (o.get !== undefined) {
-    emit(
-      await op(client, "get", force, t, async (d) => {
-        const v = await d.get(o.get!);
-        return v === undefined ? null : dec.decode(v);
-      }),
-    );
-  }
-  if (o.mget !== undefined) {
-    emit(
-      await op(
-        client,
-        "mget",
-        force,
-        t,
-        async (d) =>
-          (await d.mget(o.mget!.split(","))).map((v) => v === undefined ? null : dec.decode(v)),
-      ),
-    );
-  }
-  if (o.profile !== undefined) {
-    emit(await op(client, "profile", force, t, (d) => d.profile(BigInt(o.profile!))));
-  }
-  if (o["large-get"] !== undefined) {
-    emit(
-      await op(
-        client,
-        "large-get",
-        force,
-        t,
-        async (d) => ({ bytes: (await d.largeGet(o["large-get"]!)).length }),
-      ),
-    );
-  }
-  if (o.bigput) {
-    emit(
-      await op(
-        client,
-        "bigput",
-        force,
-        t,
-        (d) => d.bigPut(o.bigput![0], new Uint8Array(Number(o.bigput![1])).fill(0x42)),
-      ),
-    );
-  }
-  if (o["image-put"]) {
-    const [key, file] = o["image-put"];
-    emit(
-      await op(
-        client,
-        "image-put",
-        force,
-        t,
-        (d) => d.imagePut(key, readFileSync(file), o["image-chunk-size"]),
-      ),
-    );
-  }
-  if (o["brpc-echo"] !== undefined) {
-    emit(await op(client, "brpc-echo", force, t, (d) => d.brpcEcho(o["brpc-echo"]!)));
-  }
 }
 
 /** `verbus call --agent NAME`: the demo ops through the same-host agent NAME. */
@@ -314,10 +170,9 @@ export async function main(args: string[]): Promise<number> {
     },
     logger: { warn: (m) => console.error(`verbus: ${m}`) },
   };
-  if (
-    o.agent && (o.lifecycle || o["lifecycle-stale"] || o["lifecycle-repeat-reclaim"] ||
-      o["lifecycle-timeout"] || o["async-bench"] || o.stats)
-  ) {
+  const lifecycle = o.lifecycle || o["lifecycle-stale"] || o["lifecycle-repeat-reclaim"] ||
+    o["lifecycle-timeout"];
+  if (o.agent && (lifecycle || o["async-bench"] || o.stats)) {
     return usageError(
       "call",
       new Error("--agent: --lifecycle*, --async-bench and --stats need a direct connection"),
@@ -325,14 +180,37 @@ export async function main(args: string[]): Promise<number> {
       o.json,
     );
   }
+  // Checked here, not by the schema, so that every option still parses next to every other.
+  if (o.ns !== undefined && (o.port !== undefined || o.agent !== undefined)) {
+    const why = "--ns names the servers: not with --port or --agent";
+    return usageError("call", new Error(why), CALL_HELP, o.json);
+  }
+  const nsOnly = o.lb ?? o["max-retry"] ?? o["backup-request-ms"] ?? o["request-code"];
+  if (o.ns === undefined && nsOnly !== undefined) {
+    const why = "--lb, --max-retry, --backup-request-ms and --request-code go with --ns";
+    return usageError("call", new Error(why), CALL_HELP, o.json);
+  }
+  if (o.ns !== undefined && lifecycle) {
+    const why = "--ns: --lifecycle* need one server's fabric session (--port)";
+    return usageError("call", new Error(why), CALL_HELP, o.json);
+  }
   if (o.agent) return await callThroughAgent(o, force);
-  let client: Client;
+  // One path for one server and for many: the ops below run on any client kind; only the
+  // lifecycle demos and the server snapshot need the direct client.
+  let client: RpcClient, direct: Client | undefined;
   try {
-    client = await connect({ host: o.host, port: o.port! }, options);
+    if (o.ns !== undefined) {
+      client = await connect(o.ns as `${string}://${string}`, clusterOptions(o, options));
+    } else client = direct = await connect({ host: o.host, port: o.port! }, options);
   } catch (e) {
+    // A balancer no one has, a scheme no naming service has, a list entry that is no address:
+    // what the command line said is wrong, before anything was asked of the network.
+    const bad = e instanceof VerbusError &&
+      (e.code === "INVALID_ARGUMENT" || e.code === "INVALID_OPTIONS");
+    if (o.ns !== undefined && bad) return usageError("call", e, CALL_HELP, o.json);
     return reportError("call", (e as Error).message, EXIT_FAILED, o.json);
   }
-  if (o["simulate-server-pressure"]) await client.refreshServerSnapshot();
+  if (o["simulate-server-pressure"]) await direct?.refreshServerSnapshot();
   const t = o["timeout-ms"];
   const { reports, emit } = reporter(o.json);
   try {
@@ -341,7 +219,14 @@ export async function main(args: string[]): Promise<number> {
       emit(
         await runMethod(
           (s, m, body, attachment) =>
-            client.call(s, m, body, { attachment, forcePath: force, timeoutMs: t }),
+            client.call(s, m, body, {
+              attachment,
+              forcePath: force,
+              timeoutMs: t,
+              ...(o.ns !== undefined && o["request-code"] !== undefined
+                ? { requestCode: o["request-code"] }
+                : {}),
+            }),
           o,
         ),
       );
@@ -354,8 +239,8 @@ export async function main(args: string[]): Promise<number> {
         "lifecycle-timeout",
       ] as const
     ) {
-      if (o[kind] !== undefined && o[kind] !== false) {
-        emit(await runLifecycle(client, kind, kind === "lifecycle" ? o.lifecycle! : 1, t));
+      if (direct && o[kind] !== undefined && o[kind] !== false) {
+        emit(await runLifecycle(direct, kind, kind === "lifecycle" ? o.lifecycle! : 1, t));
       }
     }
     if (o["async-bench"] !== undefined) {
@@ -370,11 +255,12 @@ export async function main(args: string[]): Promise<number> {
           seconds: o["async-seconds"],
           warmup: o["async-warmup"],
           ready: o["async-sync"] ? startBarrier : undefined,
+          route: routing(o),
         }),
       );
     }
     if (o.stats) {
-      await client.refreshServerSnapshot();
+      await direct?.refreshServerSnapshot();
       const st = client.stats();
       if (o.json) {
         console.log(
@@ -393,4 +279,15 @@ export async function main(args: string[]): Promise<number> {
     await client.close();
   }
   return reports.every((r) => r.ok) ? 0 : EXIT_FAILED;
+}
+
+/** The cluster options of `--ns`: the balancer, retries, and each server's `connect()` options. */
+function clusterOptions(o: CallArgs, server: ClientOptions): ClusterOptions {
+  return {
+    lb: o.lb ?? "rr",
+    timeoutMs: o["timeout-ms"],
+    server,
+    ...(o["max-retry"] !== undefined ? { maxRetry: o["max-retry"] } : {}),
+    ...(o["backup-request-ms"] !== undefined ? { backupRequestMs: o["backup-request-ms"] } : {}),
+  };
 }

@@ -9,8 +9,9 @@ import {
   encodePutRequest,
   parseBigKey,
 } from "../examples/demo/mod.ts";
-import type { CallPath, Client, ClientCallResult, TelemetrySnapshot } from "../mod.ts";
+import type { CallPath, Client, ClientCallResult, RpcClient, TelemetrySnapshot } from "../mod.ts";
 import type { OpReport } from "./call.ts";
+import type { Routing } from "./call_demo.ts";
 
 const round = (x: number) => Math.round(x * 10) / 10;
 
@@ -28,6 +29,8 @@ export interface BenchSpec {
   warmup?: number;
   /** Awaited after the warm-up, before the measured calls (`--async-sync`: a start barrier). */
   ready?: () => Promise<void>;
+  /** Through a cluster (`--ns`): each call's cluster options (see `routing()`, call_demo.ts). */
+  route?: (method: string) => Routing;
 }
 
 /** The quantiles reported in `result.quantiles` (a latency distribution to plot). */
@@ -105,20 +108,24 @@ export class BurstClock {
 
 /**
  * Runs N calls with W in flight (or as many as fit in `seconds`), after `warmup` calls left out;
- * reports p50/p99/qps, the latency quantiles ({@link BENCH_QUANTILES}) and per-path counts.
+ * reports p50/p99/qps, the latency quantiles ({@link BENCH_QUANTILES}), per-path counts and,
+ * through a cluster, the calls each server answered (`servers`).
  */
-export async function runBench(client: Client, spec: BenchSpec): Promise<OpReport> {
+export async function runBench(client: RpcClient, spec: BenchSpec): Promise<OpReport> {
   const req = request(spec);
-  const call = (): Promise<ClientCallResult> =>
-    client.call(DEMO_SERVICE, req.method, req.bytes, {
-      timeoutMs: spec.timeoutMs,
-      forcePath: spec.force,
-      expectedResponseBytes: req.expect,
-    });
+  const options = {
+    timeoutMs: spec.timeoutMs,
+    forcePath: spec.force,
+    expectedResponseBytes: req.expect,
+    ...spec.route?.(req.method),
+  };
+  const call = (): Promise<ClientCallResult & { server?: string }> =>
+    client.call(DEMO_SERVICE, req.method, req.bytes, options);
   await warmUp(call, spec.warmup ?? 0, spec.window);
   await spec.ready?.();
   let lat = new Float64Array(Math.min(spec.n, 1 << 16));
   const paths: Record<string, number> = {};
+  const servers: Record<string, number> = {};
   const fabrics = new Set<string>();
   let next = 0, done = 0, failed = 0, firstError = "";
   const t0 = performance.now();
@@ -133,6 +140,7 @@ export async function runBench(client: Client, spec: BenchSpec): Promise<OpRepor
         const r = await call();
         paths[r.path] = (paths[r.path] ?? 0) + 1;
         fabrics.add(r.fabric);
+        if (r.server !== undefined) servers[r.server] = (servers[r.server] ?? 0) + 1;
       } catch (e) {
         failed++;
         firstError ||= (e as Error).message;
@@ -167,6 +175,7 @@ export async function runBench(client: Client, spec: BenchSpec): Promise<OpRepor
       qps: Math.round(done / secs),
       quantiles: BENCH_QUANTILES.map((q) => [q, pick(q)]),
       paths,
+      ...(spec.route ? { servers } : {}),
       ...(firstError ? { first_error: firstError } : {}),
     },
   };

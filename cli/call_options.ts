@@ -10,8 +10,9 @@ import { parseCommandLine, splitArgs } from "./options.ts";
 /** Usage of `verbus call` (printed with --help and after a usage error). */
 export const CALL_HELP = `usage: verbus call --host H --port P [ops] [options]
        verbus call --agent NAME [ops] [options]   (through the same-host agent NAME)
+       verbus call --ns URL [--lb NAME] [ops] [options]   (the servers a naming service names)
 
-ops (any number; run in this order):
+ops (any number; run in this order; --echo and --get may be given more than once):
   --ping                     --echo MSG                 --put K V          --get K
   --mget K1,K2,...           --profile ID               --large-get KEY    --bigput KEY BYTES
   --image-put KEY FILE [--image-chunk-size N]           --brpc-echo MSG
@@ -25,10 +26,28 @@ ops (any number; run in this order):
   --async-bench N --bench-op ping|echo|get|put|large-get [--async-window W] [--bench-bytes B]
                              [--async-seconds S] (stop after S s) [--async-warmup N] (calls left out)
                              [--async-sync] (after the warm-up print {"ready":true}, wait for a line on stdin)
-  --stats                    local telemetry and the server's control-page snapshot
+  --stats                    local telemetry and the server's control-page snapshot (with --ns:
+                             the cluster's servers, answers per server, retries, broken, isolated)
 options:
   --agent NAME               call through "verbus agent --listen NAME" (no --port; the agent's
                              connection and fabric; not with --lifecycle*, --async-bench, --stats)
+  --ns URL                   every server a naming service names (no --port): list://H:P,H:P,
+                             file://PATH, dns://HOST:PORT, dns+srv://_SVC._tcp.NAME,
+                             etcd://H:P/PREFIX, consul://NAME; each call goes to the server the
+                             balancer picks, over its own connection and fabric; --json lines
+                             carry "server" and "attempts", --async-bench counts "servers"
+                             (not with --lifecycle*, --brpc-rdma)
+  --lb NAME                  the balancer of --ns, in brpc's syntax: rr (default), random, wrr,
+                             wr, p2c, pick_first, and c_murmurhash, c_md5, c_ketama (these route
+                             by --request-code)
+  --request-code N           with --ns: the request code every call carries (an unsigned 64-bit
+                             integer; brpc's cntl->set_request_code): the same code, the same
+                             server under a c_* balancer
+  --max-retry N              with --ns: other servers tried when a call could not have run (a
+                             connection refused, a server stopping or over its limit; default 3)
+  --backup-request-ms N      with --ns: a read-only call (ping, echo, get, mget, profile,
+                             large-get) still unanswered after N ms is sent to another server too;
+                             the first answer wins
   --brpc-rdma                brpc's RDMA protocol (a brpc server with -use_rdma=true, or
                              verbus serve --brpc-rdma); only --method and --brpc-echo
   --rdma-device D            the RDMA device of --brpc-rdma (brpc's -rdma_device)
@@ -63,15 +82,26 @@ export const VERBUS_ONLY = [
   "async-bench",
   "stats",
   "force-path",
+  "ns",
 ] as const;
 const schema = z.object({
   host: z.string().min(1).default("127.0.0.1"),
   port: num.min(1).max(65535).optional(),
   agent: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, "expected 1-64 of [A-Za-z0-9_.-]").optional(),
+  ns: z.string().regex(
+    /^[a-z][a-z0-9+.-]*:\/\/./i,
+    "expected a naming-service URL (list://, file://, dns://, dns+srv://, etcd://, consul://)",
+  ).optional(),
+  lb: z.string().min(1).optional(),
+  "max-retry": num.min(0).max(16).optional(),
+  "backup-request-ms": num.min(1).max(600_000).optional(),
+  "request-code": z.string().regex(/^\d{1,20}$/, "expected an unsigned 64-bit integer")
+    .transform((s) => BigInt(s))
+    .refine((v) => v < 1n << 64n, "expected an unsigned 64-bit integer").optional(),
   ping: z.boolean().optional(),
-  echo: z.string().optional(),
+  echo: z.array(z.string()).optional(),
   put: z.array(z.string()).optional(),
-  get: z.string().optional(),
+  get: z.array(z.string()).optional(),
   mget: z.string().optional(),
   profile: z.string().regex(/^\d+$/, "expected a number").optional(),
   "large-get": z.string().optional(),
@@ -107,8 +137,8 @@ const schema = z.object({
   "simulate-server-pressure": z.enum(["ring", "objpool"]).optional(),
   "timeout-ms": num.min(1).default(5000),
   json: z.boolean().default(false),
-}).strict().refine((o) => o.port !== undefined || o.agent !== undefined, {
-  message: "--port is required (or --agent NAME)",
+}).strict().refine((o) => o.port !== undefined || o.agent !== undefined || o.ns !== undefined, {
+  message: "--port is required (or --agent NAME, or --ns URL)",
   path: ["port"],
 }).refine((o) => !o.put || o.put.length === 2, {
   message: "--put takes K V",
@@ -155,6 +185,7 @@ export function parseCallArgs(args: string[]): CallArgs {
     flags: FLAGS,
     pairs: PAIRS,
     values: names.filter((k) => !FLAGS.includes(k) && !PAIRS.includes(k)),
+    repeats: ["echo", "get"],
   });
   return parseCommandLine(schema, values);
 }

@@ -38,6 +38,11 @@ export interface ArgSpec {
   readonly flags?: readonly string[];
   /** Options that take two values (`--put K V`, or `--put=K V`). */
   readonly pairs?: readonly string[];
+  /**
+   * Of `values`, those that may be given more than once (`--echo a --echo b`): their value is
+   * the array of every value given, in order. Other options given twice keep the last value.
+   */
+  readonly repeats?: readonly string[];
 }
 
 /**
@@ -66,6 +71,8 @@ export function splitArgs(args: readonly string[], spec: ArgSpec): Record<string
       const first = inline ?? next();
       if (args[i + 1] === undefined) throw new Error(`--${k} takes two values`);
       values[k] = [first, args[++i]];
+    } else if (spec.repeats?.includes(k) && spec.values.includes(k)) {
+      ((values[k] ??= []) as string[]).push(inline ?? next());
     } else if (spec.values.includes(k)) {
       values[k] = inline ?? next();
     } else throw new Error(`unknown option --${k}`);

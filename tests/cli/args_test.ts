@@ -13,6 +13,11 @@ const CALL_SAMPLES: Record<string, string | [string, string] | null> = {
   host: "127.0.0.2",
   port: "8000",
   agent: "a1",
+  ns: "list://127.0.0.1:8000,127.0.0.1:8001",
+  lb: "c_murmurhash",
+  "max-retry": "2",
+  "backup-request-ms": "15",
+  "request-code": "18446744073709551615",
   ping: null,
   method: "test.PerfTestService/Test",
   "body-hex": "0801",
@@ -87,9 +92,45 @@ test("verbus call: every option parses the same as --name value and --name=value
   const spaced = parseCallArgs(argv(CALL_SAMPLES, "space"));
   const eq = parseCallArgs(argv(CALL_SAMPLES, "eq"));
   assertEquals(eq, spaced);
-  assertEquals([eq.port, eq.urma, eq.echo, eq.put], [8000, "sim", "a=b", ["k", "v=w"]]);
+  assertEquals([eq.port, eq.urma, eq.echo, eq.put], [8000, "sim", ["a=b"], ["k", "v=w"]]);
+  assertEquals([eq.ns, eq.lb, eq["max-retry"], eq["backup-request-ms"], eq["request-code"]], [
+    "list://127.0.0.1:8000,127.0.0.1:8001",
+    "c_murmurhash",
+    2,
+    15,
+    (1n << 64n) - 1n,
+  ]);
   assertEquals(eq["simulate-fabric-down"], true);
   assertEquals(parseCallArgs(["--port=1", "--json=false"]).json, false);
+});
+
+test("verbus call: --echo and --get may repeat (each kept, in order); --ns takes a URL", () => {
+  const o = parseCallArgs([
+    "--ns=list://a:1,b:2",
+    "--echo",
+    "x",
+    "--get=k1",
+    "--echo=y",
+    "--get",
+    "k2",
+  ]);
+  assertEquals([o.echo, o.get], [["x", "y"], ["k1", "k2"]]);
+  assertEquals(parseCallArgs(["--port", "1", "--ping"]).echo, undefined);
+  assertThrows(() => parseCallArgs(["--ns", "127.0.0.1:8000"]), Error, "naming-service URL");
+  assertThrows(() => parseCallArgs(["--ns=list://a:1", "--max-retry", "17"]), Error, "max-retry");
+  assertThrows(() => parseCallArgs(["--ping"]), Error, "--ns URL");
+  assertThrows(
+    () => parseCallArgs(["--ns=list://a:1", "--request-code=18446744073709551616"]),
+    Error,
+    "request-code",
+  );
+  assertThrows(
+    () => parseCallArgs(["--ns=list://a:1", "--request-code=-1"]),
+    Error,
+    "request-code",
+  );
+  const spec = { values: ["port", "echo"], repeats: ["echo"] };
+  assertEquals(splitArgs(["--port=1", "--port=2", "--echo=a"], spec), { port: "2", echo: ["a"] });
 });
 
 test("verbus serve and doctor: every option in both forms", () => {

@@ -1,0 +1,221 @@
+/**
+ * The demo ops of `verbus call` (ping … brpc-echo) through any client kind — direct, agent or
+ * cluster — each reported with the path and fabric its calls took and, through a cluster, the
+ * server that answered and the attempts it took. CLI only; the main JS thread.
+ * @module
+ */
+import { readFileSync } from "node:fs";
+import { decodeKeyRequest, DemoClient, parseBigKey } from "../examples/demo/mod.ts";
+import type { CallPath, ClientCallResult, RpcClient } from "../mod.ts";
+import type { OpReport } from "./call.ts";
+import type { CallArgs } from "./call_options.ts";
+
+const enc = new TextEncoder(), dec = new TextDecoder();
+const round = (x: number) => Math.round(x * 10) / 10;
+
+/** What the demo ops need of a client: any kind (direct, agent, cluster). */
+type Caller = RpcClient;
+
+/**
+ * The demo methods that change nothing (brpc's `example.EchoService.Echo` too): through a
+ * cluster they are called `idempotent`, so a broken connection may redo them elsewhere and
+ * `--backup-request-ms` may copy them. KvPut, BigPut and the image chunks are not.
+ */
+export const READ_ONLY_METHODS: ReadonlySet<string> = new Set([
+  "Ping",
+  "Echo",
+  "KvGet",
+  "MGet",
+  "Profile",
+  "LargeGet",
+]);
+
+/** What a call through a cluster carries besides a direct call's options. */
+export interface Routing {
+  /** It may run twice (read-only): redone after a broken connection, backed up. */
+  idempotent?: boolean;
+  /** What the consistent-hashing balancers route by (`--request-code`). */
+  requestCode?: bigint;
+}
+
+/**
+ * With `--ns`: the cluster options of a call of `method` (read-only methods idempotent, the
+ * `--request-code` if given); without, undefined (a direct or agent client takes neither).
+ */
+export function routing(o: CallArgs): ((method: string) => Routing) | undefined {
+  if (o.ns === undefined) return undefined;
+  const code = o["request-code"];
+  return (method) => ({
+    ...(READ_ONLY_METHODS.has(method) ? { idempotent: true } : {}),
+    ...(code !== undefined ? { requestCode: code } : {}),
+  });
+}
+
+/** What a cluster's result adds (absent from a direct or agent client's). */
+interface Routed {
+  server?: string;
+  attempts?: number;
+}
+
+/**
+ * Runs `fn` with a demo client whose calls record the path they took (and, through a cluster,
+ * the server that answered and the attempts; `route` gives each call its cluster options).
+ */
+async function runOp(
+  client: Caller,
+  name: string,
+  force: CallPath | undefined,
+  timeoutMs: number,
+  fn: (d: DemoClient) => Promise<unknown>,
+  route?: (method: string) => Routing,
+): Promise<OpReport> {
+  const paths = new Set<CallPath>();
+  let fabric = client.fabric;
+  const servers = new Set<string>();
+  let attempts = 0;
+  const d = new DemoClient(async (s, m, r, o) => {
+    const big = m === "LargeGet" ? bigSize(r) : undefined;
+    const res: ClientCallResult & Routed = await client.call(s, m, r, {
+      ...o,
+      forcePath: force,
+      expectedResponseBytes: big,
+      ...route?.(m),
+    });
+    paths.add(res.path);
+    fabric = res.fabric;
+    if (res.server !== undefined) servers.add(res.server);
+    attempts = Math.max(attempts, res.attempts ?? 0);
+    return res;
+  }, { timeoutMs });
+  const t0 = performance.now();
+  // An op of several calls (image-put) may meet several servers: all are named.
+  const routed = (): Routed => servers.size ? { server: [...servers].join(","), attempts } : {};
+  try {
+    const result = await fn(d);
+    return {
+      ok: true,
+      op: name,
+      path: paths.size === 1 ? [...paths][0] : paths.size ? "mixed" : "-",
+      fabric,
+      latency_us: round((performance.now() - t0) * 1000),
+      ...routed(),
+      result,
+    };
+  } catch (e) {
+    return {
+      ok: false,
+      op: name,
+      path: paths.size === 1 ? [...paths][0] : "-",
+      fabric,
+      latency_us: round((performance.now() - t0) * 1000),
+      ...routed(),
+      error: (e as Error).message,
+    };
+  }
+}
+
+function bigSize(keyRequest: Uint8Array): number | undefined {
+  try {
+    const key = dec.decode(decodeKeyRequest(keyRequest));
+    return key.startsWith("big:") ? parseBigKey(key) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The demo ops (ping … brpc-echo) the arguments ask for, in order, through `client` (each
+ * `--echo` and `--get` given, in the order given).
+ */
+export async function demoOps(
+  client: Caller,
+  o: CallArgs,
+  force: CallPath | undefined,
+  emit: (r: OpReport) => void,
+): Promise<void> {
+  const t = o["timeout-ms"];
+  const route = routing(o);
+  const op = (
+    client: Caller,
+    name: string,
+    force: CallPath | undefined,
+    timeoutMs: number,
+    fn: (d: DemoClient) => Promise<unknown>,
+  ) => runOp(client, name, force, timeoutMs, fn, route);
+  if (o.ping) {
+    emit(
+      await op(client, "ping", force, t, async (d) => {
+        const p = await d.ping();
+        return { rtt_us: round(p.rttUs), server_time_us: p.serverTimeUs };
+      }),
+    );
+  }
+  for (const msg of o.echo ?? []) {
+    emit(
+      await op(client, "echo", force, t, async (d) => dec.decode(await d.echo(enc.encode(msg)))),
+    );
+  }
+  if (o.put) {
+    emit(await op(client, "put", force, t, (d) => d.put(o.put![0], enc.encode(o.put![1]))));
+  }
+  for (const key of o.get ?? []) {
+    emit(
+      await op(client, "get", force, t, async (d) => {
+        const v = await d.get(key);
+        return v === undefined ? null : dec.decode(v);
+      }),
+    );
+  }
+  if (o.mget !== undefined) {
+    emit(
+      await op(
+        client,
+        "mget",
+        force,
+        t,
+        async (d) =>
+          (await d.mget(o.mget!.split(","))).map((v) => v === undefined ? null : dec.decode(v)),
+      ),
+    );
+  }
+  if (o.profile !== undefined) {
+    emit(await op(client, "profile", force, t, (d) => d.profile(BigInt(o.profile!))));
+  }
+  if (o["large-get"] !== undefined) {
+    emit(
+      await op(
+        client,
+        "large-get",
+        force,
+        t,
+        async (d) => ({ bytes: (await d.largeGet(o["large-get"]!)).length }),
+      ),
+    );
+  }
+  if (o.bigput) {
+    emit(
+      await op(
+        client,
+        "bigput",
+        force,
+        t,
+        (d) => d.bigPut(o.bigput![0], new Uint8Array(Number(o.bigput![1])).fill(0x42)),
+      ),
+    );
+  }
+  if (o["image-put"]) {
+    const [key, file] = o["image-put"];
+    emit(
+      await op(
+        client,
+        "image-put",
+        force,
+        t,
+        (d) => d.imagePut(key, readFileSync(file), o["image-chunk-size"]),
+      ),
+    );
+  }
+  if (o["brpc-echo"] !== undefined) {
+    emit(await op(client, "brpc-echo", force, t, (d) => d.brpcEcho(o["brpc-echo"]!)));
+  }
+}
