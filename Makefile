@@ -11,7 +11,7 @@ APT_PKGS := rdma-core ibverbs-providers libibverbs-dev librdmacm-dev ibverbs-uti
 RESULTS := build/test-results
 export NO_COLOR := 1
 
-.PHONY: all setup deps helper demo example test test-quick test-vm check binary bench bench-ffi bench-connect bench-e2e bench-vm bench-profile bench-scale bench-scale-vm bench-brpc-vm soak bench-agent bench-agent-vm bench-cli bench-cli-vm clean
+.PHONY: all setup deps helper demo example test test-quick test-vm check binary bench bench-ffi bench-connect bench-e2e bench-vm bench-profile bench-scale bench-scale-vm bench-brpc-vm soak bench-agent bench-agent-vm bench-cli bench-cli-vm bench-cluster clean
 
 all: setup
 
@@ -125,6 +125,12 @@ bench-brpc-vm: setup
 # (bench/results/scale-vm-<runtime>.{md,json}).
 bench-scale-vm: setup
 	SR_SHARE=$(CURDIR) $(SOFTROCE)/run-in-vm.sh 'ulimit -n 20000; node_modules/.bin/deno run -A bench/vm/scale_verbs.ts $(SCALE_VM_ARGS) && node_modules/.bin/bun bench/vm/scale_verbs.ts $(SCALE_VM_ARGS)'
+
+# The cluster client (issue "Many servers"): 1, 2 and 3 `verbus serve` on this host (taskset-pinned)
+# beside one direct connection, calls/s and p50 at 32 in flight, and the failover time when one is
+# SIGKILLed under load; both runtimes, about 2 min: bench/results/cluster.{md,json}.
+bench-cluster: setup
+	$(DENO) run -A bench/cluster/run.ts $(CLUSTER_ARGS)
 
 # What the Connect layer (generated client + createVerbusTransport) costs per call against the
 # byte-level API, shm and TCP, both runtimes: bench/results/connect-<runtime>.{md,json}.
