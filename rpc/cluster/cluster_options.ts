@@ -6,8 +6,40 @@
 import { z } from "zod";
 import type { ClientCallOptions, ClientCallResult, ClientOptions } from "../connect_options.ts";
 
+type Opt<T extends z.ZodType> = z.ZodOptional<T>;
+type Def<T extends z.ZodType> = z.ZodDefault<T>;
+
+/** The fields of {@link clusterOptionsSchema}, written out (JSR's no-slow-types rule). */
+export type ClusterOptionsShape = {
+  lb: Def<z.ZodString>;
+  maxRetry: Def<z.ZodNumber>;
+  backupRequestMs: Opt<z.ZodNumber>;
+  healthCheckMs: Def<z.ZodNumber>;
+  timeoutMs: Def<z.ZodNumber>;
+  resolveTimeoutMs: Def<z.ZodNumber>;
+  naming: Def<
+    z.ZodObject<{
+      pollMs: Opt<z.ZodNumber>;
+      timeoutMs: Opt<z.ZodNumber>;
+      dnsServers: Opt<z.ZodArray<z.ZodString>>;
+      fileWatch: Opt<z.ZodBoolean>;
+      consulAgent: Opt<z.ZodString>;
+      consulToken: Opt<z.ZodString>;
+      consulParams: Opt<z.ZodString>;
+      consulWaitS: Opt<z.ZodNumber>;
+      retryMs: Opt<z.ZodNumber>;
+      idleMs: Opt<z.ZodNumber>;
+      maxBackoffMs: Opt<z.ZodNumber>;
+    }, z.core.$strict>
+  >;
+  server: Def<z.ZodRecord<z.ZodString, z.ZodUnknown>>;
+  maxFabricSessions: Opt<z.ZodNumber>;
+  circuitBreaker: Def<z.ZodBoolean>;
+  log: Opt<z.ZodCustom<(line: string) => void, (line: string) => void>>;
+};
+
 /** Options of `connect(NAMING_URL, options)`; unknown keys are rejected, messages name the field. */
-export const clusterOptionsSchema = z.object({
+export const clusterOptionsSchema: z.ZodObject<ClusterOptionsShape, z.core.$strict> = z.object({
   /** The load balancer, in brpc's syntax (`rr`, `wrr`, `c_murmurhash`, `rr:k=v …`). */
   lb: z.string().min(1).default("rr"),
   /**
