@@ -130,7 +130,7 @@ export class ClusterClient extends ClientBase<ClusterCallResult> {
       tried.add(address);
       if (tried.size > 1) this.#retries++;
       try {
-        const r = await this.#attemptWithBackup(address, service, method, request, options, deadline, tried);
+        const r = await this.#attemptWithBackup(address, service, method, request, options, deadline, select);
         this.#answered[r.server] = (this.#answered[r.server] ?? 0) + 1;
         this.#lastFabric = r.fabric;
         return r;
@@ -160,8 +160,9 @@ export class ClusterClient extends ClientBase<ClusterCallResult> {
     request: Uint8Array,
     options: ClusterCallOptions,
     deadline: number,
-    tried: Set<string>,
+    select: SelectRequest,
   ): Promise<ClusterCallResult> {
+    const tried = select.excluded as Set<string>;
     const first = this.#attempt(address, service, method, request, options, deadline, tried);
     const after = this.#o.backupRequestMs;
     if (after === undefined || !options.idempotent || tried.size > this.#o.maxRetry) return first;
@@ -181,10 +182,7 @@ export class ClusterClient extends ClientBase<ClusterCallResult> {
       };
       const timer = setTimeout(() => {
         if (performance.now() >= deadline) return;
-        const backup = this.#balancer.select({
-          excluded: tried,
-          ...(options.requestCode !== undefined ? { requestCode: BigInt(options.requestCode) } : {}),
-        });
+        const backup = this.#balancer.select(select); // the same code; the tried ones excluded
         if (backup === null) return;
         tried.add(backup);
         this.#backups++;
