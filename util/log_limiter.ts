@@ -9,6 +9,7 @@
  * Threading: one JS thread (the owner's). The window timer never keeps a process alive.
  * @module
  */
+import { unrefTimeout } from "./unref_timer.ts";
 
 /** Options of {@link LogLimiter}. */
 export interface LogLimiterOptions {
@@ -16,17 +17,6 @@ export interface LogLimiterOptions {
   windowMs?: number;
   /** Distinct causes logged per window; further causes are counted together (default 32). */
   maxKeys?: number;
-}
-
-/** A timer that does not keep the process alive (Deno: unrefTimer; Bun/Node: unref()). */
-function unrefTimeout(fn: () => void, ms: number): ReturnType<typeof setTimeout> {
-  const t = setTimeout(fn, ms);
-  // deno-lint-ignore no-explicit-any
-  const D = (globalThis as any).Deno;
-  if (typeof t === "number") D?.unrefTimer?.(t);
-  // deno-lint-ignore no-explicit-any
-  else (t as any)?.unref?.();
-  return t;
 }
 
 /** The label a summary line repeats: the start of the first line of its cause. */

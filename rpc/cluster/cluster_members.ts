@@ -14,6 +14,7 @@ import type { ClientOptions } from "../connect_options.ts";
 import type { LoadBalancer } from "./balancer.ts";
 import type { ServerNode } from "./naming.ts";
 import type { ServerLease, ServerPool } from "./server_pool.ts";
+import { unrefTimeout } from "../../util/unref_timer.ts";
 
 /** What a member needs of a circuit breaker (`breaker.ts`). */
 export interface MemberBreaker {
@@ -33,17 +34,6 @@ export interface Member {
   isolatedUntil: number;
   readonly breaker: MemberBreaker | null;
   timer: ReturnType<typeof setTimeout> | null;
-}
-
-/** A timer that does not keep the process alive. */
-function unrefTimer(fn: () => void, ms: number): ReturnType<typeof setTimeout> {
-  const t = setTimeout(fn, ms);
-  // deno-lint-ignore no-explicit-any
-  const D = (globalThis as any).Deno;
-  if (typeof t === "number") D?.unrefTimer?.(t);
-  // deno-lint-ignore no-explicit-any
-  else (t as any)?.unref?.();
-  return t;
 }
 
 /** The members of one cluster client (see the module documentation). */
@@ -131,7 +121,7 @@ export class ClusterMembers {
   }
 
   #probe(m: Member): void {
-    m.timer = unrefTimer(async () => {
+    m.timer = unrefTimeout(async () => {
       m.timer = null;
       if (this.#closed || this.#members.get(m.node.address) !== m) return;
       try {
@@ -157,7 +147,7 @@ export class ClusterMembers {
     this.isolatedCount++;
     this.log(`server ${m.node.address} is isolated for ${ms} ms (too many failed calls)`);
     this.#rebalance();
-    m.timer = unrefTimer(() => {
+    m.timer = unrefTimeout(() => {
       m.timer = null;
       m.isolatedUntil = 0;
       if (!this.#closed && this.#members.get(m.node.address) === m) this.#rebalance();
