@@ -19,12 +19,29 @@ import { demoService } from "../../examples/demo/mod.ts";
 import { VerbusError } from "../../errors.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 import { RUNTIME, type RuntimeName } from "../../ffi/runtime.ts";
-import { spawnScript } from "../util/proc.ts";
+import { REPO_ROOT, spawnScript } from "../util/proc.ts";
 import { agentName, runVerbus, startAgentChild, stopAgent } from "../agent/util.ts";
 
 const NOBODY = 65534;
 const me = userInfo().uid;
+/** Whether uid nobody can read this checkout (a clone under a 0700 temp directory it cannot). */
+function nobodyReadsRepo(): boolean {
+  const r = spawnSync("setpriv", [
+    "--reuid",
+    String(NOBODY),
+    "--regid",
+    String(NOBODY),
+    "--clear-groups",
+    "test",
+    "-r",
+    join(REPO_ROOT, "deno.json"),
+  ]);
+  return r.status === 0;
+}
 const skip = me !== 0 ? "needs root (to run a second uid through setpriv)" : false;
+/** The tests that run verbus itself as nobody also need the checkout readable by it. */
+const skipAsNobody = skip ||
+  (nobodyReadsRepo() ? false : `uid ${NOBODY} cannot read ${REPO_ROOT} (a directory above it is private)`);
 
 /** Runs `script` in sh as uid nobody; throws with its output when it fails. */
 function asNobody(script: string): void {
@@ -166,7 +183,7 @@ for (const rt of ["deno", "bun"] as RuntimeName[]) {
       await server.close();
       s.done();
     }
-  }, { skip, timeoutMs: 90_000 });
+  }, { skip: skipAsNobody, timeoutMs: 90_000 });
 }
 
 test(`a ${RUNTIME} server of another uid: this client maps nothing of it and calls over TCP`, async () => {
@@ -193,4 +210,4 @@ test(`a ${RUNTIME} server of another uid: this client maps nothing of it and cal
     await srv.kill();
     s.done();
   }
-}, { skip, timeoutMs: 90_000 });
+}, { skip: skipAsNobody, timeoutMs: 90_000 });
