@@ -130,7 +130,15 @@ export class ClusterClient extends ClientBase<ClusterCallResult> {
       tried.add(address);
       if (tried.size > 1) this.#retries++;
       try {
-        const r = await this.#attemptWithBackup(address, service, method, request, options, deadline, select);
+        const r = await this.#attemptWithBackup(
+          address,
+          service,
+          method,
+          request,
+          options,
+          deadline,
+          select,
+        );
         this.#answered[r.server] = (this.#answered[r.server] ?? 0) + 1;
         this.#lastFabric = r.fabric;
         return r;
@@ -215,10 +223,17 @@ export class ClusterClient extends ClientBase<ClusterCallResult> {
     const t0 = performance.now();
     try {
       client = await m.lease.client();
+      // Connecting (a first call, a slow handshake) took part of the deadline.
+      const remaining = Math.ceil(deadline - performance.now());
+      if (remaining <= 0) {
+        throw new TimeoutError(
+          `call ${service}.${method} to ${address}: deadline passed while connecting`,
+        );
+      }
       const { requestCode: _code, idempotent: _idem, ...direct } = options;
       const r: ClientCallResult = await client.call(service, method, request, {
         ...direct,
-        timeoutMs: left,
+        timeoutMs: remaining,
       });
       this.#members.callEnded(m, true, (performance.now() - t0) * 1000);
       return { ...r, server: address, attempts: tried.size };
@@ -283,7 +298,11 @@ export async function connectCluster(
   options: ClusterOptions = {},
   newBreaker: () => MemberBreaker = () => new CircuitBreaker(),
 ): Promise<ClusterClient> {
-  const o = parseOptions(clusterOptionsSchema, options, `connect("${url}") options`) as ClusterSettings;
+  const o = parseOptions(
+    clusterOptionsSchema,
+    options,
+    `connect("${url}") options`,
+  ) as ClusterSettings;
   const balancer = loadBalancer(o.lb);
   const log = o.log ?? ((line: string) => console.error(`verbus cluster ${url}: ${line}`));
   const naming = namingService(url, { ...o.naming, log });
