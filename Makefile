@@ -61,9 +61,10 @@ test-vm: setup
 check: setup
 	$(DENO) check mod.ts examples/demo/mod.ts cli/main.ts cli/verbus_bun.ts tests/run.ts tests/*_test.ts tests/*/*_test.ts tests/urma/fixtures/peer.ts examples/greeter/server.ts examples/greeter/client.ts bench/connect/overhead.ts
 
-# The single-file binary (Bun): build/verbus, next to the helper it loads.
+# The single-file binary (Bun): build/verbus, carrying the helper and the simulated liburma
+# (written to ~/.cache/verbus on first use), so a copy runs alone anywhere on linux-x64.
 binary: setup
-	$(BUN) build --compile cli/verbus_bun.ts ffi/bun_worker.ts --outfile build/verbus
+	BUN=$(BUN) bash scripts/build_binary.sh build/verbus
 
 bench: bench-ffi bench-e2e
 

@@ -29,7 +29,8 @@ export type VerbusErrorCode =
   | "NOT_FOUND" // a named thing (key, object, service) does not exist
   | "INVALID_ARGUMENT" // a caller-supplied value is malformed (bad key, bad size suffix, bad name)
   | "INTEGRITY" // transferred data failed its check (hash or total length mismatch)
-  | "LISTEN_FAILED"; // could not listen on an address (in use, no permission, bad host)
+  | "LISTEN_FAILED" // could not listen on an address (in use, no permission, bad host)
+  | "UNSAFE_CACHE"; // the per-user cache is not this user's own (owner, symlink, writable by others)
 
 /** Base class of every verbus error. `code` says what kind of failure it is. */
 export class VerbusError extends Error {
@@ -108,8 +109,11 @@ export class NativeError extends VerbusError {
 
 /** One place a library loader looked, and why that place did not work. */
 export interface LoadAttempt {
-  /** Where the path came from: env override, bundled build, or system soname. */
-  readonly source: "env" | "bundled" | "system";
+  /**
+   * Where the path came from: env override, bundled build, the copy a compiled binary carries
+   * (written to the per-user cache), or system soname.
+   */
+  readonly source: "env" | "bundled" | "embedded" | "system";
   /** The path or soname passed to dlopen. */
   readonly path: string;
   /** Why it failed (dlopen's message, "file not found", ...). */

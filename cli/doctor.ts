@@ -6,19 +6,24 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import { buildDirs, type HostCapabilities, probeHost } from "../mod.ts";
+import { embeddedLibraryPath } from "../ffi/embedded.ts";
 import { parseCommandLine, splitArgs, usageError } from "./options.ts";
 import { wantsJson } from "./style.ts";
 
 /** What doctor says about one native library. */
 type LibraryStatus = HostCapabilities["libraries"]["libibverbs"];
 
-/** The simulated liburma of this build (`--urma=sim`). */
+/**
+ * The simulated liburma of this build (`--urma=sim`): build/urma_sim, else the copy a compiled
+ * `verbus` carries (written to the per-user cache).
+ */
 export function simulatorPath(): string {
   for (const d of buildDirs()) {
     const p = join(d, "urma_sim", "liburma.so.0");
     if (existsSync(p)) return p;
   }
-  return join(buildDirs()[0] ?? "build", "urma_sim", "liburma.so.0");
+  return embeddedLibraryPath("liburma.so.0") ??
+    join(buildDirs()[0] ?? "build", "urma_sim", "liburma.so.0");
 }
 
 const HELP = `usage: verbus doctor [--json] [--urma=sim | --urma PATH]

@@ -2,7 +2,9 @@
  * Explicit library loading that never crashes the process: a missing library is a capability,
  * reported with every path tried. Each library is looked for in order:
  *   1. the env override (`VERBUS_LIBIBVERBS`, `VERBUS_LIBRDMACM`, `VERBUS_LIBURMA`, `VERBUS_HELPER`);
- *   2. the bundled build (`<repo>/build/<file>`, or next to a compiled `verbus` executable);
+ *   2. the bundled build (`<repo>/build/<file>`, or next to a compiled `verbus` executable), then
+ *      the copy a compiled `verbus` carries inside itself, written to the per-user cache
+ *      (ffi/embedded.ts);
  *   3. the versioned soname(s), resolved by the system loader.
  * Every attempt is recorded; when none works the caller gets a {@link LibraryLoadError} listing
  * them all (or, through {@link probeLibrary}, the attempts as data for `verbus doctor`).
@@ -12,7 +14,9 @@ import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ClosedError, LibraryLoadError, type LoadAttempt } from "../errors.ts";
+import { embeddedLibraryPath } from "./embedded.ts";
 import { ffi } from "./ffi.ts";
+import { nativeCacheDir } from "./native_cache.ts";
 import { getEnv, RUNTIME } from "./runtime.ts";
 import type { NonblockingOf, RawLibrary, SymbolsOf, SymbolTable } from "./types.ts";
 
@@ -32,14 +36,19 @@ export interface LibrarySpec<T extends SymbolTable> {
   readonly hint?: () => string;
 }
 
-/** Directories that may hold bundled builds: `<repo>/build`, `$VERBUS_HOME/build`, the exe's dir. */
+/**
+ * Directories that may hold bundled builds: `$VERBUS_HOME/build`, `<repo>/build`, the exe's dir.
+ * Inside a compiled binary the modules live in Bun's virtual `/$bunfs/`, which is never listed.
+ */
 export function buildDirs(): string[] {
   const dirs: string[] = [];
   const home = getEnv("VERBUS_HOME");
   if (home) dirs.push(join(home, "build"));
   try {
     const url = new URL("../build/", import.meta.url);
-    if (url.protocol === "file:") dirs.push(fileURLToPath(url));
+    if (url.protocol === "file:" && !url.pathname.includes("/$bunfs/")) {
+      dirs.push(fileURLToPath(url));
+    }
   } catch { /* not a file URL (compiled binary) */ }
   // deno-lint-ignore no-explicit-any
   const g = globalThis as any;
@@ -118,6 +127,18 @@ export async function probeLibrary<T extends SymbolTable>(
       candidates.push({ source: "bundled", path: join(d, spec.bundled) });
     }
   }
+  if (spec.bundled) {
+    try {
+      const cached = embeddedLibraryPath(spec.bundled);
+      if (cached) candidates.push({ source: "embedded", path: cached });
+    } catch (e) {
+      attempts.push({
+        source: "embedded",
+        path: safeCacheDir(),
+        reason: e instanceof Error ? e.message : String(e),
+      });
+    }
+  }
   for (const s of spec.sonames) candidates.push({ source: "system", path: s });
 
   for (const c of candidates) {
@@ -135,6 +156,14 @@ export async function probeLibrary<T extends SymbolTable>(
     }
   }
   return { ok: false, error: new LibraryLoadError(spec.name, attempts, spec.hint?.()) };
+}
+
+function safeCacheDir(): string {
+  try {
+    return nativeCacheDir();
+  } catch {
+    return "(no cache directory)";
+  }
 }
 
 /** Loads `spec` or throws {@link LibraryLoadError} listing every path tried. */

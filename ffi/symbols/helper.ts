@@ -61,6 +61,11 @@ export const HELPER_SPEC: LibrarySpec<typeof HELPER_SYMBOLS> = {
   sonames: ["libverbus_helper.so"],
   table: HELPER_SYMBOLS,
   hint: () => {
+    if (import.meta.url.includes("/$bunfs/")) {
+      return "this verbus binary carries the helper for linux-x64 and writes it to the per-user " +
+        "cache ($XDG_CACHE_HOME/verbus or ~/.cache/verbus); on another platform set VERBUS_HELPER " +
+        "to a helper built there ('make helper' in the verbus repository)";
+    }
     const dirs = buildDirs();
     const root = dirs[0] ? dirname(dirs[0]) : "<verbus>";
     return `the helper ships prebuilt for linux-x64 in ${join(root, "build")}; elsewhere build ` +
