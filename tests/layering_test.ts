@@ -2,26 +2,30 @@
  * The layering of the source tree, checked on every run (Deno and Bun): `ffi/` ← `transport/` ←
  * `rpc/` ← (`mod.ts`, `cli/`, `examples/`); `util/` and `errors.ts` may be imported by anyone and
  * import nothing above them; a fabric (`transport/shm|verbs|urma/`) never imports another; `cli/`
- * and `examples/` use the public entry points; no source file passes 400 lines.
+ * and `examples/` use the public entry points; no source files import each other at load time (an
+ * import cycle, told as a path `a → b → c → a`); no source file passes 550 lines (past 400 it is
+ * named in a warning, as is a cycle closed only by type-only or lazy imports).
  *
  * The checker ({@link checkLayering}) is a pure function over `{ file → { imports, lines } }`, so
  * each rule is proved able to fail on a synthetic graph with one violation per rule; the same
  * rules then run, one test case each, over the real tree read from disk (every non-test `.ts`
  * file of ffi/, transport/, rpc/, util/, cli/, examples/, plus errors.ts and mod.ts). A failure
- * names the file and the import (or the line count).
+ * names the file and the import (or the line count, or the cycle). The import parser and the
+ * cycle finder live in tests/util/import_graph.ts and tests/util/import_cycles.ts.
  * @module
  */
-import { readdirSync, readFileSync, statSync } from "node:fs";
-import { dirname, join, posix, relative, resolve } from "node:path";
+import { dirname, resolve } from "node:path";
 import { assert, assertEquals, test } from "./harness.ts";
+import {
+  parseImportEdges,
+  parseImports,
+  readTree,
+  type SourceFacts,
+  type SourceGraph,
+} from "./util/import_graph.ts";
+import { findCycles, formatCycle } from "./util/import_cycles.ts";
 
-/** One source file: what it imports (repo-relative paths, or bare specifiers) and its lines. */
-export interface SourceFacts {
-  imports: string[];
-  lines: number;
-}
-/** The import graph of a tree: repo-relative path (`rpc/client.ts`) → its facts. */
-export type SourceGraph = Record<string, SourceFacts>;
+export { codeOnly, parseImports, type SourceFacts, type SourceGraph } from "./util/import_graph.ts";
 /** One broken rule: which rule, which file, and what it imports (absent for the size rule). */
 export interface Violation {
   rule: RuleId;
@@ -30,8 +34,32 @@ export interface Violation {
   message: string;
 }
 
-/** The largest a non-test source file may be. */
-export const MAX_SOURCE_LINES = 400;
+/**
+ * The largest a non-test source file may be. Lines count as `wc -l` counts them, comments and
+ * blank lines included: a file is split along its concerns, never squeezed by trimming comments.
+ */
+export const MAX_SOURCE_LINES = 550;
+/** Past this many lines a source file is named in a warning: time to look for a second concern. */
+export const WARN_SOURCE_LINES = 400;
+/**
+ * Load-time import cycles let through, each with the reason; an entry names the cycle's files.
+ * The others found were fixed by moving the shared type or constant to the module that owns it.
+ * An entry belongs here only while its files are being changed by other work.
+ */
+export const ALLOWED_CYCLES: readonly { members: readonly string[]; why: string }[] = [
+  {
+    // rpc_meta.ts re-exports its encoder and decoder, which import the extension field numbers
+    // (FIELD_TRAILERS, FIELD_ERROR_DETAILS) back from it. The metadata work (trailers, error
+    // details) is changing these files now; once it lands the field numbers move to a leaf the
+    // three share, or the re-exports go.
+    members: [
+      "rpc/protocol/rpc_meta.ts",
+      "rpc/protocol/rpc_meta_decode.ts",
+      "rpc/protocol/rpc_meta_encode.ts",
+    ],
+    why: "files being changed by the metadata work",
+  },
+];
 const FABRIC_DIRS = ["shm", "verbs", "urma"] as const;
 /** cli/bun_preset.ts links the Bun backends statically for `bun build --compile` (see its header). */
 const BUN_PRESET = "cli/bun_preset.ts";
@@ -113,6 +141,10 @@ const RULES = {
         ? "examples/ must use mod.ts, not rpc/, transport/ or ffi/ internals"
         : undefined,
   },
+  "import-cycle": {
+    title: "no source files import each other at load time (no import cycle)",
+    why: () => undefined,
+  },
   "file-size": { title: `no source file passes ${MAX_SOURCE_LINES} lines`, why: () => undefined },
 } satisfies Record<string, Rule>;
 /** A layering rule: its title, and why `file` must not import `target` (undefined: allowed). */
@@ -124,8 +156,14 @@ interface Rule {
 export type RuleId = keyof typeof RULES;
 const RULE_IDS = Object.keys(RULES) as RuleId[];
 
-/** Every violation of every rule in `graph` (pure: no I/O), in file order. */
-export function checkLayering(graph: SourceGraph): Violation[] {
+/**
+ * Every violation of every rule in `graph` (pure: no I/O), in file order, then the load-time
+ * import cycles not in `allowed`, each named by its first file and told as a path.
+ */
+export function checkLayering(
+  graph: SourceGraph,
+  allowed: readonly { members: readonly string[] }[] = ALLOWED_CYCLES,
+): Violation[] {
   const out: Violation[] = [];
   for (const file of Object.keys(graph).sort()) {
     const { imports, lines } = graph[file];
@@ -142,162 +180,54 @@ export function checkLayering(graph: SourceGraph): Violation[] {
       out.push({
         rule: "file-size",
         file,
-        message: `${file} has ${lines} lines (more than ${MAX_SOURCE_LINES})`,
+        message: `${file} has ${lines} lines (more than ${MAX_SOURCE_LINES}): split it along its ` +
+          "concerns",
       });
     }
   }
-  return out;
-}
-
-/**
- * `text` with its comments and the text of its template literals blanked (string literals,
- * `${…}` expressions and regex literals kept), so that only code is searched for imports.
- */
-export function codeOnly(text: string): string {
-  let out = "";
-  let i = 0;
-  let last = ""; // last significant character outside strings and comments
-  const braces: number[] = []; // open `${` depths of the templates we are inside
-  let depth = 0;
-  const template = () => {
-    // inside a template literal, from just after the backquote (or a closing `}` of `${}`):
-    // its text is blanked (it is not code), its `${…}` expressions are scanned as code
-    for (; i < text.length; i++) {
-      const c = text[i];
-      if (c === "\\") {
-        out += "  ";
-        i++;
-      } else if (c === "`") {
-        out += c;
-        i++;
-        last = "`";
-        return;
-      } else if (c === "$" && text[i + 1] === "{") {
-        out += "${";
-        i += 2;
-        braces.push(++depth);
-        last = "{";
-        return;
-      } else out += c === "\n" ? c : " ";
-    }
-  };
-
-  while (i < text.length) {
-    const c = text[i], n = text[i + 1];
-    if (c === "/" && n === "/") {
-      while (i < text.length && text[i] !== "\n") i++;
-    } else if (c === "/" && n === "*") {
-      const end = text.indexOf("*/", i + 2);
-      const stop = end < 0 ? text.length : end + 2;
-      out += text.slice(i, stop).replace(/[^\n]/g, " ");
-      i = stop;
-    } else if (c === '"' || c === "'") {
-      let j = i + 1;
-      while (j < text.length && text[j] !== c && text[j] !== "\n") j += text[j] === "\\" ? 2 : 1;
-      out += text.slice(i, j + 1);
-      i = j + 1;
-      last = c;
-    } else if (c === "`") {
-      out += c;
-      i++;
-      template();
-    } else if (
-      c === "/" && (last === "" || "(,=:[!&|?{};+-*%<>~^".includes(last) ||
-        /\b(return|typeof|case|in|of)\s*$/.test(out.slice(-12)))
-    ) {
-      let j = i + 1, inClass = false;
-      while (j < text.length && text[j] !== "\n" && (inClass || text[j] !== "/")) {
-        if (text[j] === "\\") j++;
-        else if (text[j] === "[") inClass = true;
-        else if (text[j] === "]") inClass = false;
-        j++;
-      }
-      out += text.slice(i, j + 1);
-      i = j + 1;
-      last = "/";
-    } else {
-      if (c === "{") depth++;
-      if (c === "}") {
-        if (braces.length && braces[braces.length - 1] === depth) {
-          braces.pop();
-          depth--;
-          out += c;
-          i++;
-          template();
-          continue;
-        }
-        depth--;
-      }
-      if (!/\s/.test(c)) last = c;
-      out += c;
-      i++;
-    }
+  const same = (a: readonly string[], b: readonly string[]) =>
+    a.length === b.length && [...a].sort().every((f, i) => f === [...b].sort()[i]);
+  for (const { path, members } of findCycles(graph)) {
+    if (allowed.some((a) => same(a.members, members))) continue;
+    out.push({
+      rule: "import-cycle",
+      file: path[0],
+      import: path[1],
+      message: `${path[0]}: import cycle ${formatCycle(path)}` +
+        (members.length > path.length - 1 ? ` (${members.length} files in all)` : "") +
+        ": move what they share to the module that owns it",
+    });
   }
   return out;
 }
 
-const IMPORT_PATTERNS = [
-  // import x from "m"; import type { a, b as c } from "m"; import * as ns from "m"
-  /\bimport\s+(?:type\s+)?[\w$\s{},*]*?\s*from\s*(["'])([^"'\n]+)\1/g,
-  // import "m"
-  /\bimport\s*(["'])([^"'\n]+)\1/g,
-  // export { a } from "m"; export type { T } from "m"; export * (as ns) from "m"
-  /\bexport\s+(?:type\s+)?(?:\*(?:\s+as\s+[\w$]+)?|\{[\w$\s,]*\})\s*from\s*(["'])([^"'\n]+)\1/g,
-  // import("m") with a literal specifier
-  /\bimport\s*\(\s*(["'])([^"'\n]+)\1\s*\)/g,
-];
-
 /**
- * The specifiers `source` imports (static imports, `export … from`, literal dynamic imports),
- * each once, in order of first appearance, ignoring comments. Relative specifiers are resolved against `file`
- * (repo-relative) to repo-relative paths; others (packages, `node:`, `bun:`) are kept as written.
+ * What deserves a look but fails nothing: files past {@link WARN_SOURCE_LINES} lines, and
+ * cycles that close only through type-only or lazy (`import("…")`) imports, which load no module
+ * at load time.
  */
-export function parseImports(file: string, source: string): string[] {
-  const code = codeOnly(source);
-  const found: { at: number; spec: string }[] = [];
-  for (const re of IMPORT_PATTERNS) {
-    for (const m of code.matchAll(re)) found.push({ at: m.index ?? 0, spec: m[2] });
+export function layeringWarnings(graph: SourceGraph): string[] {
+  const out: string[] = [];
+  for (const file of Object.keys(graph).sort()) {
+    const { lines } = graph[file];
+    if (lines > WARN_SOURCE_LINES && lines <= MAX_SOURCE_LINES) {
+      out.push(`${file} has ${lines} lines (more than ${WARN_SOURCE_LINES})`);
+    }
   }
-  const specs = found.sort((a, b) => a.at - b.at).map(({ spec }) =>
-    spec.startsWith("./") || spec.startsWith("../")
-      ? posix.normalize(posix.join(posix.dirname(file), spec))
-      : spec
-  );
-  return [...new Set(specs)];
-}
-
-/** Lines of `text` as `wc -l` counts them. */
-function lineCount(text: string): number {
-  const n = text.split("\n").length;
-  return text.endsWith("\n") ? n - 1 : n;
+  const atLoad = new Set(findCycles(graph).map((c) => c.members.join(" ")));
+  for (const { path, members } of findCycles(graph, (f) => f.imports)) {
+    if (atLoad.has(members.join(" "))) continue;
+    out.push(
+      `type-only or lazy import cycle ${formatCycle(path)}` +
+        (members.length > path.length - 1 ? ` (${members.length} files in all)` : ""),
+    );
+  }
+  return out;
 }
 
 const REPO = resolve(dirname(new URL(import.meta.url).pathname), "..");
 const SOURCE_DIRS = ["ffi", "transport", "rpc", "util", "cli", "examples"];
 const SOURCE_FILES = ["errors.ts", "mod.ts"];
-
-/** Reads the real tree into a {@link SourceGraph}. */
-function readTree(): SourceGraph {
-  const graph: SourceGraph = {};
-  const add = (abs: string) => {
-    const file = relative(REPO, abs).split("\\").join("/");
-    const text = readFileSync(abs, "utf8");
-    graph[file] = { imports: parseImports(file, text), lines: lineCount(text) };
-  };
-  const walk = (dir: string) => {
-    for (const name of readdirSync(dir).sort()) {
-      const p = join(dir, name);
-      if (statSync(p).isDirectory()) {
-        if (name !== "node_modules" && name !== "build") walk(p);
-      } else if (name.endsWith(".ts") && !name.endsWith("_test.ts") && !name.endsWith(".d.ts")) {
-        add(p);
-      }
-    }
-  };
-  for (const d of SOURCE_DIRS) walk(join(REPO, d));
-  for (const f of SOURCE_FILES) add(join(REPO, f));
-  return graph;
-}
 
 // ---- the checker can fail: one synthetic violation per rule ----
 
@@ -314,6 +244,7 @@ const CLEAN: SourceGraph = {
   "rpc/client.ts": { imports: ["transport/registry.ts", "transport/tcp/mod.ts"], lines: 400 },
   "cli/call.ts": { imports: ["mod.ts", "examples/demo/mod.ts", "cli/options.ts"], lines: 10 },
   "cli/options.ts": { imports: ["util/options.ts", "zod"], lines: 10 },
+  "cli/main.ts": { imports: ["cli/call.ts", "cli/options.ts"], lines: 10 },
   [BUN_PRESET]: { imports: BUN_PRESET_IMPORTS, lines: 10 },
   "examples/demo/service.ts": {
     imports: ["mod.ts", "errors.ts", "examples/demo/codec.ts"],
@@ -352,6 +283,11 @@ const BROKEN: Record<RuleId, [string, SourceFacts, string?]> = {
     "examples/demo/client.ts",
     { imports: ["rpc/errors.ts"], lines: 1 },
     "rpc/errors.ts",
+  ],
+  "import-cycle": [
+    "cli/call.ts",
+    { imports: ["mod.ts", "cli/options.ts", "cli/main.ts"], lines: 10 },
+    "cli/main.ts",
   ],
   "file-size": ["rpc/session/client_session.ts", { imports: [], lines: 664 }],
 };
@@ -421,12 +357,79 @@ test("layering parser: static, type, side-effect, re-export and literal dynamic 
   ]);
 });
 
+test("layering checker: a cycle is told as a path, a → b → c → a, named by its first file", () => {
+  const graph: SourceGraph = {
+    ...CLEAN,
+    "transport/a.ts": { imports: ["transport/b.ts"], lines: 1 },
+    "transport/b.ts": { imports: ["transport/c.ts", "errors.ts"], lines: 1 },
+    "transport/c.ts": { imports: ["transport/a.ts"], lines: 1 },
+  };
+  assertEquals(checkLayering(graph).map((v) => v.message), [
+    "transport/a.ts: import cycle transport/a.ts → transport/b.ts → transport/c.ts → " +
+    "transport/a.ts: move what they share to the module that owns it",
+  ]);
+  const allowed = [{ members: ["transport/c.ts", "transport/b.ts", "transport/a.ts"] }];
+  assertEquals(checkLayering(graph, allowed), [], "an allowed cycle passes");
+  assertEquals(checkLayering(graph, [{ members: ["transport/a.ts", "transport/b.ts"] }]).length, 1);
+});
+
+test("layering checker: a cycle closed only by type-only or lazy imports is a warning", () => {
+  const graph: SourceGraph = {
+    ...CLEAN,
+    "transport/fabric.ts": { imports: ["transport/kinds.ts"], lines: 1, loads: [] },
+    "transport/kinds.ts": { imports: ["transport/fabric.ts"], lines: 1 },
+  };
+  assertEquals(checkLayering(graph), []);
+  assertEquals(layeringWarnings(graph), [
+    "type-only or lazy import cycle transport/fabric.ts → transport/kinds.ts → transport/fabric.ts",
+  ]);
+});
+
+test("layering checker: past 400 lines is a warning, past 550 a failure", () => {
+  const graph: SourceGraph = {
+    ...CLEAN,
+    "rpc/big.ts": { imports: [], lines: 450 },
+    "rpc/bigger.ts": { imports: [], lines: 551 },
+    "rpc/limit.ts": { imports: [], lines: 550 },
+  };
+  assertEquals(checkLayering(graph).map((v) => [v.rule, v.file]), [["file-size", "rpc/bigger.ts"]]);
+  assertEquals(layeringWarnings(graph), [
+    "rpc/big.ts has 450 lines (more than 400)",
+    "rpc/limit.ts has 550 lines (more than 400)",
+  ]);
+});
+
+test("layering parser: each import's kind (at load, type-only, lazy)", () => {
+  const source = [
+    'import { a } from "./a.ts";',
+    'import type { B } from "./b.ts";',
+    'import { type C, type D as E } from "./c.ts";',
+    'import { type F, g } from "./g.ts";',
+    'import "./side.ts";',
+    'export type { H } from "./h.ts";',
+    'export { type I } from "./i.ts";',
+    'export * from "./all.ts";',
+    'const lazy = () => import("./lazy.ts");',
+  ].join("\n");
+  assertEquals(parseImportEdges("rpc/x.ts", source).map((e) => `${e.kind} ${e.spec}`), [
+    "load rpc/a.ts",
+    "type rpc/b.ts",
+    "type rpc/c.ts",
+    "load rpc/g.ts",
+    "load rpc/side.ts",
+    "type rpc/h.ts",
+    "type rpc/i.ts",
+    "load rpc/all.ts",
+    "lazy rpc/lazy.ts",
+  ]);
+});
+
 // ---- the real tree, one case per rule ----
 
 let tree: SourceGraph | undefined;
 for (const rule of RULE_IDS) {
   test(`layering (this tree): ${RULES[rule].title}`, () => {
-    tree ??= readTree();
+    tree ??= readTree(REPO, SOURCE_DIRS, SOURCE_FILES);
     assert(Object.keys(tree).length > 50, "the source tree was read");
     const found = checkLayering(tree).filter((v) => v.rule === rule);
     assert(
@@ -435,3 +438,9 @@ for (const rule of RULE_IDS) {
     );
   });
 }
+
+test("layering (this tree): warnings (files past 400 lines, type-only or lazy cycles)", () => {
+  tree ??= readTree(REPO, SOURCE_DIRS, SOURCE_FILES);
+  const warnings = layeringWarnings(tree);
+  for (const w of warnings) console.log(`  warning: ${w}`);
+});

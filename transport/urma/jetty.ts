@@ -21,6 +21,20 @@ import type { Jfc } from "./jfc.ts";
 import type { ImportedSegment, Segment } from "./segment.ts";
 import { checkPtr, checkStatus, type UrmaLib } from "./urma_lib.ts";
 
+/** Jetty transport mode: reliable message (one jetty talks to many) or reliable connection (bound). */
+export type UrmaMode = "RM" | "RC";
+
+/** A random u32 other than 0. */
+export function randomToken(): number {
+  const token = crypto.getRandomValues(new Uint32Array(1))[0];
+  return token === 0 ? 1 : token;
+}
+
+/** The URMA mode number of a mode name. */
+export function transModeOf(mode: UrmaMode): number {
+  return mode === "RC" ? URMA_TM.RC : URMA_TM.RM;
+}
+
 /** A jetty's address, as the handshake carries it. */
 export interface RemoteJetty {
   /** 16 raw EID bytes. */

@@ -21,8 +21,7 @@ import {
 } from "./endpoint_config.ts";
 import type { UrmaHub } from "./hub.ts";
 import type { HubJfc } from "./hub_binding.ts";
-import type { Jetty, Jfr } from "./jetty.ts";
-import { randomToken, transModeOf, type UrmaMode } from "./port.ts";
+import { type Jetty, type Jfr, randomToken, transModeOf, type UrmaMode } from "./jetty.ts";
 import type { Segment } from "./segment.ts";
 
 /** JFC records one jetty may have outstanding: its receives, signaled sends, a batch of errors. */

@@ -7,17 +7,14 @@
  * @module
  */
 import { VerbusError } from "../../errors.ts";
-import { URMA_TM } from "../../ffi/symbols/liburma.ts";
 import { toHex } from "../../util/hex.ts";
 import { RECV_DEPTH, SGE_PER_WR, SQ_DEPTH } from "./endpoint_config.ts";
 import { describeJetty } from "./description.ts";
 import { UrmaHub } from "./hub.ts";
 import type { CompletionSink, HubBinding } from "./hub_binding.ts";
 import { CQES_PER_JETTY, type PreparedJetty } from "./jetty_pool.ts";
+import type { UrmaMode } from "./jetty.ts";
 import type { UrmaLib } from "./urma_lib.ts";
-
-/** Jetty transport mode: reliable message (one jetty talks to many) or reliable connection (bound). */
-export type UrmaMode = "RM" | "RC";
 
 /** Where a jetty is, as JSON (eid as 32 hex digits). */
 export interface JettyAddress {
@@ -53,17 +50,6 @@ const NO_SINK: CompletionSink = {
   afterReap() {},
   onJfcFailure() {},
 };
-
-/** A random u32 other than 0. */
-export function randomToken(): number {
-  const token = crypto.getRandomValues(new Uint32Array(1))[0];
-  return token === 0 ? 1 : token;
-}
-
-/** The URMA mode number of a mode name. */
-export function transModeOf(mode: UrmaMode): number {
-  return mode === "RC" ? URMA_TM.RC : URMA_TM.RM;
-}
 
 /** The jetty of one side, until handed over or closed. */
 export class UrmaPort {

@@ -11,8 +11,7 @@ import { RESERVED_WR_ID } from "../fabric.ts";
 import { type CrReader, UrmaRecvBatch, UrmaSendBatch } from "./data_path.ts";
 import type { UrmaHub } from "./hub.ts";
 import type { CompletionSink, HubBinding, HubJfc } from "./hub_binding.ts";
-import type { Jetty, Jfr, TargetJetty } from "./jetty.ts";
-import { randomToken } from "./port.ts";
+import { type Jetty, type Jfr, randomToken, type TargetJetty } from "./jetty.ts";
 import type { ImportedSegment, Segment } from "./segment.ts";
 
 const DEPTH = 16;
