@@ -50,6 +50,7 @@ export {
 export { RUNTIME, runtimeVersion } from "./util/runtime.ts";
 export type { RuntimeName } from "./util/runtime.ts";
 export { buildDirs } from "./ffi/loader.ts";
+export { simulatorPath } from "./ffi/symbols/liburma.ts";
 
 // Client: TCP channel + fabric session + path selection.
 export {

@@ -2,29 +2,16 @@
  * `verbus doctor [--json]`: what this host can do, said plainly (or as one JSON object).
  * @module
  */
-import { existsSync } from "node:fs";
-import { join } from "node:path";
 import { z } from "zod";
-import { buildDirs, type HostCapabilities, probeHost } from "../mod.ts";
-import { embeddedLibraryPath } from "../ffi/embedded.ts";
-import { parseCommandLine, splitArgs, usageError } from "./options.ts";
+import { type HostCapabilities, probeHost, simulatorPath } from "../mod.ts";
+import { parseCommandLine, usageError } from "./options.ts";
 import { wantsJson } from "./style.ts";
 
 /** What doctor says about one native library. */
 type LibraryStatus = HostCapabilities["libraries"]["libibverbs"];
 
-/**
- * The simulated liburma of this build (`--urma=sim`): build/urma_sim, else the copy a compiled
- * `verbus` carries (written to the per-user cache).
- */
-export function simulatorPath(): string {
-  for (const d of buildDirs()) {
-    const p = join(d, "urma_sim", "liburma.so.0");
-    if (existsSync(p)) return p;
-  }
-  return embeddedLibraryPath("liburma.so.0") ??
-    join(buildDirs()[0] ?? "build", "urma_sim", "liburma.so.0");
-}
+/** The simulated liburma of this build (`--urma=sim`); see the library's `simulatorPath`. */
+export { simulatorPath };
 
 const HELP = `usage: verbus doctor [--json] [--urma=sim | --urma PATH]
 
@@ -119,7 +106,7 @@ const schema = z.object({
 
 /** Parses `verbus doctor`'s argv (`--urma sim` or `--urma=sim`, `--json`); throws naming the option. */
 export function parseDoctorArgs(args: string[]): z.output<typeof schema> {
-  return parseCommandLine(schema, splitArgs(args, { flags: ["json"], values: ["urma"] }));
+  return parseCommandLine(schema, args);
 }
 
 /** Entry point of `verbus doctor`. */
@@ -132,7 +119,7 @@ export async function main(args: string[]): Promise<number> {
   try {
     o = parseDoctorArgs(args);
   } catch (e) {
-    return usageError("doctor", e, HELP, wantsJson(args));
+    return usageError("doctor", e, wantsJson(args));
   }
   const urma = o.urma;
   const caps = await probeHost(urma === "sim" ? simulatorPath() : urma);

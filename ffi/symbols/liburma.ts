@@ -9,7 +9,10 @@
  * explicitly (VERBUS_LIBURMA or an explicit path), never found implicitly.
  * @module
  */
-import type { LibrarySpec } from "../loader.ts";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { embeddedLibraryPath } from "../embedded.ts";
+import { buildDirs, type LibrarySpec } from "../loader.ts";
 
 /** The liburma symbols verbus binds. */
 export const LIBURMA_SYMBOLS = {
@@ -156,6 +159,21 @@ export const LIBURMA_SYMBOLS = {
     optional: true,
   },
 } as const;
+
+/**
+ * The simulated liburma of this build (c-helpers/urma_sim, used only when named: `--urma=sim`):
+ * `build/urma_sim/liburma.so.0` in a build directory, else the copy a compiled `verbus` carries
+ * (written to the per-user cache, ffi/embedded.ts), else the path where a build would put it.
+ * Throws what the cache throws when the binary's copy cannot be written.
+ */
+export function simulatorPath(): string {
+  for (const d of buildDirs()) {
+    const p = join(d, "urma_sim", "liburma.so.0");
+    if (existsSync(p)) return p;
+  }
+  return embeddedLibraryPath("liburma.so.0") ??
+    join(buildDirs()[0] ?? "build", "urma_sim", "liburma.so.0");
+}
 
 /** Where to find liburma. Nothing is bundled: the simulator is used only when named explicitly. */
 export const LIBURMA_SPEC: LibrarySpec<typeof LIBURMA_SYMBOLS> = {
