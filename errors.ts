@@ -20,6 +20,7 @@ export type VerbusErrorCode =
   | "PROTOCOL" // a peer sent bytes that break the wire protocol
   | "CONNECTION_CLOSED" // the transport connection went away
   | "CONNECT_FAILED" // could not connect to the peer
+  | "UNAVAILABLE" // no server can take the call now (a cluster with none usable, or recovering)
   | "TIMEOUT" // a deadline passed
   | "RPC_ERROR" // the server answered with a non-zero error_code
   | "HANDSHAKE" // the fabric handshake failed

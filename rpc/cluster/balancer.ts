@@ -35,7 +35,8 @@ export interface LoadBalancer {
   /**
    * Its validated parameters by brpc's names (`{ min_working_instances: 6, hold_seconds: 10 }`,
    * `{ replicas: 100 }`), defaults filled in. Those whose behaviour belongs to the cluster client
-   * (brpc's cluster recover policy) are only parsed here, for the client to apply.
+   * (brpc's cluster recover policy) are only parsed here, for the client to apply
+   * (`cluster_recover.ts`).
    */
   readonly params?: Readonly<Record<string, number>>;
   /** Replaces the servers it picks among (in naming-service order). */
@@ -51,7 +52,10 @@ export interface LoadBalancer {
 }
 
 /** Makes a balancer from its parsed parameters. Throws INVALID_ARGUMENT naming a bad one. */
-export type BalancerFactory = (name: string, params: Readonly<Record<string, string>>) => LoadBalancer;
+export type BalancerFactory = (
+  name: string,
+  params: Readonly<Record<string, string>>,
+) => LoadBalancer;
 
 /** The balancers by name. Each `lb_<name>.ts` adds itself. */
 export const BALANCERS: Map<string, BalancerFactory> = new Map();

@@ -14,6 +14,10 @@
  * idempotent call to a server not tried yet; the first answer wins. Each result names its
  * `server` and its `attempts`.
  *
+ * A call that finds no server to take it fails with UNAVAILABLE (Connect's `Unavailable`): none
+ * named, none in rotation, or — with brpc's recover policy (`rr:min_working_instances=N
+ * hold_seconds=S`, `cluster_recover.ts`) — rejected while the cluster recovers from having none.
+ *
  * Threading: the JS thread that created it.
  * @module
  */
@@ -37,6 +41,7 @@ import {
 import { type NamingService, namingService, type ServerNode } from "./naming.ts";
 import "./registry.ts";
 import { ServerPool } from "./server_pool.ts";
+import { ClusterRecoverPolicy } from "./cluster_recover.ts";
 
 export type { ClusterCallOptions, ClusterCallResult, ClusterOptions, ClusterStats };
 
@@ -71,10 +76,12 @@ export class ClusterClient extends ClientBase<ClusterCallResult> {
   readonly #members: ClusterMembers;
   readonly #balancer: LoadBalancer;
   readonly #o: ClusterSettings;
+  readonly #recover: ClusterRecoverPolicy | null;
   readonly #stopWatch: () => void;
   readonly #answered: Record<string, number> = {};
   #retries = 0;
   #backups = 0;
+  #rejected = 0;
   #namingErrors = 0;
   #closed = false;
   #lastFabric = "tcp";
@@ -92,6 +99,7 @@ export class ClusterClient extends ClientBase<ClusterCallResult> {
     this.#balancer = balancer;
     this.#members = members;
     this.#o = o;
+    this.#recover = ClusterRecoverPolicy.of(balancer.params);
     members.update(first);
     this.#stopWatch = naming.watch({
       onServers: (servers) => members.update(servers),
@@ -125,8 +133,13 @@ export class ClusterClient extends ClientBase<ClusterCallResult> {
     const tried = select.excluded as Set<string>;
     let lastError: unknown;
     while (tried.size <= this.#o.maxRetry) {
+      if (this.#recover?.reject(this.#members.inRotation)) throw this.#rejection();
       const address = this.#balancer.select(select);
-      if (address === null) break;
+      if (address === null) {
+        // None usable at all (not merely all tried): brpc's recover policy starts recovering.
+        if (this.#members.inRotation === 0 && this.#members.size > 0) this.#recover?.startRecover();
+        break;
+      }
       tried.add(address);
       if (tried.size > 1) this.#retries++;
       try {
@@ -151,9 +164,22 @@ export class ClusterClient extends ClientBase<ClusterCallResult> {
     }
     if (lastError !== undefined) throw lastError;
     throw new VerbusError(
-      "NOT_FOUND",
+      "UNAVAILABLE",
       `no server of ${this.url} to call: ${this.#members.size} named, ${this.#members.inRotation} ` +
         `in rotation${tried.size ? `, ${tried.size} tried` : ""}`,
+    );
+  }
+
+  /** A call the recover policy turned away (brpc's EREJECT; not retried). */
+  #rejection(): VerbusError {
+    this.#rejected++;
+    const r = this.#recover!;
+    return new VerbusError(
+      "UNAVAILABLE",
+      `call rejected: ${this.url} is recovering from having no server (${this.#members.inRotation} ` +
+        `usable of min_working_instances=${r.minWorkingInstances}; it takes every call once that ` +
+        `count holds for ${r.holdSeconds} s)`,
+      { context: { rejected: true } },
     );
   }
 
@@ -260,6 +286,7 @@ export class ClusterClient extends ClientBase<ClusterCallResult> {
       answered: { ...this.#answered },
       retries: this.#retries,
       backups: this.#backups,
+      rejected: this.#rejected,
       broken: this.#members.brokenCount,
       isolated: this.#members.isolatedCount,
       namingErrors: this.#namingErrors,
@@ -272,7 +299,7 @@ export class ClusterClient extends ClientBase<ClusterCallResult> {
     return [
       `cluster      ${this.url} (${this.#balancer.name}): ${s.servers} servers, ${s.inRotation} in rotation`,
       `answered     ${Object.entries(s.answered).map(([a, n]) => `${a} ${n}`).join(", ") || "-"}`,
-      `retries      ${s.retries} (backups ${s.backups})  broken ${s.broken}  isolated ${s.isolated}  naming errors ${s.namingErrors}`,
+      `retries      ${s.retries} (backups ${s.backups})  rejected ${s.rejected}  broken ${s.broken}  isolated ${s.isolated}  naming errors ${s.namingErrors}`,
     ].join("\n");
   }
 
@@ -288,8 +315,8 @@ export class ClusterClient extends ClientBase<ClusterCallResult> {
 }
 
 /**
- * Connects to the cluster a naming-service URL names: waits for its first list (NOT_FOUND for a
- * list that stays empty is left to the calls: servers may come), then returns the client.
+ * Connects to the cluster a naming-service URL names: waits for its first list (an empty one is
+ * left to the calls, UNAVAILABLE while it stays empty: servers may come), then returns the client.
  * Throws INVALID_OPTIONS / INVALID_ARGUMENT naming a bad option, balancer or URL, and the naming
  * service's error when its first question fails.
  */

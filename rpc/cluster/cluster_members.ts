@@ -115,7 +115,9 @@ export class ClusterMembers {
     m.isolatedUntil = 0;
     m.broken = true;
     this.brokenCount++;
-    this.log(`server ${m.node.address} is broken (${why}); probing it every ${this.healthCheckMs} ms`);
+    this.log(
+      `server ${m.node.address} is broken (${why}); probing it every ${this.healthCheckMs} ms`,
+    );
     this.#rebalance();
     this.#probe(m);
   }

@@ -130,6 +130,8 @@ export interface ClusterStats {
   retries: number;
   /** Backup requests sent. */
   backups: number;
+  /** Calls the recover policy rejected while the cluster recovered (brpc's EREJECT). */
+  rejected: number;
   /** Servers marked broken (a connection failed), and isolated by the breaker, so far. */
   broken: number;
   isolated: number;

@@ -71,10 +71,11 @@ export function intParam(
 
 /**
  * brpc's cluster recover policy parameters (`min_working_instances`, `hold_seconds`, taken by
- * `rr` and `random`): both positive, or neither. While a cluster recovers from having fewer than
- * `min_working_instances` usable servers, brpc rejects a share of calls until the count of
+ * `rr` and `random`): both positive, or neither. While a cluster recovers from having no usable
+ * server, brpc admits a call with probability usable / `min_working_instances` until the count of
  * usable servers has held still for `hold_seconds`. Applying that is the cluster client's
- * business (it knows which servers are usable); the balancer only parses and exposes them.
+ * business (it knows which servers are usable: `cluster_recover.ts`); the balancer only parses
+ * and exposes them.
  * Returns `{}` when neither is given.
  */
 export function recoverParams(

@@ -2,7 +2,8 @@
  * `random`: brpc's randomized balancer. Each call takes a uniformly random server; when that one
  * is excluded it walks on from there to the next eligible one, so one call looks at each server
  * at most once. Parameters: brpc's cluster recover policy (`min_working_instances`,
- * `hold_seconds`), parsed and exposed in `params` for the cluster client.
+ * `hold_seconds`), parsed and exposed in `params` for the cluster client to apply
+ * (`cluster_recover.ts`).
  *
  * Threading: the JS thread of its cluster client. `select` and `feedback` allocate nothing.
  * @module

@@ -3,7 +3,7 @@
  * every server gets an equal share. The walk starts at a random server (as brpc's does for each
  * new thread) so that many clients started together do not all begin on the first server.
  * Parameters: brpc's cluster recover policy (`min_working_instances`, `hold_seconds`), parsed
- * and exposed in `params` for the cluster client.
+ * and exposed in `params` for the cluster client to apply (`cluster_recover.ts`).
  *
  * Threading: the JS thread of its cluster client. `select` and `feedback` allocate nothing.
  * @module

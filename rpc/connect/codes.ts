@@ -27,7 +27,8 @@
  * as `brpc-error-code` and its `cause` is the `RpcError`.
  *
  * Client side — verbus errors (`VerbusError.code`): TIMEOUT → DeadlineExceeded;
- * CONNECT_FAILED, CONNECTION_CLOSED, CLOSED, FABRIC, HANDSHAKE → Unavailable;
+ * CONNECT_FAILED, UNAVAILABLE (a cluster with no server to take the call), CONNECTION_CLOSED,
+ * CLOSED, FABRIC, HANDSHAKE → Unavailable;
  * INVALID_OPTIONS, INVALID_ARGUMENT → InvalidArgument; FULL → ResourceExhausted;
  * PROTOCOL, BOUNDS, INTEGRITY → Internal; an aborted signal → Canceled; others → Unknown.
  *
@@ -118,6 +119,7 @@ export const BRPC_CODE_OF: Readonly<Partial<Record<Code, number>>> = Object.free
 const VERBUS_CODE_OF: Partial<Record<VerbusErrorCode, Code>> = {
   TIMEOUT: Code.DeadlineExceeded,
   CONNECT_FAILED: Code.Unavailable,
+  UNAVAILABLE: Code.Unavailable,
   CONNECTION_CLOSED: Code.Unavailable,
   CLOSED: Code.Unavailable,
   FABRIC: Code.Unavailable,

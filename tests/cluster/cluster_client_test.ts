@@ -94,39 +94,52 @@ test("cluster: two cluster clients naming the same servers share one client per 
   }
 });
 
-test("cluster: a server that stops leaves the rotation, no call is lost, it is probed back", async () => {
-  const servers = await Promise.all([echoServer(), echoServer(), echoServer()]);
-  const gonePort = servers[1].port;
-  let c: ClusterClient | undefined;
-  const events: string[] = [];
-  try {
-    c = await connect(list(servers), { lb: "rr", healthCheckMs: 100, log: (l) => events.push(l) });
-    for (let i = 0; i < 6; i++) await c.call("t.C", "Who", te.encode("warm"));
-    await servers[1].close();
-    // Calls keep coming, 8 in flight at a time: every one answered (idempotent: a call in
-    // flight on the stopped server may be redone elsewhere).
-    for (let round = 0; round < 10; round++) {
-      const rs = await Promise.all(Array.from({ length: 8 }, (_, i) =>
-        c!.call("t.C", "Who", te.encode(`${round}.${i}`), { idempotent: true })
-      ));
-      for (const r of rs) assert(r.server !== `127.0.0.1:${gonePort}`, `answered by ${r.server}`);
+test(
+  "cluster: a server that stops leaves the rotation, no call is lost, it is probed back",
+  async () => {
+    const servers = await Promise.all([echoServer(), echoServer(), echoServer()]);
+    const gonePort = servers[1].port;
+    let c: ClusterClient | undefined;
+    const events: string[] = [];
+    try {
+      c = await connect(list(servers), {
+        lb: "rr",
+        healthCheckMs: 100,
+        log: (l) => events.push(l),
+      });
+      for (let i = 0; i < 6; i++) await c.call("t.C", "Who", te.encode("warm"));
+      await servers[1].close();
+      // Calls keep coming, 8 in flight at a time: every one answered (idempotent: a call in
+      // flight on the stopped server may be redone elsewhere).
+      for (let round = 0; round < 10; round++) {
+        const rs = await Promise.all(
+          Array.from(
+            { length: 8 },
+            (_, i) => c!.call("t.C", "Who", te.encode(`${round}.${i}`), { idempotent: true }),
+          ),
+        );
+        for (const r of rs) {
+          assert(r.server !== `127.0.0.1:${gonePort}`, `answered by ${r.server}`);
+        }
+      }
+      assertEquals(c.stats().inRotation, 2, "the stopped server left the rotation");
+      assert(events.some((e) => e.includes(`127.0.0.1:${gonePort} is broken`)), events.join("\n"));
+      // The same port serves again: the probe puts it back.
+      servers[1] = await echoServer(gonePort);
+      const end = performance.now() + 5000;
+      while (c.stats().inRotation < 3 && performance.now() < end) {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      assertEquals(c.stats().inRotation, 3, `back in rotation: ${events.join("\n")}`);
+      const seen = new Set<string>();
+      for (let i = 0; i < 9; i++) seen.add((await c.call("t.C", "Who", te.encode("b"))).server);
+      assert(seen.has(`127.0.0.1:${gonePort}`), "it takes calls again");
+    } finally {
+      await closeAll(c, servers);
     }
-    assertEquals(c.stats().inRotation, 2, "the stopped server left the rotation");
-    assert(events.some((e) => e.includes(`127.0.0.1:${gonePort} is broken`)), events.join("\n"));
-    // The same port serves again: the probe puts it back.
-    servers[1] = await echoServer(gonePort);
-    const end = performance.now() + 5000;
-    while (c.stats().inRotation < 3 && performance.now() < end) {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    assertEquals(c.stats().inRotation, 3, `back in rotation: ${events.join("\n")}`);
-    const seen = new Set<string>();
-    for (let i = 0; i < 9; i++) seen.add((await c.call("t.C", "Who", te.encode("b"))).server);
-    assert(seen.has(`127.0.0.1:${gonePort}`), "it takes calls again");
-  } finally {
-    await closeAll(c, servers);
-  }
-}, { timeoutMs: 60_000 });
+  },
+  { timeoutMs: 60_000 },
+);
 
 test("cluster: a connection that cannot be made is retried on another server (attempts 2)", async () => {
   const live = await echoServer();
@@ -200,7 +213,10 @@ test("cluster: a deadline is never retried; the server's own answer is never ret
 test("cluster: bad options and URLs are named", async () => {
   const e1 = await assertRejects(() => connect("nosuch://x", {}), VerbusError);
   assert(/expected one of/.test(e1.message), e1.message);
-  const e2 = await assertRejects(() => connect("list://127.0.0.1:1", { lb: "nosuch" }), VerbusError);
+  const e2 = await assertRejects(
+    () => connect("list://127.0.0.1:1", { lb: "nosuch" }),
+    VerbusError,
+  );
   assert(/load balancer "nosuch"/.test(e2.message), e2.message);
   const e3 = await assertRejects(
     () => connect("list://127.0.0.1:1", { maxRetry: -1 } as never),
@@ -208,3 +224,65 @@ test("cluster: bad options and URLs are named", async () => {
   );
   assert(/maxRetry/.test(e3.message), e3.message);
 });
+
+test(
+  "cluster: brpc's recover policy (rr:min_working_instances hold_seconds) admits a share of calls while the cluster recovers",
+  async () => {
+    const servers = await Promise.all([echoServer(), echoServer()]);
+    const port = servers[0].port;
+    let c: ClusterClient | undefined;
+    /** Makes `n` calls; how many were answered and how many the policy rejected. */
+    const burst = async (n: number) => {
+      let answered = 0, rejected = 0;
+      for (let i = 0; i < n; i++) {
+        try {
+          await c!.call("t.C", "Who", te.encode("r"));
+          answered++;
+        } catch (e) {
+          if (!(e instanceof VerbusError && e.code === "UNAVAILABLE")) throw e;
+          if (e.context.rejected) rejected++;
+        }
+      }
+      return { answered, rejected };
+    };
+    try {
+      c = await connect(list(servers), {
+        lb: "rr:min_working_instances=4 hold_seconds=1",
+        healthCheckMs: 50,
+        log: () => {},
+      });
+      assertEquals(await burst(10), { answered: 10, rejected: 0 }, "healthy: nothing rejected");
+      await Promise.all(servers.map((s) => s.close()));
+      // Both connections fail, then no server is usable: the cluster starts recovering.
+      for (let i = 0; i < 4 && c.stats().inRotation > 0; i++) await burst(1).catch(() => {});
+      const none = await assertRejects(() => c!.call("t.C", "Who", te.encode("x")), VerbusError);
+      assertEquals(none.code, "UNAVAILABLE", none.message);
+      const down = await burst(5);
+      assertEquals(down, { answered: 0, rejected: 5 }, "0 usable: every call rejected");
+      // One server back (of min_working_instances 4): about a quarter of the calls go ahead.
+      servers[0] = await echoServer(port);
+      const end = performance.now() + 10_000;
+      while (c.stats().inRotation < 1 && performance.now() < end) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      const share = await burst(200);
+      assertEquals(share.answered + share.rejected, 200);
+      assert(
+        share.answered >= 20 && share.answered <= 100,
+        `~1/4 admitted: ${JSON.stringify(share)}`,
+      );
+      assert(c.stats().rejected >= 5 + share.rejected, JSON.stringify(c.stats()));
+      // The usable count held for hold_seconds: recovery ends, every call goes ahead.
+      let run = 0;
+      while (run < 20 && performance.now() < end + 10_000) {
+        const b = await burst(1);
+        run = b.answered === 1 ? run + 1 : 0;
+        if (run === 0) await new Promise((r) => setTimeout(r, 50));
+      }
+      assertEquals(await burst(50), { answered: 50, rejected: 0 }, "recovered");
+    } finally {
+      await closeAll(c, servers);
+    }
+  },
+  { timeoutMs: 60_000 },
+);

@@ -167,6 +167,22 @@ test("over list://: a dead server is retried elsewhere; with maxRetry 0 its call
   });
 });
 
+test("over list://: no server in rotation is Unavailable (UNAVAILABLE), naming the cluster", async () => {
+  const dead = await taggedServer();
+  const deadPort = dead.port;
+  await dead.close();
+  await withCluster([], [deadPort], { lb: "rr", maxRetry: 0 }, async (t) => {
+    const greeter = createClient(GreeterService, t);
+    // The first call meets the refused connection; the server is then out of rotation.
+    await assertRejects(() => greeter.greet({ name: "a" }), ConnectError);
+    const e = await greeter.greet({ name: "b" }).then(() => null, (e: unknown) => e);
+    assert(e instanceof ConnectError, String(e));
+    assertEquals(Code[e.code], "Unavailable", e.message);
+    assert(e.cause instanceof VerbusError && e.cause.code === "UNAVAILABLE", String(e.cause));
+    assert(e.message.includes("no server of list://"), e.message);
+  });
+});
+
 test("backupRequestMs over a Connect client: only a method declared idempotent gets a backup", async () => {
   const stall = { ms: 0 };
   const slow = await taggedServer(stall);
