@@ -8,7 +8,7 @@
 import { type StopSignal, withStopSignal } from "./stop_signal.ts";
 import { z } from "zod";
 import { FABRICS, RUNTIME, startAgent } from "../mod.ts";
-import { parseCommandLine, splitArgs, usageError } from "./options.ts";
+import { parseCommandLine, usageError } from "./options.ts";
 import { wantsJson } from "./style.ts";
 
 const HELP = `usage: verbus agent --connect HOST:PORT [--listen NAME] [--fabric auto|${
@@ -61,25 +61,9 @@ export async function main(args: string[]): Promise<number> {
   }
   let o: z.output<typeof schema>;
   try {
-    const values = splitArgs(args, {
-      values: [
-        "connect",
-        "listen",
-        "fabric",
-        "producers",
-        "slots",
-        "slot-bytes",
-        "spill-bytes",
-        "reclaim-ms",
-        "idle-after-ms",
-        "source-addr",
-        "rdma-mode",
-      ],
-      flags: ["json"],
-    });
-    o = parseCommandLine(schema, values);
+    o = parseCommandLine(schema, args);
   } catch (e) {
-    return usageError("agent", e, HELP, wantsJson(args));
+    return usageError("agent", e, wantsJson(args));
   }
   // The stop listeners before the work: a SIGTERM right after the ready line stops it cleanly.
   return await withStopSignal((stop) => run(o, stop));

@@ -12,7 +12,8 @@ import { isatty } from "node:tty";
 import { z } from "zod";
 import { FABRICS, probeHost, RUNTIME, runtimeVersion } from "../mod.ts";
 import { simulatorPath } from "./doctor.ts";
-import { EXIT_FAILED, EXIT_USAGE, parseCommandLine, splitArgs, usageError } from "./options.ts";
+import { EXIT_FAILED, EXIT_USAGE, parseCommandLine, usageError } from "./options.ts";
+import { plainIssue } from "./plain_issue.ts";
 import {
   callError,
   type Cell,
@@ -63,12 +64,14 @@ const HELP = `usage: verbus bench [--connect HOST:PORT | --ns URL [--lb NAME]] [
 Each client is a 'verbus call --async-bench' process of this runtime; a cell's clients start
 together after their warm-up. Progress goes to stderr. Exit 1 if a cell failed.`;
 
+/** A comma-separated list of `item`s; a bad item is named with what was wrong with it. */
 const list = <T extends z.ZodType>(item: T) =>
   z.string().transform((s, ctx) => {
-    const out = s.split(",").map((x) => item.safeParse(x.trim()));
+    const out = s.split(",").map((x) => item.safeParse(x.trim(), { error: plainIssue }));
     const bad = out.findIndex((r) => !r.success);
     if (bad >= 0) {
-      ctx.addIssue({ code: "custom", message: `bad item ${JSON.stringify(s.split(",")[bad])}` });
+      const why = out[bad].error?.issues[0]?.message ?? "invalid";
+      ctx.addIssue({ code: "custom", message: `${JSON.stringify(s.split(",")[bad])}: ${why}` });
       return z.NEVER;
     }
     return out.map((r) => r.data as z.output<T>);
@@ -105,11 +108,7 @@ export type BenchArgs = z.output<typeof schema>;
 
 /** Parses `verbus bench`'s argv (`--name value` or `--name=value`); throws naming the bad option. */
 export function parseBenchArgs(args: string[]): BenchArgs {
-  const names = Object.keys(schema.shape);
-  return parseCommandLine(
-    schema,
-    splitArgs(args, { flags: ["json"], values: names.filter((k) => k !== "json") }),
-  );
+  return parseCommandLine(schema, args);
 }
 
 /** The whole run, as `--json` prints it. */
@@ -218,7 +217,7 @@ export async function main(args: string[]): Promise<number> {
   try {
     o = parseBenchArgs(args);
   } catch (e) {
-    return usageError("bench", e, HELP, wantsJson(args));
+    return usageError("bench", e, wantsJson(args));
   }
   const urma = o.urma === "sim" ? simulatorPath() : o.urma;
   const fabrics = o.fabrics ??

@@ -5,7 +5,6 @@
  * @module
  */
 import {
-  type AgentClient,
   type CallPath,
   type Client,
   type ClientOptions,
@@ -14,10 +13,16 @@ import {
   type RpcClient,
 } from "../mod.ts";
 import { VerbusError } from "../errors.ts";
-import { demoOps, routing } from "./call_demo.ts";
+import { demoOp, isDemoOp, routing } from "./call_demo.ts";
 import { EXIT_FAILED, usageError } from "./options.ts";
 import { paint, reportError, wantsJson } from "./style.ts";
-import { CALL_HELP, type CallArgs, parseCallArgs, VERBUS_ONLY } from "./call_options.ts";
+import {
+  CALL_HELP,
+  type CallArgs,
+  type CallOp,
+  parseCallArgs,
+  VERBUS_ONLY,
+} from "./call_options.ts";
 import { simulatorPath } from "./doctor.ts";
 import { runBench, runLifecycle } from "./call_ops.ts";
 import { runBrpcRdma, runMethod } from "./call_method.ts";
@@ -109,21 +114,99 @@ function reporter(json: boolean): { reports: OpReport[]; emit: (r: OpReport) => 
   return { reports, emit };
 }
 
-/** `verbus call --agent NAME`: the demo ops through the same-host agent NAME. */
-async function callThroughAgent(o: CallArgs, force: CallPath | undefined): Promise<number> {
-  let client: AgentClient;
-  try {
-    client = await connect(`agent:${o.agent}`, { timeoutMs: o["timeout-ms"] });
-  } catch (e) {
-    return reportError("call", (e as Error).message, EXIT_FAILED, o.json);
+/** What a client of any kind needs besides the options to run the ops. */
+interface Run {
+  client: RpcClient;
+  /** The direct client (one server): the lifecycle demos and the server snapshot need it. */
+  direct?: Client;
+  force: CallPath | undefined;
+  emit: (r: OpReport) => void;
+}
+
+/** Runs one op of any kind (the command line checked which ops this client kind takes). */
+async function runOp(o: CallArgs, op: CallOp, run: Run): Promise<void> {
+  const { client, direct, force, emit } = run;
+  const t = o["timeout-ms"];
+  if (isDemoOp(op)) return emit(await demoOp(client, op, o, force));
+  switch (op.name) {
+    case "method":
+      return emit(
+        await runMethod(
+          (s, m, body, attachment) =>
+            client.call(s, m, body, {
+              attachment,
+              forcePath: force,
+              timeoutMs: t,
+              ...(o.ns !== undefined && o["request-code"] !== undefined
+                ? { requestCode: o["request-code"] }
+                : {}),
+            }),
+          { ...o, method: op.arg },
+        ),
+      );
+    case "lifecycle":
+    case "lifecycle-stale":
+    case "lifecycle-repeat-reclaim":
+    case "lifecycle-timeout":
+      if (direct) {
+        emit(await runLifecycle(direct, op.name, op.name === "lifecycle" ? op.arg : 1, t));
+      }
+      return;
+    case "async-bench":
+      return emit(
+        await runBench(client, {
+          n: op.arg,
+          op: o["bench-op"],
+          window: o["async-window"],
+          bytes: o["bench-bytes"],
+          force,
+          timeoutMs: t,
+          seconds: o["async-seconds"],
+          warmup: o["async-warmup"],
+          ready: o["async-sync"] ? startBarrier : undefined,
+          route: routing(o),
+        }),
+      );
+    case "stats": {
+      await direct?.refreshServerSnapshot();
+      if (!o.json) return console.log(client.formatStats());
+      const result = client.stats();
+      const line = { ok: true, op: "stats", path: "-", fabric: client.fabric, latency_us: 0, result };
+      return console.log(JSON.stringify(line));
+    }
   }
-  const { reports, emit } = reporter(o.json);
-  try {
-    await demoOps(client, o, force, emit);
-  } finally {
-    await client.close();
+}
+
+/**
+ * What the command line asks that cannot go together (checked here, not by the schema, so that
+ * every option still parses next to every other); undefined when it can run.
+ */
+function conflict(o: CallArgs): string | undefined {
+  if (o.ops.length === 0) {
+    return "no op given: say what to call (--ping, --echo MSG, --get K, … see the ops)";
   }
-  return reports.every((r) => r.ok) ? 0 : EXIT_FAILED;
+  if (o["brpc-rdma"]) {
+    const other = VERBUS_ONLY.filter((k) => o[k] !== undefined);
+    if (other.length > 0) {
+      return `--brpc-rdma runs only --method and --brpc-echo, not --${other.join(", --")}`;
+    }
+    return undefined;
+  }
+  const lifecycle = o.ops.some((op) => op.name.startsWith("lifecycle"));
+  if (o.agent && (lifecycle || o["async-bench"] || o.stats)) {
+    return "--agent: --lifecycle*, --async-bench and --stats need a direct connection";
+  }
+  if (o.ns !== undefined && (o.port !== undefined || o.agent !== undefined)) {
+    return "--ns names the servers: not with --port or --agent";
+  }
+  const nsOnly = o.lb ?? o["max-retry"] ?? o["backup-request-ms"] ?? o["request-code"];
+  if (o.ns === undefined && nsOnly !== undefined) {
+    return "--lb, --max-retry, --backup-request-ms and --request-code go with --ns";
+  }
+  if (o.ns !== undefined && lifecycle) {
+    return "--ns: --lifecycle* need one server's fabric session (--port)";
+  }
+  return undefined;
 }
 
 /** Entry point of `verbus call`. */
@@ -136,18 +219,42 @@ export async function main(args: string[]): Promise<number> {
   try {
     o = parseCallArgs(args);
   } catch (e) {
-    return usageError("call", e, CALL_HELP, wantsJson(args));
+    return usageError("call", e, wantsJson(args));
   }
-  if (o["brpc-rdma"]) {
-    const other = VERBUS_ONLY.filter((k) => o[k] !== undefined);
-    if (other.length > 0) {
-      const why = `--brpc-rdma runs only --method and --brpc-echo, not --${other.join(", --")}`;
-      return usageError("call", new Error(why), CALL_HELP, o.json);
-    }
-    return await runBrpcRdma(o, (r) => printReport(r, o.json));
-  }
+  const why = conflict(o);
+  if (why !== undefined) return usageError("call", new Error(why), o.json);
+  if (o["brpc-rdma"]) return await runBrpcRdma(o, (r) => printReport(r, o.json));
   const force = o["force-path"] ? PATH[o["force-path"]] : undefined;
-  const options: ClientOptions = {
+  // One path for every client kind: the ops run on any; only the lifecycle demos and the server
+  // snapshot need the direct client.
+  let client: RpcClient, direct: Client | undefined;
+  try {
+    if (o.agent !== undefined) {
+      client = await connect(`agent:${o.agent}`, { timeoutMs: o["timeout-ms"] });
+    } else if (o.ns !== undefined) {
+      client = await connect(o.ns as `${string}://${string}`, clusterOptions(o, clientOptions(o)));
+    } else client = direct = await connect({ host: o.host, port: o.port! }, clientOptions(o));
+  } catch (e) {
+    // A balancer no one has, a scheme no naming service has, a list entry that is no address:
+    // what the command line said is wrong, before anything was asked of the network.
+    const bad = e instanceof VerbusError &&
+      (e.code === "INVALID_ARGUMENT" || e.code === "INVALID_OPTIONS");
+    if (o.ns !== undefined && bad) return usageError("call", e, o.json);
+    return reportError("call", (e as Error).message, EXIT_FAILED, o.json);
+  }
+  if (o["simulate-server-pressure"]) await direct?.refreshServerSnapshot();
+  const { reports, emit } = reporter(o.json);
+  try {
+    for (const op of o.ops) await runOp(o, op, { client, direct, force, emit });
+  } finally {
+    await client.close();
+  }
+  return reports.every((r) => r.ok) ? 0 : EXIT_FAILED;
+}
+
+/** The options of a direct client (one server; each server of `--ns`). */
+function clientOptions(o: CallArgs): ClientOptions {
+  return {
     timeoutMs: o["timeout-ms"],
     fabric: o.fabric,
     faults: {
@@ -170,115 +277,6 @@ export async function main(args: string[]): Promise<number> {
     },
     logger: { warn: (m) => console.error(`verbus: ${m}`) },
   };
-  const lifecycle = o.lifecycle || o["lifecycle-stale"] || o["lifecycle-repeat-reclaim"] ||
-    o["lifecycle-timeout"];
-  if (o.agent && (lifecycle || o["async-bench"] || o.stats)) {
-    return usageError(
-      "call",
-      new Error("--agent: --lifecycle*, --async-bench and --stats need a direct connection"),
-      CALL_HELP,
-      o.json,
-    );
-  }
-  // Checked here, not by the schema, so that every option still parses next to every other.
-  if (o.ns !== undefined && (o.port !== undefined || o.agent !== undefined)) {
-    const why = "--ns names the servers: not with --port or --agent";
-    return usageError("call", new Error(why), CALL_HELP, o.json);
-  }
-  const nsOnly = o.lb ?? o["max-retry"] ?? o["backup-request-ms"] ?? o["request-code"];
-  if (o.ns === undefined && nsOnly !== undefined) {
-    const why = "--lb, --max-retry, --backup-request-ms and --request-code go with --ns";
-    return usageError("call", new Error(why), CALL_HELP, o.json);
-  }
-  if (o.ns !== undefined && lifecycle) {
-    const why = "--ns: --lifecycle* need one server's fabric session (--port)";
-    return usageError("call", new Error(why), CALL_HELP, o.json);
-  }
-  if (o.agent) return await callThroughAgent(o, force);
-  // One path for one server and for many: the ops below run on any client kind; only the
-  // lifecycle demos and the server snapshot need the direct client.
-  let client: RpcClient, direct: Client | undefined;
-  try {
-    if (o.ns !== undefined) {
-      client = await connect(o.ns as `${string}://${string}`, clusterOptions(o, options));
-    } else client = direct = await connect({ host: o.host, port: o.port! }, options);
-  } catch (e) {
-    // A balancer no one has, a scheme no naming service has, a list entry that is no address:
-    // what the command line said is wrong, before anything was asked of the network.
-    const bad = e instanceof VerbusError &&
-      (e.code === "INVALID_ARGUMENT" || e.code === "INVALID_OPTIONS");
-    if (o.ns !== undefined && bad) return usageError("call", e, CALL_HELP, o.json);
-    return reportError("call", (e as Error).message, EXIT_FAILED, o.json);
-  }
-  if (o["simulate-server-pressure"]) await direct?.refreshServerSnapshot();
-  const t = o["timeout-ms"];
-  const { reports, emit } = reporter(o.json);
-  try {
-    await demoOps(client, o, force, emit);
-    if (o.method !== undefined) {
-      emit(
-        await runMethod(
-          (s, m, body, attachment) =>
-            client.call(s, m, body, {
-              attachment,
-              forcePath: force,
-              timeoutMs: t,
-              ...(o.ns !== undefined && o["request-code"] !== undefined
-                ? { requestCode: o["request-code"] }
-                : {}),
-            }),
-          o,
-        ),
-      );
-    }
-    for (
-      const kind of [
-        "lifecycle",
-        "lifecycle-stale",
-        "lifecycle-repeat-reclaim",
-        "lifecycle-timeout",
-      ] as const
-    ) {
-      if (direct && o[kind] !== undefined && o[kind] !== false) {
-        emit(await runLifecycle(direct, kind, kind === "lifecycle" ? o.lifecycle! : 1, t));
-      }
-    }
-    if (o["async-bench"] !== undefined) {
-      emit(
-        await runBench(client, {
-          n: o["async-bench"],
-          op: o["bench-op"],
-          window: o["async-window"],
-          bytes: o["bench-bytes"],
-          force,
-          timeoutMs: t,
-          seconds: o["async-seconds"],
-          warmup: o["async-warmup"],
-          ready: o["async-sync"] ? startBarrier : undefined,
-          route: routing(o),
-        }),
-      );
-    }
-    if (o.stats) {
-      await direct?.refreshServerSnapshot();
-      const st = client.stats();
-      if (o.json) {
-        console.log(
-          JSON.stringify({
-            ok: true,
-            op: "stats",
-            path: "-",
-            fabric: client.fabric,
-            latency_us: 0,
-            result: st,
-          }),
-        );
-      } else console.log(client.formatStats());
-    }
-  } finally {
-    await client.close();
-  }
-  return reports.every((r) => r.ok) ? 0 : EXIT_FAILED;
 }
 
 /** The cluster options of `--ns`: the balancer, retries, and each server's `connect()` options. */

@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { decodeKeyRequest, DemoClient, parseBigKey } from "../examples/demo/mod.ts";
 import type { CallPath, ClientCallResult, RpcClient } from "../mod.ts";
 import type { OpReport } from "./call.ts";
-import type { CallArgs } from "./call_options.ts";
+import type { CallArgs, CallOp, CallOptions } from "./call_options.ts";
 
 const enc = new TextEncoder(), dec = new TextDecoder();
 const round = (x: number) => Math.round(x * 10) / 10;
@@ -42,7 +42,7 @@ export interface Routing {
  * With `--ns`: the cluster options of a call of `method` (read-only methods idempotent, the
  * `--request-code` if given); without, undefined (a direct or agent client takes neither).
  */
-export function routing(o: CallArgs): ((method: string) => Routing) | undefined {
+export function routing(o: CallOptions): ((method: string) => Routing) | undefined {
   if (o.ns === undefined) return undefined;
   const code = o["request-code"];
   return (method) => ({
@@ -123,99 +123,69 @@ function bigSize(keyRequest: Uint8Array): number | undefined {
   }
 }
 
-/**
- * The demo ops (ping … brpc-echo) the arguments ask for, in order, through `client` (each
- * `--echo` and `--get` given, in the order given).
- */
-export async function demoOps(
-  client: Caller,
-  o: CallArgs,
-  force: CallPath | undefined,
-  emit: (r: OpReport) => void,
-): Promise<void> {
-  const t = o["timeout-ms"];
-  const route = routing(o);
-  const op = (
-    client: Caller,
-    name: string,
-    force: CallPath | undefined,
-    timeoutMs: number,
-    fn: (d: DemoClient) => Promise<unknown>,
-  ) => runOp(client, name, force, timeoutMs, fn, route);
-  if (o.ping) {
-    emit(
-      await op(client, "ping", force, t, async (d) => {
+/** The demo ops: {@link demoOp} runs these on any client kind. */
+export const DEMO_OPS = [
+  "ping",
+  "echo",
+  "put",
+  "get",
+  "mget",
+  "profile",
+  "large-get",
+  "bigput",
+  "image-put",
+  "brpc-echo",
+] as const;
+/** One demo op as given. */
+export type DemoOp = Extract<CallOp, { name: (typeof DEMO_OPS)[number] }>;
+
+/** True when `op` is a demo op ({@link demoOp} runs it). */
+export function isDemoOp(op: CallOp): op is DemoOp {
+  return (DEMO_OPS as readonly string[]).includes(op.name);
+}
+
+/** What one demo op calls, through the demo client. */
+function demoCall(op: DemoOp, o: CallArgs): (d: DemoClient) => Promise<unknown> {
+  switch (op.name) {
+    case "ping":
+      return async (d) => {
         const p = await d.ping();
         return { rtt_us: round(p.rttUs), server_time_us: p.serverTimeUs };
-      }),
-    );
-  }
-  for (const msg of o.echo ?? []) {
-    emit(
-      await op(client, "echo", force, t, async (d) => dec.decode(await d.echo(enc.encode(msg)))),
-    );
-  }
-  if (o.put) {
-    emit(await op(client, "put", force, t, (d) => d.put(o.put![0], enc.encode(o.put![1]))));
-  }
-  for (const key of o.get ?? []) {
-    emit(
-      await op(client, "get", force, t, async (d) => {
-        const v = await d.get(key);
+      };
+    case "echo":
+      return async (d) => dec.decode(await d.echo(enc.encode(op.arg)));
+    case "put":
+      return (d) => d.put(op.arg[0], enc.encode(op.arg[1]));
+    case "get":
+      return async (d) => {
+        const v = await d.get(op.arg);
         return v === undefined ? null : dec.decode(v);
-      }),
-    );
+      };
+    case "mget":
+      return async (d) =>
+        (await d.mget(op.arg.split(","))).map((v) => v === undefined ? null : dec.decode(v));
+    case "profile":
+      return (d) => d.profile(BigInt(op.arg));
+    case "large-get":
+      return async (d) => ({ bytes: (await d.largeGet(op.arg)).length });
+    case "bigput":
+      return (d) => d.bigPut(op.arg[0], new Uint8Array(op.arg[1]).fill(0x42));
+    case "image-put":
+      return (d) => d.imagePut(op.arg[0], readFileSync(op.arg[1]), o["image-chunk-size"]);
+    case "brpc-echo":
+      return (d) => d.brpcEcho(op.arg);
   }
-  if (o.mget !== undefined) {
-    emit(
-      await op(
-        client,
-        "mget",
-        force,
-        t,
-        async (d) =>
-          (await d.mget(o.mget!.split(","))).map((v) => v === undefined ? null : dec.decode(v)),
-      ),
-    );
-  }
-  if (o.profile !== undefined) {
-    emit(await op(client, "profile", force, t, (d) => d.profile(BigInt(o.profile!))));
-  }
-  if (o["large-get"] !== undefined) {
-    emit(
-      await op(
-        client,
-        "large-get",
-        force,
-        t,
-        async (d) => ({ bytes: (await d.largeGet(o["large-get"]!)).length }),
-      ),
-    );
-  }
-  if (o.bigput) {
-    emit(
-      await op(
-        client,
-        "bigput",
-        force,
-        t,
-        (d) => d.bigPut(o.bigput![0], new Uint8Array(Number(o.bigput![1])).fill(0x42)),
-      ),
-    );
-  }
-  if (o["image-put"]) {
-    const [key, file] = o["image-put"];
-    emit(
-      await op(
-        client,
-        "image-put",
-        force,
-        t,
-        (d) => d.imagePut(key, readFileSync(file), o["image-chunk-size"]),
-      ),
-    );
-  }
-  if (o["brpc-echo"] !== undefined) {
-    emit(await op(client, "brpc-echo", force, t, (d) => d.brpcEcho(o["brpc-echo"]!)));
-  }
+}
+
+/**
+ * Runs one demo op (ping … brpc-echo) through `client` and reports it (never throws: a failed
+ * call is a report with ok false).
+ */
+export function demoOp(
+  client: Caller,
+  op: DemoOp,
+  o: CallArgs,
+  force: CallPath | undefined,
+): Promise<OpReport> {
+  return runOp(client, op.name, force, o["timeout-ms"], demoCall(op, o), routing(o));
 }

@@ -9,7 +9,7 @@
 import { encodeEchoMessage } from "../examples/demo/mod.ts";
 import { type CallPath, connectChannel } from "../mod.ts";
 import { fromHex, toHex } from "../util/hex.ts";
-import type { CallArgs } from "./call_options.ts";
+import type { CallArgs, CallOptions } from "./call_options.ts";
 import { EXIT_FAILED } from "./options.ts";
 import { reportError } from "./style.ts";
 import type { OpReport } from "./call.ts";
@@ -49,8 +49,11 @@ export function attachmentOf(n: number | undefined): Uint8Array | undefined {
   return b;
 }
 
+/** What `--method` calls: the method and the request's body and attachment. */
+export type MethodSpec = Pick<CallOptions, "method" | "body-hex" | "attachment-bytes">;
+
 /** Runs `--method`; never throws (a failure is a report with ok false). */
-export async function runMethod(call: MethodCaller, o: CallArgs): Promise<OpReport> {
+export async function runMethod(call: MethodCaller, o: MethodSpec): Promise<OpReport> {
   const t0 = performance.now();
   const us = () => Math.round((performance.now() - t0) * 10_000) / 10;
   try {
@@ -79,7 +82,8 @@ export async function runMethod(call: MethodCaller, o: CallArgs): Promise<OpRepo
 
 /**
  * `verbus call --brpc-rdma`: a channel in brpc's RDMA mode (it stays on TCP, saying why, when
- * either side cannot), running `--method` and `--brpc-echo`. Returns the exit code.
+ * either side cannot), running the `--method` and `--brpc-echo` ops in the order given (others
+ * are left to the caller to refuse). Returns the exit code.
  */
 export async function runBrpcRdma(o: CallArgs, emit: (r: OpReport) => void): Promise<number> {
   const logger = { warn: (m: string) => console.error(`verbus: ${m}`) };
@@ -99,14 +103,15 @@ export async function runBrpcRdma(o: CallArgs, emit: (r: OpReport) => void): Pro
     return { ...r, fabric: ch.transport };
   };
   try {
-    if (o.method !== undefined) reports.push(await runMethod(call, o));
-    if (o["brpc-echo"] !== undefined) {
-      const r = await runMethod(call, {
-        ...o,
-        method: "example.EchoService/Echo",
-        "body-hex": toHex(encodeEchoMessage(o["brpc-echo"])),
-      });
-      reports.push({ ...r, op: "brpc-echo" });
+    for (const op of o.ops) {
+      if (op.name === "method") reports.push(await runMethod(call, { ...o, method: op.arg }));
+      if (op.name === "brpc-echo") {
+        const r = await runMethod(call, {
+          method: "example.EchoService/Echo",
+          "body-hex": toHex(encodeEchoMessage(op.arg)),
+        });
+        reports.push({ ...r, op: "brpc-echo" });
+      }
     }
   } finally {
     await ch.close();

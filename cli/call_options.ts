@@ -5,25 +5,35 @@
  */
 import { z } from "zod";
 import { FABRICS } from "../mod.ts";
-import { parseCommandLine, splitArgs } from "./options.ts";
+import { checkOccurrence, parseInOrder } from "./options.ts";
 
-/** Usage of `verbus call` (printed with --help and after a usage error). */
-export const CALL_HELP = `usage: verbus call --host H --port P [ops] [options]
-       verbus call --agent NAME [ops] [options]   (through the same-host agent NAME)
-       verbus call --ns URL [--lb NAME] [ops] [options]   (the servers a naming service names)
+/** Usage of `verbus call` (printed with --help; a usage error points to it). */
+export const CALL_HELP = `usage: verbus call --host H --port P OPS [options]
+       verbus call --agent NAME OPS [options]   (through the same-host agent NAME)
+       verbus call --ns URL [--lb NAME] OPS [options]   (the servers a naming service names)
 
-ops (any number; run in this order; --echo and --get may be given more than once):
-  --ping                     --echo MSG                 --put K V          --get K
-  --mget K1,K2,...           --profile ID               --large-get KEY    --bigput KEY BYTES
-  --image-put KEY FILE [--image-chunk-size N]           --brpc-echo MSG
-  --method SERVICE/METHOD --body-hex HEX [--attachment-bytes N]
-                             any baidu_std method; prints the response in hex and the size
-                             of its attachment (e.g. test.PerfTestService/Test --body-hex 0801)
+ops (at least one; they run in the order given, each as often as it is given):
+  --ping                     a PING (its round trip and the server's clock)
+  --echo MSG                 ECHO MSG back
+  --put K V                  store V under key K in the demo KV store
+  --get K                    the value under K (null: none)
+  --mget K1,K2,...           the values of several keys in one call
+  --profile ID               the PROFILE record of user ID (a number)
+  --large-get big:SIZE|KEY   a large result over the LAZY path: big:SIZE is an object the server
+                             generates, SIZE bytes (big:4096, big:64k, big:1m; k = KiB, m = MiB);
+                             any other key is one --put before (keys starting big: are reserved)
+  --bigput KEY BYTES         BYTES bytes under KEY, over the BULK path (a large request)
+  --image-put KEY FILE       upload FILE in chunks under KEY [--image-chunk-size N, at most 24576]
+  --brpc-echo MSG            brpc's example.EchoService/Echo (a stock brpc echo_server answers it)
+  --method SERVICE/METHOD    any baidu_std method [--body-hex HEX] [--attachment-bytes N]: prints
+                             the response in hex and the size of its attachment
+                             (e.g. test.PerfTestService/Test --body-hex 0801)
   --lifecycle N              N LAZY objects allocated, read and reclaimed
   --lifecycle-stale          a RECLAIM with a stale generation (harmless, counted)
   --lifecycle-repeat-reclaim the same RECLAIM twice (harmless, counted)
   --lifecycle-timeout        an object left unreclaimed until the server's TTL sweep frees it
-  --async-bench N --bench-op ping|echo|get|put|large-get [--async-window W] [--bench-bytes B]
+  --async-bench N            N calls, up to W in flight: --bench-op ping|echo|get|put|large-get
+                             (default echo) [--async-window W (32)] [--bench-bytes B (64)]
                              [--async-seconds S] (stop after S s) [--async-warmup N] (calls left out)
                              [--async-sync] (after the warm-up print {"ready":true}, wait for a line on stdin)
   --stats                    local telemetry and the server's control-page snapshot (with --ns:
@@ -63,10 +73,11 @@ options:
                              retried over TCP, and every later call goes TCP until the client
                              negotiates a new session (2 s later)
   --simulate-errors N        --simulate-server-pressure ring|objpool
-  --timeout-ms N             --json
-Every option is also accepted as --name=value.`;
+  --timeout-ms N (5000)      --json
+Every option is also accepted as --name=value (--put=K V).`;
 
 const num = z.coerce.number().int();
+const pair = z.tuple([z.string(), z.string()]);
 /** The options that need a verbus server (and its Client): not with --brpc-rdma. */
 export const VERBUS_ONLY = [
   "ping",
@@ -100,13 +111,13 @@ const schema = z.object({
     .refine((v) => v < 1n << 64n, "expected an unsigned 64-bit integer").optional(),
   ping: z.boolean().optional(),
   echo: z.array(z.string()).optional(),
-  put: z.array(z.string()).optional(),
+  put: pair.optional(),
   get: z.array(z.string()).optional(),
   mget: z.string().optional(),
   profile: z.string().regex(/^\d+$/, "expected a number").optional(),
   "large-get": z.string().optional(),
-  bigput: z.array(z.string()).optional(),
-  "image-put": z.array(z.string()).optional(),
+  bigput: z.tuple([z.string(), num.min(0).max(64 << 20)]).optional(),
+  "image-put": pair.optional(),
   "image-chunk-size": num.min(1).max(24 * 1024).optional(),
   "brpc-echo": z.string().optional(),
   method: z.string().min(1).optional(),
@@ -140,52 +151,57 @@ const schema = z.object({
 }).strict().refine((o) => o.port !== undefined || o.agent !== undefined || o.ns !== undefined, {
   message: "--port is required (or --agent NAME, or --ns URL)",
   path: ["port"],
-}).refine((o) => !o.put || o.put.length === 2, {
-  message: "--put takes K V",
-  path: ["put"],
-})
-  .refine((o) => !o.bigput || o.bigput.length === 2, {
-    message: "--bigput takes KEY BYTES",
-    path: ["bigput"],
-  })
-  .refine((o) => !o["image-put"] || o["image-put"].length === 2, {
-    message: "--image-put takes KEY FILE",
-    path: ["image-put"],
-  })
-  .refine((o) => o.method !== undefined || (o["body-hex"] ?? o["attachment-bytes"]) === undefined, {
+}).refine((o) => o.method !== undefined || (o["body-hex"] ?? o["attachment-bytes"]) === undefined, {
     message: "--body-hex and --attachment-bytes go with --method",
     path: ["method"],
   });
-/** The validated options of `verbus call`. */
-export type CallArgs = z.output<typeof schema>;
+/** The validated options of `verbus call` (each op's last value; {@link CallArgs} has all). */
+export type CallOptions = z.output<typeof schema>;
 
-const FLAGS = [
+/** The ops of `verbus call`: they run in the order given, each as often as it is given. */
+export const CALL_OPS = [
   "ping",
-  "async-sync",
-  "brpc-rdma",
-  "stats",
-  "json",
-  "simulate-fabric-down",
+  "echo",
+  "put",
+  "get",
+  "mget",
+  "profile",
+  "large-get",
+  "bigput",
+  "image-put",
+  "brpc-echo",
+  "method",
+  "lifecycle",
   "lifecycle-stale",
   "lifecycle-repeat-reclaim",
   "lifecycle-timeout",
-];
-const PAIRS = ["put", "bigput", "image-put"];
+  "async-bench",
+  "stats",
+] as const;
+/** The name of an op. */
+export type CallOpName = (typeof CALL_OPS)[number];
+type OpArg<K extends CallOpName> = K extends "echo" | "get" ? string
+  : NonNullable<CallOptions[K]>;
+/** One op as given: its name and its (validated) argument. */
+export type CallOp = { [K in CallOpName]: { readonly name: K; readonly arg: OpArg<K> } }[CallOpName];
+
+/** The validated options of `verbus call` and its ops, in the order given. */
+export type CallArgs = CallOptions & { readonly ops: readonly CallOp[] };
 
 /** Every option `verbus call` takes (tests check each parses in both forms). */
 export const CALL_OPTIONS: readonly string[] = Object.keys(schema.shape);
 
+const isOp = (name: string): name is CallOpName => (CALL_OPS as readonly string[]).includes(name);
+
 /**
- * Parses and validates the arguments of `verbus call` (`--name value` or `--name=value`);
- * throws naming the bad option.
+ * Parses and validates the arguments of `verbus call` (`--name value` or `--name=value`), each
+ * op as often and in the order given (a flag op given `=false` is left out); throws naming the
+ * bad option.
  */
-export function parseCallArgs(args: string[]): CallArgs {
-  const names = CALL_OPTIONS;
-  const values = splitArgs(args, {
-    flags: FLAGS,
-    pairs: PAIRS,
-    values: names.filter((k) => !FLAGS.includes(k) && !PAIRS.includes(k)),
-    repeats: ["echo", "get"],
-  });
-  return parseCommandLine(schema, values);
+export function parseCallArgs(args: readonly string[]): CallArgs {
+  const { options, order } = parseInOrder(schema, args);
+  const ops = order.filter((o) => isOp(o.name) && o.value !== false).map((o) =>
+    ({ name: o.name, arg: checkOccurrence(schema, o) }) as CallOp
+  );
+  return { ...options, ops };
 }

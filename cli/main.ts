@@ -6,12 +6,14 @@
  * Conventions (every command): `--help` (or `verbus help COMMAND`) prints its usage on stdout
  * and exits 0; `--json` makes its output machine-readable (errors too: one JSON line on stderr);
  * exit codes are 0 ok, 1 a call / connection / run failed, 2 usage (bad command line); errors go
- * to stderr; color only on a terminal and never with `NO_COLOR` set.
+ * to stderr, a usage error in one line and where to read more (`see: verbus help call`); color only
+ * on a terminal (or with `FORCE_COLOR`), never with `NO_COLOR` alone.
  * @module
  */
 import { RUNTIME, runtimeVersion } from "../util/runtime.ts";
-import { EXIT_FAILED, EXIT_USAGE } from "./options.ts";
-import { paint, reportError, type Stream, wantsJson } from "./style.ts";
+import { EXIT_FAILED, usageError } from "./options.ts";
+import { didYouMean } from "./did_you_mean.ts";
+import { paint, reportError, wantsJson } from "./style.ts";
 import { VERSION } from "./version.ts";
 
 /** One command: what it does (for the usage) and its module, loaded on demand. */
@@ -42,11 +44,11 @@ const COMMANDS: Record<string, Command> = {
 };
 
 /** The usage of `verbus` itself. */
-function usage(stream: Stream = "stdout"): string {
+function usage(): string {
   const names = Object.keys(COMMANDS);
   const w = Math.max(...names.map((n) => n.length));
   return [
-    `${paint(stream, "bold", "usage:")} verbus <command> [options]`,
+    `${paint("stdout", "bold", "usage:")} verbus <command> [options]`,
     "       verbus help <command>      verbus --version [--json]",
     "",
     "commands:",
@@ -55,6 +57,12 @@ function usage(stream: Stream = "stdout"): string {
     "every command takes --help and --json; exit codes: 0 ok, 1 failed, 2 usage.",
     "run 'verbus help <command>' for the options of one command.",
   ].join("\n");
+}
+
+/** " (did you mean 'serve'?)" when `typed` is close to a command's name, else "". */
+function near(typed: string): string {
+  const c = didYouMean(typed, Object.keys(COMMANDS));
+  return c ? ` (did you mean '${c}'?)` : "";
 }
 
 /** The process arguments after the script, on either runtime. */
@@ -100,15 +108,17 @@ export async function main(argv: string[] = cliArgs()): Promise<number> {
       return 0;
     }
     const c = COMMANDS[topic];
-    if (!c) return reportError("", `no command '${topic}'`, EXIT_USAGE, json, usage("stderr"));
+    if (!c) return usageError("", new Error(`no command '${topic}'${near(topic)}`), json);
     return await (await c.load()).main(["--help"]);
   }
   if (!command || command.startsWith("-")) {
-    const why = command ? `unknown option ${command}` : "no command given";
-    return reportError("", why, EXIT_USAGE, json, usage("stderr"));
+    const why = command
+      ? `unknown option ${command}`
+      : `no command given (${Object.keys(COMMANDS).join(", ")})`;
+    return usageError("", new Error(why), json);
   }
   const c = COMMANDS[command];
-  if (!c) return reportError("", `unknown command '${command}'`, EXIT_USAGE, json, usage("stderr"));
+  if (!c) return usageError("", new Error(`unknown command '${command}'${near(command)}`), json);
   try {
     return await (await c.load()).main(rest);
   } catch (e) {

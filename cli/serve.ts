@@ -7,7 +7,7 @@ import { type StopSignal, withStopSignal } from "./stop_signal.ts";
 import { z } from "zod";
 import { demoService, ImageUploadStore, KvStore } from "../examples/demo/mod.ts";
 import { type FabricKind, FABRICS, RUNTIME, serve } from "../mod.ts";
-import { parseCommandLine, splitArgs, usageError } from "./options.ts";
+import { parseCommandLine, usageError } from "./options.ts";
 import { wantsJson } from "./style.ts";
 import { simulatorPath } from "./doctor.ts";
 
@@ -67,11 +67,7 @@ export const SERVE_OPTIONS: readonly string[] = Object.keys(schema.shape);
 
 /** Parses `verbus serve`'s argv (`--name value` or `--name=value`); throws naming the bad option. */
 export function parseServeArgs(args: string[]): ServeArgs {
-  const values = splitArgs(args, {
-    flags: ["json", "brpc-rdma", "exit-with-stdin"],
-    values: SERVE_OPTIONS.filter((k) => !["json", "brpc-rdma", "exit-with-stdin"].includes(k)),
-  });
-  return parseCommandLine(schema, values);
+  return parseCommandLine(schema, args);
 }
 
 /** Entry point of `verbus serve`. */
@@ -84,7 +80,7 @@ export async function main(args: string[]): Promise<number> {
   try {
     o = parseServeArgs(args);
   } catch (e) {
-    return usageError("serve", e, HELP, wantsJson(args));
+    return usageError("serve", e, wantsJson(args));
   }
   // The stop listeners before the work: a SIGTERM right after the ready line stops it cleanly.
   return await withStopSignal((stop) => run(o, stop), { exitWithStdin: o["exit-with-stdin"] });

@@ -1,33 +1,26 @@
 /**
- * Terminal conventions of the `verbus` command line: color only when the stream is a terminal
- * and `NO_COLOR` is unset or empty (https://no-color.org), and the one way every command reports
- * an error on stderr (a JSON line with `--json`). CLI only; the main JS thread.
+ * Terminal conventions of the `verbus` command line: color through the platform's
+ * `node:util` `styleText` (Deno and Bun alike), which colors a stream only when it is a terminal
+ * and honours `NO_COLOR` (https://no-color.org; set and not empty: no color) and `FORCE_COLOR`
+ * (color even into a pipe; `FORCE_COLOR=0`: none) — and the one way every command reports an error
+ * on stderr (a JSON line with `--json`). CLI only; the main JS thread.
  * @module
  */
-import { isatty } from "node:tty";
-import { getEnv } from "../util/runtime.ts";
+import process from "node:process";
+import { styleText } from "node:util";
 
 /** The two output streams a command writes to. */
 export type Stream = "stdout" | "stderr";
 
-/** True when `stream` may carry ANSI color: a terminal, and `NO_COLOR` unset or empty. */
-export function useColor(stream: Stream): boolean {
-  if ((getEnv("NO_COLOR") ?? "") !== "") return false;
-  try {
-    return isatty(stream === "stdout" ? 1 : 2);
-  } catch {
-    return false;
-  }
-}
-
-const CODES = { red: 31, green: 32, yellow: 33, bold: 1, dim: 2 } as const;
-
 /** A style name of {@link paint}. */
-export type Style = keyof typeof CODES;
+export type Style = "red" | "green" | "yellow" | "bold" | "dim";
 
-/** `text` in `style` when `stream` may carry color (see {@link useColor}), else `text` unchanged. */
+/**
+ * `text` in `style` when `stream` may carry color (a terminal, or `FORCE_COLOR`; never with
+ * `NO_COLOR` alone), else `text` unchanged.
+ */
 export function paint(stream: Stream, style: Style, text: string): string {
-  return useColor(stream) ? `\x1b[${CODES[style]}m${text}\x1b[0m` : text;
+  return styleText(style, text, { stream: process[stream] });
 }
 
 /** True when the argv asks for machine output (`--json` or `--json=true`). */
@@ -36,8 +29,9 @@ export function wantsJson(args: readonly string[]): boolean {
 }
 
 /**
- * Reports a failure on stderr: `verbus <command>: <message>` (the prefix red on a terminal), or
- * with `json` one line `{"ok":false,"command":…,"error":…,"exit":…}`. Returns `exit`.
+ * Reports a failure on stderr: `verbus <command>: <message>` (the prefix red on a terminal) and
+ * the lines of `detail` after it, or with `json` one line
+ * `{"ok":false,"command":…,"error":…,"exit":…}`. Returns `exit`.
  */
 export function reportError(
   command: string,
@@ -50,7 +44,7 @@ export function reportError(
     console.error(JSON.stringify({ ok: false, command, error: message, exit }));
   } else {
     const prefix = paint("stderr", "red", command ? `verbus ${command}:` : "verbus:");
-    console.error(`${prefix} ${message}${detail ? `\n\n${detail}` : ""}`);
+    console.error(`${prefix} ${message}${detail ? `\n${detail}` : ""}`);
   }
   return exit;
 }

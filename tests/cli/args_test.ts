@@ -7,6 +7,7 @@ import { CALL_OPTIONS, parseCallArgs } from "../../cli/call_options.ts";
 import { parseDoctorArgs } from "../../cli/doctor.ts";
 import { parseServeArgs, SERVE_OPTIONS } from "../../cli/serve.ts";
 import { splitArgs } from "../../cli/options.ts";
+import { z } from "zod";
 
 /** A sample value for every option of `verbus call` (null: a flag; two strings: a pair). */
 const CALL_SAMPLES: Record<string, string | [string, string] | null> = {
@@ -129,7 +130,7 @@ test("verbus call: --echo and --get may repeat (each kept, in order); --ns takes
     Error,
     "request-code",
   );
-  const spec = { values: ["port", "echo"], repeats: ["echo"] };
+  const spec = z.object({ port: z.string(), echo: z.array(z.string()) });
   assertEquals(splitArgs(["--port=1", "--port=2", "--echo=a"], spec), { port: "2", echo: ["a"] });
 });
 
@@ -146,7 +147,11 @@ test("verbus serve and doctor: every option in both forms", () => {
 });
 
 test("what is wrong is named: unknown option, missing value, a flag given a value", () => {
-  const spec = { values: ["port"], flags: ["json"], pairs: ["put"] };
+  const spec = z.object({
+    port: z.string(),
+    json: z.boolean(),
+    put: z.tuple([z.string(), z.string()]),
+  });
   assertThrows(() => splitArgs(["--nope=1"], spec), Error, "unknown option --nope");
   assertThrows(() => splitArgs(["--port"], spec), Error, "--port needs a value");
   assertThrows(() => splitArgs(["--json=yes"], spec), Error, "--json takes no value");
