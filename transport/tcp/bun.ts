@@ -5,6 +5,7 @@
  * @module
  */
 import { ConnectFailedError, VerbusError } from "../../errors.ts";
+import { describeOsError, osErrorContext } from "../../util/os_error.ts";
 import { ConnBase } from "./conn_base.ts";
 import { openFdCount, softFdLimit } from "./fd_budget.ts";
 import type {
@@ -39,10 +40,6 @@ const FD_RESERVE = 8;
 const FD_CHECK_MS = 1000;
 /** The first and the longest wait before listening again after a stop (doubling between). */
 const PAUSE_FIRST_MS = 100, PAUSE_MAX_MS = 2000;
-
-function describe(e: unknown): string {
-  return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
-}
 
 class BunTcpConn extends ConnBase {
   readonly remoteAddress: NetAddress;
@@ -107,7 +104,7 @@ class BunTcpConn extends ConnBase {
     if (this.closed) return;
     this.closed_(
       error
-        ? this.peerClosed(`failed: ${describe(error)}`, error)
+        ? this.peerClosed(`failed: ${describeOsError(error)}`, error)
         : this.peerClosed("closed by peer"),
     );
   }
@@ -262,8 +259,8 @@ export const transport: TcpTransport = {
       return Promise.reject(
         new VerbusError(
           "LISTEN_FAILED",
-          `cannot listen on ${options.host}:${options.port}: ${describe(e)}`,
-          { cause: e, context: { host: options.host, port: options.port } },
+          `cannot listen on ${options.host}:${options.port}: ${describeOsError(e)}`,
+          { cause: e, context: { host: options.host, port: options.port, ...osErrorContext(e) } },
         ),
       );
     }
@@ -312,9 +309,9 @@ export const transport: TcpTransport = {
           if (done) return;
           done = true;
           reject(
-            new ConnectFailedError(`cannot connect to ${where}: ${describe(e)}`, {
+            new ConnectFailedError(`cannot connect to ${where}: ${describeOsError(e)}`, {
               cause: e,
-              context,
+              context: { ...context, ...osErrorContext(e) },
             }),
           );
         },

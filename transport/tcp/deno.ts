@@ -5,6 +5,7 @@
  * @module
  */
 import { ConnectFailedError, VerbusError } from "../../errors.ts";
+import { describeOsError, osErrorContext } from "../../util/os_error.ts";
 import { ConnBase } from "./conn_base.ts";
 import type {
   ConnectOptions,
@@ -26,10 +27,6 @@ function addr(a: Deno.Addr): NetAddress {
   return a.transport === "tcp" || a.transport === "udp"
     ? { host: a.hostname, port: a.port }
     : { host: String((a as { path?: string }).path ?? "?"), port: 0 };
-}
-
-function describe(e: unknown): string {
-  return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
 }
 
 class DenoTcpConn extends ConnBase {
@@ -67,7 +64,7 @@ class DenoTcpConn extends ConnBase {
       try {
         n = await this.#conn.read(off === 0 ? buf : buf.subarray(off));
       } catch (e) {
-        if (!this.closed) this.closed_(this.peerClosed(`failed: ${describe(e)}`, e));
+        if (!this.closed) this.closed_(this.peerClosed(`failed: ${describeOsError(e)}`, e));
         return;
       }
       if (this.closed) return;
@@ -105,7 +102,7 @@ class DenoTcpConn extends ConnBase {
         }
       }
     } catch (e) {
-      if (!this.closed) this.closed_(this.peerClosed(`write failed: ${describe(e)}`, e));
+      if (!this.closed) this.closed_(this.peerClosed(`write failed: ${describeOsError(e)}`, e));
     } finally {
       this.#writing = false;
     }
@@ -155,7 +152,11 @@ class DenoTcpListener implements TcpListener {
         // so retrying at once would only spin).
         backoff = Math.min(ACCEPT_BACKOFF_MAX_MS, backoff === 0 ? ACCEPT_BACKOFF_MS : backoff * 2);
         const code = (e as { code?: string }).code ?? (e as Error).name ?? "accept error";
-        onAcceptPause?.({ code, message: `accept failed: ${describe(e)}`, retryMs: backoff });
+        onAcceptPause?.({
+          code,
+          message: `accept failed: ${describeOsError(e)}`,
+          retryMs: backoff,
+        });
         await new Promise((r) => setTimeout(r, backoff));
         continue;
       }
@@ -187,8 +188,8 @@ export const transport: TcpTransport = {
       return Promise.reject(
         new VerbusError(
           "LISTEN_FAILED",
-          `cannot listen on ${options.host}:${options.port}: ${describe(e)}`,
-          { cause: e, context: { host: options.host, port: options.port } },
+          `cannot listen on ${options.host}:${options.port}: ${describeOsError(e)}`,
+          { cause: e, context: { host: options.host, port: options.port, ...osErrorContext(e) } },
         ),
       );
     }
@@ -210,10 +211,10 @@ export const transport: TcpTransport = {
       return new DenoTcpConn(conn);
     } catch (e) {
       clearTimeout(timer);
-      const why = abort.signal.aborted ? `timed out after ${timeoutMs} ms` : describe(e);
+      const why = abort.signal.aborted ? `timed out after ${timeoutMs} ms` : describeOsError(e);
       throw new ConnectFailedError(`cannot connect to ${options.host}:${options.port}: ${why}`, {
         cause: e,
-        context: { host: options.host, port: options.port },
+        context: { host: options.host, port: options.port, ...osErrorContext(e) },
       });
     }
   },
