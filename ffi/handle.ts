@@ -3,27 +3,40 @@
  * twice, `[Symbol.dispose]`, parents that close their children first, and a FinalizationRegistry
  * that frees a forgotten handle only as a safety net (its errors are swallowed: an explicit
  * `close()` is the only path that reports failures).
+ *
+ * A parent holds its children weakly (a `WeakRef` each), so a child its owner forgot can be
+ * collected, and freed by the safety net, while its parent lives; a child holds its parents
+ * strongly, and so does its safety-net record until it has run, so a parent is never freed
+ * before a child of it (the native library refuses, or worse, to free a PD with live MRs).
  * @module
  */
 import { ClosedError } from "../errors.ts";
 import type { NonNullPtr } from "./types.ts";
 
+/** What the safety net needs to free a collected handle and leave its parents. */
 interface Held {
-  kind: string;
   ptr: NonNullPtr;
   destroy: (ptr: NonNullPtr) => void;
+  /** The collected handle's entry in each parent's children. */
+  ref: WeakRef<NativeHandle>;
+  parents: NativeHandle[];
 }
-
-const registry = new FinalizationRegistry<Held>((held) => {
-  try {
-    held.destroy(held.ptr);
-  } catch { /* safety net only */ }
-});
 
 /** A native object with an owner-managed lifetime. Subclasses supply the C destroy call. */
 export abstract class NativeHandle {
+  /** Frees what was collected unclosed (children before parents: see the module note). */
+  static readonly #registry = new FinalizationRegistry<Held>((held) => {
+    for (const p of held.parents) p.#children.delete(held.ref);
+    try {
+      held.destroy(held.ptr);
+    } catch { /* safety net only */ }
+  });
+
   #ptr: NonNullPtr | null;
-  #children = new Set<NativeHandle>();
+  /** Open children, oldest first, each held weakly. */
+  #children = new Set<WeakRef<NativeHandle>>();
+  /** This handle's entry in its parents' children. */
+  readonly #ref: WeakRef<NativeHandle> = new WeakRef(this);
   #parents: NativeHandle[];
   /** What this is, for messages: "ibv_pd", "ibv_qp 0x12"... */
   readonly kind: string;
@@ -48,8 +61,12 @@ export abstract class NativeHandle {
       : Array.isArray(parent)
       ? [...new Set(parent)]
       : [parent as NativeHandle];
-    for (const p of this.#parents) p.#children.add(this);
-    registry.register(this, { kind, ptr, destroy }, this);
+    for (const p of this.#parents) p.#children.add(this.#ref);
+    NativeHandle.#registry.register(
+      this,
+      { ptr, destroy, ref: this.#ref, parents: this.#parents },
+      this,
+    );
   }
 
   /** The native pointer. Throws {@link ClosedError} after close(). For this module tree only. */
@@ -63,9 +80,14 @@ export abstract class NativeHandle {
     return this.#ptr === null;
   }
 
-  /** Handles created from this one that are still open. */
+  /**
+   * Handles created from this one that are still open and still referenced (a forgotten child
+   * leaves the count once it is collected, as its safety net frees it).
+   */
   get openChildren(): number {
-    return this.#children.size;
+    let n = 0;
+    for (const ref of this.#children) if (ref.deref() !== undefined) n++;
+    return n;
   }
 
   /** Closes every child (newest first), then this handle. Safe twice. Throws the destroy error. */
@@ -73,17 +95,18 @@ export abstract class NativeHandle {
     if (this.#ptr === null) return;
     const children = [...this.#children].reverse();
     let first: unknown = undefined;
-    for (const c of children) {
+    for (const ref of children) {
       try {
-        c.close();
+        ref.deref()?.close();
       } catch (e) {
         first ??= e;
       }
     }
+    this.#children.clear();
     const ptr = this.#ptr;
     this.#ptr = null;
-    registry.unregister(this);
-    for (const p of this.#parents) p.#children.delete(this);
+    NativeHandle.#registry.unregister(this);
+    for (const p of this.#parents) p.#children.delete(this.#ref);
     this.#parents = [];
     this.beforeDestroy();
     this.destroy(ptr);
