@@ -2,7 +2,9 @@
  * The client half of the fabric handshake, an explicit state machine:
  * `C_HELLO_SEND → C_HELLO_WAIT → C_SETUP → C_ACK_SEND → ESTABLISHED`, or `FALLBACK_TCP` with its
  * reason (logged once, never silently), or `FAILED`. It runs over the channel's TCP connection as
- * calls to `verbus.Fabric`: a stock brpc server answers ENOSERVICE and the client stays on TCP.
+ * calls to `verbus.Fabric`: a stock brpc server refuses the hello (ENOMETHOD "Fail to find
+ * method=verbus.Fabric/Hello" from brpc, which looks a dotted service up by its full method name;
+ * ENOSERVICE from verbus's own dispatcher) and the client stays on TCP.
  * The chosen fabric's provider (`transport/provider.ts`) connects to the server's offer and
  * yields a connected endpoint before the client ACKs.
  *
@@ -18,7 +20,7 @@ import type { ClientFabricProvider, SessionSizes } from "../../transport/provide
 import { clientProviders, type FabricKind, FABRICS } from "../../transport/registry.ts";
 import type { Channel } from "../channel.ts";
 import { MAX_TIMER } from "../channel_options.ts";
-import { ENOSERVICE, RpcError } from "../errors.ts";
+import { ENOMETHOD, ENOSERVICE, RpcError } from "../errors.ts";
 import type { Logger } from "../protocol/dispatch.ts";
 import { computeLayout, type RegionConfigInput } from "../region/layout.ts";
 import { ClientSession } from "./client_session.ts";
@@ -143,9 +145,10 @@ export async function establishFabric(
     reply = decodeHello(serverHelloSchema, r.response, "server hello");
   } catch (e) {
     closeAll();
-    const reason = e instanceof RpcError && e.errorCode === ENOSERVICE
-      ? "the server offers no verbus fabric (a stock brpc server?)"
-      : `hello failed: ${(e as Error).message}`;
+    const reason =
+      e instanceof RpcError && (e.errorCode === ENOSERVICE || e.errorCode === ENOMETHOD)
+        ? "the server offers no verbus fabric (a stock brpc server?)"
+        : `hello failed: ${(e as Error).message}`;
     machine.to("FALLBACK_TCP", reason);
     return done(null, "tcp");
   }

@@ -1,8 +1,9 @@
 /**
  * The handshake messages. They travel as baidu_std calls on the built-in service
  * `verbus.Fabric` (methods `Hello` and `Ack`) over the session's TCP connection, so a stock brpc
- * server simply answers ENOSERVICE and the client stays on TCP. Hellos are JSON validated by
- * zod (a lying or confused peer gets a HANDSHAKE error naming the field); the ACK is 4 bytes
+ * server simply refuses the call (ENOMETHOD from brpc, ENOSERVICE from others) and the client
+ * stays on TCP. Hellos are JSON validated by zod (a lying or confused peer gets a HANDSHAKE error
+ * naming the field); the ACK is 4 bytes
  * big-endian like brpc's: 1 = the fast fabric is ON, 0 = fall back to TCP. A fabric's own
  * parameters and offer are opaque here: its provider validates them.
  *

@@ -1,10 +1,12 @@
 /**
  * A minimal baidu_std server that behaves as a stock brpc `echo_server` does on the wire, for the
  * mixed-fleet tests (no brpc in CI): it serves `example.EchoService/Echo` only (the response is the
- * request, its attachment copied back) and answers every other service with ENOSERVICE 1001 and
- * every other method of that service with ENOMETHOD 1002, as brpc does — so verbus's
- * `verbus.Fabric/Hello` is refused and the client stays on TCP. With `silent`, a call to an unknown
- * service is read and never answered (a peer that ignores the handshake instead of refusing it).
+ * request, its attachment copied back) and refuses anything else as brpc master does
+ * (`baidu_rpc_protocol.cpp`): a service name without a dot that it does not have with ENOSERVICE
+ * 1001, any other unknown `service/method` with ENOMETHOD 1002 "Fail to find method=S/M" — so
+ * verbus's `verbus.Fabric/Hello` gets ENOMETHOD and the client stays on TCP. With `silent`, a call
+ * to anything but Echo is read and never answered (a peer that ignores the handshake instead of
+ * refusing it).
  *
  * Written from the protocol (a 12-byte header `PRPC`, body size, meta size, big-endian; then the
  * `RpcMeta` protobuf, the payload, the attachment) with @bufbuild/protobuf's wire reader and
@@ -114,13 +116,12 @@ export async function startBaiduStdEchoPeer(
         const payload = rest.subarray(0, rest.length - meta.attachmentSize);
         const attachment = rest.subarray(rest.length - meta.attachmentSize);
         const none = new Uint8Array(0);
-        if (meta.service !== "example.EchoService") {
+        if (meta.service !== "example.EchoService" || meta.method !== "Echo") {
           if (options.silent) continue;
-          const text = `Fail to find service=${meta.service}`;
-          conn.write(answerFrame(meta.correlationId, ENOSERVICE, text, none, none));
-        } else if (meta.method !== "Echo") {
-          const text = `Fail to find method=${meta.method}`;
-          conn.write(answerFrame(meta.correlationId, ENOMETHOD, text, none, none));
+          const [code, text] = meta.service.includes(".")
+            ? [ENOMETHOD, `Fail to find method=${meta.service}/${meta.method}`]
+            : [ENOSERVICE, `Fail to find service=${meta.service}`];
+          conn.write(answerFrame(meta.correlationId, code, text, none, none));
         } else {
           echoed++;
           conn.write(answerFrame(meta.correlationId, 0, "", payload, attachment));

@@ -2,8 +2,8 @@
  * Mixed fleets: one verbus cluster client balancing (`list://`, rr) over two verbus servers and a
  * server that speaks baidu_std only, as a stock brpc `echo_server` does. Every call is answered;
  * the brpc-like server's over TCP (its handshake ends FALLBACK_TCP: it refuses
- * `verbus.Fabric/Hello` with ENOSERVICE, or — the `silent` peer — never answers it), the verbus
- * servers' over shm.
+ * `verbus.Fabric/Hello` with ENOMETHOD as brpc does, or — the `silent` peer — never answers it),
+ * the verbus servers' over shm.
  *
  * CI has no brpc: `baidu_std_echo_peer.ts` plays it. With `VERBUS_BRPC_ECHO_SERVER` set to a
  * built brpc `example/echo_c++/echo_server` (the README's "Many servers" says how to build one),
@@ -113,7 +113,7 @@ test("mixed fleet: two verbus servers over shm and a baidu_std-only echo server 
     assertEquals(peer.echoed, 24, "the baidu_std server answered its share");
     assertEquals(handshake.state, "FALLBACK_TCP");
     assert(/no verbus fabric/.test(handshake.reason ?? ""), `reason: ${handshake.reason}`);
-    // It saw one hello (refused with ENOSERVICE, as brpc does), then only Echo.
+    // It saw one hello (refused with ENOMETHOD, as brpc does), then only Echo.
     assertEquals(peer.requests.filter((r) => r !== `${ECHO}/Echo`), ["verbus.Fabric/Hello"]);
   } finally {
     await peer.close();
