@@ -30,6 +30,7 @@ export type VerbusErrorCode =
   | "NOT_FOUND" // a named thing (key, object, service) does not exist
   | "INVALID_ARGUMENT" // a caller-supplied value is malformed (bad key, bad size suffix, bad name)
   | "INTEGRITY" // transferred data failed its check (hash or total length mismatch)
+  | "STREAM" // a stream was reset, refused, overran its bounds or its connection ended
   | "LISTEN_FAILED" // could not listen on an address (in use, no permission, bad host)
   | "UNSAFE_CACHE"; // the per-user cache is not this user's own (owner, symlink, writable by others)
 

@@ -21,6 +21,7 @@ import { ChannelOptionsSchema, MAX_TIMER, parseAddress } from "./channel_options
 import { encodeFrameTo, FrameParser } from "./protocol/frame.ts";
 import { RequestMetaCache } from "./protocol/frame_fast.ts";
 import type { RpcMeta, RpcRequestMeta } from "./protocol/rpc_meta.ts";
+import { StreamTable } from "./stream/stream_table.ts";
 import {
   type CallOptions,
   type CallResult,
@@ -62,6 +63,8 @@ export class Channel {
   /** Encoded request fields per method: plain calls encode no meta of their own. */
   readonly #prefixes = new RequestMetaCache();
   #conn: TcpConn | null = null;
+  /** The streams of the current connection (`rpc/stream/`). */
+  #streams: StreamTable | null = null;
   /** Told of every tagged call's answer (the Client's counters). */
   #observer: CallObserver | null = null;
   /** `performance.now()` of the read being parsed (only while an observer is set). */
@@ -194,11 +197,17 @@ export class Channel {
     this.#conn = conn;
     this.#lastWord = undefined;
     let broken: VerbusError | undefined;
+    const streams = this.#streams = new StreamTable(conn, `${this.host}:${this.port}`, this.#onAnswer);
     const parser = new FrameParser(
       (meta, payload, attachment) => this.#answer(meta, payload, attachment),
       // #answer reads the id and the response field at once and keeps neither.
-      { maxBodySize: this.#options.maxBodySize, reuseAnswerMeta: true },
+      {
+        maxBodySize: this.#options.maxBodySize,
+        reuseAnswerMeta: true,
+        onStreamFrame: (m, p) => streams.onFrame(m, p),
+      },
     );
+    conn.onWritable(() => streams.writable());
     conn.onData((chunk) => {
       if (this.#observer !== null) this.#readAt = performance.now();
       try {
@@ -210,6 +219,7 @@ export class Channel {
       }
     });
     conn.onClose((err) => {
+      streams.closeAll(broken ?? err);
       if (this.#conn === conn) this.#conn = null;
       if (this.#pending.size === 0) return;
       const where = `${this.host}:${this.port}`;
@@ -243,12 +253,14 @@ export class Channel {
       req.logId = options.logId;
       req.requestId = options.requestId;
       this.#meta.userFields = options.userFields as Map<string, string> | undefined;
+      this.#meta.streamSettings = options.streamSettings;
       attachment = options.attachment ?? EMPTY;
-    } else req.logId = req.requestId = this.#meta.userFields = undefined;
+    } else req.logId = req.requestId = this.#meta.userFields = this.#meta.streamSettings = undefined;
     const id = this.#nextId++;
     if (this.#nextId > Number.MAX_SAFE_INTEGER) this.#nextId = 1;
     try {
-      if (req.logId === undefined && req.requestId === undefined && !this.#meta.userFields) {
+      const m = this.#meta;
+      if (req.logId === undefined && req.requestId === undefined && !m.userFields && !m.streamSettings) {
         this.#prefixes.encodeTo(conn, service, method, timeoutMs, id, request, attachment);
       } else {
         req.serviceName = service;
@@ -279,6 +291,15 @@ export class Channel {
     this.#pending.add(p);
     return promise;
   }
+
+  /** @internal The streams of the connection (connecting first if it is down). */
+  async _streams(): Promise<StreamTable> {
+    if (this.#closed) throw new ClosedError("channel");
+    if (this.#conn === null || this.#conn.closed) await (this.#connecting ??= this.#open());
+    return this.#streams!;
+  }
+
+  readonly #onAnswer = (m: RpcMeta, p: Uint8Array, a: Uint8Array) => this.#answer(m, p, a);
 
   #answer(meta: RpcMeta, payload: Uint8Array, attachment: Uint8Array): void {
     const id = meta.correlationId;

@@ -24,6 +24,8 @@ export interface CallOptions {
    * TCP carries them (and `requestId`): a `Client` call that sets either goes over TCP.
    */
   userFields?: ReadonlyMap<string, string>;
+  /** @internal Encoded `StreamSettings` of a call that opens a stream (`rpc/stream/open.ts`). */
+  streamSettings?: Uint8Array;
 }
 
 /** A successful answer. Both arrays are owned by the caller. */

@@ -32,6 +32,8 @@ import { encodeResponseFrameTo } from "./protocol/frame_fast.ts";
 import { EndNotice } from "../util/end_notice.ts";
 import type { Int64, RpcMeta, RpcRequestMeta, RpcResponseMeta } from "./protocol/rpc_meta.ts";
 import { FABRIC_SERVICE } from "./session/hello.ts";
+import { answerStreamCall } from "./stream/accept.ts";
+import { StreamTable } from "./stream/stream_table.ts";
 
 /** The per-connection limits (validated by the server's options schema). */
 export interface ConnectionLimits {
@@ -106,6 +108,8 @@ export class ServerConnection implements ResponseSink {
   readonly #maxInflight: number;
   /** Its end: the fabric session negotiated on it listens; a signal for handlers that ask. */
   readonly lifetime: EndNotice = new EndNotice();
+  /** Its brpc streams (`rpc/stream/`): handlers accept them with `acceptStream(ctx)`. */
+  readonly streams: StreamTable;
   /** Arrival time of the chunk being parsed (one clock read per chunk, not per call). */
   #receivedAt = 0;
   /** When the frame still incomplete began arriving (0 = none incomplete). */
@@ -145,6 +149,7 @@ export class ServerConnection implements ResponseSink {
     this.#maxInflight = limits.maxInflightPerConnection;
     this.#receivedAt = Date.now();
     const dispatcher = host.dispatcher;
+    const streams = this.streams = new StreamTable(conn, addr(this.peer));
     this.#parser = new FrameParser((meta, payload, attachment) => {
       const watch = isWatch(meta);
       if (!watch && this.#inflight - this.#watches >= this.#maxInflight) this.#refuse(meta);
@@ -155,10 +160,11 @@ export class ServerConnection implements ResponseSink {
       }
       // The peer is not reading its answers: take no more requests until they drained.
       if (conn.writeBlocked) this.#parser.pause();
-    }, { maxBodySize: limits.maxBodySize });
+    }, { maxBodySize: limits.maxBodySize, onStreamFrame: (m, p) => streams.onFrame(m, p) });
     conn.setWriteLimits(limits.writeHighWaterMark, limits.writeLowWaterMark);
     conn.onWritable(() => queueMicrotask(this.#resume));
-    conn.onClose(() => {
+    conn.onClose((err) => {
+      streams.closeAll(err);
       host.connectionClosed(this);
       this.lifetime.end(new ConnectionClosedError(`connection from ${addr(this.peer)} closed`));
     });
@@ -181,6 +187,7 @@ export class ServerConnection implements ResponseSink {
   /** Parses what was held while the output queue was over its high-water mark. */
   readonly #resume = (): void => {
     if (this.#conn.closed || this.#conn.writeBlocked) return;
+    this.streams.writable();
     const parser = this.#parser;
     try {
       parser.resume();
@@ -268,7 +275,7 @@ export class ServerConnection implements ResponseSink {
     const i = limits.idleTimeoutMs;
     if (
       this.#answered || this.#inflight !== 0 || conn.pendingWriteBytes !== 0 ||
-      this.#partialSince !== 0 || this.lifetime.watched
+      this.#partialSince !== 0 || this.lifetime.watched || this.streams.size !== 0
     ) {
       this.#answered = false;
       this.#busyAt = now;
@@ -293,6 +300,11 @@ export class ServerConnection implements ResponseSink {
     if (this.#watches > 0 && isWatch(call.meta)) this.#watches--;
     const conn = this.#conn;
     if (conn.closed) return;
+    // A call that opened a stream is answered inside a frame of that stream, as brpc does.
+    const st = call.meta.streamSettings;
+    if (st !== undefined && answerStreamCall(this.streams, call, response, errorCode, errorText)) {
+      return;
+    }
     if (errorCode === 0) {
       const meta = this.#okMeta;
       meta.correlationId = call.correlationId;

@@ -1,6 +1,7 @@
 /**
  * {@link FrameParser}: the incremental baidu_std frame parser (header `"PRPC"`, `body_size` u32
- * BE, `meta_size` u32 BE, then meta + payload + attachment). Frames split across reads, many
+ * BE, `meta_size` u32 BE, then meta + payload + attachment; with `onStreamFrame`, brpc's stream
+ * frames too: the same header with `"STRM"`, then a `StreamFrameMeta` and the payload). Frames split across reads, many
  * frames per read; every complete frame of a chunk is parsed in one pass, and a frame that arrives
  * whole is handed out as views of the received chunk (zero copy). A frame split across reads is
  * gathered into a buffer that grows with what actually arrived (never the declared size up front),
@@ -20,6 +21,8 @@ export const FRAME_HEADER_SIZE = 12;
 export const DEFAULT_MAX_BODY_SIZE = 64 * 1024 * 1024;
 /** The magic bytes `"PRPC"`. */
 const FRAME_MAGIC: Readonly<Uint8Array> = new Uint8Array([0x50, 0x52, 0x50, 0x43]);
+/** The magic bytes `"STRM"` of brpc's stream frames. */
+const STREAM_MAGIC: Readonly<Uint8Array> = new Uint8Array([0x53, 0x54, 0x52, 0x4d]);
 /** First buffer for a body split across reads (grown by doubling up to the body size). */
 const BODY_START = 64 * 1024;
 
@@ -32,6 +35,13 @@ const EMPTY = new Uint8Array(0);
  */
 export type FrameHandler = (meta: RpcMeta, payload: Uint8Array, attachment: Uint8Array) => void;
 
+/**
+ * Receives one stream frame undecoded: its `StreamFrameMeta` bytes and its payload, views the
+ * handler owns. Decoding is the handler's (a bad stream meta concerns one stream, not the
+ * connection). Must not throw.
+ */
+export type StreamFrameHandler = (meta: Uint8Array, payload: Uint8Array) => void;
+
 /** Options of {@link FrameParser}. */
 export interface FrameParserOptions {
   /** Largest accepted `body_size`; default {@link DEFAULT_MAX_BODY_SIZE}. */
@@ -41,6 +51,8 @@ export interface FrameParserOptions {
    * valid only until the handler returns (a client that reads the id and forgets the meta).
    */
   reuseAnswerMeta?: boolean;
+  /** Where `"STRM"` frames go; without it such a frame is a bad magic. */
+  onStreamFrame?: StreamFrameHandler;
 }
 
 function hex(b: Uint8Array): string {
@@ -73,9 +85,13 @@ export class FrameParser {
   #rest: Uint8Array = EMPTY;
   #frames = 0;
   readonly #answerMeta: RpcMeta | null;
+  readonly #onStream: StreamFrameHandler | undefined;
+  /** The frame being read is a stream frame. */
+  #stream = false;
 
   constructor(onFrame: FrameHandler, options: FrameParserOptions = {}) {
     this.#onFrame = onFrame;
+    this.#onStream = options.onStreamFrame;
     this.#maxBodySize = options.maxBodySize ?? DEFAULT_MAX_BODY_SIZE;
     this.#answerMeta = options.reuseAnswerMeta ? { correlationId: 0 } : null;
   }
@@ -215,8 +231,11 @@ export class FrameParser {
   }
 
   #checkMagic(b: Uint8Array, at: number, count: number): void {
+    const magic = (this.#stream = b[at] === 0x53 && this.#onStream !== undefined)
+      ? STREAM_MAGIC
+      : FRAME_MAGIC;
     for (let i = 0; i < count; i++) {
-      if (b[at + i] !== FRAME_MAGIC[i]) {
+      if (b[at + i] !== magic[i]) {
         const got = b.subarray(at, at + count);
         throw new ProtocolError(
           `bad magic: expected "PRPC" (50 52 50 43), got ${hex(got)} ("${printable(got)}")` +
@@ -250,6 +269,11 @@ export class FrameParser {
   #emit(buf: Uint8Array, start: number): void {
     const bodySize = this.#bodySize, metaSize = this.#metaSize;
     const metaEnd = start + metaSize;
+    if (this.#stream) {
+      this.#frames++;
+      this.#onStream!(buf.subarray(start, metaEnd), view(buf, metaEnd, start + bodySize));
+      return;
+    }
     const reuse = this.#answerMeta;
     // Plain answers (a client) and plain requests with the last request's meta (a server) take a
     // fast path; any other meta the full decoder.
