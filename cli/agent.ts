@@ -10,6 +10,7 @@ import { z } from "zod";
 import { FABRICS, RUNTIME, startAgent } from "../mod.ts";
 import { parseCommandLine, usageError } from "./options.ts";
 import { wantsJson } from "./style.ts";
+import { count } from "./plural.ts";
 
 const HELP = `usage: verbus agent --connect HOST:PORT [--listen NAME] [--fabric auto|${
   FABRICS.join("|")
@@ -111,7 +112,7 @@ async function run(o: z.output<typeof schema>, stop: StopSignal): Promise<number
   await agent.close();
   if (!o.json) {
     console.log(
-      `verbus agent: stopped after ${s.forwarded} calls (${s.failed} failed); ring ${
+      `verbus agent: stopped after ${count(s.forwarded, "call")} (${s.failed} failed); ring ${
         JSON.stringify(s.ring)
       }`,
     );

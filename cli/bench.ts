@@ -14,6 +14,7 @@ import { FABRICS, probeHost, RUNTIME, runtimeVersion } from "../mod.ts";
 import { simulatorPath } from "./doctor.ts";
 import { EXIT_FAILED, EXIT_USAGE, parseCommandLine, usageError } from "./options.ts";
 import { plainIssue } from "./plain_issue.ts";
+import { count } from "./plural.ts";
 import {
   callError,
   type Cell,
@@ -25,7 +26,7 @@ import {
   type Workload,
   WORKLOADS,
 } from "./bench_run.ts";
-import { benchSpec, renderSvg } from "./bench_plot.ts";
+import { benchSpec, loadVega, renderSvg } from "./bench_plot.ts";
 import { selfCommand, type ServerProcess, startServe } from "./self.ts";
 import { paint, reportError, wantsJson } from "./style.ts";
 import { VERSION } from "./version.ts";
@@ -219,6 +220,14 @@ export async function main(args: string[]): Promise<number> {
   } catch (e) {
     return usageError("bench", e, wantsJson(args));
   }
+  if (o.plot) {
+    // Before the matrix: a missing vega fails now, not after minutes of measuring.
+    try {
+      await loadVega();
+    } catch (e) {
+      return reportError("bench", (e as Error).message, EXIT_FAILED, o.json);
+    }
+  }
   const urma = o.urma === "sim" ? simulatorPath() : o.urma;
   const fabrics = o.fabrics ??
     (await probeHost(urma)).fabrics.filter((f): f is (typeof FABRICS)[number] =>
@@ -291,7 +300,7 @@ export async function main(args: string[]): Promise<number> {
     }
     const cells = matrix(transports, workloads, o.inflight, o.clients);
     console.error(
-      `verbus bench: ${cells.length} cells × ${o.duration} s (${
+      `verbus bench: ${count(cells.length, "cell")} × ${o.duration} s (${
         transports.join(", ")
       }; ${RUNTIME} ${runtimeVersion()})`,
     );

@@ -6,6 +6,7 @@
  * @module
  */
 import type { CellResult } from "./bench_run.ts";
+import { count } from "./plural.ts";
 
 /** The Vega-Lite versions the chart is written for (pinned in package.json). */
 export const VEGA_VERSIONS = { vega: "6.4.0", "vega-lite": "6.5.0" } as const;
@@ -18,8 +19,7 @@ export interface PlotInfo {
   date: string;
 }
 
-const config = (c: CellResult) =>
-  `${c.inflight} in flight × ${c.clients} client${c.clients === 1 ? "" : "s"}`;
+const config = (c: CellResult) => `${c.inflight} in flight × ${count(c.clients, "client")}`;
 
 /** The Vega-Lite spec of a run (exported for tests; {@link renderSvg} renders it). */
 export function benchSpec(cells: readonly CellResult[], info: PlotInfo): Record<string, unknown> {
@@ -102,11 +102,22 @@ export function benchSpec(cells: readonly CellResult[], info: PlotInfo): Record<
   };
 }
 
-/** Loads vega and vega-lite, naming the packages to install when they are missing. */
-async function loadVega() {
+/** Loads one of the packages (the default imports it; tests pass one that fails). */
+export type VegaImporter = (name: "vega" | "vega-lite") => Promise<unknown>;
+
+const importVega: VegaImporter = (name) => name === "vega" ? import("vega") : import("vega-lite");
+
+/**
+ * Loads vega and vega-lite, naming the packages to install when they are missing. `bench --plot`
+ * calls it before the matrix runs, so a missing package fails at once, not after the run.
+ */
+export async function loadVega(importer: VegaImporter = importVega): Promise<{
+  vega: typeof import("vega");
+  vl: typeof import("vega-lite");
+}> {
   try {
-    const [vega, vl] = await Promise.all([import("vega"), import("vega-lite")]);
-    return { vega, vl };
+    const [vega, vl] = await Promise.all([importer("vega"), importer("vega-lite")]);
+    return { vega, vl } as { vega: typeof import("vega"); vl: typeof import("vega-lite") };
   } catch (e) {
     throw new Error(
       `--plot needs the npm packages vega@${VEGA_VERSIONS.vega} and vega-lite@${

@@ -171,7 +171,14 @@ async function runOp(o: CallArgs, op: CallOp, run: Run): Promise<void> {
       await direct?.refreshServerSnapshot();
       if (!o.json) return console.log(client.formatStats());
       const result = client.stats();
-      const line = { ok: true, op: "stats", path: "-", fabric: client.fabric, latency_us: 0, result };
+      const line = {
+        ok: true,
+        op: "stats",
+        path: "-",
+        fabric: client.fabric,
+        latency_us: 0,
+        result,
+      };
       return console.log(JSON.stringify(line));
     }
   }

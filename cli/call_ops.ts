@@ -12,6 +12,7 @@ import {
 import type { CallPath, Client, ClientCallResult, RpcClient, TelemetrySnapshot } from "../mod.ts";
 import type { OpReport } from "./call.ts";
 import type { Routing } from "./call_demo.ts";
+import { count } from "./plural.ts";
 
 const round = (x: number) => Math.round(x * 10) / 10;
 
@@ -202,7 +203,9 @@ function lifecycleShortfall(
   if (kind === "lifecycle") {
     return c.allocated === n && c.reclaimed === n
       ? undefined
-      : `expected ${n} objects allocated and reclaimed, the server counted ${c.allocated} and ${c.reclaimed}`;
+      : `expected ${
+        count(n, "object")
+      } allocated and reclaimed, the server counted ${c.allocated} and ${c.reclaimed}`;
   }
   if (kind === "lifecycle-timeout") {
     return c.ttl_reclaimed >= 1 ? undefined : "the server's TTL sweep freed no object";

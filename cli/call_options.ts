@@ -152,9 +152,9 @@ const schema = z.object({
   message: "--port is required (or --agent NAME, or --ns URL)",
   path: ["port"],
 }).refine((o) => o.method !== undefined || (o["body-hex"] ?? o["attachment-bytes"]) === undefined, {
-    message: "--body-hex and --attachment-bytes go with --method",
-    path: ["method"],
-  });
+  message: "--body-hex and --attachment-bytes go with --method",
+  path: ["method"],
+});
 /** The validated options of `verbus call` (each op's last value; {@link CallArgs} has all). */
 export type CallOptions = z.output<typeof schema>;
 
@@ -183,7 +183,9 @@ export type CallOpName = (typeof CALL_OPS)[number];
 type OpArg<K extends CallOpName> = K extends "echo" | "get" ? string
   : NonNullable<CallOptions[K]>;
 /** One op as given: its name and its (validated) argument. */
-export type CallOp = { [K in CallOpName]: { readonly name: K; readonly arg: OpArg<K> } }[CallOpName];
+export type CallOp = {
+  [K in CallOpName]: { readonly name: K; readonly arg: OpArg<K> };
+}[CallOpName];
 
 /** The validated options of `verbus call` and its ops, in the order given. */
 export type CallArgs = CallOptions & { readonly ops: readonly CallOp[] };

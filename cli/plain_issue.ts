@@ -6,6 +6,7 @@
  * @module
  */
 import type { z } from "zod";
+import { count } from "./plural.ts";
 
 type Issue = z.core.$ZodRawIssue;
 
@@ -40,9 +41,9 @@ export function plainIssue(iss: Issue): string | undefined {
       if (iss.origin === "string") {
         return n === 1 && iss.code === "too_small"
           ? "expected a value"
-          : `expected ${word} ${n} characters`;
+          : `expected ${word} ${count(n, "character")}`;
       }
-      if (iss.origin === "array") return `expected ${word} ${n} values`;
+      if (iss.origin === "array") return `expected ${word} ${count(n, "value")}`;
       return `expected ${word} ${n}`;
     }
     case "invalid_value":
@@ -52,7 +53,9 @@ export function plainIssue(iss: Issue): string | undefined {
     case "not_multiple_of":
       return `expected a multiple of ${String(iss.divisor)}`;
     case "invalid_format":
-      return iss.format === "regex" ? `expected text matching ${iss.pattern}` : `expected ${iss.format}`;
+      return iss.format === "regex"
+        ? `expected text matching ${iss.pattern}`
+        : `expected ${iss.format}`;
     case "unrecognized_keys":
       return `unknown option${iss.keys.length === 1 ? "" : "s"} --${iss.keys.join(", --")}`;
     default:

@@ -7,13 +7,23 @@
  * options parse in both forms and bad ones are named.
  */
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import {
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { assert, assertEquals, assertThrows, test } from "../harness.ts";
+import { assert, assertEquals, assertRejects, assertThrows, test } from "../harness.ts";
 import { RUNTIME } from "../../ffi/runtime.ts";
 import { parseBenchArgs } from "../../cli/bench.ts";
-import { wrongPath } from "../../cli/bench_run.ts";
+import { type CellResult, wrongPath } from "../../cli/bench_run.ts";
+import { benchSpec, loadVega, type VegaImporter } from "../../cli/bench_plot.ts";
+import { count } from "../../cli/plural.ts";
 import { otherRuntime, REPO_ROOT, runtimeBinary, spawnScript, withChild } from "../util/proc.ts";
 
 /** Runs `verbus bench ARGS` on this runtime. */
@@ -141,7 +151,7 @@ test("a server that dies during a cell: the cell reports the error, exit 1", asy
     p.stdout!.on("data", (d) => (out += d));
     p.stderr!.on("data", (d) => {
       err += d;
-      if (err.includes("1 cells")) setTimeout(() => srv.kill("SIGKILL"), 1500);
+      if (err.includes("1 cell ×")) setTimeout(() => srv.kill("SIGKILL"), 1500);
     });
     // "close", not "exit": the exit can come before the last stdout bytes were read
     const code = await new Promise<number | null>((r) => p.on("close", r));
@@ -198,3 +208,63 @@ test("verbus bench options: lists, both forms, bad values named", () => {
   assertThrows(() => parseBenchArgs(["--plot", "x.png"]), Error, ".svg");
   assertThrows(() => parseBenchArgs(["--connect", "nohost"]), Error, "HOST:PORT");
 });
+
+test("bench progress counts in words: 1 cell, 2 cells (and the plot's 1 client)", () => {
+  assertEquals([count(1, "cell"), count(2, "cell"), count(0, "cell")], [
+    "1 cell",
+    "2 cells",
+    "0 cells",
+  ]);
+  const cell = {
+    transport: "tcp",
+    workload: "eager",
+    inflight: 1,
+    clients: 1,
+    path: "TCP_FALLBACK",
+    fabric: "tcp",
+    label: "ECHO 64 B",
+    bytes: 64,
+    calls: 10,
+    failed: 0,
+    seconds: 1,
+    qps: 10,
+    p50_us: 5,
+    p99_us: 9,
+    quantiles: [[0.5, 5]],
+  } as CellResult;
+  const info = { runtime: "x", server: "y", secondsPerCell: 1, date: "" };
+  const spec = JSON.stringify(benchSpec([cell], info));
+  assert(spec.includes('"1 in flight × 1 client"') && !spec.includes("1 clients"), spec);
+});
+
+test("--plot without vega fails at once, naming the packages, before any cell runs", async () => {
+  const gone: VegaImporter = (name) => Promise.reject(new Error(`Cannot find package '${name}'`));
+  await assertRejects(() => loadVega(gone), Error, "--plot needs the npm packages vega@");
+  // The CLI as a user without vega has it: a copy of the sources whose node_modules lacks
+  // vega and vega-lite (every other package linked in).
+  const dir = mkdtempSync(join(tmpdir(), "verbus-novega-"));
+  try {
+    for (const f of ["cli", "util", "rpc", "transport", "ffi", "examples", "mod.ts", "errors.ts"]) {
+      cpSync(join(REPO_ROOT, f), join(dir, f), { recursive: true });
+    }
+    for (const f of ["deno.json", "package.json"]) cpSync(join(REPO_ROOT, f), join(dir, f));
+    mkdirSync(join(dir, "node_modules"));
+    for (const p of readdirSync(join(REPO_ROOT, "node_modules"))) {
+      if (p === "vega" || p === "vega-lite" || p === ".bin") continue;
+      symlinkSync(join(REPO_ROOT, "node_modules", p), join(dir, "node_modules", p));
+    }
+    const main = join(dir, "cli/main.ts");
+    const argv = ["bench", "--plot", join(dir, "x.svg"), "--paths", "tcp", "--inflight", "1"];
+    argv.push("--clients", "1", "--duration", "0.2", "--warmup", "0");
+    const r = spawnSync(
+      runtimeBinary(RUNTIME as "deno" | "bun"),
+      RUNTIME === "deno" ? ["run", "-A", main, ...argv] : [main, ...argv],
+      { cwd: dir, encoding: "utf8", timeout: 120_000 },
+    );
+    assertEquals([r.status, r.stdout], [1, ""], r.stderr);
+    assert(r.stderr.startsWith("verbus bench: --plot needs the npm packages vega@"), r.stderr);
+    assert(!/cell|started verbus serve/.test(r.stderr), `no cell ran:\n${r.stderr}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, { timeoutMs: 120_000 });
