@@ -1,0 +1,123 @@
+/**
+ * Streams against stock brpc (apache/brpc `example/streaming_echo_c++`), both ways. Needs the
+ * built example: VERBUS_BRPC_STREAMING_ECHO = the directory holding `streaming_echo_server` and
+ * `streaming_echo_client` (README: "Streams" says how to build them); skipped without it.
+ *
+ * - verbus client → brpc server: the stream is accepted (`brpc::StreamAccept`), small messages
+ *   and 12 MiB through brpc's default 2 MiB window (only its FEEDBACK frames let it through)
+ *   reach the server's handler, and our CLOSE ends its stream.
+ * - brpc client → verbus server: `brpc::StreamCreate` + an Echo call open a stream that a verbus
+ *   handler accepts; the client's messages arrive in order, its close ends ours cleanly, and a
+ *   write to a brpc stream without a handler (writable=false) is refused.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { connect } from "../../rpc/channel.ts";
+import { serve } from "../../rpc/server.ts";
+import { acceptStream } from "../../rpc/stream/accept.ts";
+import { openStream } from "../../rpc/stream/open.ts";
+import type { Stream } from "../../rpc/stream/stream.ts";
+import { decodeEchoMessage, encodeEchoMessage } from "../../examples/demo/brpc_echo.ts";
+import { tcp } from "../../transport/tcp/mod.ts";
+import { assert, assertEquals, test } from "../harness.ts";
+
+const DIR = (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env
+  .VERBUS_BRPC_STREAMING_ECHO;
+const SKIP = DIR ? false : "set VERBUS_BRPC_STREAMING_ECHO to brpc's built example/streaming_echo_c++ (README: Streams)";
+const ECHO = "example.EchoService";
+const te = new TextEncoder();
+const td = new TextDecoder();
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A child with its output gathered. */
+function start(bin: string, args: string[]): { child: ChildProcess; log: () => string; exited: Promise<void> } {
+  const child = spawn(`${DIR}/${bin}`, args, { stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  child.stdout!.on("data", (d: Uint8Array) => void (out += String(d)));
+  child.stderr!.on("data", (d: Uint8Array) => void (out += String(d)));
+  const exited = new Promise<void>((r) => child.once("exit", () => r()));
+  return { child, log: () => out, exited };
+}
+
+async function until(what: string, ok: () => boolean, ms = 10_000): Promise<void> {
+  const end = performance.now() + ms;
+  while (!ok()) {
+    if (performance.now() > end) throw new Error(`${what}: not within ${ms} ms`);
+    await sleep(50);
+  }
+}
+
+async function freePort(): Promise<number> {
+  const l = await tcp.listen({ host: "127.0.0.1", port: 0, onConnection: (c) => c.close() });
+  const port = l.port;
+  l.close();
+  return port;
+}
+
+test("verbus client → stock brpc streaming_echo_server", async () => {
+  const port = await freePort();
+  const srv = start("streaming_echo_server", [`--port=${port}`]);
+  try {
+    await until("server listening", () => /is serving on port/.test(srv.log()));
+    const ch = await connect({ host: "127.0.0.1", port });
+    try {
+      const { stream, response } = await openStream(ch, ECHO, "Echo", encodeEchoMessage("verbus"));
+      assertEquals(decodeEchoMessage(response, "EchoResponse"), "Accepted stream");
+      for (let i = 0; i < 3; i++) {
+        await stream.write(te.encode("abcdefghijklmnopqrstuvwxyz"));
+        await stream.write(te.encode("0123456789"));
+      }
+      const big = new Uint8Array(3 << 20).fill(0x41);
+      for (let i = 0; i < 4; i++) await stream.write(big); // past the 2 MiB window: feedback
+      await until("all consumed", () => stream.unconsumedBytes === 0);
+      stream.close();
+      await until("the server's on_closed", () => /is closed/.test(srv.log()));
+      const got = srv.log().match(/msg\[\d+\]=(abcdefghijklmnopqrstuvwxyz|0123456789)/g) ?? [];
+      assertEquals(got.length, 6, srv.log());
+    } finally {
+      await ch.close();
+    }
+  } catch (e) {
+    throw new Error(`${(e as Error).message}\n--- server output ---\n${srv.log()}`, { cause: e });
+  } finally {
+    srv.child.kill("SIGINT");
+    await srv.exited;
+  }
+}, { skip: SKIP, timeoutMs: 60_000 });
+
+test("stock brpc streaming_echo_client → verbus server", async () => {
+  const streams: Stream[] = [];
+  const got: string[] = [];
+  const server = await serve({
+    port: 0,
+    host: "127.0.0.1",
+    services: {
+      [ECHO]: {
+        Echo: (req, ctx) => {
+          assertEquals(decodeEchoMessage(req), "I'm a RPC to connect stream");
+          const s = acceptStream(ctx);
+          streams.push(s);
+          (async () => {
+            for await (const m of s) got.push(td.decode(m));
+          })().catch(() => {});
+          return encodeEchoMessage("Accepted by verbus");
+        },
+      },
+    },
+  });
+  const cli = start("streaming_echo_client", [`--server=127.0.0.1:${server.port}`]);
+  try {
+    await until("4 messages", () => got.length >= 4);
+    assertEquals(got.slice(0, 4), ["abcdefghijklmnopqrstuvwxyz", "0123456789", "abcdefghijklmnopqrstuvwxyz", "0123456789"]);
+    // brpc's client stream has no handler: it said writable=false, so nothing is sent to it.
+    const e = await streams[0].write(te.encode("x")).then(() => null, (e) => e);
+    assert(e !== null && /writable=false/.test(e.message), `write was not refused: ${e}`);
+    cli.child.kill("SIGINT"); // asked to quit: the client closes its stream
+    assertEquals(await streams[0].ended, undefined);
+  } catch (e) {
+    throw new Error(`${(e as Error).message}\n--- client output ---\n${cli.log()}`, { cause: e });
+  } finally {
+    cli.child.kill("SIGKILL");
+    await cli.exited;
+    await server.close();
+  }
+}, { skip: SKIP, timeoutMs: 60_000 });
