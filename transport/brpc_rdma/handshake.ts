@@ -15,7 +15,7 @@
  * @module
  */
 import { StateMachine } from "../../util/state_machine.ts";
-import { RawReader } from "../tcp/raw_reader.ts";
+import { TimedReader } from "../tcp/timed_reader.ts";
 import type { TcpConn } from "../tcp/tcp.ts";
 import {
   ACK_LEN,
@@ -103,36 +103,6 @@ function localHello(qp: BrpcQp): BrpcHello {
     gid: qp.gid,
     qpNum: qp.qpNum,
   };
-}
-
-/** Reads with a deadline: past it the TCP connection is closed (the read then rejects). */
-class TimedReader {
-  readonly reader: RawReader;
-  #timedOut = false;
-  constructor(readonly tcp: TcpConn, public deadline: number) {
-    this.reader = new RawReader(tcp);
-  }
-  /** Whether the last failed read failed by the deadline (not by the peer closing). */
-  get timedOut(): boolean {
-    return this.#timedOut;
-  }
-
-  async read(n: number, what: string): Promise<Uint8Array> {
-    const left = Math.max(1, this.deadline - Date.now());
-    const timer = this.deadline === Infinity ? undefined : setTimeout(() => {
-      this.#timedOut = true;
-      this.tcp.close();
-    }, left);
-    try {
-      return await this.reader.read(n);
-    } catch (e) {
-      throw new Error(
-        this.#timedOut ? `no ${what} within the handshake timeout` : `${what}: ${msg(e)}`,
-      );
-    } finally {
-      clearTimeout(timer);
-    }
-  }
 }
 
 /** Reads the rest of a hello whose magic was read: msg_len, the base body, the extension. */
