@@ -1,0 +1,42 @@
+/**
+ * A stream peer in its own process, for tests that kill one side mid-stream.
+ * `server`: serves `S.M`, which accepts a stream and writes "tick N" to it until it ends; prints
+ * `listening on PORT`. `client PORT`: opens a stream to `S.M` at PORT and writes to it until it
+ * ends; prints `streaming on PORT` once the stream is open.
+ * @module
+ */
+import process from "node:process";
+import { connect } from "../../rpc/channel.ts";
+import { serve } from "../../rpc/server.ts";
+import { acceptStream } from "../../rpc/stream/accept.ts";
+import { openStream } from "../../rpc/stream/open.ts";
+import type { Stream } from "../../rpc/stream/stream.ts";
+
+const te = new TextEncoder();
+
+async function pump(s: Stream): Promise<void> {
+  for (let i = 0;; i++) await s.write(te.encode(`tick ${i}`));
+}
+
+const [mode, port] = process.argv.slice(2);
+if (mode === "server") {
+  const server = await serve({
+    port: 0,
+    host: "127.0.0.1",
+    fabric: false,
+    services: {
+      S: {
+        M: (_req, ctx) => {
+          void pump(acceptStream(ctx, { maxBufSize: 4096 })).catch(() => {});
+          return new Uint8Array(0);
+        },
+      },
+    },
+  });
+  console.log(`listening on ${server.port}`);
+} else {
+  const ch = await connect({ host: "127.0.0.1", port: Number(port) });
+  const { stream } = await openStream(ch, "S", "M", new Uint8Array(0), { stream: { maxBufSize: 4096 } });
+  console.log(`streaming on ${port}`);
+  await pump(stream).catch(() => {});
+}
