@@ -110,8 +110,8 @@ export class Channel {
     return this.#conn !== null && !this.#conn.closed;
   }
 
-  /** What carries the connection: "brpc-rdma" (brpc's RDMA mode established) or "tcp". */
-  get transport(): "brpc-rdma" | "tcp" {
+  /** What carries the connection: "brpc-rdma" / "brpc-ubring" (brpc's mode established) or "tcp". */
+  get transport(): "brpc-rdma" | "brpc-ubring" | "tcp" {
     return connKind(this.#conn);
   }
 
@@ -319,9 +319,21 @@ export class Channel {
     if (p.timer !== undefined) clearTimeout(p.timer);
     const r = meta.response;
     if (r !== undefined && r.errorCode) {
-      p.reject(
-        new RpcError(r.errorCode, r.errorText ?? "", { service: p.service, method: p.method }),
-      );
+      const e = new RpcError(r.errorCode, r.errorText ?? "", {
+        service: p.service,
+        method: p.method,
+      });
+      e.details = meta.errorDetails;
+      e.userFields = meta.userFields;
+      e.trailers = meta.trailers;
+      p.reject(e);
+    } else if (meta.userFields !== undefined || meta.trailers !== undefined) {
+      const r: CallResult = { response: payload, attachment };
+      if (meta.userFields !== undefined) r.userFields = meta.userFields;
+      if (meta.trailers !== undefined) r.trailers = meta.trailers;
+      if (!p.tagged) return p.resolve(r);
+      p.resolve({ ...r, path: "TCP_FALLBACK", fabric: "tcp" } as TcpCallResult);
+      this.#observer?.(this.#readAt - (p.deadline - p.timeoutMs));
     } else if (p.tagged) {
       const tagged: TcpCallResult = {
         response: payload,

@@ -20,18 +20,23 @@ export interface CallOptions {
   /** `request_id` of the request. */
   requestId?: string;
   /**
-   * `user_fields` of the request (a brpc server reads them with `request_user_fields()`). Only
-   * TCP carries them (and `requestId`): a `Client` call that sets either goes over TCP.
+   * `user_fields` of the request (a brpc server reads them with `request_user_fields()`). TCP
+   * carries them in the RpcMeta; a fabric session in the request's metadata block, up to the
+   * session's bound (past it the call goes over TCP, the reason logged).
    */
   userFields?: ReadonlyMap<string, string>;
   /** @internal Encoded `StreamSettings` of a call that opens a stream (`rpc/stream/open.ts`). */
   streamSettings?: Uint8Array;
 }
 
-/** A successful answer. Both arrays are owned by the caller. */
+/** A successful answer. The arrays and maps are owned by the caller. */
 export interface CallResult {
   response: Uint8Array;
   attachment: Uint8Array;
+  /** The answer's `user_fields` (response headers), when it carried any. */
+  userFields?: ReadonlyMap<string, string>;
+  /** The answer's trailers (a verbus RpcMeta extension), when it carried any. */
+  trailers?: ReadonlyMap<string, string>;
 }
 
 /**

@@ -56,6 +56,8 @@ export class Client extends ClientBase<ClientCallResult> {
   /** Fabric errors counted against the session (the selector moves to TCP past a threshold). */
   #errors: number;
   #fallbacks = 0;
+  /** Calls whose headers were past the fabric's metadata bound (sent over TCP). */
+  #metaOverBoundCalls = 0;
   readonly #calls: Record<CallPath, number> = { EAGER: 0, LAZY: 0, BULK: 0, TCP_FALLBACK: 0 };
   readonly #latencyUs: Record<CallPath, number> = { EAGER: 0, LAZY: 0, BULK: 0, TCP_FALLBACK: 0 };
   /** The selector's input, refilled per call (no object per call). */
@@ -153,10 +155,13 @@ export class Client extends ClientBase<ClientCallResult> {
     try {
       const attachment = options.attachment ?? EMPTY;
       const s = this.#fabric.current();
+      // Headers (request_id, user_fields) ride in the request's metadata block; one past the
+      // session's bound sends the call over TCP, saying why.
+      const metaBytes = s === null || options === NO_OPTIONS ? 0 : s.metaBytes(options);
       const forcePath = options.forcePath ??
-        (options.requestId ?? options.userFields ? "TCP_FALLBACK" : this.#settings.forcePath);
+        (metaBytes < 0 ? this.#metaOverBound(-metaBytes, s!.metaBound) : this.#settings.forcePath);
       const m = s ? s.methodIndex(service, method) : -1;
-      const bytes = request.length + attachment.length;
+      const bytes = request.length + attachment.length + (metaBytes > 0 ? metaBytes : 0);
       const sel = this.#selectInput;
       sel.forcePath = forcePath;
       sel.fabricUp = s !== null && !s.failed && m >= 0;
@@ -165,7 +170,7 @@ export class Client extends ClientBase<ClientCallResult> {
       sel.expectedResponseBytes = options.expectedResponseBytes;
       sel.snapshot = s?.snapshot ?? undefined;
       sel.requestFitsSlot = s ? bytes <= s.slotSize : true;
-      const path = selectPathOnly(sel, this.#selector); // (request_id / user_fields: TCP only)
+      const path = selectPathOnly(sel, this.#selector);
       if (path === "TCP_FALLBACK" || !s) {
         return this.#tcp(
           service,
@@ -200,6 +205,22 @@ export class Client extends ClientBase<ClientCallResult> {
     } catch (e) {
       return Promise.reject(e);
     }
+  }
+
+  /**
+   * A call whose headers make a metadata block of `size` bytes, past the session's `bound`: it
+   * goes over TCP (returns that path). Logged the first time, and then every 1000th time, with
+   * the count.
+   */
+  #metaOverBound(size: number, bound: number): "TCP_FALLBACK" {
+    if (this.#metaOverBoundCalls++ % 1000 === 0) {
+      const line = `a call's headers make a ${size}-byte metadata block, past the fabric's ` +
+        `bound of ${bound} bytes: it goes over TCP (${this.#metaOverBoundCalls} such call(s) so far)`;
+      const logger = this.#settings.logger;
+      if (logger) logger.warn(line);
+      else console.error(`verbus: ${line}`);
+    }
+    return "TCP_FALLBACK";
   }
 
   /** No free slot (or BULK space) right now: waits for calls in flight to finish (backpressure). */

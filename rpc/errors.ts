@@ -7,6 +7,7 @@
  * @module
  */
 import { VerbusError } from "../errors.ts";
+import type { ErrorDetail } from "./protocol/rpc_meta.ts";
 
 // Caused by the client / the call (1xxx).
 /** Service not found. */
@@ -120,6 +121,15 @@ export class RpcError extends VerbusError {
   readonly errorCode: number;
   /** The wire `error_text`. */
   readonly errorText: string;
+  /**
+   * Error details (RpcMeta extension 1001): thrown by a handler, they are sent with the answer;
+   * on the client, the details the answer carried.
+   */
+  details: ErrorDetail[] | undefined = undefined;
+  /** Client side: the answer's `user_fields` (response headers), if it carried any. */
+  userFields: ReadonlyMap<string, string> | undefined = undefined;
+  /** Client side: the answer's trailers (RpcMeta extension 1000), if it carried any. */
+  trailers: ReadonlyMap<string, string> | undefined = undefined;
 
   constructor(errorCode: number, errorText: string, context: Record<string, unknown> = {}) {
     super("RPC_ERROR", `${brpcErrorName(errorCode)} (${errorCode}): ${errorText}`, {

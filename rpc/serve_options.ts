@@ -5,11 +5,19 @@
  */
 import { z } from "zod";
 import type { DescService } from "@bufbuild/protobuf";
+import type { Interceptor } from "@connectrpc/connect";
 import type { Handler, Logger, ServiceMap } from "./protocol/dispatch.ts";
 import { DEFAULT_MAX_BODY_SIZE } from "./protocol/frame.ts";
 import { fabricHostOptionsSchema } from "./session/fabric_host.ts";
-import { serviceEntriesSchema, type TypedServiceEntries } from "./connect/service.ts";
+import {
+  protoServices,
+  serviceEntriesSchema,
+  type ServiceEntry,
+  type TypedServiceEntries,
+} from "./connect/service.ts";
+import { VerbusError } from "../errors.ts";
 import { brpcRdmaOptionSchema } from "./brpc_rdma.ts";
+import { brpcUbringOptionSchema } from "./brpc_ubring.ts";
 import { registerOptionSchema } from "./cluster/etcd_register.ts";
 
 const handlerSchema: z.ZodCustom<Handler, Handler> = z.custom<Handler>(
@@ -18,6 +26,10 @@ const handlerSchema: z.ZodCustom<Handler, Handler> = z.custom<Handler>(
     message:
       "expected a handler function (request: Uint8Array, ctx) => Uint8Array | Promise<Uint8Array>",
   },
+);
+const interceptorSchema: z.ZodCustom<Interceptor, Interceptor> = z.custom<Interceptor>(
+  (v) => typeof v === "function",
+  { message: "expected an interceptor function (next) => (req) => Promise<response>" },
 );
 const loggerSchema: z.ZodCustom<Logger, Logger> = z.custom<Logger>(
   (v) => typeof v === "object" && v !== null && typeof (v as Logger).warn === "function",
@@ -46,7 +58,9 @@ export const ServeOptionsSchema: z.ZodObject<{
   drainTimeoutMs: z.ZodDefault<z.ZodNumber>;
   fabric: z.ZodOptional<z.ZodUnion<readonly [z.ZodLiteral<false>, typeof fabricHostOptionsSchema]>>;
   brpcRdma: typeof brpcRdmaOptionSchema;
+  brpcUbring: typeof brpcUbringOptionSchema;
   register: typeof registerOptionSchema;
+  interceptors: z.ZodOptional<z.ZodArray<z.ZodCustom<Interceptor, Interceptor>>>;
 }, z.core.$strict> = z.object({
   /** TCP port; 0 = ephemeral (read `server.port`). */
   port: z.number().int().min(0).max(65535),
@@ -112,11 +126,24 @@ export const ServeOptionsSchema: z.ZodObject<{
    */
   brpcRdma: brpcRdmaOptionSchema,
   /**
+   * brpc's UBRing mode (same host): a connection that starts with brpc's UBRing hello ("UB") is
+   * served over two shared-memory rings (a stock brpc client with `use_ubring`); others stay
+   * plain baidu_std. Not together with `brpcRdma`.
+   */
+  brpcUbring: brpcUbringOptionSchema,
+  /**
    * Register this server in etcd once it listens: `etcd://HOST:PORT/PREFIX` (or `{ url,
    * ttlSeconds, tag, address }`), under a lease kept alive and revoked by close(); clients find
    * it with the naming service of the same URL (`rpc/cluster/etcd_register.ts`).
    */
   register: registerOptionSchema,
+  /**
+   * Server interceptors, Connect's shape (`(next) => async (req) => …`, the first one outermost):
+   * they wrap every method of the `[descriptor, implementation]` services, see the decoded
+   * request and its headers, and may set response headers and trailers, answer or throw.
+   * Byte-level services have no messages to intercept: giving both is refused.
+   */
+  interceptors: z.array(interceptorSchema).optional(),
 }).strict().refine((o) => o.writeLowWaterMark < o.writeHighWaterMark, {
   message: "writeLowWaterMark must be below writeHighWaterMark",
   path: ["writeLowWaterMark"],
@@ -133,3 +160,26 @@ export type ServeOptions = z.input<typeof ServeOptionsSchema>;
 export type ServeOptionsOf<T extends readonly DescService[]> =
   & Omit<ServeOptions, "services">
   & { services: ServiceMap | TypedServiceEntries<T> };
+
+/**
+ * The services `serve()` runs: the parsed ones, or — with `interceptors` — the
+ * `[descriptor, implementation]` entries (`raw`, already checked by the schema) registered again
+ * with the interceptors around every method. Throws `VerbusError` INVALID_OPTIONS for
+ * interceptors beside byte-level services.
+ */
+export function servicesOf(
+  parsed: ServiceMap,
+  raw: unknown,
+  interceptors: readonly Interceptor[] | undefined,
+): ServiceMap {
+  if (interceptors === undefined || interceptors.length === 0) return parsed;
+  if (!Array.isArray(raw)) {
+    throw new VerbusError(
+      "INVALID_OPTIONS",
+      "invalid serve() options: interceptors: they wrap services given as [descriptor, " +
+        "implementation] pairs; byte-level services have no messages to intercept (pass " +
+        "interceptors to protoService() for those you build by hand)",
+    );
+  }
+  return protoServices(raw as ServiceEntry[], interceptors);
+}

@@ -17,6 +17,7 @@ import { tcp } from "../transport/tcp/mod.ts";
 import type { AcceptPause, TcpConn, TcpListener } from "../transport/tcp/tcp.ts";
 import { type ConnectionBudget, connectionBudget } from "../transport/tcp/fd_budget.ts";
 import { causeKey, safeLogger } from "../util/log_text.ts";
+import { libraryLogger } from "../util/log.ts";
 import { LogLimiter } from "../util/log_limiter.ts";
 import { ELIMIT } from "./errors.ts";
 import { parseOptions } from "../util/options.ts";
@@ -32,8 +33,11 @@ import { FabricHost } from "./session/fabric_host.ts";
 import { FABRIC_SERVICE } from "./session/hello.ts";
 import type { DescService } from "@bufbuild/protobuf";
 import { BrpcRdmaAcceptor } from "./brpc_rdma.ts";
+import { BrpcUbringAcceptor } from "./brpc_ubring.ts";
+import { VerbusError } from "../errors.ts";
+import type { HandshakeAcceptor } from "./handshake_acceptor.ts";
 import { idleTimeoutFor } from "./idle_timeout.ts";
-import { type ServeOptionsOf, ServeOptionsSchema } from "./serve_options.ts";
+import { type ServeOptionsOf, ServeOptionsSchema, servicesOf } from "./serve_options.ts";
 import { type EtcdRegistration, registerInEtcd } from "./cluster/etcd_register.ts";
 
 export type { CallContext, Handler, Logger, ServiceMap } from "./protocol/dispatch.ts";
@@ -75,8 +79,6 @@ export interface ServerStats {
   /** The connection cap in force (`maxConnections`, or the default derived from the fd limit). */
   maxConnections: number;
 }
-
-const defaultLogger: Logger = { warn: (m) => console.warn(`verbus: ${m}`) };
 
 /** The sweep for timeouts runs this many times per shortest timeout (and at least every second). */
 const SWEEPS_PER_TIMEOUT = 4;
@@ -125,6 +127,10 @@ export class Server implements ConnectionHost {
   readonly fabric: FabricHost | null;
   /** brpc's RDMA mode (option `brpcRdma`), or null. */
   readonly brpcRdma: BrpcRdmaAcceptor | null;
+  /** brpc's UBRing mode (option `brpcUbring`), or null. */
+  readonly brpcUbring: BrpcUbringAcceptor | null;
+  /** The handshake every accepted connection runs first (brpc RDMA or UBRing), or null. */
+  readonly #handshake: HandshakeAcceptor | null;
   /** Its registration in etcd (option `register`), or null; close() revokes it first. */
   registration: EtcdRegistration | null = null;
 
@@ -137,7 +143,7 @@ export class Server implements ConnectionHost {
     this.host = options.host;
     this.port = port;
     // Every line passes the escaping of peer text (whatever a caller interpolated into it).
-    this.logger = safeLogger(options.logger ?? defaultLogger);
+    this.logger = safeLogger(options.logger ?? libraryLogger());
     this.#limiter = new LogLimiter((l) => this.logger.warn(l));
     this.fabric = fabric;
     const services = fabric
@@ -166,6 +172,16 @@ export class Server implements ConnectionHost {
         () => this.#connections.size,
       )
       : null;
+    this.brpcUbring = options.brpcUbring
+      ? new BrpcUbringAcceptor(
+        options.brpcUbring,
+        options.idleTimeoutMs,
+        this.logger,
+        this.#maxConnections,
+        () => this.#connections.size,
+      )
+      : null;
+    this.#handshake = this.brpcRdma ?? this.brpcUbring;
     const shortest = Math.min(
       options.headerTimeoutMs || Infinity,
       options.idleTimeoutMs || Infinity,
@@ -207,8 +223,9 @@ export class Server implements ConnectionHost {
 
   /** @internal Called by the listener for each accepted connection. */
   accept(conn: TcpConn): void {
-    if (this.brpcRdma !== null && this.#closing === null) this.brpcRdma.accept(conn, this.#serve);
-    else this.#serve(conn);
+    if (this.#handshake !== null && this.#closing === null) {
+      this.#handshake.accept(conn, this.#serve);
+    } else this.#serve(conn);
   }
 
   /** Serves a connection (TCP, or RDMA after brpc's handshake). */
@@ -318,7 +335,7 @@ export class Server implements ConnectionHost {
     const unregistered = this.registration?.stop();
     this.#listener?.close();
     this.fabric?.close();
-    this.brpcRdma?.close();
+    this.#handshake?.close();
     this.dispatcher.stop();
     const deadline = Date.now() + this.#drainTimeoutMs;
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -359,7 +376,14 @@ export async function serve<const T extends readonly DescService[] = []>(
   options: ServeOptionsOf<T>,
 ): Promise<Server> {
   const o = parseOptions(ServeOptionsSchema, options, "invalid serve() options");
-  const logger = safeLogger(o.logger ?? defaultLogger);
+  if (o.brpcRdma && o.brpcUbring) {
+    throw new VerbusError(
+      "INVALID_OPTIONS",
+      "invalid serve() options: brpcRdma and brpcUbring cannot both be on (each connection runs one handshake)",
+    );
+  }
+  o.services = servicesOf(o.services, options.services, o.interceptors);
+  const logger = safeLogger(o.logger ?? libraryLogger());
   const fabric = o.fabric === false
     ? null
     : await FabricHost.create(o.fabric ?? {}, o.services, logger);

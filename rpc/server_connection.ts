@@ -79,13 +79,32 @@ function errorMeta(): { meta: RpcMeta; response: RpcResponseMeta } {
   return { meta: { correlationId: 0, response }, response };
 }
 
-/** Writes one error answer for `correlationId` into `conn` (shared scratch meta). */
+/**
+ * Writes one error answer for `correlationId` into `conn` (shared scratch meta), with the
+ * response headers, trailers and error details of `call` when given.
+ */
 const scratch = errorMeta();
-export function writeError(conn: TcpConn, id: Int64, code: number, text: string): void {
-  scratch.meta.correlationId = id;
+export function writeError(
+  conn: TcpConn,
+  id: Int64,
+  code: number,
+  text: string,
+  call?: ServerCall,
+): void {
+  const m = scratch.meta;
+  m.correlationId = id;
   scratch.response.errorCode = code;
   scratch.response.errorText = text;
-  encodeFrameTo(conn, scratch.meta, EMPTY);
+  if (call !== undefined) {
+    m.userFields = call.responseUserFields;
+    m.trailers = call.responseTrailers;
+    m.errorDetails = call.errorDetails;
+  }
+  try {
+    encodeFrameTo(conn, m, EMPTY);
+  } finally {
+    m.userFields = m.trailers = m.errorDetails = undefined;
+  }
 }
 
 /**
@@ -308,17 +327,25 @@ export class ServerConnection implements ResponseSink {
     if (errorCode === 0) {
       const meta = this.#okMeta;
       meta.correlationId = call.correlationId;
+      const headers = call.responseUserFields, trailers = call.responseTrailers;
       try {
-        // The meta of a plain answer is written in place (no RpcMeta encode); odd ids take the
-        // general encoder.
-        if (encodeResponseFrameTo(conn, meta.correlationId, response, call.responseAttachment)) {
+        // The meta of a plain answer is written in place (no RpcMeta encode); odd ids and
+        // answers with headers or trailers take the general encoder.
+        if (
+          headers === undefined && trailers === undefined &&
+          encodeResponseFrameTo(conn, meta.correlationId, response, call.responseAttachment)
+        ) {
           return;
         }
+        meta.userFields = headers;
+        meta.trailers = trailers;
         encodeFrameTo(conn, meta, response, call.responseAttachment);
       } catch (e) {
         writeError(conn, call.correlationId, ERESPONSE, `cannot frame the response: ${String(e)}`);
+      } finally {
+        meta.userFields = meta.trailers = undefined;
       }
-    } else writeError(conn, call.correlationId, errorCode, errorText);
+    } else writeError(conn, call.correlationId, errorCode, errorText, call);
   }
 
   /** Flushes queued answers, then closes (bounded by `timeoutMs`). */

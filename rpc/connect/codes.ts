@@ -23,8 +23,9 @@
  * | ENOSPC 28, ENOMEM 12                                | ResourceExhausted  |
  * | anything else (application codes)                   | Unknown            |
  *
- * The `ConnectError`'s message is the server's `error_text`; its `metadata` carries the number
- * as `brpc-error-code` and its `cause` is the `RpcError`.
+ * The `ConnectError`'s message is the server's `error_text`; its `metadata` carries the answer's
+ * headers and trailers and the number as `brpc-error-code`; its `details` are the answer's (read
+ * them with `findDetails(Schema)`), and its `cause` is the `RpcError`.
  *
  * Client side — verbus errors (`VerbusError.code`): TIMEOUT → DeadlineExceeded;
  * CONNECT_FAILED, UNAVAILABLE (a cluster with no server to take the call), CONNECTION_CLOSED,
@@ -39,12 +40,15 @@
  * {@link BRPC_CODE_OF}), so a verbus client maps it back to C, and `error_text` = its raw
  * message. Codes without a brpc counterpart (ResourceExhausted, FailedPrecondition, Aborted,
  * OutOfRange, DataLoss, Unknown) are sent as EINTERNAL with the text `[CodeName] message`; a
- * verbus client reads the code back from that prefix (a brpc client sees EINTERNAL).
+ * verbus client reads the code back from that prefix (a brpc client sees EINTERNAL). The error's
+ * details go with the answer (RpcMeta extension 1001, on every path).
  *
  * Pure functions; any thread.
  * @module
  */
+import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
+import type { ErrorDetail } from "../protocol/rpc_meta.ts";
 import { VerbusError, type VerbusErrorCode } from "../../errors.ts";
 import {
   ECLOSE,
@@ -151,13 +155,20 @@ export function connectErrorOf(e: unknown, where: string): ConnectError {
     const tagged = e.errorCode === EINTERNAL ? /^\[([A-Za-z]+)\] /.exec(text) : null;
     const named = tagged ? (Code as unknown as Record<string, Code>)[tagged[1]] : undefined;
     if (typeof named === "number") (code = named, text = text.slice(tagged![0].length));
-    return new ConnectError(
+    const metadata = new Headers();
+    addAll(metadata, e.userFields);
+    addAll(metadata, e.trailers);
+    metadata.set(BRPC_ERROR_CODE_HEADER, String(e.errorCode));
+    const ce = new ConnectError(
       text || `${where} failed with error_code ${e.errorCode}`,
       code,
-      { [BRPC_ERROR_CODE_HEADER]: String(e.errorCode) },
+      metadata,
       undefined,
       e,
     );
+    // Connect's incoming shape: findDetails(Schema) decodes those of a type it is given.
+    if (e.details !== undefined) { for (const d of e.details) ce.details.push(d); }
+    return ce;
   }
   if (e instanceof VerbusError) {
     return new ConnectError(e.message, VERBUS_CODE_OF[e.code] ?? Code.Unknown, undefined, [], e);
@@ -173,6 +184,29 @@ export function connectErrorOf(e: unknown, where: string): ConnectError {
 export function rpcErrorOf(e: unknown): unknown {
   if (!(e instanceof ConnectError)) return e;
   const code = BRPC_CODE_OF[e.code];
-  if (code !== undefined) return new RpcError(code, e.rawMessage);
-  return new RpcError(EINTERNAL, `[${Code[e.code] ?? "Unknown"}] ${e.rawMessage}`);
+  const r = code !== undefined
+    ? new RpcError(code, e.rawMessage)
+    : new RpcError(EINTERNAL, `[${Code[e.code] ?? "Unknown"}] ${e.rawMessage}`);
+  if (e.details.length > 0) r.details = e.details.map(detailOf);
+  return r;
+}
+
+/** A Connect error detail (a message with its schema, or one received) as it travels. */
+function detailOf(d: ConnectError["details"][number]): ErrorDetail {
+  if ("desc" in d) {
+    return { type: d.desc.typeName, value: toBinary(d.desc, create(d.desc, d.value)) };
+  }
+  return { type: d.type, value: d.value };
+}
+
+/** Appends every entry of `map` to `h` (a name that is not a valid header is skipped). */
+function addAll(h: Headers, map: ReadonlyMap<string, string> | undefined): void {
+  if (map === undefined) return;
+  for (const [k, v] of map) {
+    try {
+      h.append(k, v);
+    } catch {
+      // brpc's user_fields are arbitrary strings; a name Headers refuses is left out.
+    }
+  }
 }

@@ -32,14 +32,16 @@ import {
   type MessageShape,
   toBinary,
 } from "@bufbuild/protobuf";
-import { type ContextValues, createContextValues, type HandlerContext } from "@connectrpc/connect";
+import type { Interceptor, UnaryRequest, UnaryResponse } from "@connectrpc/connect";
 import { z } from "zod";
 import { VerbusError } from "../../errors.ts";
 import { EREQUEST, RpcError } from "../errors.ts";
 import type { CallContext, Handler, ServiceMap } from "../protocol/dispatch.ts";
 import { rpcErrorOf } from "./codes.ts";
-import { requestHeadersOf } from "./headers.ts";
+import { VerbusHandlerContext } from "./handler_context.ts";
 import { requiredCheck } from "./required.ts";
+
+export { VerbusHandlerContext };
 
 /**
  * One implementation of a unary method: the decoded request and the call's context in, the
@@ -83,83 +85,16 @@ type UnaryImplOf<M> = M extends DescMethodUnary<infer I, infer O>
   : M extends DescMethodStreaming ? never
   : ProtoMethodImpl;
 
-/**
- * The context a descriptor-based handler gets: Connect's `HandlerContext` (headers from the
- * request meta, the deadline, an abort signal) plus the verbus call (`call`: attachment, peer,
- * `log_id`…). Fields are computed when first read. `responseHeader` / `responseTrailer` exist
- * for Connect code but are not sent (baidu_std answers carry no headers here).
- */
-export class VerbusHandlerContext implements HandlerContext {
-  /** The service being called. */
-  readonly service: DescService;
-  /** The method being called. */
-  readonly method: DescMethod;
-  /** The verbus call: attachment, peer, `log_id`, `request_id`, `user_fields`, signals. */
-  readonly call: CallContext;
-  #requestHeader: Headers | undefined = undefined;
-  #responseHeader: Headers | undefined = undefined;
-  #responseTrailer: Headers | undefined = undefined;
-  #values: ContextValues | undefined = undefined;
-
-  /** @internal Made by the handlers of {@link protoService}. */
-  constructor(service: DescService, method: DescMethod, call: CallContext) {
-    this.service = service;
-    this.method = method;
-    this.call = call;
-  }
-
-  /** Aborted when the caller's connection (or fabric session) ends or the deadline passes. */
-  get signal(): AbortSignal {
-    return this.call.signal;
-  }
-
-  /** Milliseconds left until the caller's deadline (`timeout_ms`), or undefined if none. */
-  timeoutMs(): number | undefined {
-    const d = this.call.deadline;
-    return d === undefined ? undefined : Math.max(0, d - Date.now());
-  }
-
-  /** Always "POST" (what Connect reports for a unary call). */
-  get requestMethod(): string {
-    return "POST";
-  }
-
-  /** `baidu_std`. */
-  get protocolName(): string {
-    return "baidu_std";
-  }
-
-  /** `/<service full name>/<method name>`. */
-  get url(): string {
-    return `/${this.service.typeName}/${this.method.name}`;
-  }
-
-  /** The request headers: `user_fields`, `x-request-id`, `log-id` (see `headers.ts`). */
-  get requestHeader(): Headers {
-    return this.#requestHeader ??= requestHeadersOf(this.call);
-  }
-
-  /** Accepted for Connect code; not sent. */
-  get responseHeader(): Headers {
-    return this.#responseHeader ??= new Headers();
-  }
-
-  /** Accepted for Connect code; not sent. */
-  get responseTrailer(): Headers {
-    return this.#responseTrailer ??= new Headers();
-  }
-
-  /** Per-call context values (empty at first). */
-  get values(): ContextValues {
-    return this.#values ??= createContextValues();
-  }
-}
-
 function message(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
-function unaryHandler(service: DescService, method: DescMethod, impl: ProtoMethodImpl): Handler {
+function unaryHandler(
+  service: DescService,
+  method: DescMethod,
+  impl: ProtoMethodImpl,
+  interceptors: readonly Interceptor[],
+): Handler {
   const input = method.input, output = method.output, required = requiredCheck(input);
   const encode = (out: unknown): Uint8Array => {
     try {
@@ -172,9 +107,55 @@ function unaryHandler(service: DescService, method: DescMethod, impl: ProtoMetho
       throw new Error(`cannot encode ${output.typeName}: ${message(e)}`, { cause: e });
     }
   };
-  const fail = (e: unknown): never => {
+  const answer = (ctx: VerbusHandlerContext, out: unknown): Uint8Array => {
+    ctx._send();
+    return encode(out);
+  };
+  const fail = (ctx: VerbusHandlerContext, e: unknown): never => {
+    ctx._send(e);
     throw rpcErrorOf(e);
   };
+  const intercepted = interceptors.length === 0
+    ? undefined
+    : async (ctx: VerbusHandlerContext, request: object): Promise<Uint8Array> => {
+      // The chain per call (Connect's order: the first interceptor is the outermost); the
+      // innermost step runs the implementation with the request headers it was given.
+      const core = async (req: UnaryRequest): Promise<UnaryResponse> => {
+        ctx._useRequestHeader(req.header);
+        const out = await impl(req.message, ctx);
+        return {
+          stream: false,
+          service: req.service,
+          method: req.method,
+          header: ctx.responseHeader,
+          trailer: ctx.responseTrailer,
+          // deno-lint-ignore no-explicit-any
+          message: isMessage(out, output) ? out : create(output, out as any),
+        };
+      };
+      let next = core as (req: UnaryRequest) => Promise<UnaryResponse>;
+      for (let i = interceptors.length - 1; i >= 0; i--) {
+        next = interceptors[i](next as never) as typeof next;
+      }
+      let res: UnaryResponse;
+      try {
+        res = await next({
+          stream: false,
+          service,
+          method: method as UnaryRequest["method"],
+          requestMethod: "POST",
+          url: ctx.url,
+          signal: ctx.signal,
+          header: ctx.requestHeader,
+          contextValues: ctx.values,
+          message: request as UnaryRequest["message"],
+        });
+      } catch (e) {
+        return fail(ctx, e);
+      }
+      ctx._send(undefined, res.header, res.trailer);
+      return encode(res.message);
+    };
   return (bytes, call) => {
     let request;
     try {
@@ -189,15 +170,18 @@ function unaryHandler(service: DescService, method: DescMethod, impl: ProtoMetho
         `cannot decode ${input.typeName}: required field ${missing} is missing`,
       );
     }
+    const ctx = new VerbusHandlerContext(service, method, call);
+    if (intercepted !== undefined) return intercepted(ctx, request);
     let out: unknown;
     try {
-      out = impl(request, new VerbusHandlerContext(service, method, call));
+      out = impl(request, ctx);
     } catch (e) {
-      return fail(e);
+      return fail(ctx, e);
     }
-    if (out instanceof Promise) return out.then(encode, fail);
-    const thenable = typeof (out as PromiseLike<unknown> | null)?.then === "function";
-    return thenable ? Promise.resolve(out).then(encode, fail) : encode(out);
+    const thenable = out instanceof Promise ||
+      typeof (out as PromiseLike<unknown> | null)?.then === "function";
+    if (!thenable) return answer(ctx, out);
+    return Promise.resolve(out).then((o) => answer(ctx, o), (e) => fail(ctx, e));
   };
 }
 
@@ -215,11 +199,16 @@ function isDescService(v: unknown): v is DescService {
 export function protoService<S extends DescService>(
   service: S,
   impl: VerbusServiceImpl<S>,
+  interceptors: readonly Interceptor[] = [],
 ): Record<string, Record<string, Handler>> {
-  return register(service, impl);
+  return register(service, impl, interceptors);
 }
 
-function register(service: DescService, impl: object): Record<string, Record<string, Handler>> {
+function register(
+  service: DescService,
+  impl: object,
+  interceptors: readonly Interceptor[],
+): Record<string, Record<string, Handler>> {
   if (!isDescService(service)) {
     throw new VerbusError("INVALID_OPTIONS", "expected a protobuf service descriptor (GenService)");
   }
@@ -259,16 +248,28 @@ function register(service: DescService, impl: object): Record<string, Record<str
           "methods only (baidu_std has no streams)",
       );
     }
-    handlers[m.name] = unaryHandler(service, m, (fn as ProtoMethodImpl).bind(impl));
+    handlers[m.name] = unaryHandler(
+      service,
+      m,
+      (fn as ProtoMethodImpl).bind(impl),
+      interceptors,
+    );
   }
   return { [name]: handlers };
 }
 
-/** The services of several `[descriptor, implementation]` entries; a service named twice is refused. */
-export function protoServices(entries: readonly ServiceEntry[]): ServiceMap {
+/**
+ * The services of several `[descriptor, implementation]` entries; a service named twice is
+ * refused. `interceptors` (Connect's shape) wrap every method: they see the decoded request and
+ * its headers, and may set response headers and trailers or answer themselves.
+ */
+export function protoServices(
+  entries: readonly ServiceEntry[],
+  interceptors: readonly Interceptor[] = [],
+): ServiceMap {
   const out: Record<string, Record<string, Handler>> = {};
   for (const [service, impl] of entries) {
-    const one = register(service, impl);
+    const one = register(service, impl, interceptors);
     if (service.typeName in out) {
       throw new VerbusError("INVALID_OPTIONS", `service ${service.typeName} is listed twice`);
     }

@@ -8,7 +8,10 @@
  * - Unary methods only: a streaming method is rejected with `ConnectError` Unimplemented naming
  *   it (baidu_std has no streams).
  * - Headers and the timeout go into the request meta as `headers.ts` says (`timeout_ms`,
- *   `log-id` → `log_id`, `x-request-id` → `request_id`, other headers → `user_fields`).
+ *   `log-id` → `log_id`, `x-request-id` → `request_id`, other headers → `user_fields`), on
+ *   every path (a fabric carries them in the request's metadata block). The answer's
+ *   `user_fields` are the response headers, its trailers the trailers, and an error's details
+ *   and metadata reach the `ConnectError`.
  * - A timeout is sent to the server (`timeout_ms`) and enforced locally (DeadlineExceeded); an
  *   aborted signal rejects the call at once with Canceled (baidu_std has no cancel message: the
  *   server may still run it, and its late answer is dropped).
@@ -57,6 +60,7 @@ import type { AgentClientOptions } from "../agent/agent_client_options.ts";
 import type { ClusterCallOptions, ClusterClient } from "../cluster/cluster_client.ts";
 import type { ClusterOptions } from "../cluster/cluster_options.ts";
 import { addressKind, type Client, connect, type RpcClient } from "../client.ts";
+import type { CallResult } from "../channel_call.ts";
 import type { ClientOptions } from "../connect_options.ts";
 import { connectErrorOf } from "./codes.ts";
 import { callOptionsOf } from "./headers.ts";
@@ -73,28 +77,45 @@ export { verbusTransportOptionsSchema };
 export type { VerbusAgentTransportOptions, VerbusClusterTransportOptions, VerbusTransportOptions };
 
 /**
- * The answer of one unary call. Its (always empty) header and trailer are made when first read:
- * a call whose caller never looks at them does not pay for two `Headers`.
+ * The answer of one unary call. Its header and trailer (the answer's `user_fields` and trailers)
+ * are made when first read: a call whose caller never looks at them does not pay for two
+ * `Headers`.
  */
 class Answer<I extends DescMessage, O extends DescMessage> implements UnaryResponse<I, O> {
   readonly stream = false as const;
   readonly method: DescMethodUnary<I, O>;
   readonly message: MessageShape<O>;
+  readonly #result: CallResult;
   #header: Headers | undefined = undefined;
   #trailer: Headers | undefined = undefined;
-  constructor(method: DescMethodUnary<I, O>, message: MessageShape<O>) {
+  constructor(method: DescMethodUnary<I, O>, message: MessageShape<O>, result: CallResult) {
     this.method = method;
     this.message = message;
+    this.#result = result;
   }
   get service(): UnaryResponse<I, O>["service"] {
     return this.method.parent;
   }
   get header(): Headers {
-    return this.#header ??= new Headers();
+    return this.#header ??= headersOf(this.#result.userFields);
   }
   get trailer(): Headers {
-    return this.#trailer ??= new Headers();
+    return this.#trailer ??= headersOf(this.#result.trailers);
   }
+}
+
+/** `map` as `Headers` (a name or value `Headers` refuses is left out: brpc allows any string). */
+function headersOf(map: ReadonlyMap<string, string> | undefined): Headers {
+  const h = new Headers();
+  if (map === undefined) return h;
+  for (const [k, v] of map) {
+    try {
+      h.append(k, v);
+    } catch {
+      // not a header name or value
+    }
+  }
+  return h;
 }
 
 /**
@@ -218,17 +239,17 @@ export class VerbusTransport<C extends RpcClient = Client> implements Transport 
         Code.Internal,
       );
     }
-    let response: Uint8Array;
+    let result: CallResult;
     try {
       const client = this.#client ?? await this.client();
       const p = client.call(method.parent.typeName, method.name, request, options);
-      response = (signal === undefined ? await p : await abortable(p, signal)).response;
+      result = signal === undefined ? await p : await abortable(p, signal);
     } catch (e) {
       throw connectErrorOf(e, where);
     }
     let message: MessageShape<O>;
     try {
-      message = fromBinary(method.output, response);
+      message = fromBinary(method.output, result.response);
       const missing = requiredCheck(method.output)?.(message);
       if (missing !== undefined) throw new Error(`required field ${missing} is missing`);
     } catch (e) {
@@ -237,10 +258,11 @@ export class VerbusTransport<C extends RpcClient = Client> implements Transport 
         Code.Internal,
       );
     }
-    if (!spreadable) return new Answer(method, message);
+    if (!spreadable) return new Answer(method, message, result);
     // Interceptors may spread the response ({ ...res }): own fields, not getters.
     const service = method.parent, stream = false as const;
-    return { stream, service, method, message, header: new Headers(), trailer: new Headers() };
+    const trailer = headersOf(result.trailers);
+    return { stream, service, method, message, header: headersOf(result.userFields), trailer };
   }
 
   /** Streaming methods are not carried: rejects with Unimplemented naming the method. */

@@ -22,7 +22,7 @@ import {
   ERPCTIMEDOUT,
   RpcError,
 } from "../errors.ts";
-import type { Int64, RpcMeta } from "./rpc_meta.ts";
+import type { ErrorDetail, Int64, RpcMeta } from "./rpc_meta.ts";
 import { borrowsItsRequest } from "./borrow.ts";
 import { internalErrorId, internalErrorText } from "./internal_error.ts";
 
@@ -46,6 +46,14 @@ export interface CallContext {
   responseAttachment: Uint8Array | undefined;
   /** `user_fields` of the request, if any. */
   readonly userFields: ReadonlyMap<string, string> | undefined;
+  /**
+   * `user_fields` of the answer (brpc's `response_user_fields()`): set it to send them, with a
+   * success or an error answer alike, on TCP and on a fabric (where they count against the
+   * session's metadata bound). Ownership moves to verbus.
+   */
+  responseUserFields: Map<string, string> | undefined;
+  /** Trailers of the answer (a verbus extension of RpcMeta that brpc skips); as above. */
+  responseTrailers: Map<string, string> | undefined;
   /** The caller's address. */
   readonly peer: NetAddress;
   /** Aborted when the caller's connection closes (or, if a deadline was sent, when it passes). */
@@ -100,6 +108,10 @@ export class ServerCall implements CallContext {
   /** `Date.now()` when the request arrived. */
   readonly receivedAt: number;
   responseAttachment: Uint8Array | undefined = undefined;
+  responseUserFields: Map<string, string> | undefined = undefined;
+  responseTrailers: Map<string, string> | undefined = undefined;
+  /** The details of the error answer (from the `RpcError` the handler threw), if any. */
+  errorDetails: ErrorDetail[] | undefined = undefined;
   readonly #sink: ResponseSink;
   #signal: AbortSignal | undefined = undefined;
 
@@ -297,7 +309,10 @@ export class Dispatcher {
       for (const w of waiters) w();
     }
     if (error !== undefined) {
-      if (error instanceof RpcError) return this.#fail(call, error.errorCode, error.errorText);
+      if (error instanceof RpcError) {
+        call.errorDetails = error.details;
+        return this.#fail(call, error.errorCode, error.errorText);
+      }
       // An unexpected throw may carry anything (paths, keys, a peer's data): the caller gets a
       // generic text and an id; the full error, stack included, goes to the server's log.
       const id = internalErrorId();

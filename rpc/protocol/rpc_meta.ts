@@ -9,6 +9,12 @@
  * log_id = 3, trace_id = 4, span_id = 5, parent_span_id = 6 (int64s), request_id = 7,
  * timeout_ms = 8 }; RpcResponseMeta { error_code = 1, error_text = 2 }.
  *
+ * Two verbus extension fields, which stock brpc skips as unknown fields (proto2 keeps them
+ * aside and never reads them): `verbus_trailers = 1000` (map<string,string>, the trailers of an
+ * answer; brpc has no trailers) and `verbus_error_details = 1001` (repeated
+ * `{ string type_url = 1; bytes value = 2; }`, google.protobuf.Any's layout: the details of an
+ * error answer). Response headers go in `user_fields`, as brpc's `response_user_fields()` do.
+ *
  * int64 fields ({@link Int64}) decode to a `number` when the value is a safe integer and to a
  * `bigint` otherwise, so every value round-trips exactly (a stock brpc client's correlation ids
  * are bthread ids and may exceed 2^53). Encoding accepts either. Absent optional fields are
@@ -64,7 +70,25 @@ export interface RpcMeta {
   /** Raw encoded `StreamSettings` (not interpreted). */
   streamSettings?: Uint8Array;
   userFields?: Map<string, string>;
+  /** Extension 1000: the trailers of an answer (verbus peers only). */
+  trailers?: Map<string, string>;
+  /** Extension 1001: the details of an error answer (verbus peers only). */
+  errorDetails?: ErrorDetail[];
 }
+
+/**
+ * One error detail as it travels: a protobuf message's full type name and its encoded bytes
+ * (Connect's `IncomingDetail` shape; `value` is owned by whoever holds the detail).
+ */
+export interface ErrorDetail {
+  type: string;
+  value: Uint8Array;
+}
+
+/** RpcMeta field number of the verbus trailers extension. */
+export const FIELD_TRAILERS = 1000;
+/** RpcMeta field number of the verbus error-details extension. */
+export const FIELD_ERROR_DETAILS = 1001;
 
 export { copyEncodedMeta, encodeRpcMeta, encodeRpcMetaToScratch } from "./rpc_meta_encode.ts";
 export { decodeRpcMeta } from "./rpc_meta_decode.ts";

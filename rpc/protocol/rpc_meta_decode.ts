@@ -8,7 +8,15 @@
  * @module
  */
 import { ProtocolError } from "../../errors.ts";
-import type { Int64, RpcMeta, RpcRequestMeta, RpcResponseMeta } from "./rpc_meta.ts";
+import {
+  type ErrorDetail,
+  FIELD_ERROR_DETAILS,
+  FIELD_TRAILERS,
+  type Int64,
+  type RpcMeta,
+  type RpcRequestMeta,
+  type RpcResponseMeta,
+} from "./rpc_meta.ts";
 
 const EMPTY = new Uint8Array(0);
 let rbuf: Uint8Array = EMPTY;
@@ -214,6 +222,18 @@ function readMapEntry(end: number, into: Map<string, string>): void {
   into.set(k, v);
 }
 
+function readDetail(end: number): ErrorDetail {
+  let type = "", value: Uint8Array = EMPTY;
+  while (rpos < end) {
+    readVarint(end);
+    const f = lo >>> 3, wt = lo & 7;
+    if (f === 1 && wt === 2) type = readString(end);
+    else if (f === 2 && wt === 2) value = readBytes(end);
+    else skip(wt, f, end);
+  }
+  return { type, value };
+}
+
 /**
  * Decodes `bytes[start, end)` as an RpcMeta. Throws `ProtocolError` naming the defect (truncated
  * varint, length past the end, bad wire type, missing required field). Byte fields are copies;
@@ -240,7 +260,11 @@ export function decodeRpcMeta(bytes: Uint8Array, start = 0, end = bytes.length):
     else if (f === 7 && wt === 2) m.authenticationData = readBytes(end);
     else if (f === 8 && wt === 2) m.streamSettings = readBytes(end);
     else if (f === 9 && wt === 2) readMapEntry(readLen(end), m.userFields ??= new Map());
-    else skip(wt, f, end);
+    else if (f === FIELD_TRAILERS && wt === 2) {
+      readMapEntry(readLen(end), m.trailers ??= new Map());
+    } else if (f === FIELD_ERROR_DETAILS && wt === 2) {
+      (m.errorDetails ??= []).push(readDetail(readLen(end)));
+    } else skip(wt, f, end);
   }
   rbuf = EMPTY; // do not retain the caller's bytes
   return m;

@@ -6,7 +6,13 @@
  * Threading: module-level scratch state; call from one JS thread.
  * @module
  */
-import type { Int64, RpcMeta, RpcRequestMeta } from "./rpc_meta.ts";
+import {
+  FIELD_ERROR_DETAILS,
+  FIELD_TRAILERS,
+  type Int64,
+  type RpcMeta,
+  type RpcRequestMeta,
+} from "./rpc_meta.ts";
 
 let wbuf = new Uint8Array(4096);
 let wpos = 0;
@@ -58,8 +64,9 @@ function putInt64(v: Int64): void {
 }
 
 function putTag(field: number, wireType: number): void {
+  if (field >= 16) return putVarintNum(field * 8 + wireType); // the verbus extensions
   ensure(1);
-  wbuf[wpos++] = (field << 3) | wireType; // every field number here is < 16
+  wbuf[wpos++] = (field << 3) | wireType;
 }
 
 /** Starts a length-delimited value; returns where its (1-byte, patched later) length goes. */
@@ -161,16 +168,28 @@ export function encodeRpcMetaToScratch(meta: RpcMeta, attachmentSize?: number): 
   if (meta.chunkInfo !== undefined) putBytes(6, meta.chunkInfo);
   if (meta.authenticationData !== undefined) putBytes(7, meta.authenticationData);
   if (meta.streamSettings !== undefined) putBytes(8, meta.streamSettings);
-  if (meta.userFields !== undefined) {
-    for (const [k, v] of meta.userFields) {
-      putTag(9, 2);
+  if (meta.userFields !== undefined) putMap(9, meta.userFields);
+  if (meta.trailers !== undefined) putMap(FIELD_TRAILERS, meta.trailers);
+  if (meta.errorDetails !== undefined) {
+    for (const d of meta.errorDetails) {
+      putTag(FIELD_ERROR_DETAILS, 2);
       const at = beginLen();
-      putString(1, k);
-      putString(2, v);
+      putString(1, d.type);
+      putBytes(2, d.value);
       endLen(at);
     }
   }
   return wpos;
+}
+
+function putMap(field: number, map: ReadonlyMap<string, string>): void {
+  for (const [k, v] of map) {
+    putTag(field, 2);
+    const at = beginLen();
+    putString(1, k);
+    putString(2, v);
+    endLen(at);
+  }
 }
 
 // The last plain request meta encoded (no log/trace/request ids): its bytes, for reuse.

@@ -16,7 +16,9 @@
  * 28 timeout u32   timeout_ms (0 = none)
  * 32 sg u32        BULK: scatter-gather entries the client used (telemetry)
  * 36 logLo u32     40 logHi u32   log_id
- * 44 … 63 reserved
+ * 44 meta u32      bytes of the request's metadata block (headers, request_id; 0 = none): the
+ *                  last `meta` bytes of the slot's inline area (rpc/session/meta_block.ts)
+ * 48 … 63 reserved
  * ```
  * Response descriptor (client's response ring, slot i), written by the server:
  * ```
@@ -30,7 +32,9 @@
  * 24 object u32    OBJECT: object id      28 generation u32   OBJECT: its generation
  * 32 attach u32    attachment bytes (inline, after the payload)
  * 36 serverUs u32  time the server spent, for telemetry
- * 40 … 63 reserved
+ * 40 meta u32      bytes of the answer's metadata block (headers, trailers, error details;
+ *                  0 = none): the last `meta` bytes of the client's slot area, for either kind
+ * 44 … 63 reserved
  * ```
  * @module
  */
@@ -49,6 +53,7 @@ export const REQ = {
   sg: 8,
   logLo: 9,
   logHi: 10,
+  meta: 11,
 } as const;
 
 /** u32 index of each response-descriptor field. */
@@ -63,6 +68,7 @@ export const RESP = {
   generation: 7,
   attach: 8,
   serverUs: 9,
+  meta: 10,
 } as const;
 
 /** Descriptor states. */

@@ -68,7 +68,13 @@ export class ClientSession {
   readonly #snapshot: ServerSnapshot;
   readonly #completions = new Completions(256);
   /** Reused header of caller requests (filled per submit). */
-  readonly #header: RequestHeader = { method: 0, preferLazy: false, timeoutMs: 0, logId: 0 };
+  readonly #header: RequestHeader = {
+    method: 0,
+    preferLazy: false,
+    timeoutMs: 0,
+    logId: 0,
+    metaBytes: 0,
+  };
   /** The client's control page as u32 words (its state word says whether the server closed). */
   readonly #control: Int32Array;
   readonly #onFail: (reason: string) => void;
@@ -180,6 +186,19 @@ export class ClientSession {
     return this.#client.config.slotSize;
   }
 
+  /**
+   * The size of the metadata block a call with `options` carries (0 for none), prepared for its
+   * post; negative (minus the size) when it exceeds {@link metaBound}: that call goes over TCP.
+   */
+  metaBytes(options: ClientCallOptions): number {
+    return this.#writer.prepareMeta(options);
+  }
+
+  /** The largest request metadata block (headers, request_id) this session carries. */
+  get metaBound(): number {
+    return this.#writer.metaBound;
+  }
+
   /** The doorbell value the last progress() started from (idle waits sleep until it moves). */
   get seenDoorbell(): number {
     return this.#seenDoorbell;
@@ -227,8 +246,10 @@ export class ClientSession {
     options: ClientCallOptions = NO_OPTIONS,
   ): Promise<ClientCallResult> | typeof RETRY_LATER | typeof USE_TCP {
     if (this.#failed !== null || this.#fabricFailed() || this.#serverClosed()) return USE_TCP;
+    const metaBytes = options === NO_OPTIONS ? 0 : this.#writer.prepareMeta(options);
+    if (metaBytes < 0) return USE_TCP; // (the client checks the bound before it selects)
     const total = request.length + attachment.length;
-    const bulk = path === "BULK" || total > this.#server.config.slotSize;
+    const bulk = path === "BULK" || total + metaBytes > this.#server.config.slotSize;
     const i = this.#slots.take(SLOT_CALL);
     if (i === NO_FREE_SLOT) return RETRY_LATER;
     const slot = this.#slots.slot(i);
@@ -242,6 +263,7 @@ export class ClientSession {
     header.preferLazy = path === "LAZY";
     header.timeoutMs = timeoutMs;
     header.logId = logId;
+    header.metaBytes = metaBytes;
     const st = this.#writer.post(i, slot, header, request, attachment);
     if (st !== OK) {
       this.#slots.release(i);

@@ -21,6 +21,7 @@
  * @module
  */
 import { VerbusError } from "../../errors.ts";
+import type { MetaBlock } from "./meta_block.ts";
 import type { ClientCallOptions, ClientCallResult } from "../connect_options.ts";
 import type { BulkAllocator } from "../region/bulk_allocator.ts";
 import type { CallPath } from "../selector.ts";
@@ -76,6 +77,8 @@ export interface ClientSlot {
   /** Response and attachment bytes inside that object. */
   responseBytes: number;
   attachmentBytes: number;
+  /** The answer's metadata block, decoded when its descriptor was read (LAZY: until the read ends). */
+  answerMeta: MetaBlock | undefined;
 }
 
 /** A FREE slot's record, as a slot's first use finds it. */
@@ -101,6 +104,7 @@ function newSlot(): ClientSlot {
     generation: 0,
     responseBytes: 0,
     attachmentBytes: 0,
+    answerMeta: undefined,
   };
 }
 
@@ -205,6 +209,7 @@ export class SlotTable {
     slot.resolve = slot.reject = null;
     slot.request = EMPTY;
     slot.options = NO_OPTIONS;
+    slot.answerMeta = undefined;
   }
 
   /**
@@ -214,11 +219,16 @@ export class SlotTable {
   resolve(i: number, response: Uint8Array, attachment: Uint8Array, path: CallPath): void {
     const slot = this.slot(i);
     if (!slot.pending) return;
-    const resolve = slot.resolve!, hooks = this.hooks;
+    const resolve = slot.resolve!, hooks = this.hooks, meta = slot.answerMeta;
     const startedAt = slot.startedAt;
     this.#forget(slot);
     hooks.completed(path, startedAt);
-    resolve({ response, attachment, path, fabric: hooks.fabricLabel });
+    const r: ClientCallResult = { response, attachment, path, fabric: hooks.fabricLabel };
+    if (meta !== undefined) { // the answer's headers and trailers (its metadata block)
+      if (meta.userFields !== undefined) r.userFields = meta.userFields;
+      if (meta.trailers !== undefined) r.trailers = meta.trailers;
+    }
+    resolve(r);
   }
 
   /**

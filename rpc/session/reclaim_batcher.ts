@@ -22,6 +22,7 @@ const RECLAIM_HEADER: RequestHeader = Object.freeze({
   preferLazy: false,
   timeoutMs: 0,
   logId: 0,
+  metaBytes: 0,
 });
 
 /** See the module documentation. */

@@ -20,7 +20,9 @@ import { type FabricEndpoint, OK } from "../../transport/fabric.ts";
 import { BulkAllocator } from "../region/bulk_allocator.ts";
 import { DESC_WORDS, FLAG_BULK, FLAG_PREFER_LAZY, READY, REQ } from "../region/descriptors.ts";
 import { CONTROL, type RegionLayout } from "../region/layout.ts";
+import type { ClientCallOptions } from "../connect_options.ts";
 import type { ClientSlot } from "./client_slots.ts";
+import { metaBlockBound, MetaBlockEncoder } from "./meta_block.ts";
 import type { StagingArea } from "./staging_area.ts";
 
 const EMPTY = new Uint8Array(0);
@@ -35,6 +37,8 @@ export interface RequestHeader {
   timeoutMs: number;
   /** brpc `log_id` (0 = none). */
   logId: number | bigint;
+  /** Bytes of the metadata block last prepared with {@link RequestWriter.prepareMeta} (0 = none). */
+  metaBytes: number;
 }
 
 /** See the module documentation. */
@@ -60,6 +64,10 @@ export class RequestWriter {
   };
   /** Where doorbells rung are counted (the session's stats). */
   readonly #stats: { doorbells: number };
+  /** The request metadata blocks (headers, request_id), one at a time. */
+  readonly #metaBlock = new MetaBlockEncoder();
+  /** The largest block the server takes (both sides derive it from its slot size). */
+  readonly metaBound: number;
 
   constructor(
     endpoint: FabricEndpoint,
@@ -71,6 +79,7 @@ export class RequestWriter {
     this.#stats = stats;
     this.#server = server;
     this.#staging = staging;
+    this.metaBound = metaBlockBound(server.config.slotSize);
     this.bulkArea = new BulkAllocator(
       Math.max(64, server.bulk.size),
       64,
@@ -93,6 +102,14 @@ export class RequestWriter {
     slot.bulkOffset = bulkOffset;
     slot.stagingOffset = stagingOffset;
     return true;
+  }
+
+  /**
+   * Encodes the metadata block of a call with `options` (kept for the next post): its bytes, 0
+   * for none, or minus its size when it exceeds {@link metaBound} (the call must go over TCP).
+   */
+  prepareMeta(options: ClientCallOptions): number {
+    return this.#metaBlock.request(options, this.metaBound);
   }
 
   /**
@@ -123,7 +140,13 @@ export class RequestWriter {
       st = request.length ? ep.write(0, offset, request, 0) : OK;
       if (st === OK && attachment.length) st = ep.write(0, offset + request.length, attachment, 0);
     }
+    const metaBytes = header.metaBytes;
+    if (st === OK && metaBytes > 0) { // the block ends the slot's inline area (BULK leaves it free)
+      const slotEnd = this.#server.slotLocal.offset + (index + 1) * this.#server.config.slotSize;
+      st = ep.write(0, slotEnd - metaBytes, this.#metaBlock.view(), 0);
+    }
     if (st !== OK) return st;
+    d[REQ.meta] = metaBytes;
     d[REQ.seq] = slot.seq;
     d[REQ.method] = header.method;
     d[REQ.flags] = (bulk ? FLAG_BULK : 0) | (header.preferLazy ? FLAG_PREFER_LAZY : 0);

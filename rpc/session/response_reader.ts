@@ -7,6 +7,8 @@
  * - OBJECT (LAZY): the object is read one-sided into staging (wr id = slot index); when that
  *   read completes, header and trailer generations are checked, the data copied out, the
  *   reference queued for RECLAIM, and the call settles.
+ * An answer's metadata block (response headers, trailers, error details; `meta_block.ts`) is
+ * read with its descriptor; one too long or malformed fails that call only (PROTOCOL).
  * The slot is released once its result was copied out and no completion for it is outstanding.
  *
  * Ownership and threading: one reader per client session, on its JS thread. Results are fresh
@@ -29,6 +31,7 @@ import type { ObjectLifecycleProbe } from "./object_lifecycle_probe.ts";
 import type { ReclaimBatcher } from "./reclaim_batcher.ts";
 import type { StagingArea } from "./staging_area.ts";
 import { copyOut } from "./copy_out.ts";
+import { type MetaBlock, metaBlockBound, readMetaBlock } from "./meta_block.ts";
 
 const dec = new TextDecoder();
 const EMPTY = new Uint8Array(0);
@@ -61,6 +64,8 @@ export class ResponseReader {
   /** The client's response ring, as u32 words (Int32 for Atomics). */
   readonly #ring: Int32Array;
   #readsPosted = 0;
+  /** The largest metadata block an answer may carry (the server derives it the same way). */
+  readonly #metaBound: number;
 
   constructor(init: ResponseReaderInit) {
     this.#endpoint = init.endpoint;
@@ -72,6 +77,7 @@ export class ResponseReader {
     this.#lifecycle = init.lifecycle;
     this.#stats = init.stats;
     this.#fail = init.fail;
+    this.#metaBound = metaBlockBound(init.server.config.slotSize);
     const local = init.endpoint.local, ring = init.client.responseRing;
     this.#ring = new Int32Array(local.buffer, local.byteOffset + ring.offset, ring.size >> 2);
   }
@@ -99,10 +105,25 @@ export class ResponseReader {
       kind = r[b + RESP.kind] >>> 0;
     const len = r[b + RESP.length] >>> 0,
       off = r[b + RESP.offset] >>> 0,
-      att = r[b + RESP.attach] >>> 0;
+      att = r[b + RESP.attach] >>> 0,
+      metaBytes = r[b + RESP.meta] >>> 0;
     r[b + RESP.state] = FREE; // plain: the server writes it again only after our next request's atomic publication
     if (seq !== slot.seq) {
       return this.#violation(`slot ${i}: response seq ${seq}, expected ${slot.seq}`);
+    }
+    if (metaBytes !== 0 && slot.pending) {
+      const inline = status !== 0 || kind === KIND_INLINE;
+      const slotSize = this.#client.config.slotSize;
+      const got = inline && len + att + metaBytes > slotSize
+        ? `its answer and metadata block (${len + att} + ${metaBytes} bytes) overlap`
+        : readMetaBlock(
+          this.#endpoint.local,
+          this.#client.slotLocal.offset + (i + 1) * slotSize,
+          metaBytes,
+          this.#metaBound,
+        );
+      if (typeof got === "string") return this.#badMeta(i, inline, got);
+      slot.answerMeta = got;
     }
     if (status !== 0 || kind === KIND_INLINE) {
       return this.#readInline(i, status, kind, off, len, att);
@@ -169,7 +190,9 @@ export class ResponseReader {
       const text = dec.decode(local.subarray(off, off + len));
       slots.reject(
         i,
-        status === EOVERCROWDED ? new VerbusError("FULL", text) : new RpcError(status, text),
+        status === EOVERCROWDED
+          ? new VerbusError("FULL", text)
+          : withMeta(new RpcError(status, text), slots.slot(i).answerMeta),
       );
       slots.release(i);
       return 1;
@@ -225,8 +248,35 @@ export class ResponseReader {
     return 1;
   }
 
+  /**
+   * The answer in slot `i` came with a metadata block that is too long or does not decode: that
+   * call fails (PROTOCOL, saying why); an object it referenced is given back; the session goes on.
+   */
+  #badMeta(i: number, inline: boolean, why: string): number {
+    if (!inline) {
+      const b = i * DESC_WORDS;
+      this.#reclaims.queue(
+        this.#ring[b + RESP.object] >>> 0,
+        this.#ring[b + RESP.generation] >>> 0,
+      );
+    }
+    this.#slots.reject(i, new VerbusError("PROTOCOL", `the server's answer (slot ${i}): ${why}`));
+    this.#slots.release(i);
+    return 1;
+  }
+
   #violation(reason: string): number {
     this.#fail(`server broke the protocol: ${reason}`);
     return 0;
   }
+}
+
+/** `e` with the details, headers and trailers of the answer's metadata block (if it had one). */
+function withMeta(e: RpcError, meta: MetaBlock | undefined): RpcError {
+  if (meta !== undefined) {
+    e.details = meta.errorDetails;
+    e.userFields = meta.userFields;
+    e.trailers = meta.trailers;
+  }
+  return e;
 }

@@ -30,8 +30,10 @@ import {
 import type { RegionLayout } from "../region/layout.ts";
 import type { ObjectPool } from "../region/object_pool.ts";
 import type { ResponseToken, ResponseTokens } from "./response_tokens.ts";
+import { MetaBlockEncoder } from "./meta_block.ts";
 
 const enc = new TextEncoder();
+const META_FAILED = "the server could not write the answer's metadata into the slot";
 
 /** See the module documentation. */
 export class ServerResponseWriter {
@@ -46,6 +48,11 @@ export class ServerResponseWriter {
   readonly #desc = new Uint32Array(DESC_WORDS);
   readonly #descBody = new Uint8Array(this.#desc.buffer, 4);
   readonly #onBodyFailed: (token: ResponseToken, status: number) => void;
+  /**
+   * The answers' metadata blocks: the caller encodes one with `metaBlock.answer(…)` and passes
+   * its size to {@link inline} / {@link object}, which write it at the end of the client's slot.
+   */
+  readonly metaBlock: MetaBlockEncoder = new MetaBlockEncoder();
 
   /** `onBodyFailed` hears of every answer whose body the fabric refused (it became an error). */
   constructor(
@@ -76,13 +83,16 @@ export class ServerResponseWriter {
     body: Uint8Array,
     attachment: Uint8Array | undefined,
     serverUs: number,
+    metaBytes = 0,
   ): number {
     const ep = this.#endpoint;
     const at = this.#client.slotLocal.offset + token * this.#client.config.slotSize;
     let st = body.length ? ep.write(0, at, body, 0) : OK;
     if (st === OK && attachment?.length) st = ep.write(0, at + body.length, attachment, 0);
+    if (st === OK) st = this.#writeMeta(token, metaBytes);
     let length = body.length, attach = attachment?.length ?? 0;
     if (st !== OK) { // the body did not get there: this call fails, the session goes on
+      metaBytes = 0;
       if (ep.failed) return st;
       this.#onBodyFailed(token, st);
       status = ERESPONSE;
@@ -100,7 +110,15 @@ export class ServerResponseWriter {
     d[RESP.object] = 0;
     d[RESP.generation] = 0;
     d[RESP.attach] = attach;
+    d[RESP.meta] = metaBytes;
     return this.#publish(token, serverUs);
+  }
+
+  /** Writes the last encoded metadata block (`metaBytes` of it) at the end of `token`'s slot. */
+  #writeMeta(token: ResponseToken, metaBytes: number): number {
+    if (metaBytes === 0) return OK;
+    const slotEnd = this.#client.slotLocal.offset + (token + 1) * this.#client.config.slotSize;
+    return this.#endpoint.write(0, slotEnd - metaBytes, this.metaBlock.view(), 0);
   }
 
   /**
@@ -114,8 +132,18 @@ export class ServerResponseWriter {
     responseBytes: number,
     attachmentBytes: number,
     serverUs: number,
+    metaBytes = 0,
   ): number {
     const d = this.#desc;
+    const st = this.#writeMeta(token, metaBytes);
+    if (st !== OK) {
+      // The metadata did not get there: the call fails as a refused body does (the object is
+      // the pool's until its TTL: nobody holds a reference to it).
+      if (this.#endpoint.failed) return st;
+      this.#onBodyFailed(token, st);
+      return this.inline(token, ERESPONSE, enc.encode(META_FAILED), undefined, serverUs);
+    }
+    d[RESP.meta] = metaBytes;
     d[RESP.status] = 0;
     d[RESP.kind] = KIND_OBJECT;
     d[RESP.length] = responseBytes;

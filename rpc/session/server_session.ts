@@ -7,16 +7,18 @@
  * reference into the object pool otherwise or when the client prefers LAZY (LAZY). RECLAIMs free
  * objects; a TTL sweep frees what nobody reclaimed. The dispatcher's answer finds its request
  * again through a {@link ResponseTokens} token (the ring slot index, sent as `correlationId`);
- * the {@link ServerResponseWriter} writes it.
+ * the {@link ServerResponseWriter} writes it. Headers travel in metadata blocks at the end of
+ * the call's slot (`meta_block.ts`): a request's is read by {@link RequestMetas} — a bad one
+ * fails that call only, with EREQUEST saying why —, an answer's carries the call's response
+ * headers, trailers and error details (past the bound, the answer becomes ERESPONSE saying so).
  *
  * Threading: one JS thread (the server's). Nothing touches region memory after close().
  * @module
  */
 import type { FabricEndpoint } from "../../transport/fabric.ts";
 import type { NetAddress } from "../../transport/tcp/tcp.ts";
-import { EOVERCROWDED } from "../errors.ts";
+import { EOVERCROWDED, EREQUEST, ERESPONSE } from "../errors.ts";
 import type { Dispatcher, Logger, ResponseSink, ServerCall } from "../protocol/dispatch.ts";
-import type { RpcMeta } from "../protocol/rpc_meta.ts";
 import {
   DESC_WORDS,
   FLAG_BULK,
@@ -36,6 +38,7 @@ import { ServerResponseWriter } from "./server_response_writer.ts";
 import { copyOut } from "./copy_out.ts";
 import { turnDateNow } from "./turn_clock.ts";
 import { RequestLender } from "./request_lender.ts";
+import { RequestMetas } from "./request_metas.ts";
 import { EndNotice } from "../../util/end_notice.ts";
 
 const enc = new TextEncoder();
@@ -84,17 +87,12 @@ export class ServerSession implements ResponseSink {
   readonly #tokens: ResponseTokens;
   readonly #answers: ServerResponseWriter;
   readonly #lender: RequestLender;
-  /** Per method index: the last frozen request meta (see #take). */
-  readonly #requestMeta: (RpcMeta["request"] | undefined)[] = [];
-  /**
-   * Per ring slot: the meta of the request it carries (its correlationId — the token — never
-   * changes; the request meta is set per take). A slot carries one request until its answer, so
-   * the record is the call's until then. Made on the slot's first request (an idle session
-   * keeps no 64 objects a GC must walk).
-   */
-  readonly #slotMeta: (RpcMeta | undefined)[];
+  /** The request metas handed to the dispatcher (see request_metas.ts). */
+  readonly #metas: RequestMetas;
   /** `Date.now()` scale time of the current poll round (the turn's clock), or -1. */
   #roundNow = -1;
+  /** Requests refused for a bad metadata block (each failed its call only). */
+  refused = 0;
   /** Answers whose body the fabric refused (each failed its call only). */
   bodyWriteFailures = 0;
   /** Doorbells rung for answers (one per poll round that answered, plus one per late answer). */
@@ -136,7 +134,8 @@ export class ServerSession implements ResponseSink {
     });
     this.#tokens = new ResponseTokens(this.#server.config.slots);
     this.#lender = init.lender ?? new RequestLender(init.dispatcher);
-    this.#slotMeta = new Array(this.#server.config.slots);
+    const cfg = this.#server.config;
+    this.#metas = new RequestMetas(cfg.slots, cfg.slotSize, this.#server.slotLocal.offset);
     this.#answers = new ServerResponseWriter(
       this.#endpoint,
       { server: this.#server, client: this.#client },
@@ -265,6 +264,13 @@ export class ServerSession implements ResponseSink {
     if (method >= this.#methods.length) {
       return this.fail(`slot ${i}: method index ${method} ≥ ${this.#methods.length} methods`);
     }
+    const block = this.#metas.block(
+      local,
+      i,
+      r[b + REQ.meta] >>> 0,
+      (flags & FLAG_BULK) === 0 ? len + att : -1,
+    );
+    if (typeof block === "string") return this.#refuse(i, block);
     const [service, name] = this.#methods[method];
     // A large request of a handler that borrows it comes in a lent, reused buffer (given back
     // when the call is answered); any other is the handler's own copy.
@@ -279,23 +285,24 @@ export class ServerSession implements ResponseSink {
     }
     const timeout = r[b + REQ.timeout] >>> 0;
     const logLo = r[b + REQ.logLo] >>> 0, logHi = r[b + REQ.logHi] >>> 0;
-    // The request meta is read-only for the dispatcher: without a log id, reuse one per
-    // (method, timeout) — a client sends the same timeout call after call.
-    let request = logLo | logHi ? undefined : this.#requestMeta[method];
-    if (request === undefined || request.timeoutMs !== (timeout || undefined)) {
-      request = Object.freeze({
-        serviceName: service,
-        methodName: name,
-        timeoutMs: timeout || undefined,
-        logId: logLo | logHi ? logHi * 0x1_0000_0000 + logLo : undefined,
-      });
-      if (!(logLo | logHi)) this.#requestMeta[method] = request;
-    }
-    // The answer comes back through send() with this token (the slot index, its meta's correlationId).
-    const meta = this.#slotMeta[i] ??= { request, correlationId: i };
-    meta.request = request;
+    // The answer comes back through send() with the slot as its token (its correlationId).
+    const meta = this.#metas.meta(i, method, service, name, timeout, logLo, logHi, block);
     if (this.#roundNow < 0) this.#roundNow = turnDateNow(); // the turn's clock reading
     this.#dispatcher.dispatch(meta, payload, attachment, this, this.#roundNow);
+  }
+
+  /**
+   * Answers the request behind `token` with EREQUEST `slot N: why` without running it (its
+   * metadata block is bad); the session goes on. Logged once per session.
+   */
+  #refuse(token: ResponseToken, why: string): void {
+    const text = `slot ${token}: ${why}`;
+    if (this.refused++ === 0) {
+      this.#logger.warn(`fabric session ${this.id}: a request refused (logged once): ${text}`);
+    }
+    this.#telemetry.inc(TELEMETRY.FAILED);
+    const body = enc.encode(text).subarray(0, this.#client.config.slotSize);
+    this.#answered(token, this.#answers.inline(token, EREQUEST, body, undefined, 0));
   }
 
   /** A RECLAIM batch in the request behind `token`: frees the objects, answers empty. */
@@ -313,20 +320,38 @@ export class ServerSession implements ResponseSink {
     // A synchronous answer (in this round) took no measurable time; a late one reads the clock.
     const now = this.#inPoll && this.#roundNow >= 0 ? this.#roundNow : Date.now();
     const us = Math.round((now - call.receivedAt) * 1000);
+    // Headers, trailers, error details: a block at the end of the client's slot (bounded).
+    const bound = this.#metas.bound, details = errorCode ? call.errorDetails : undefined;
+    let meta = this.#answers.metaBlock.answer(
+      call.responseUserFields,
+      call.responseTrailers,
+      details,
+      bound,
+    );
+    if (meta < 0) {
+      errorText =
+        `the answer's metadata block of ${-meta} bytes exceeds the fabric bound of ${bound} bytes`;
+      (errorCode = ERESPONSE, meta = 0);
+    }
     const slotSize = this.#client.config.slotSize;
     if (errorCode !== 0) {
       this.#telemetry.inc(TELEMETRY.FAILED);
-      const text = enc.encode(errorText).subarray(0, slotSize);
-      return this.#answered(token, this.#answers.inline(token, errorCode, text, undefined, us));
+      const text = enc.encode(errorText).subarray(0, slotSize - meta);
+      return this.#answered(
+        token,
+        this.#answers.inline(token, errorCode, text, undefined, us, meta),
+      );
     }
     this.#telemetry.inc(TELEMETRY.COMPLETED);
     const att = call.responseAttachment;
     const total = response.length + (att?.length ?? 0);
-    const lazy = total > slotSize ||
+    const lazy = total + meta > slotSize ||
       (this.#tokens.prefersLazy(token) && total >= this.#largeThreshold);
     const path = this.#tokens.cameBulk(token) ? "BULK" : lazy ? "LAZY" : "EAGER";
     this.#telemetry.ewma(TELEMETRY_PATH[path], us);
-    if (!lazy) return this.#answered(token, this.#answers.inline(token, 0, response, att, us));
+    if (!lazy) {
+      return this.#answered(token, this.#answers.inline(token, 0, response, att, us, meta));
+    }
     const id = this.#pool.alloc(total);
     if (id === POOL_EXHAUSTED) {
       this.#telemetry.inc(TELEMETRY.FAILED);
@@ -338,7 +363,8 @@ export class ServerSession implements ResponseSink {
     this.#pool.publish(id);
     this.#telemetry.inc(TELEMETRY.OBJ_ALLOCS);
     this.#telemetry.set(TELEMETRY.OBJPOOL_USED, this.#pool.usedSlabs);
-    this.#answered(token, this.#answers.object(token, id, response.length, att?.length ?? 0, us));
+    const attBytes = att?.length ?? 0;
+    this.#answered(token, this.#answers.object(token, id, response.length, attBytes, us, meta));
   }
 
   /** Bookkeeping after the answer of `token` was published with fabric status `status`. */

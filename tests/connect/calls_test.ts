@@ -1,7 +1,7 @@
 /**
  * What the Connect transport and the descriptor services carry besides messages: the timeout
  * (sent as timeout_ms, enforced locally: DeadlineExceeded), abort signals (Canceled), request
- * headers (log-id / x-request-id / user_fields, and which path carries them), interceptors,
+ * headers (log-id / x-request-id / user_fields, on the fabric too), interceptors,
  * streaming methods refused by name on both sides, registration errors, and the synchronous
  * answer of a synchronous implementation.
  */
@@ -107,7 +107,7 @@ for (const plane of PLANES) {
   });
 }
 
-test("request headers reach the handler as log_id / request_id / user_fields; only those two need TCP", async () => {
+test("request headers reach the handler as log_id / request_id / user_fields, all on the fabric", async () => {
   const seen: Record<string, unknown>[] = [];
   const impl = {
     greet(_req: unknown, ctx: VerbusHandlerContext) {
@@ -130,7 +130,7 @@ test("request headers reach the handler as log_id / request_id / user_fields; on
       await greeter.greet({ name: "a" }, {
         headers: { "X-Request-Id": "req-7", "log-id": "18446744073709551615", "x-tenant": "t1" },
       });
-      assertEquals(client.stats().calls.TCP_FALLBACK, 1, "request_id / user_fields go over TCP");
+      assertEquals(client.stats().calls.EAGER, 2, "request_id / user_fields stay on the fabric");
       assertEquals(seen[0], {
         header: { "log-id": "42" },
         logId: 42,
