@@ -14,7 +14,8 @@ import { simulatorPath } from "./doctor.ts";
 const HELP = `usage: verbus serve --port P [--host H] [--image-dir D] [--fabric LIST|none]
                     [--urma sim|PATH] [--rdma-addr A] [--rdma-port N] [--rdma-mode poll|event]
                     [--object-ttl-ms N] [--batch-budget N] [--kv-max-bytes N]
-                    [--brpc-rdma [--rdma-device D]] [--register URL [--register-ttl S]]
+                    [--brpc-rdma [--rdma-device D] | --brpc-ubring]
+                    [--register URL [--register-ttl S]]
                     [--exit-with-stdin] [--json]
 
   --fabric LIST   fabrics to offer, best first, from ${FABRICS.join(", ")} (default: shm,verbs; urma
@@ -26,6 +27,9 @@ const HELP = `usage: verbus serve --port P [--host H] [--image-dir D] [--fabric 
                   call --brpc-rdma) is served over a queue pair; others stay on TCP
   --rdma-device D the RDMA device of --brpc-rdma (brpc's -rdma_device; default: the one that
                   holds the listening address)
+  --brpc-ubring   also speak brpc's UBRing protocol (same host, shared memory): a brpc client
+                  with socket_mode UBRING (ubring_performance_client --use_ubring, or verbus call
+                  --brpc-ubring) is served over two shm rings; others stay on TCP
   --register URL  register this server in etcd (etcd://HOST:PORT/PREFIX) under a lease kept
                   alive every S/3 s and revoked at a clean stop; a killed server's key goes when
                   its lease ends (--register-ttl S, default 10); clients use the same URL
@@ -54,6 +58,7 @@ const schema = z.object({
   "kv-max-bytes": z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
   "brpc-rdma": z.boolean().default(false),
   "rdma-device": z.string().min(1).optional(),
+  "brpc-ubring": z.boolean().default(false),
   register: z.string().regex(/^etcd:\/\//i, "expected etcd://HOST:PORT/PREFIX").optional(),
   "register-ttl": z.coerce.number().int().min(1).max(3600).optional(),
   "exit-with-stdin": z.boolean().default(false),
@@ -126,6 +131,7 @@ async function serveUntilStopped(
       },
     },
     brpcRdma: o["brpc-rdma"] ? (o["rdma-device"] ? { device: o["rdma-device"] } : {}) : false,
+    brpcUbring: o["brpc-ubring"] ? {} : false,
     ...(o.register ? { register: { url: o.register, ttlSeconds: o["register-ttl"] ?? 10 } } : {}),
     logger: {
       warn: (m) => console.error(`verbus serve: ${m}`),
@@ -136,7 +142,7 @@ async function serveUntilStopped(
     server.fabric?.fabrics.map((f) => f === "urma" && o.urma === "sim" ? "urma (simulated)" : f) ??
       [];
   const fabrics = (o.fabric === "none" ? "tcp only" : [...offered, "tcp"].join(" + ")) +
-    (o["brpc-rdma"] ? " + brpc-rdma" : "");
+    (o["brpc-rdma"] ? " + brpc-rdma" : "") + (o["brpc-ubring"] ? " + brpc-ubring" : "");
   console.log(
     o.json
       ? JSON.stringify({

@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { brpcRdmaOptionsSchema } from "../transport/brpc_rdma/options.ts";
+import { brpcUbringOptionsSchema } from "../transport/brpc_ubring/options.ts";
 import { parseOptions } from "../util/options.ts";
 import type { Logger } from "./protocol/dispatch.ts";
 import { DEFAULT_MAX_BODY_SIZE } from "./protocol/frame.ts";
@@ -21,6 +22,9 @@ export type ChannelOptionsShape = {
   maxBodySize: z.ZodDefault<z.ZodNumber>;
   logger: z.ZodOptional<z.ZodCustom<Logger, Logger>>;
   brpcRdma: z.ZodDefault<z.ZodUnion<readonly [z.ZodLiteral<false>, typeof brpcRdmaOptionsSchema]>>;
+  brpcUbring: z.ZodDefault<
+    z.ZodUnion<readonly [z.ZodLiteral<false>, typeof brpcUbringOptionsSchema]>
+  >;
 };
 
 /** Largest timer delay (ms) a runtime accepts. */
@@ -43,6 +47,13 @@ export const ChannelOptionsSchema: z.ZodObject<ChannelOptionsShape, z.core.$stri
    * Default `false`: plain TCP.
    */
   brpcRdma: z.union([z.literal(false), brpcRdmaOptionsSchema]).default(false),
+  /**
+   * brpc's UBRing mode, same host only (a stock brpc server built `-DWITH_UBRING=ON` with
+   * `use_ubring`, or a verbus server with `brpcUbring`): each connection starts with brpc's
+   * UBRing handshake and carries baidu_std over two shared-memory rings; it stays on TCP
+   * (logged once, with the reason) when either side cannot. Default `false`: plain TCP.
+   */
+  brpcUbring: z.union([z.literal(false), brpcUbringOptionsSchema]).default(false),
 }).strict();
 
 /** Input type of {@link connect}'s options. */
