@@ -10,6 +10,7 @@ import { type FabricKind, FABRICS, RUNTIME, serve } from "../mod.ts";
 import { parseCommandLine, usageError } from "./options.ts";
 import { wantsJson } from "./style.ts";
 import { simulatorPath } from "./doctor.ts";
+import { createLogger } from "../util/log.ts";
 
 const HELP = `usage: verbus serve --port P [--host H] [--image-dir D] [--fabric LIST|none]
                     [--urma sim|PATH] [--rdma-addr A] [--rdma-port N] [--rdma-mode poll|event]
@@ -133,10 +134,8 @@ async function serveUntilStopped(
     brpcRdma: o["brpc-rdma"] ? (o["rdma-device"] ? { device: o["rdma-device"] } : {}) : false,
     brpcUbring: o["brpc-ubring"] ? {} : false,
     ...(o.register ? { register: { url: o.register, ttlSeconds: o["register-ttl"] ?? 10 } } : {}),
-    logger: {
-      warn: (m) => console.error(`verbus serve: ${m}`),
-      info: (m) => console.error(`verbus serve: ${m}`),
-    },
+    // info and up on stderr (VERBUS_LOG_LEVEL changes it), one JSON object a line under --json
+    logger: createLogger({ name: "verbus serve", level: "info", json: o.json }),
   });
   const offered =
     server.fabric?.fabrics.map((f) => f === "urma" && o.urma === "sim" ? "urma (simulated)" : f) ??

@@ -40,6 +40,7 @@ import {
   serverHelloSchema,
 } from "./hello.ts";
 import { clientMachine, type ClientState } from "./state_machine.ts";
+import { libraryLogger } from "../../util/log.ts";
 
 /** What the handshake produced. */
 export interface FabricOutcome {
@@ -87,9 +88,7 @@ export async function establishFabric(
   channel: Channel,
   options: HandshakeOptions,
 ): Promise<FabricOutcome> {
-  const log = (
-    line: string,
-  ) => (options.logger ? options.logger.warn(line) : console.error(`verbus: ${line}`));
+  const log = (line: string) => (options.logger ?? libraryLogger()).warn(line);
   const machine = clientMachine(`fabric handshake with ${channel.host}:${channel.port}`, log);
   const done = (
     session: ClientSession | null,

@@ -177,7 +177,8 @@ export class FabricHost {
     const log = (l: string) => logger.info?.(l);
     const { providers, refused } = await serverProviders(o.fabrics, o.providerOptions, log);
     for (const [k, why] of Object.entries(refused)) {
-      logger.warn(`fabric ${k} unavailable on this server: ${why}`);
+      // a capability of this host, said once at start: info (a logger without info gets warn)
+      (logger.info ?? logger.warn).call(logger, `fabric ${k} unavailable on this server: ${why}`);
     }
     return new FabricHost(
       o,
