@@ -12,18 +12,23 @@ import {
   type VerbusTransportOptions,
 } from "../../rpc/connect/transport.ts";
 import { SMALL_REGION } from "../fabric/util.ts";
+import type { FabricHostOptions } from "../../rpc/session/fabric_host.ts";
 
-/** Runs `fn` with a server of `services` (fabric: false = TCP only, like a stock brpc server). */
+/**
+ * Runs `fn` with a server of `services` (fabric: false = TCP only, like a stock brpc server;
+ * `fabricOptions` add to the fabric host's, e.g. `fabrics: ["urma"]`).
+ */
 export async function withServer<const T extends readonly DescService[] = []>(
   services: ServeOptionsOf<T>["services"],
   fn: (server: Server, warnings: string[]) => Promise<void>,
   fabric: false | undefined = undefined,
+  fabricOptions: Partial<FabricHostOptions> = {},
 ): Promise<void> {
   const warnings: string[] = [];
   const server = await serve({
     port: 0,
     services,
-    fabric: fabric === false ? false : { region: SMALL_REGION },
+    fabric: fabric === false ? false : { region: SMALL_REGION, ...fabricOptions },
     logger: { warn: (m) => warnings.push(m), info: () => {} },
   });
   try {
