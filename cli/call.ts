@@ -31,7 +31,10 @@ import { runBrpcRdma, runMethod } from "./call_method.ts";
 export interface OpReport {
   ok: boolean;
   op: string;
+  /** The path the call(s) really ran (a forced LAZY answered small comes back EAGER). */
   path: CallPath | "mixed" | "-";
+  /** With --force-path: the path asked for (`path` says what ran). */
+  forced?: CallPath;
   fabric: string;
   latency_us: number;
   /** With --ns: the server that answered (`HOST:PORT`; an op of several calls: all, by ","). */
@@ -83,6 +86,11 @@ async function startBarrier(): Promise<void> {
   });
 }
 
+/** `(forced LAZY) ` when the op was forced to a path, so the line says what ran and what was asked. */
+function forcedNote(r: OpReport): string {
+  return r.forced ? `(forced ${r.forced}${r.path === r.forced ? "" : `, ran ${r.path}`}) ` : "";
+}
+
 /** Prints one report: a line a person reads, or one JSON object (`json`). */
 export function printReport(r: OpReport, json: boolean): void {
   if (json) {
@@ -97,7 +105,7 @@ export function printReport(r: OpReport, json: boolean): void {
     console.log(
       `${r.ok ? paint("stdout", "green", "ok  ") : paint("stdout", "red", "FAIL")} ${
         r.op.padEnd(10)
-      } path=${String(r.path).padEnd(12)} fabric=${r.fabric.padEnd(5)} ${
+      } path=${String(r.path).padEnd(12)} ${forcedNote(r)}fabric=${r.fabric.padEnd(5)} ${
         r.server ? `server=${r.server} ` : ""
       }${String(r.latency_us).padStart(9)} µs  ${r.ok ? show(r.result) : r.error}`,
     );

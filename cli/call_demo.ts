@@ -95,6 +95,7 @@ async function runOp(
     return {
       ok: true,
       op: name,
+      ...(force ? { forced: force } : {}),
       path: paths.size === 1 ? [...paths][0] : paths.size ? "mixed" : "-",
       fabric,
       latency_us: round((performance.now() - t0) * 1000),
@@ -105,6 +106,7 @@ async function runOp(
     return {
       ok: false,
       op: name,
+      ...(force ? { forced: force } : {}),
       path: paths.size === 1 ? [...paths][0] : "-",
       fabric,
       latency_us: round((performance.now() - t0) * 1000),

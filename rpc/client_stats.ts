@@ -2,7 +2,11 @@
  * A client's local counters (`Client.stats()`) and their human-readable form.
  * @module
  */
-import { formatTelemetry, type TelemetrySnapshot } from "./region/telemetry.ts";
+import {
+  formatTelemetry,
+  LATENCY_SAMPLE_EVERY,
+  type TelemetrySnapshot,
+} from "./region/telemetry.ts";
 import type { CallPath } from "./selector.ts";
 import type { ClientSession } from "./session/client_session.ts";
 import type { FabricOutcome } from "./session/client_handshake.ts";
@@ -14,7 +18,13 @@ export interface ClientStats {
   calls: Record<CallPath, number>;
   fallbacks: number;
   errors: number;
+  /**
+   * Latency EWMA per path, µs, submit → result, over the calls measured: 1 fabric call in
+   * {@link LATENCY_SAMPLE_EVERY} (the first included), every TCP call. 0 before the first.
+   */
   latencyUs: Record<CallPath, number>;
+  /** How many calls each path's EWMA has measured (`n`). */
+  latencySamples: Record<CallPath, number>;
   session: ClientSession["stats"] | null;
   server: TelemetrySnapshot | null;
 }
@@ -30,7 +40,11 @@ export function formatClientStats(st: ClientStats): string {
     })`,
     `calls        ${PATHS.map((p) => `${p} ${st.calls[p]}`).join(", ")}`,
     `fallbacks    ${st.fallbacks}    errors ${st.errors}`,
-    `latency µs   ${PATHS.map((p) => `${p} ${st.latencyUs[p]}`).join(", ")}`,
+    `latency      EWMA, submit→result, of 1 fabric call in ${LATENCY_SAMPLE_EVERY} and every TCP call: ${
+      PATHS.map((p) =>
+        st.latencySamples[p] ? `${p} ${st.latencyUs[p]} µs (n=${st.latencySamples[p]})` : `${p} –`
+      ).join(", ")
+    }`,
   ];
   if (st.server) lines.push(formatTelemetry(st.server, "server control page (snapshot)"));
   return lines.join("\n");

@@ -60,6 +60,8 @@ export class Client extends ClientBase<ClientCallResult> {
   #metaOverBoundCalls = 0;
   readonly #calls: Record<CallPath, number> = { EAGER: 0, LAZY: 0, BULK: 0, TCP_FALLBACK: 0 };
   readonly #latencyUs: Record<CallPath, number> = { EAGER: 0, LAZY: 0, BULK: 0, TCP_FALLBACK: 0 };
+  /** Calls measured into each path's EWMA. */
+  readonly #latencyN: Record<CallPath, number> = { EAGER: 0, LAZY: 0, BULK: 0, TCP_FALLBACK: 0 };
   /** The selector's input, refilled per call (no object per call). */
   readonly #selectInput: SelectInput = {
     forcePath: undefined,
@@ -288,7 +290,7 @@ export class Client extends ClientBase<ClientCallResult> {
 
   /** Folds a latency of `us` microseconds into `path`'s EWMA. */
   #foldLatency(path: CallPath, us: number): void {
-    this.#latencyUs[path] = this.#latencyUs[path] === 0
+    this.#latencyUs[path] = this.#latencyN[path]++ === 0
       ? us
       : this.#latencyUs[path] * 0.9 + us * 0.1;
   }
@@ -337,6 +339,7 @@ export class Client extends ClientBase<ClientCallResult> {
       latencyUs: Object.fromEntries(
         PATHS.map((p) => [p, Math.round(this.#latencyUs[p] * 10) / 10]),
       ) as Record<CallPath, number>,
+      latencySamples: { ...this.#latencyN },
       session: this.#fabric.session ? { ...this.#fabric.session.stats } : null,
       server: this.#fabric.session?.snapshot ?? null,
     };

@@ -14,7 +14,7 @@
 import { VerbusError } from "../../errors.ts";
 import { Completions, type FabricEndpoint, FAILED, FULL, OK } from "../../transport/fabric.ts";
 import { CONTROL, type RegionLayout, SESSION_CLOSED } from "../region/layout.ts";
-import type { TelemetrySnapshot } from "../region/telemetry.ts";
+import { LATENCY_SAMPLE_EVERY, type TelemetrySnapshot } from "../region/telemetry.ts";
 import { CallDeadlines } from "./call_deadlines.ts";
 import { NO_FREE_SLOT, SLOT_CALL, SlotTable } from "./client_slots.ts";
 import { MethodTable } from "./method_table.ts";
@@ -29,8 +29,8 @@ import { ServerSnapshot, SNAPSHOT_WR_ID } from "./server_snapshot.ts";
 import { StagingArea } from "./staging_area.ts";
 import { turnNow } from "./turn_clock.ts";
 
-/** One call in this many has its latency measured with the real clock (the EWMA's samples). */
-const LATENCY_SAMPLE_MASK = 15;
+/** One call in this many (the first included) has its latency measured with the real clock. */
+const LATENCY_SAMPLE_MASK = LATENCY_SAMPLE_EVERY - 1;
 const NO_OPTIONS: ClientCallOptions = Object.freeze({});
 
 /**
@@ -278,7 +278,7 @@ export class ClientSession {
     slot.path = bulk ? "BULK" : path;
     slot.deadline = deadline;
     slot.method = method;
-    slot.startedAt = (++this.#sampleCount & LATENCY_SAMPLE_MASK) === 0 ? performance.now() : 0;
+    slot.startedAt = (this.#sampleCount++ & LATENCY_SAMPLE_MASK) === 0 ? performance.now() : 0;
     slot.service = service;
     slot.methodName = methodName;
     slot.request = request;

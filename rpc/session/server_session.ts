@@ -31,7 +31,12 @@ import {
 } from "../region/descriptors.ts";
 import { CONTROL, type RegionLayout, SESSION_CLOSED } from "../region/layout.ts";
 import { ObjectPool, POOL_EXHAUSTED } from "../region/object_pool.ts";
-import { TELEMETRY, type Telemetry, TELEMETRY_PATH } from "../region/telemetry.ts";
+import {
+  LATENCY_SAMPLE_EVERY,
+  TELEMETRY,
+  type Telemetry,
+  TELEMETRY_PATH,
+} from "../region/telemetry.ts";
 import { applyReclaims, sessionTelemetry } from "./server_telemetry.ts";
 import { type ResponseToken, ResponseTokens } from "./response_tokens.ts";
 import { ServerResponseWriter } from "./server_response_writer.ts";
@@ -91,6 +96,13 @@ export class ServerSession implements ResponseSink {
   readonly #metas: RequestMetas;
   /** `Date.now()` scale time of the current poll round (the turn's clock), or -1. */
   #roundNow = -1;
+  /**
+   * Per request slot: `performance.now()` when its request was taken, for the 1 call in
+   * LATENCY_SAMPLE_EVERY whose server time the EWMA gets; 0 for the others. (The turn clock
+   * cannot time a call: a synchronous answer comes in the same turn and would count 0 µs.)
+   */
+  readonly #sampledAt: Float64Array;
+  #sampleCount = 0;
   /** Requests refused for a bad metadata block (each failed its call only). */
   refused = 0;
   /** Answers whose body the fabric refused (each failed its call only). */
@@ -133,6 +145,7 @@ export class ServerSession implements ResponseSink {
       ttlMs: init.ttlMs,
     });
     this.#tokens = new ResponseTokens(this.#server.config.slots);
+    this.#sampledAt = new Float64Array(this.#server.config.slots);
     this.#lender = init.lender ?? new RequestLender(init.dispatcher);
     const cfg = this.#server.config;
     this.#metas = new RequestMetas(cfg.slots, cfg.slotSize, this.#server.slotLocal.offset);
@@ -288,6 +301,7 @@ export class ServerSession implements ResponseSink {
     // The answer comes back through send() with the slot as its token (its correlationId).
     const meta = this.#metas.meta(i, method, service, name, timeout, logLo, logHi, block);
     if (this.#roundNow < 0) this.#roundNow = turnDateNow(); // the turn's clock reading
+    this.#sampledAt[i] = (this.#sampleCount++ % LATENCY_SAMPLE_EVERY) === 0 ? performance.now() : 0;
     this.#dispatcher.dispatch(meta, payload, attachment, this, this.#roundNow);
   }
 
@@ -348,7 +362,11 @@ export class ServerSession implements ResponseSink {
     const lazy = total + meta > slotSize ||
       (this.#tokens.prefersLazy(token) && total >= this.#largeThreshold);
     const path = this.#tokens.cameBulk(token) ? "BULK" : lazy ? "LAZY" : "EAGER";
-    this.#telemetry.ewma(TELEMETRY_PATH[path], us);
+    const sampled = this.#sampledAt[token];
+    if (sampled > 0) {
+      this.#sampledAt[token] = 0;
+      this.#telemetry.ewma(TELEMETRY_PATH[path], (performance.now() - sampled) * 1000);
+    }
     if (!lazy) {
       return this.#answered(token, this.#answers.inline(token, 0, response, att, us, meta));
     }

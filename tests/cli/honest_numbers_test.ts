@@ -1,0 +1,128 @@
+/**
+ * The numbers `verbus call` shows say what they are: `--stats` after one call has that call's
+ * latency (the first call is always measured) and says which calls its EWMA measures; the
+ * server's control page times calls with the real clock (a synchronous handler no longer reads
+ * 0.0 µs over thousands of calls); a forced path is named as forced beside the path that ran.
+ */
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
+import { RUNTIME } from "../../ffi/runtime.ts";
+import { assert, assertEquals, test } from "../harness.ts";
+import { otherRuntime, REPO_ROOT, runtimeBinary, withChild } from "../util/proc.ts";
+
+function verbus(args: string[]) {
+  const bin = runtimeBinary(RUNTIME as "deno" | "bun");
+  const argv = RUNTIME === "deno"
+    ? ["run", "-A", join(REPO_ROOT, "cli/main.ts"), ...args]
+    : [join(REPO_ROOT, "cli/main.ts"), ...args];
+  const r = spawnSync(bin, argv, { cwd: REPO_ROOT, encoding: "utf8", timeout: 120_000 });
+  return { code: r.status, out: r.stdout ?? "", err: r.stderr ?? "" };
+}
+
+function jsonLines(out: string): Record<string, unknown>[] {
+  return out.trim().split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
+}
+
+test(
+  `call --stats (${RUNTIME} → ${otherRuntime()} serve): measured calls counted, none shown as 0`,
+  async () => {
+    await withChild(
+      otherRuntime(),
+      "cli/main.ts",
+      { args: ["serve", "--port", "0"] },
+      async (srv) => {
+        const port = String(srv.port);
+        // one ping: before, the client measured 1 call in 16 from the 16th on and showed EAGER 0
+        const one = verbus(["call", "--port", port, "--json", "--ping", "--stats"]);
+        assertEquals(one.code, 0, one.err);
+        const stats = jsonLines(one.out).find((l) => l.op === "stats")!.result as {
+          latencyUs: Record<string, number>;
+          latencySamples: Record<string, number>;
+          server: { latencyUs: Record<string, number>; latencySamples: Record<string, number> };
+        };
+        assertEquals(stats.latencySamples.EAGER, 1, one.out);
+        assert(stats.latencyUs.EAGER > 0, one.out);
+        assertEquals(stats.latencySamples.LAZY, 0);
+        // the server's EWMA: real-clock samples, not the turn clock's 0 for a synchronous handler
+        assert(stats.server.latencySamples.EAGER >= 1, one.out);
+        assert(stats.server.latencyUs.EAGER > 0, `server time 0 µs: ${one.out}`);
+
+        // many calls: n is the number of calls measured (1 in 16, the first included), not all
+        const many = verbus([
+          "call",
+          "--port",
+          port,
+          "--json",
+          "--async-bench",
+          "320",
+          "--bench-op",
+          "ping",
+          "--async-window",
+          "4",
+          "--stats",
+        ]);
+        assertEquals(many.code, 0, many.err);
+        const s2 = jsonLines(many.out).find((l) => l.op === "stats")!.result as typeof stats;
+        const calls = (jsonLines(many.out).find((l) => l.op === "stats")!.result as {
+          calls: Record<string, number>;
+        }).calls;
+        assertEquals(s2.latencySamples.EAGER, Math.ceil(calls.EAGER / 16), many.out);
+        assert(s2.server.latencyUs.EAGER > 0, many.out);
+
+        const text = verbus(["call", "--port", port, "--ping", "--stats"]);
+        assertEquals(text.code, 0, text.err);
+        assert(
+          /EWMA, submit→result, of 1 fabric call in 16 and every TCP call: EAGER [\d.]+ µs \(n=1\)/
+            .test(text.out),
+          text.out,
+        );
+        assert(
+          /server time +receive→answer, EWMA of 1 call in 16: EAGER [\d.]+ µs \(n=\d+\)/.test(
+            text.out,
+          ),
+          text.out,
+        );
+        assert(!/EAGER 0(\.0)? µs/.test(text.out), text.out);
+      },
+    );
+  },
+  { timeoutMs: 120_000 },
+);
+
+test(
+  `call --force-path (${RUNTIME}): the forced path is named beside the path that ran`,
+  async () => {
+    await withChild(
+      otherRuntime(),
+      "cli/main.ts",
+      { args: ["serve", "--port", "0"] },
+      async (srv) => {
+        const port = String(srv.port);
+        const j = verbus([
+          "call",
+          "--port",
+          port,
+          "--json",
+          "--force-path",
+          "lazy",
+          "--echo",
+          "small",
+          "--large-get",
+          "big:64k",
+        ]);
+        assertEquals(j.code, 0, j.err);
+        assertEquals(
+          jsonLines(j.out).map((l) => [l.op, l.forced, l.path]),
+          [["echo", "LAZY", "EAGER"], ["large-get", "LAZY", "LAZY"]],
+          j.out,
+        );
+        const t = verbus(["call", "--port", port, "--force-path", "lazy", "--echo", "small"]);
+        assertEquals(t.code, 0, t.err);
+        assert(t.out.includes("path=EAGER        (forced LAZY, ran EAGER)"), t.out);
+        const plain = verbus(["call", "--port", port, "--echo", "small"]);
+        assert(!plain.out.includes("forced"), plain.out);
+      },
+    );
+  },
+  { timeoutMs: 120_000 },
+);
