@@ -11,7 +11,7 @@ APT_PKGS := rdma-core ibverbs-providers libibverbs-dev librdmacm-dev ibverbs-uti
 RESULTS := build/test-results
 export NO_COLOR := 1
 
-.PHONY: all setup deps helper demo example test test-quick test-vm check binary bench bench-ffi bench-connect bench-e2e bench-vm bench-profile bench-scale bench-scale-vm bench-brpc-vm soak bench-agent bench-agent-vm bench-cli bench-cli-vm bench-cluster clean
+.PHONY: all setup deps helper types demo example test test-quick test-vm check binary bench bench-ffi bench-connect bench-e2e bench-vm bench-profile bench-scale bench-scale-vm bench-brpc-vm soak bench-agent bench-agent-vm bench-cli bench-cli-vm bench-cluster clean
 
 all: setup
 
@@ -36,6 +36,16 @@ node_modules/.verbus-installed: package.json package-lock.json
 helper: deps
 	$(MAKE) -C c-helpers OUT=$(abspath build)
 	$(MAKE) -C c-helpers/urma_sim OUT=$(abspath build)
+
+# The npm package's type declarations (prepack runs this): tsc emits build/types/**/*.d.ts from
+# the public entry points, and the relative '.ts' specifiers in them become '.js' so they resolve
+# under every moduleResolution. Fails on any type error.
+types:
+	@test -x node_modules/.bin/tsc || { echo "make types: needs node_modules/.bin/tsc (make setup)" >&2; exit 1; }
+	@rm -rf build/types && mkdir -p build
+	$(DENO) types > build/deno_types.d.ts
+	node_modules/.bin/tsc -p scripts/tsconfig.types.json
+	find build/types -name '*.d.ts' -exec sed -i -E 's#((from |import\()"\.{1,2}/[^"]*)\.ts"#\1.js"#g' {} +
 
 # The main job: what this host can do, then a server and clients over the best path it has.
 demo: setup

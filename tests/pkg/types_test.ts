@@ -1,0 +1,89 @@
+/**
+ * A new user's compiler: the packed tarball installed into a fresh `bun init -y` project and a
+ * fresh `deno init --empty` project, each type-checking fixtures/typed_app.ts (connect, serve,
+ * createVerbusTransport as a Connect Transport, the error classes) under the template's own
+ * settings — Bun's has `strict` and `noUncheckedIndexedAccess`, which verbus's sources fail, so
+ * the npm package must give declarations. 0 errors in each. The Deno project also shows that
+ * nothing warns about verbus's deno.json and that its lock file gets verbus's runtime
+ * dependencies only (no development tools). Both runtimes are used, so it runs once, in the Bun
+ * suite. The npm registry is reached only for what the caches lack (bun init's @types/bun and
+ * typescript; zod, @bufbuild/protobuf, @connectrpc/connect).
+ */
+import { copyFileSync, existsSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { assert, assertEquals, test } from "../harness.ts";
+import { RUNTIME } from "../../ffi/runtime.ts";
+import { REPO_ROOT, runtimeBinary } from "../util/proc.ts";
+import {
+  denoProject,
+  pack,
+  projectDir,
+  type Ran,
+  releasePack,
+  runOk,
+  runtimesOnPath,
+} from "./pack_util.ts";
+
+const skip = RUNTIME === "bun" ? undefined : "checked once, in the Bun suite (it runs both)";
+const FIXTURE = join(REPO_ROOT, "tests/pkg/fixtures/typed_app.ts");
+/** What verbus needs at run time (dependencies and peers); the lock may hold these only. */
+const RUNTIME_DEPS = ["zod", "@bufbuild/protobuf", "@connectrpc/connect"];
+
+function noErrors(r: Ran): void {
+  assert(!/error TS\d+/.test(r.out + r.err), r.what);
+}
+
+test("a fresh bun init project type-checks a program using verbus: 0 errors", () => {
+  const p = pack();
+  const app = projectDir("types-bun");
+  try {
+    const env = runtimesOnPath(app);
+    const bun = runtimeBinary("bun");
+    runOk(bun, ["init", "-y"], app, env);
+    const tsconfig = readFileSync(join(app, "tsconfig.json"), "utf8");
+    assert(/"noUncheckedIndexedAccess": true/.test(tsconfig), `bun init's settings:\n${tsconfig}`);
+    runOk(bun, ["add", "--prefer-offline", p.tarball], app, env);
+    // the peers came with it, one copy each
+    for (const dep of ["@bufbuild/protobuf", "@connectrpc/connect"]) {
+      assert(existsSync(join(app, "node_modules", dep, "package.json")), `${dep} installed`);
+    }
+    copyFileSync(FIXTURE, join(app, "typed_app.ts"));
+    // the template's own script (bun check), and tsc as a user's CI would run it
+    noErrors(runOk(bun, ["run", "typecheck"], app, env));
+    noErrors(runOk(join(app, "node_modules/.bin/tsc"), ["--noEmit", "-p", "."], app, env));
+  } finally {
+    rmSync(app, { recursive: true, force: true });
+  }
+}, { timeoutMs: 240_000, skip });
+
+test("a fresh deno init project: 0 errors, no warning, only runtime dependencies locked", () => {
+  const p = pack();
+  const app = projectDir("types-deno");
+  try {
+    const deno = runtimeBinary("deno");
+    runOk(deno, ["init", "--empty"], app);
+    denoProject(app, p.tarball, { "@connectrpc/connect": "npm:@connectrpc/connect@2.2.0" });
+    copyFileSync(FIXTURE, join(app, "typed_app.ts"));
+    const check = runOk(deno, ["check", "typed_app.ts"], app);
+    noErrors(check);
+    assert(!/warning/i.test(check.err), check.what);
+    const install = runOk(deno, ["install"], app);
+    assert(!/warning/i.test(install.err), install.what);
+    const lock = JSON.parse(readFileSync(join(app, "deno.lock"), "utf8"));
+    const names = Object.keys(lock.npm ?? {}).map((k) => k.slice(0, k.indexOf("@", 1)));
+    assertEquals([...new Set(names)].sort(), [...RUNTIME_DEPS].sort(), JSON.stringify(lock));
+    // what was resolved (the links section only repeats verbus's package.json, optional peers too)
+    const resolved = Object.keys(lock.specifiers ?? {}).join(" ");
+    const pkg = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8"));
+    for (const dev of Object.keys(pkg.devDependencies)) {
+      if (RUNTIME_DEPS.includes(dev)) continue;
+      assert(!resolved.includes(`npm:${dev}@`), `devDependency ${dev} resolved: ${resolved}`);
+    }
+  } finally {
+    rmSync(app, { recursive: true, force: true });
+  }
+}, { timeoutMs: 240_000, skip });
+
+test("cleanup of the packed tarball", () => {
+  releasePack();
+});
