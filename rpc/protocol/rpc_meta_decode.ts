@@ -91,7 +91,9 @@ function readString(end: number): string {
   const n = e - start;
   rpos = e;
   if (n === 0) return "";
-  if (n > 48) return decoder.decode(rbuf.subarray(start, e));
+  if (n > 48) {
+    return n <= 1024 ? asciiOrUtf8(rbuf, start, e) : decoder.decode(rbuf.subarray(start, e));
+  }
   const b = rbuf;
   const h = (n * 31 + b[start] * 7 + b[e - 1] * 3 + b[start + (n >> 1)]) & 63;
   const c = strCache[h];
@@ -108,6 +110,15 @@ function readString(end: number): string {
   }
   strCache[h] = s;
   return s;
+}
+
+/**
+ * `b[start, end)` as a string: ASCII (a header value, a trace id) without the TextDecoder's
+ * call (~0.3 µs on Deno), anything else through it.
+ */
+function asciiOrUtf8(b: Uint8Array, start: number, end: number): string {
+  for (let i = start; i < end; i++) if (b[i] >= 0x80) return decoder.decode(b.subarray(start, end));
+  return String.fromCharCode.apply(null, b.subarray(start, end) as unknown as number[]);
 }
 
 function readBytes(end: number): Uint8Array {
