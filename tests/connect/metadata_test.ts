@@ -19,7 +19,8 @@ import {
   GreeterService,
   GreetRequestSchema,
 } from "../../examples/greeter/gen/greeter/v1/greeter_pb.ts";
-import { assert, assertEquals, assertRejects, test } from "../harness.ts";
+import { assert, assertEquals, assertRejects, assertThrows, test } from "../harness.ts";
+import { callOptionsOf } from "../../rpc/connect/headers.ts";
 import { SIM_ABI, simPathFor } from "../urma/sim_path.ts";
 import { withServer, withTransport } from "./util.ts";
 
@@ -212,4 +213,23 @@ test("serve() refuses interceptors beside byte-level services, and a non-functio
     VerbusError,
   );
   assert(bad.message.includes("interceptors"), bad.message);
+});
+
+test("call headers given as a plain object map as a Headers would make them", () => {
+  const fields = (h: HeadersInit) => Object.fromEntries(callOptionsOf(h, undefined).userFields!);
+  assertEquals(fields({ "X-Tenant": "t1", traceparent: TRACEPARENT }), {
+    "x-tenant": "t1",
+    traceparent: TRACEPARENT,
+  });
+  assertEquals(fields({ "x-pad": " v\t" }), { "x-pad": "v" }, "trimmed as Headers does");
+  assertEquals(fields({ "X-A": "1", "x-a": "2" }), { "x-a": "1, 2" }, "joined as Headers does");
+  assertEquals(fields([["x-b", "1"], ["x-b", "2"]]), { "x-b": "1, 2" });
+  assertEquals(callOptionsOf({ "X-Request-Id": "r1", "log-id": "5" }, 10), {
+    timeoutMs: 10,
+    requestId: "r1",
+    logId: 5,
+  });
+  for (const bad of [{ "bad name": "v" }, { "x-v": "a\nb" }, { "x-v": "✓" }]) {
+    assertThrows(() => callOptionsOf(bad, undefined), TypeError);
+  }
 });
