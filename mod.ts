@@ -146,10 +146,19 @@ export { formatTelemetry } from "./rpc/region/telemetry.ts";
 export type { TelemetrySnapshot } from "./rpc/region/telemetry.ts";
 
 // Fabrics: the one list of names, and what this host can do (`verbus doctor`).
-export { fabricKindSchema, FABRICS } from "./transport/registry.ts";
-export type { FabricKind } from "./transport/registry.ts";
+export { FABRIC_DESCRIPTORS, fabricKindSchema, FABRICS } from "./transport/registry.ts";
+export type { FabricKind, FabricReports } from "./transport/registry.ts";
 export type { FabricEndpoint } from "./transport/fabric.ts";
-export { probeHost } from "./transport/capabilities.ts";
+export type {
+  AnyFabricDescriptor,
+  FabricDescriptor,
+  FabricProbe,
+  FabricTestSettings,
+  ProbeContext,
+  RegisteredDescriptor,
+  TestContext,
+} from "./transport/fabric_descriptor.ts";
+export { fabricDoctorLines, probeHost } from "./transport/capabilities.ts";
 export type { FabricName, HostCapabilities } from "./transport/capabilities.ts";
 
 // The same-host agent: many local processes share one remote connection through a shared-memory

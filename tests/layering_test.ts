@@ -24,6 +24,7 @@ import {
   type SourceGraph,
 } from "./util/import_graph.ts";
 import { findCycles, formatCycle } from "./util/import_cycles.ts";
+import { FABRICS } from "../transport/fabric_kinds.ts";
 
 export { codeOnly, parseImports, type SourceFacts, type SourceGraph } from "./util/import_graph.ts";
 /** One broken rule: which rule, which file, and what it imports (absent for the size rule). */
@@ -60,7 +61,9 @@ export const ALLOWED_CYCLES: readonly { members: readonly string[]; why: string 
     why: "files being changed by the metadata work",
   },
 ];
-const FABRIC_DIRS = ["shm", "verbs", "urma"] as const;
+/** A fabric's folder is named by its kind (the registry's list: no second list here). */
+const FABRIC_DIRS: readonly string[] = FABRICS;
+const FABRIC_GLOB = `transport/${FABRIC_DIRS.join("|")}/`;
 /** cli/bun_preset.ts links the Bun backends statically for `bun build --compile` (see its header). */
 const BUN_PRESET = "cli/bun_preset.ts";
 const BUN_PRESET_IMPORTS = ["ffi/bun.ts", "transport/tcp/bun.ts"];
@@ -75,10 +78,10 @@ const isShared = (path: string) => path === "errors.ts" || under(path, "util");
 /** The rules, each a predicate saying why `file` must not import `target` (undefined: allowed). */
 const RULES = {
   "rpc-below": {
-    title: "rpc/ imports neither ffi/ nor a fabric (transport/shm|verbs|urma/)",
+    title: `rpc/ imports neither ffi/ nor a fabric (${FABRIC_GLOB})`,
     why: (file: string, target: string) =>
       under(file, "rpc") && (under(target, "ffi") || isFabric(target))
-        ? "rpc/ must not import ffi/ or transport/shm|verbs|urma/"
+        ? `rpc/ must not import ffi/ or ${FABRIC_GLOB}`
         : undefined,
   },
   "rpc-not-above": {
@@ -99,7 +102,7 @@ const RULES = {
         : undefined,
   },
   "fabric-isolation": {
-    title: "a fabric (transport/shm|verbs|urma/) imports no other fabric",
+    title: `a fabric (${FABRIC_GLOB}) imports no other fabric`,
     why: (file: string, target: string) => {
       const from = fabricOf(file), to = fabricOf(target);
       return from && to && from !== to

@@ -21,7 +21,7 @@
 
 import type { FabricFaults } from "./faults.ts";
 import type { ReadinessToken } from "./readiness.ts";
-import type { FabricKind } from "./registry.ts";
+import type { FabricKind } from "./fabric_kinds.ts";
 
 export type { FabricKind };
 

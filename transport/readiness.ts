@@ -12,7 +12,7 @@
  * Threading: one JS thread (the engine's); `wait` blocks off-thread.
  * @module
  */
-import type { FabricKind } from "./registry.ts";
+import type { FabricKind } from "./fabric_kinds.ts";
 
 /** The announcements of one fabric in one process. */
 export interface ReadinessSource {

@@ -1,33 +1,49 @@
 /**
- * The fabrics verbus knows, and how to reach each one's provider. One constant,
- * {@link FABRICS}, is the single list every zod enum, CLI choice and type derives from. Each
- * fabric's `provider.ts` is loaded lazily (literal dynamic imports, so bundlers include them) and
- * only when asked for, so a host without RDMA never loads the verbs code. Loading has no side
- * effects; a fabric that cannot be built becomes a reason string, never a crash.
+ * The fabrics verbus knows: one descriptor per fabric (`transport/<fabric>/descriptor.ts`), one
+ * line each in {@link FABRIC_DESCRIPTORS}. Everything that lists fabrics iterates it: the
+ * providers here, capabilities and doctor, the CLI's choices, the shared fabric suites. The kind
+ * names live in the leaf `fabric_kinds.ts` (the contract imports them from there, not from this
+ * list of its implementations). Each fabric's `provider.ts` is loaded lazily (its descriptor's
+ * literal dynamic import, so bundlers include it) and only when asked for, so a host without
+ * RDMA never loads the verbs code. Loading has no side effects; a fabric that cannot be built
+ * becomes a reason string, never a crash.
  * Control path; one JS thread.
  * @module
  */
-import { z } from "zod";
+import type { FabricDescriptor, RegisteredDescriptor } from "./fabric_descriptor.ts";
+import { type FabricKind, FABRICS } from "./fabric_kinds.ts";
 import type { ClientFabricProvider, FabricModule, ServerFabricProvider } from "./provider.ts";
+import { shmFabric } from "./shm/descriptor.ts";
+import { urmaFabric } from "./urma/descriptor.ts";
+import { verbsFabric } from "./verbs/descriptor.ts";
 
-/** The fast fabrics, best first when a host has several (TCP is the control plane, not a fabric). */
-export const FABRICS = ["shm", "verbs", "urma"] as const;
-/** One of {@link FABRICS}. */
-export type FabricKind = (typeof FABRICS)[number];
-/** zod enum of {@link FABRICS} (options, hellos, CLI flags). */
-export const fabricKindSchema: z.ZodEnum<{ [K in FabricKind]: K }> = z.enum(FABRICS);
+export { type FabricKind, fabricKindSchema, FABRICS } from "./fabric_kinds.ts";
 
-/** The static table of lazy loaders, one per fabric. */
-const LOADERS: Readonly<Record<FabricKind, () => Promise<FabricModule>>> = {
-  shm: () => import("./shm/provider.ts"),
-  verbs: () => import("./verbs/provider.ts"),
-  urma: () => import("./urma/provider.ts"),
+/** Each fabric's descriptor, by kind: the one line a fabric adds. */
+const BY_KIND = {
+  shm: shmFabric,
+  verbs: verbsFabric,
+  urma: urmaFabric,
+} satisfies { readonly [K in FabricKind]: RegisteredDescriptor & { kind: K } };
+
+/** What each registered fabric's probe reports, under its doctor section ("rdma", "urma", "shm"). */
+export type FabricReports = {
+  [K in FabricKind as (typeof BY_KIND)[K]["section"]]: (typeof BY_KIND)[K] extends
+    FabricDescriptor<string, string, infer R> ? R : never;
 };
+
+/** Every fabric's descriptor, in {@link FABRICS} order. */
+export const FABRIC_DESCRIPTORS: readonly RegisteredDescriptor[] = FABRICS.map((k) => BY_KIND[k]);
+
+/** The descriptor of `kind`. */
+export function fabricDescriptor(kind: FabricKind): RegisteredDescriptor {
+  return BY_KIND[kind];
+}
 
 /** Loads a fabric's module; a string says why it could not be loaded. */
 export async function loadFabric(kind: FabricKind): Promise<FabricModule | string> {
   try {
-    return await LOADERS[kind]();
+    return await BY_KIND[kind].load();
   } catch (e) {
     return `${kind} provider failed to load: ${(e as Error).message.split("\n")[0]}`;
   }

@@ -7,36 +7,45 @@ import { demoService } from "../../examples/demo/service.ts";
 import { serve, type Server, type ServiceMap } from "../../rpc/server.ts";
 import type { FabricHostOptions } from "../../rpc/session/fabric_host.ts";
 import { getEnv } from "../../ffi/runtime.ts";
+import type { FabricTestSettings } from "../../transport/fabric_descriptor.ts";
+import { fabricDescriptor, type FabricKind, FABRICS } from "../../transport/registry.ts";
 import { testFabricService } from "../fixtures/test_service.ts";
 import { SIM_ABI, simPathFor } from "../urma/sim_path.ts";
 
 /**
  * Which fabric this run of the suite exercises: `VERBUS_TEST_FABRIC` = shm (default), urma (the
  * simulated liburma of this build) or verbs (inside the Soft-RoCE VM: server on rxe1 10.77.0.2,
- * client bound to rxe0 10.77.0.1). The same tests run over each.
+ * client bound to rxe0 10.77.0.1), or any registered fabric whose descriptor has test settings.
+ * The same tests run over each.
  */
-export const FABRIC = (getEnv("VERBUS_TEST_FABRIC") ?? "shm") as "shm" | "urma" | "verbs";
+export const FABRIC = (getEnv("VERBUS_TEST_FABRIC") ?? "shm") as FabricKind;
+if (!(FABRICS as readonly string[]).includes(FABRIC)) {
+  throw new Error(`VERBUS_TEST_FABRIC=${FABRIC}: expected one of ${FABRICS.join(", ")}`);
+}
+const SETTINGS = testSettings(FABRIC);
 /** What `client.fabric` says for {@link FABRIC}. */
-export const FABRIC_LABEL = FABRIC === "urma" ? "urma (simulated)" : FABRIC;
+export const FABRIC_LABEL: string = SETTINGS.label;
 /** A reason to skip a test that only makes sense on shm (undefined on shm). */
 export const SHM_ONLY: string | false = FABRIC === "shm"
   ? false
   : `shm-specific (this run exercises ${FABRIC})`;
-const SIM = simPathFor(SIM_ABI);
-const HOST = FABRIC === "verbs" ? "10.77.0.2" : "127.0.0.1";
+const HOST = SETTINGS.host;
+
+/** How the suites run over `kind` (its descriptor's test settings, with this build's libraries). */
+function testSettings(kind: FabricKind): FabricTestSettings {
+  const settings = fabricDescriptor(kind).testSettings?.({
+    libraryPaths: { urma: simPathFor(SIM_ABI) },
+  });
+  if (!settings) throw new Error(`VERBUS_TEST_FABRIC=${kind}: its descriptor has no test settings`);
+  return settings;
+}
 
 function serverFabric(): Partial<FabricHostOptions> {
-  if (FABRIC === "urma") return { fabrics: ["urma"], providerOptions: { urma: { library: SIM } } };
-  if (FABRIC === "verbs") return { fabrics: ["verbs"], providerOptions: { verbs: { addr: HOST } } };
-  return {};
+  return SETTINGS.server as Partial<FabricHostOptions>;
 }
 
 function clientFabric(): ClientOptions {
-  if (FABRIC === "urma") return { fabric: "urma", providerOptions: { urma: { library: SIM } } };
-  if (FABRIC === "verbs") {
-    return { fabric: "verbs", providerOptions: { verbs: { sourceAddr: "10.77.0.1" } } };
-  }
-  return {};
+  return SETTINGS.client as ClientOptions;
 }
 
 /** A small region: 64 slots of 4 KiB, 1 MiB BULK, 16 × 64 KiB object slabs, 1 MiB staging. */
