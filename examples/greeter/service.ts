@@ -10,7 +10,9 @@ import type { GreeterService } from "./gen/greeter/v1/greeter_pb.ts";
 
 /**
  * `greeter.v1.GreeterService`: greets `name`; an empty name is InvalidArgument. `count` counts
- * the greetings of this implementation object. Answers synchronously (the fast path).
+ * the greetings of this implementation object. `greet` answers synchronously (the fast path);
+ * `greetMany` streams `times` greetings, `greetAll` greets every name of a client stream once,
+ * `chat` greets each name as it comes.
  */
 export function greeterImpl(): ServiceImpl<typeof GreeterService> {
   let count = 0n;
@@ -21,6 +23,24 @@ export function greeterImpl(): ServiceImpl<typeof GreeterService> {
       }
       const from = context.requestHeader.get("x-greeting") ?? "Hello";
       return { greeting: `${from}, ${request.name}!`, count: ++count };
+    },
+    // Streaming methods run on verbus streams (brpc Streaming RPC on the TCP connection).
+    async *greetMany(request, context) {
+      if (request.times > 10_000) {
+        throw new ConnectError("times must be at most 10000", Code.InvalidArgument);
+      }
+      const from = context.requestHeader.get("x-greeting") ?? "Hello";
+      for (let i = 1; i <= request.times; i++) {
+        yield { greeting: `${from} #${i}, ${request.name}!`, count: ++count };
+      }
+    },
+    async greetAll(requests) {
+      const names: string[] = [];
+      for await (const r of requests) names.push(r.name);
+      return { greeting: `Hello, ${names.join(" and ") || "nobody"}!`, count: ++count };
+    },
+    async *chat(requests) {
+      for await (const r of requests) yield { greeting: `Hello, ${r.name}!`, count: ++count };
     },
   };
 }

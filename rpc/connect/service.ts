@@ -13,8 +13,10 @@
  * synchronously (the dispatcher's fast path). A thrown `ConnectError` is answered with the
  * baidu_std code of `codes.ts`; anything else thrown is EINTERNAL (and logged).
  *
- * Registration refuses, naming it: an implementation key that is not a method of the service,
- * a non-function, and an implemented streaming method (baidu_std has no streams). Methods the
+ * Streaming methods (server-, client-streaming, bidi) run on brpc streams: `stream_handler.ts`.
+ *
+ * Registration refuses, naming it: an implementation key that is not a method of the service
+ * and a non-function. Methods the
  * implementation leaves out are not registered (callers get ENOMETHOD → Unimplemented).
  *
  * Threading: handlers run on the server's JS thread.
@@ -22,6 +24,7 @@
  */
 import {
   create,
+  type DescMessage,
   type DescMethod,
   type DescMethodStreaming,
   type DescMethodUnary,
@@ -40,6 +43,7 @@ import type { CallContext, Handler, ServiceMap } from "../protocol/dispatch.ts";
 import { rpcErrorOf } from "./codes.ts";
 import { VerbusHandlerContext } from "./handler_context.ts";
 import { requiredCheck } from "./required.ts";
+import { type StreamingImpl, streamingHandler } from "./stream_handler.ts";
 
 export { VerbusHandlerContext };
 
@@ -68,7 +72,7 @@ export type TypedServiceEntries<T extends readonly DescService[]> = {
 /**
  * The implementation of service `S`: its unary methods by local name, each optional, taking the
  * decoded request and a {@link VerbusHandlerContext}. A Connect `ServiceImpl<S>` fits it (the
- * context is a Connect `HandlerContext`); streaming methods cannot be implemented (`never`).
+ * context is a Connect `HandlerContext`); streaming methods in Connect's shapes (`stream_handler.ts`).
  */
 export type VerbusServiceImpl<S extends DescService> = {
   [P in keyof S["method"]]?: UnaryImplOf<S["method"][P]>;
@@ -82,8 +86,20 @@ type UnaryImplOf<M> = M extends DescMethodUnary<infer I, infer O>
   ? (request: MessageShape<I>, context: VerbusHandlerContext) =>
     | MessageInitShape<O>
     | Promise<MessageInitShape<O>>
-  : M extends DescMethodStreaming ? never
+  : M extends DescMethodStreaming<infer I, infer O> ? StreamingImplOf<M["methodKind"], I, O>
   : ProtoMethodImpl;
+
+/** Connect's implementation shape of a streaming method of kind `K`. */
+type StreamingImplOf<K, I extends DescMessage, O extends DescMessage> = K extends "server_streaming"
+  ? (request: MessageShape<I>, context: VerbusHandlerContext) => AsyncIterable<MessageInitShape<O>>
+  : K extends "client_streaming" ? (
+      requests: AsyncIterable<MessageShape<I>>,
+      context: VerbusHandlerContext,
+    ) => Promise<MessageInitShape<O>>
+  : (
+    requests: AsyncIterable<MessageShape<I>>,
+    context: VerbusHandlerContext,
+  ) => AsyncIterable<MessageInitShape<O>>;
 
 function message(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
@@ -242,11 +258,9 @@ function register(
       );
     }
     if (m.methodKind !== "unary") {
-      throw new VerbusError(
-        "INVALID_OPTIONS",
-        `${name}.${m.name} is a ${m.methodKind.replace("_", "-")} method: verbus serves unary ` +
-          "methods only (baidu_std has no streams)",
-      );
+      const make = (call: CallContext) => new VerbusHandlerContext(service, m, call);
+      handlers[m.name] = streamingHandler(service, m, (fn as StreamingImpl).bind(impl), make);
+      continue;
     }
     handlers[m.name] = unaryHandler(
       service,

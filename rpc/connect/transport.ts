@@ -5,8 +5,9 @@
  * is the protobuf full name and the method its name, as brpc does, so the same generated client
  * also calls a stock brpc server over TCP.
  *
- * - Unary methods only: a streaming method is rejected with `ConnectError` Unimplemented naming
- *   it (baidu_std has no streams).
+ * - Streaming methods (server-, client-streaming and bidi) ride brpc streams (`rpc/stream/`,
+ *   `stream_call.ts`) over a direct connection to one server; over an agent or a cluster target
+ *   they are Unimplemented, naming why.
  * - Headers and the timeout go into the request meta as `headers.ts` says (`timeout_ms`,
  *   `log-id` → `log_id`, `x-request-id` → `request_id`, other headers → `user_fields`), on
  *   every path (a fabric carries them in the request's metadata block). The answer's
@@ -65,6 +66,7 @@ import type { ClientOptions } from "../connect_options.ts";
 import { connectErrorOf } from "./codes.ts";
 import { callOptionsOf } from "./headers.ts";
 import { requiredCheck } from "./required.ts";
+import { transportStream } from "./stream_call.ts";
 import {
   transportTarget,
   type VerbusAgentTransportOptions,
@@ -265,11 +267,17 @@ export class VerbusTransport<C extends RpcClient = Client> implements Transport 
     return { stream, service, method, message, header: headersOf(result.userFields), trailer };
   }
 
-  /** Streaming methods are not carried: rejects with Unimplemented naming the method. */
+  /** Calls a streaming method over a brpc stream (see `stream_call.ts`). */
   stream<I extends DescMessage, O extends DescMessage>(
     method: DescMethodStreaming<I, O>,
+    signal: AbortSignal | undefined,
+    timeoutMs: number | undefined,
+    header: HeadersInit | undefined,
+    input: AsyncIterable<MessageInitShape<I>>,
+    contextValues?: ContextValues,
   ): Promise<StreamResponse<I, O>> {
-    return Promise.reject(streamingRefused(method));
+    const i = this.#interceptors;
+    return transportStream(this, i, method, signal, timeoutMs, header, input, contextValues);
   }
 
   /** Closes the verbus client (calls in flight reject with Unavailable). Safe twice. */
@@ -291,7 +299,7 @@ function streamingRefused(method: DescMethodUnary | DescMethodStreaming): Connec
     `${method.parent.typeName}.${method.name} is a ${
       method.methodKind.replace("_", "-")
     } method: ` +
-      "verbus carries unary calls only (baidu_std has no streams)",
+      "call it through stream(), not unary()",
     Code.Unimplemented,
   );
 }

@@ -102,6 +102,11 @@ export class Stream implements AsyncIterable<Uint8Array> {
     return this.#remote;
   }
 
+  /** Ended (either side closed or reset it, or its connection ended) or close() was called. */
+  get closed(): boolean {
+    return this.#ended !== null || this.#closeOwed;
+  }
+
   /** Connected (the opening call was answered) and not ended. */
   get open(): boolean {
     return this.#connected && this.#ended === null;

@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file greeter/v1/greeter.proto.
  */
 export const file_greeter_v1_greeter: GenFile = /*@__PURE__*/
-  fileDesc("ChhncmVldGVyL3YxL2dyZWV0ZXIucHJvdG8SCmdyZWV0ZXIudjEiHAoMR3JlZXRSZXF1ZXN0EgwKBG5hbWUYASABKAkiMAoNR3JlZXRSZXNwb25zZRIQCghncmVldGluZxgBIAEoCRINCgVjb3VudBgCIAEoBDJOCg5HcmVldGVyU2VydmljZRI8CgVHcmVldBIYLmdyZWV0ZXIudjEuR3JlZXRSZXF1ZXN0GhkuZ3JlZXRlci52MS5HcmVldFJlc3BvbnNlYgZwcm90bzM");
+  fileDesc("ChhncmVldGVyL3YxL2dyZWV0ZXIucHJvdG8SCmdyZWV0ZXIudjEiHAoMR3JlZXRSZXF1ZXN0EgwKBG5hbWUYASABKAkiMAoNR3JlZXRSZXNwb25zZRIQCghncmVldGluZxgBIAEoCRINCgVjb3VudBgCIAEoBCIvChBHcmVldE1hbnlSZXF1ZXN0EgwKBG5hbWUYASABKAkSDQoFdGltZXMYAiABKA0ymgIKDkdyZWV0ZXJTZXJ2aWNlEjwKBUdyZWV0EhguZ3JlZXRlci52MS5HcmVldFJlcXVlc3QaGS5ncmVldGVyLnYxLkdyZWV0UmVzcG9uc2USRgoJR3JlZXRNYW55EhwuZ3JlZXRlci52MS5HcmVldE1hbnlSZXF1ZXN0GhkuZ3JlZXRlci52MS5HcmVldFJlc3BvbnNlMAESQQoIR3JlZXRBbGwSGC5ncmVldGVyLnYxLkdyZWV0UmVxdWVzdBoZLmdyZWV0ZXIudjEuR3JlZXRSZXNwb25zZSgBEj8KBENoYXQSGC5ncmVldGVyLnYxLkdyZWV0UmVxdWVzdBoZLmdyZWV0ZXIudjEuR3JlZXRSZXNwb25zZSgBMAFiBnByb3RvMw");
 
 /**
  * @generated from message greeter.v1.GreetRequest
@@ -61,6 +61,32 @@ export const GreetResponseSchema: GenMessage<GreetResponse> = /*@__PURE__*/
   messageDesc(file_greeter_v1_greeter, 1);
 
 /**
+ * @generated from message greeter.v1.GreetManyRequest
+ */
+export type GreetManyRequest = Message<"greeter.v1.GreetManyRequest"> & {
+  /**
+   * Who to greet.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * How many greetings to stream back.
+   *
+   * @generated from field: uint32 times = 2;
+   */
+  times: number;
+};
+
+/**
+ * Describes the message greeter.v1.GreetManyRequest.
+ * Use `create(GreetManyRequestSchema)` to create a new message.
+ */
+export const GreetManyRequestSchema: GenMessage<GreetManyRequest> = /*@__PURE__*/
+  messageDesc(file_greeter_v1_greeter, 2);
+
+/**
  * @generated from service greeter.v1.GreeterService
  */
 export const GreeterService: GenService<{
@@ -69,6 +95,36 @@ export const GreeterService: GenService<{
    */
   greet: {
     methodKind: "unary";
+    input: typeof GreetRequestSchema;
+    output: typeof GreetResponseSchema;
+  },
+  /**
+   * `times` greetings, streamed back (server-streaming; over a verbus stream).
+   *
+   * @generated from rpc greeter.v1.GreeterService.GreetMany
+   */
+  greetMany: {
+    methodKind: "server_streaming";
+    input: typeof GreetManyRequestSchema;
+    output: typeof GreetResponseSchema;
+  },
+  /**
+   * Every name sent, greeted once when the client ends its stream (client-streaming).
+   *
+   * @generated from rpc greeter.v1.GreeterService.GreetAll
+   */
+  greetAll: {
+    methodKind: "client_streaming";
+    input: typeof GreetRequestSchema;
+    output: typeof GreetResponseSchema;
+  },
+  /**
+   * A greeting for each name as it arrives (bidi).
+   *
+   * @generated from rpc greeter.v1.GreeterService.Chat
+   */
+  chat: {
+    methodKind: "bidi_streaming";
     input: typeof GreetRequestSchema;
     output: typeof GreetResponseSchema;
   },

@@ -1,0 +1,182 @@
+/**
+ * Server-streaming, client-streaming and bidi methods of a protobuf service on the verbus
+ * server: the client opens a brpc stream with its call (`rpc/stream/`), the handler accepts it
+ * and answers the call at once, and the messages travel as the envelopes of
+ * `stream_envelope.ts`. The implementation has Connect's shape:
+ *
+ * - server-streaming: `(request, context) => AsyncIterable<response>` (an `async function*`);
+ * - client-streaming: `(requests: AsyncIterable, context) => Promise<response>`;
+ * - bidi: `(requests: AsyncIterable, context) => AsyncIterable<response>`.
+ *
+ * Responses are written with the stream's flow control (a client that stops reading stops the
+ * implementation at its next `yield`). The end: the server's END carries the status (OK, or the
+ * ConnectError thrown — code and message; any other exception is Internal `internal error (id
+ * …)`, never its text) and the response trailers, then the stream is closed. The caller's
+ * deadline (the opening call's `timeout_ms`) or its connection ending aborts `context.signal`
+ * and ends the stream with DeadlineExceeded / an RST; a client that cancels (RST) ends the
+ * request iterable with Canceled and stops the output pump.
+ *
+ * Threading: the server's JS thread.
+ * @module
+ */
+import {
+  create,
+  type DescMethod,
+  type DescService,
+  fromBinary,
+  isMessage,
+  toBinary,
+} from "@bufbuild/protobuf";
+import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import { EREQUEST, RpcError } from "../errors.ts";
+import type { CallContext, Handler } from "../protocol/dispatch.ts";
+import { internalErrorId, internalErrorText } from "../protocol/internal_error.ts";
+import { acceptStream, callHasStream } from "../stream/accept.ts";
+import type { Stream } from "../stream/stream.ts";
+import {
+  END,
+  type EndStatus,
+  envelope,
+  HEADER,
+  headersObject,
+  jsonEnvelope,
+  MESSAGE,
+} from "./stream_envelope.ts";
+
+/** A streaming method's implementation (its kind says which of the three shapes). */
+// deno-lint-ignore no-explicit-any
+export type StreamingImpl = (input: any, context: HandlerContext) => any;
+
+const EMPTY = new Uint8Array(0);
+
+/** The requests a client sends on `s`, decoded; ends at its END, fails if the stream ends first. */
+async function* requestsOf(s: Stream, method: DescMethod): AsyncGenerator<unknown> {
+  for (;;) {
+    let env: Uint8Array | undefined;
+    try {
+      env = await s.read();
+    } catch (e) {
+      throw new ConnectError(`the client's stream ended: ${(e as Error).message}`, Code.Canceled);
+    }
+    if (env === undefined) {
+      throw new ConnectError("the client closed the stream before its end", Code.Canceled);
+    }
+    if (env[0] === END) return;
+    if (env[0] !== MESSAGE || env.length === 0) {
+      throw new ConnectError(`unexpected envelope ${env[0]} from the client`, Code.InvalidArgument);
+    }
+    try {
+      yield fromBinary(method.input, env.subarray(1));
+    } catch (e) {
+      if (e instanceof ConnectError) throw e;
+      throw new ConnectError(`cannot decode ${method.input.typeName}: ${(e as Error).message}`, Code.InvalidArgument);
+    }
+  }
+}
+
+/** The status of what the implementation threw (its own text only for a ConnectError). */
+function statusOf(e: unknown, trailer: Headers): EndStatus {
+  if (e instanceof ConnectError) {
+    return { code: e.code, message: e.rawMessage, trailer: headersObject(trailer) };
+  }
+  return { code: Code.Internal, message: internalErrorText(internalErrorId()), trailer: headersObject(trailer) };
+}
+
+/**
+ * Runs one streaming call on its accepted stream: the implementation's outputs become MESSAGE
+ * envelopes after a HEADER, then END with the status, then the stream's CLOSE.
+ */
+async function run(
+  s: Stream,
+  method: DescMethod,
+  impl: StreamingImpl,
+  ctx: HandlerContext,
+): Promise<void> {
+  let headerSent = false;
+  const sendHeader = async () => {
+    if (headerSent) return;
+    headerSent = true;
+    await s.write(jsonEnvelope(HEADER, headersObject(ctx.responseHeader)));
+  };
+  const encode = (out: unknown) =>
+    // deno-lint-ignore no-explicit-any
+    envelope(MESSAGE, toBinary(method.output, isMessage(out, method.output) ? out : create(method.output, out as any)));
+  let status: EndStatus;
+  let outputs: AsyncIterator<unknown> | undefined;
+  // Ends the implementation's generator (its finally blocks run) when the call ends early.
+  const stop = () => {
+    const it = outputs;
+    outputs = undefined;
+    void it?.return?.(undefined).catch(() => {});
+  };
+  const onAbort = () => {
+    const reason = ctx.signal.reason;
+    const deadline = reason instanceof DOMException && reason.name === "TimeoutError";
+    if (deadline) {
+      void sendHeader().catch(() => {});
+      const st = { code: Code.DeadlineExceeded, message: "the deadline passed", trailer: {} };
+      void s.write(jsonEnvelope(END, st)).then(() => s.close(), () => {});
+    } else s.reset("the call was aborted");
+    stop();
+  };
+  ctx.signal.addEventListener("abort", onAbort, { once: true });
+  try {
+    const requests = requestsOf(s, method);
+    if (method.methodKind === "client_streaming") {
+      const out = await impl(requests, ctx);
+      await sendHeader();
+      await s.write(encode(out));
+    } else {
+      let input: unknown = requests;
+      if (method.methodKind === "server_streaming") {
+        const first = await requests.next();
+        if (first.done) throw new ConnectError("the client sent no request", Code.InvalidArgument);
+        input = first.value;
+      }
+      const it: AsyncIterable<unknown> = impl(input, ctx);
+      const outs = outputs = it[Symbol.asyncIterator]();
+      for (let r = await outs.next(); !r.done; r = await outs.next()) {
+        if (ctx.signal.aborted || s.closed) return stop();
+        await sendHeader();
+        await s.write(encode(r.value));
+      }
+      outputs = undefined;
+    }
+    status = { trailer: headersObject(ctx.responseTrailer) };
+  } catch (e) {
+    stop();
+    if (ctx.signal.aborted) return;
+    status = statusOf(e, ctx.responseTrailer);
+  } finally {
+    ctx.signal.removeEventListener("abort", onAbort);
+  }
+  if (s.closed) return;
+  try {
+    await sendHeader();
+    await s.write(jsonEnvelope(END, status));
+    s.close();
+  } catch {
+    // the stream ended under us: nothing to tell
+  }
+}
+
+/**
+ * The byte-level handler of a streaming method. `context(call)` makes the handler context the
+ * implementation sees. A call that opened no stream is answered EREQUEST naming the method.
+ */
+export function streamingHandler(
+  service: DescService,
+  method: DescMethod,
+  impl: StreamingImpl,
+  context: (call: CallContext) => HandlerContext,
+): Handler {
+  const where = `${service.typeName}.${method.name}`;
+  return (_bytes, call) => {
+    if (!callHasStream(call)) {
+      throw new RpcError(EREQUEST, `${where} is a ${method.methodKind.replace("_", "-")} method: call it with a stream`);
+    }
+    const s = acceptStream(call);
+    void run(s, method, impl, context(call));
+    return EMPTY;
+  };
+}
