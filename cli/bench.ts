@@ -146,7 +146,7 @@ function progress(i: number, n: number, c: Cell, r?: CellResult): void {
     `${tty ? "\r\x1b[K" : ""}${head}  ${
       r.error
         ? `${paint("stderr", "red", "FAILED")}: ${r.error}`
-        : `${r.qps} calls/s, p50 ${r.p50_us} µs, p99 ${r.p99_us} µs (${r.path})`
+        : `${r.qps} calls/s, mean ${r.mean_us} µs, p50 ${r.p50_us} µs, p99 ${r.p99_us} µs, p99.9 ${r.p999_us} µs (${r.path})`
     }\n`,
   );
 }
@@ -160,8 +160,10 @@ function table(cells: readonly CellResult[], markdown = false): string {
     "in flight",
     "clients",
     "calls/s",
+    "mean µs",
     "p50 µs",
     "p99 µs",
+    "p99.9 µs",
     "calls",
     "failed",
   ];
@@ -172,8 +174,10 @@ function table(cells: readonly CellResult[], markdown = false): string {
     String(c.inflight),
     String(c.clients),
     c.error ? "FAILED" : String(c.qps),
+    String(c.mean_us),
     String(c.p50_us),
     String(c.p99_us),
+    String(c.p999_us),
     String(c.calls),
     String(c.failed),
   ]);
@@ -344,7 +348,7 @@ export async function main(args: string[]): Promise<number> {
           server ? `started here (${report.server.fabrics})` : where
         }, ${o.duration} s per cell, ${new Date().toISOString()}; load average ${
           loadavg().map((x) => x.toFixed(2)).join(" ")
-        }. Calls/s are all clients summed; p50 is the median client's, p99 the worst.` +
+        }. Calls/s are all clients summed; the mean is over every call of every client; p50 is the median client's, p99 and p99.9 the worst client's.` +
           (skipped.length
             ? ` Skipped: ${skipped.map((s) => `${s.transport} (${s.reason})`).join(", ")}.`
             : "") +

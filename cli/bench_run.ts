@@ -39,8 +39,14 @@ export interface CellResult extends Cell {
   failed: number;
   seconds: number;
   qps: number;
+  /** Mean latency over every call of every client (weighted by each client's calls). */
+  mean_us: number;
+  /** The median client's p50. */
   p50_us: number;
+  /** The worst client's p99. */
   p99_us: number;
+  /** The worst client's p99.9. */
+  p999_us: number;
   /** The latency distribution: [quantile, µs]. */
   quantiles: [number, number][];
   /** With --ns: the calls each server answered, all clients summed. */
@@ -176,6 +182,12 @@ function sumServers(results: readonly Record<string, unknown>[]): Record<string,
 }
 
 const median = (xs: number[]) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+/** The mean over every call of the clients' results (each client's mean weighted by its calls). */
+function weightedMean(res: readonly Record<string, unknown>[]): number {
+  const n = res.reduce((x, r) => x + Number(r.count ?? 0), 0);
+  const sum = res.reduce((x, r) => x + Number(r.mean_us ?? 0) * Number(r.count ?? 0), 0);
+  return n === 0 ? 0 : Math.round((sum / n) * 10) / 10;
+}
 
 /** Runs one cell for `seconds` (after `warmup` calls per client); never throws. */
 export async function runCell(
@@ -195,8 +207,10 @@ export async function runCell(
     failed: 0,
     seconds: 0,
     qps: 0,
+    mean_us: 0,
     p50_us: 0,
     p99_us: 0,
+    p999_us: 0,
     quantiles: [],
   };
   const args = [
@@ -241,8 +255,10 @@ export async function runCell(
       failed: res.reduce((x, r) => x + Number(r.failed), 0),
       seconds: Math.max(...res.map((r) => Number(r.seconds))),
       qps: res.reduce((x, r) => x + Number(r.qps), 0),
+      mean_us: weightedMean(res),
       p50_us: median(res.map((r) => Number(r.p50_us))),
       p99_us: Math.max(...res.map((r) => Number(r.p99_us))),
+      p999_us: Math.max(...res.map((r) => Number(r.p999_us))),
       quantiles: qs[0].map(([q], i) => [q, median(qs.map((x) => x[i]?.[1] ?? 0))]),
       ...(target.ns !== undefined ? { servers: sumServers(res) } : {}),
       ...(error ? { error } : {}),

@@ -109,7 +109,7 @@ export class BurstClock {
 
 /**
  * Runs N calls with W in flight (or as many as fit in `seconds`), after `warmup` calls left out;
- * reports p50/p99/qps, the latency quantiles ({@link BENCH_QUANTILES}), per-path counts and,
+ * reports mean/p50/p99/p99.9/qps, the latency quantiles ({@link BENCH_QUANTILES}), per-path counts and,
  * through a cluster, the calls each server answered (`servers`).
  */
 export async function runBench(client: RpcClient, spec: BenchSpec): Promise<OpReport> {
@@ -159,6 +159,8 @@ export async function runBench(client: RpcClient, spec: BenchSpec): Promise<OpRe
   const sorted = lat.subarray(0, done).sort();
   const pick = (q: number) =>
     done === 0 ? 0 : round(sorted[Math.min(done - 1, Math.floor(q * done))] * 1000);
+  let sum = 0;
+  for (let i = 0; i < done; i++) sum += sorted[i];
   const one = onePath(paths);
   return {
     ok: failed === 0 && done > 0,
@@ -171,8 +173,11 @@ export async function runBench(client: RpcClient, spec: BenchSpec): Promise<OpRe
       failed,
       window: spec.window,
       seconds: round(secs * 1000) / 1000,
+      // the mean beside the quantiles: a bimodal distribution (most calls fast, some slow) shows
+      mean_us: done === 0 ? 0 : round((sum / done) * 1000),
       p50_us: pick(0.5),
       p99_us: pick(0.99),
+      p999_us: pick(0.999),
       qps: Math.round(done / secs),
       quantiles: BENCH_QUANTILES.map((q) => [q, pick(q)]),
       paths,

@@ -2,9 +2,12 @@
  * The numbers `verbus call` shows say what they are: `--stats` after one call has that call's
  * latency (the first call is always measured) and says which calls its EWMA measures; the
  * server's control page times calls with the real clock (a synchronous handler no longer reads
- * 0.0 µs over thousands of calls); a forced path is named as forced beside the path that ran.
+ * 0.0 µs over thousands of calls); a forced path is named as forced beside the path that ran;
+ * bench rows give the mean and p99.9 beside p50 and p99.
  */
 import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { RUNTIME } from "../../ffi/runtime.ts";
 import { assert, assertEquals, test } from "../harness.ts";
@@ -121,6 +124,70 @@ test(
         assert(t.out.includes("path=EAGER        (forced LAZY, ran EAGER)"), t.out);
         const plain = verbus(["call", "--port", port, "--echo", "small"]);
         assert(!plain.out.includes("forced"), plain.out);
+      },
+    );
+  },
+  { timeoutMs: 120_000 },
+);
+
+test(
+  `bench rows (${RUNTIME}): mean and p99.9 beside p50 and p99, in --json, the table and --markdown`,
+  async () => {
+    await withChild(
+      otherRuntime(),
+      "cli/main.ts",
+      { args: ["serve", "--port", "0"] },
+      async (srv) => {
+        const a = verbus([
+          "call",
+          "--port",
+          String(srv.port),
+          "--json",
+          "--async-bench",
+          "400",
+          "--bench-op",
+          "echo",
+          "--async-window",
+          "2",
+        ]);
+        assertEquals(a.code, 0, a.err);
+        const r = jsonLines(a.out)[0].result as Record<string, number>;
+        assert(r.mean_us > 0 && r.p50_us <= r.p99_us && r.p99_us <= r.p999_us, JSON.stringify(r));
+        const dir = mkdtempSync(join(tmpdir(), "verbus-numbers-test-"));
+        try {
+          const md = join(dir, "bench.md");
+          const small = [
+            "--paths",
+            "eager",
+            "--inflight",
+            "1",
+            "--clients",
+            "1",
+            "--duration",
+            "0.3",
+          ];
+          const b = verbus([
+            "bench",
+            "--connect",
+            `127.0.0.1:${srv.port}`,
+            "--markdown",
+            md,
+            ...small,
+          ]);
+          assertEquals(b.code, 0, b.err);
+          assert(/mean µs +p50 µs +p99 µs +p99\.9 µs/.test(b.out), b.out);
+          assert(
+            /calls\/s, mean [\d.]+ µs, p50 [\d.]+ µs, p99 [\d.]+ µs, p99\.9 [\d.]+ µs/.test(b.err),
+            b.err,
+          );
+          const table = readFileSync(md, "utf8");
+          assert(table.includes("| calls/s | mean µs | p50 µs | p99 µs | p99.9 µs |"), table);
+          const j = verbus(["bench", "--connect", `127.0.0.1:${srv.port}`, "--json", ...small]);
+          const cell = JSON.parse(j.out).cells[0];
+          assert(cell.mean_us > 0 && cell.p99_us <= cell.p999_us, JSON.stringify(cell));
+        } finally {
+          rmSync(dir, { recursive: true, force: true });
+        }
       },
     );
   },
