@@ -5,10 +5,10 @@
  * the next call reconnects), and the fallbacks: a plain TCP client of a UBRing server, a UBRing
  * client of a plain server. Both runtimes.
  */
-import { readdirSync } from "node:fs";
 import { connect } from "../../rpc/channel.ts";
 import { type Handler, serve } from "../../rpc/server.ts";
-import { assert, assertEquals, test } from "../harness.ts";
+import { assertEquals, test } from "../harness.ts";
+import { bytes, logger, ubringObjects } from "./util.ts";
 
 const services: Record<string, Record<string, Handler>> = {
   "t.B": {
@@ -19,31 +19,9 @@ const services: Record<string, Record<string, Handler>> = {
   },
 };
 
-export function bytes(n: number, seed: number): Uint8Array {
-  const b = new Uint8Array(n);
-  for (let i = 0; i < n; i++) b[i] = (i * 7 + seed) & 0xff;
-  return b;
-}
-
-export function logger() {
-  const lines: string[] = [];
-  return { lines, warn: (m: string) => void lines.push(m) };
-}
-
-export async function until(cond: () => boolean, ms = 5000): Promise<void> {
-  const t0 = Date.now();
-  while (!cond()) {
-    if (Date.now() - t0 > ms) throw new Error(`condition not met within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
-/** The UBRing objects in /dev/shm. */
-export const ubringObjects = () => readdirSync("/dev/shm").filter((n) => n.startsWith("UBRING_"));
-
 test("brpc-ubring: 300 calls in flight, 13 KB messages and attachments, a 5 MB call past the ring", async () => {
   const log = logger();
-  const server = await serve({ port: 0, services, brpcUbring: {}, logger: log });
+  const server = await serve({ port: 0, services, brpcUbring: {}, fabric: false, logger: log });
   const ch = await connect(`127.0.0.1:${server.port}`, {
     brpcUbring: {},
     timeoutMs: 20_000,

@@ -212,6 +212,7 @@ export async function ubringClientHandshake(
       held.peer = await openPeerObject(serverObjectName(name), bytes);
       clientConnected(held.own.bytes, held.peer.bytes);
     } catch (e) {
+      if (e instanceof VerbusError && e.code === "BOUNDS") return fail(msg(e)); // smaller than said
       why = `cannot map the server's object: ${msg(e)}`;
     }
   }
@@ -226,7 +227,7 @@ export async function ubringClientHandshake(
     return outcome(m, tcp);
   }
   if (left.length > 0) return fail(`${left.length} unexpected byte(s) after the server hello`);
-  const conn = new BrpcUbringConn(tcp, held.own, held.peer!, options);
+  const conn = new BrpcUbringConn(tcp, held.own, held.peer!, options, log);
   m.to("ESTABLISHED");
   return outcome(m, conn);
 }
@@ -324,7 +325,7 @@ export async function ubringServerHandshake(
     return fail(`the client's ACK asks for the ring, but this side fell back: ${why}`);
   }
   if (left.length > 0) return fail(`${left.length} unexpected byte(s) after the ACK`);
-  const conn = new BrpcUbringConn(tcp, held.own, held.peer, options);
+  const conn = new BrpcUbringConn(tcp, held.own, held.peer, options, log);
   m.to("ESTABLISHED");
   return outcome(m, conn);
 }

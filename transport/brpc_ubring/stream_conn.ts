@@ -65,13 +65,22 @@ export class BrpcUbringConn extends ConnBase implements Pumpable {
   #nextBeat: number;
   #paused = false;
   #peerClosedFirst = false;
+  readonly #log: ((line: string) => void) | undefined;
 
   /**
    * Takes over `tcp` (its handlers are replaced) and both mapped objects (unmapped on close;
-   * their names must already be unlinked) and joins this thread's poller.
+   * their names must already be unlinked) and joins this thread's poller. A protocol violation
+   * of the peer is also told to `log` (the handshake's once-per-cause log).
    */
-  constructor(tcp: TcpConn, own: ShmMapping, peer: PeerObject, options: BrpcUbringOptions) {
+  constructor(
+    tcp: TcpConn,
+    own: ShmMapping,
+    peer: PeerObject,
+    options: BrpcUbringOptions,
+    log?: (line: string) => void,
+  ) {
     super();
+    this.#log = log;
     this.#tcp = tcp;
     this.#own = own;
     this.#peer = peer;
@@ -193,10 +202,8 @@ export class BrpcUbringConn extends ConnBase implements Pumpable {
   #fail(reason: string): void {
     if (this.closed) return;
     const r = this.remoteAddress;
-    this.closed_(
-      new ConnectionClosedError(`brpc UBRing connection to ${r.host}:${r.port} failed: ${reason}`, {
-        context: { remote: `${r.host}:${r.port}` },
-      }),
-    );
+    const text = `brpc UBRing connection to ${r.host}:${r.port} failed: ${reason}`;
+    this.#log?.(text);
+    this.closed_(new ConnectionClosedError(text, { context: { remote: `${r.host}:${r.port}` } }));
   }
 }
