@@ -18,8 +18,12 @@ export interface Row {
   case: string;
   system: string;
   inflight: number;
+  /** Mean latency, µs (beside the quantiles it shows a bimodal distribution); absent: not measured. */
+  mean_us?: number;
   p50_us: number;
   p99_us: number;
+  /** The 99.9th percentile, µs; absent: not measured. */
+  p999_us?: number;
   qps: number;
   path?: string;
   /** The round it was measured in (0-based). */
@@ -155,6 +159,14 @@ export function targets(rows: Row[]): Target[] {
   return out;
 }
 
+/** `{ [key]: the median over the rounds }` when every round measured `key`, else `{}`. */
+function optionalMedian(key: "mean_us" | "p999_us", g: Row[]): Partial<Row> {
+  const xs = g.map((r) => r[key]);
+  return xs.every((x) => typeof x === "number")
+    ? { [key]: +median(xs as number[]).toFixed(2) }
+    : {};
+}
+
 /** One row per (runtime, case, system, in flight): the median over the rounds, and the spread. */
 export function medianRows(
   rows: Row[],
@@ -172,8 +184,10 @@ export function medianRows(
     system: g[0].system,
     inflight: g[0].inflight,
     path: g[0].path,
+    ...optionalMedian("mean_us", g),
     p50_us: +median(g.map((r) => r.p50_us)).toFixed(2),
     p99_us: +median(g.map((r) => r.p99_us)).toFixed(2),
+    ...optionalMedian("p999_us", g),
     qps: Math.round(median(g.map((r) => r.qps))),
     rounds: g.length,
     qpsMin: Math.min(...g.map((r) => r.qps)),
@@ -208,15 +222,17 @@ export function markdown(rows: Row[], header: string): string {
       ? `Median over ${rounds} rounds; calls/s of the slowest and the fastest round beside it.`
       : "",
     "",
-    `| runtime | case | system | path | in flight | p50 µs | p99 µs | calls/s |${
+    `| runtime | case | system | path | in flight | mean µs | p50 µs | p99 µs | p99.9 µs | calls/s |${
       rounds > 1 ? " min–max calls/s |" : ""
     }`,
-    `|---|---|---|---|---|---|---|---|${rounds > 1 ? "---|" : ""}`,
+    `|---|---|---|---|---|---|---|---|---|---|${rounds > 1 ? "---|" : ""}`,
     ...medianRows(rows).map((r) =>
-      `| ${r.runtime} | ${r.case} | ${r.system} | ${
-        r.path ?? ""
-      } | ${r.inflight} | ${r.p50_us} | ` +
-      `${r.p99_us} | ${r.qps} |${rounds > 1 ? ` ${r.qpsMin}–${r.qpsMax} |` : ""}`
+      `| ${r.runtime} | ${r.case} | ${r.system} | ${r.path ?? ""} | ${r.inflight} | ${
+        r.mean_us ?? "—"
+      } | ${r.p50_us} | ` +
+      `${r.p99_us} | ${r.p999_us ?? "—"} | ${r.qps} |${
+        rounds > 1 ? ` ${r.qpsMin}–${r.qpsMax} |` : ""
+      }`
     ),
     "",
     "## Ratios",

@@ -150,8 +150,10 @@ function bench(
     case: name,
     system,
     inflight: window,
+    mean_us: res.mean_us,
     p50_us: res.p50_us,
     p99_us: res.p99_us,
+    p999_us: res.p999_us,
     qps: res.qps,
     path: String(r.path),
   });
@@ -165,8 +167,10 @@ function baselineRow(rt: string, system: string, inflight: number, r: Record<str
     case: "ECHO 64 B",
     system,
     inflight,
+    mean_us: r.mean_us as number,
     p50_us: r.p50_us as number,
     p99_us: r.p99_us as number,
+    p999_us: r.p999_us as number,
     qps: r.qps as number,
   });
 }
@@ -196,8 +200,12 @@ async function benchClients(
     case: `ECHO 64 B, ${CLIENTS} clients`,
     system,
     inflight: window,
+    // the mean over every call (each client's weighted by its calls), the worst p99 and p99.9
+    mean_us: +(res.reduce((x, r) => x + r.mean_us * r.count, 0) /
+      res.reduce((x, r) => x + r.count, 0)).toFixed(1),
     p50_us: p50s[Math.floor(p50s.length / 2)],
     p99_us: Math.max(...res.map((r) => r.p99_us)),
+    p999_us: Math.max(...res.map((r) => r.p999_us)),
     qps: res.reduce((x, r) => x + r.qps, 0),
     path: String(rs[0].path),
   });
@@ -270,8 +278,10 @@ async function measureRound(order: Rt[]): Promise<void> {
       case: "ECHO 64 B",
       system: "shm ping-pong (u32)",
       inflight: 1,
+      mean_us: pp.mean_us as number,
       p50_us: pp.p50_us as number,
       p99_us: pp.p99_us as number,
+      p999_us: pp.p999_us as number,
       qps: Math.round(1e6 / (pp.mean_us as number)),
     });
   }
@@ -294,8 +304,10 @@ async function measureRound(order: Rt[]): Promise<void> {
       case: "ECHO 64 B",
       system: "grpc-js",
       inflight: w,
+      mean_us: r.mean_us as number,
       p50_us: r.p50_us as number,
       p99_us: r.p99_us as number,
+      p999_us: r.p999_us as number,
       qps: r.qps as number,
     });
   }

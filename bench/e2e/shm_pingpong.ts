@@ -56,6 +56,7 @@ if (child >= 0) {
     iters,
     p50_us: q(0.5),
     p99_us: q(0.99),
+    p999_us: q(0.999),
     mean_us: Math.round(s.reduce((a, b) => a + b, 0) / s.length * 1e5) / 100,
   }));
 }

@@ -7,7 +7,7 @@
  *   node grpc_node.mjs --payload 64 --inflight 32 --calls 20000 --warmup 2000
  *       spawns the server as a child process (like two real peers), runs a closed-loop client
  *       with --inflight calls outstanding on one channel, prints ONE JSON line:
- *       {"name":"grpc-node","payload":64,"inflight":32,"calls":20000,"p50_us":..,"p99_us":..,"qps":..}
+ *       {"name":"grpc-node","payload":64,"inflight":32,"calls":20000,"mean_us":..,"p50_us":..,"p99_us":..,"p999_us":..,"qps":..}
  *   node grpc_node.mjs --serve [--port 0] [--host 127.0.0.1] [--exit-on-stdin-eof]
  *       server only; prints "PORT <n>" on stdout once bound; runs until SIGTERM / SIGINT (or, with
  *       --exit-on-stdin-eof, which the spawning parent passes, until its stdin closes).
@@ -189,8 +189,10 @@ async function main() {
       payload: o.payload,
       inflight: o.inflight,
       calls: o.calls,
+      mean_us: Math.round((lat.reduce((x, y) => x + y, 0) / lat.length) * 10) / 10,
       p50_us: Math.round(quantile(lat, 0.5) * 10) / 10,
       p99_us: Math.round(quantile(lat, 0.99) * 10) / 10,
+      p999_us: Math.round(quantile(lat, 0.999) * 10) / 10,
       qps: Math.round(o.calls / (ms / 1000)),
     };
     process.stdout.write(JSON.stringify(r) + "\n");

@@ -64,8 +64,10 @@ async function main(): Promise<void> {
       payload: o.payload,
       inflight: o.inflight,
       calls: o.calls,
+      mean_us: Math.round((lat.reduce((x, y) => x + y, 0) / lat.length) * 10) / 10,
       p50_us: quantileUs(lat, 0.5),
       p99_us: quantileUs(lat, 0.99),
+      p999_us: quantileUs(lat, 0.999),
       qps: Math.round(o.calls / (ms / 1000)),
     }));
   } finally {

@@ -165,7 +165,9 @@ if (childAt >= 0) {
     inflight,
     calls: n,
     qps: Math.round(n / secs),
+    mean_us: Math.round((s.reduce((x, y) => x + y, 0) / s.length) * 1e4) / 10,
     p50_us: q(0.5),
     p99_us: q(0.99),
+    p999_us: q(0.999),
   }));
 }
