@@ -3,7 +3,14 @@
  * @module
  */
 import { z } from "zod";
-import { type HostCapabilities, probeHost, simulatorPath } from "../mod.ts";
+import {
+  type AnyFabricDescriptor,
+  FABRIC_DESCRIPTORS,
+  fabricDoctorLines,
+  type HostCapabilities,
+  probeHost,
+  simulatorPath,
+} from "../mod.ts";
 import { parseCommandLine, usageError } from "./options.ts";
 import { wantsJson } from "./style.ts";
 
@@ -29,8 +36,14 @@ function lib(name: string, s: LibraryStatus): string[] {
   return out;
 }
 
-/** Renders the capabilities for a person. */
-function formatDoctor(c: HostCapabilities): string {
+/**
+ * Renders the capabilities for a person: each fabric's section as its descriptor writes it
+ * (`fabrics` as given to probeHost; default: the registered ones).
+ */
+export function formatDoctor(
+  c: HostCapabilities,
+  fabrics: readonly AnyFabricDescriptor[] = FABRIC_DESCRIPTORS,
+): string {
   const out: string[] = [];
   out.push(`runtime      ${c.runtime.name} ${c.runtime.version}`);
   if (c.helper.found && c.helper.layoutOk) {
@@ -47,47 +60,8 @@ function formatDoctor(c: HostCapabilities): string {
     for (const line of more.filter((l) => !l.startsWith("  "))) out.push(`               ${line}`);
   }
   out.push("libraries");
-  out.push(...lib("libibverbs", c.libraries.libibverbs));
-  out.push(...lib("librdmacm", c.libraries.librdmacm));
-  out.push(...lib("liburma", c.libraries.liburma));
-  out.push("rdma");
-  if (c.rdma.devices.length === 0) out.push(`  none: ${c.rdma.reason}`);
-  for (const d of c.rdma.devices) {
-    out.push(
-      `  ${d.name}  guid ${d.guid}${d.fwVer ? `  fw ${d.fwVer}` : ""}${
-        d.maxQp ? `  max_qp ${d.maxQp}` : ""
-      }`,
-    );
-    if (d.error) out.push(`    error: ${d.error}`);
-    for (const p of d.ports) {
-      out.push(
-        `    port ${p.port}: ${p.state}, ${p.linkLayer}, mtu ${p.activeMtu} (max ${p.maxMtu}), lid ${p.lid}`,
-      );
-      for (const g of p.gids) {
-        out.push(
-          `      gid[${g.index}] ${g.gid}${g.type ? `  ${g.type}` : ""}${
-            g.netdev ? `  ${g.netdev}` : ""
-          }`,
-        );
-      }
-    }
-  }
-  const q = c.rdma.qpSettings;
-  out.push(
-    `  qp settings: timeout ${q.timeout}, retry ${q.retryCnt}, rnr_retry ${q.rnrRetry}, min_rnr_timer ${q.minRnrTimer}, path_mtu enum ${q.pathMtu}, max_rd_atomic ${q.maxRdAtomic}, sq ${q.sqDepth}, rq ${q.rqDepth}, max_sge ${q.maxSge}, max_inline ${q.maxInline}`,
-  );
-  out.push("urma");
-  if (c.urma.abi) out.push(`  ABI: ${c.urma.abi.name}, chosen by ${c.urma.abi.evidence}`);
-  out.push(
-    c.urma.devices.length
-      ? `  devices: ${c.urma.devices.join(", ")}`
-      : `  none: ${c.urma.reason?.split("\n")[0]}`,
-  );
-  out.push(
-    `shm          ${
-      c.shm.usable ? "usable (POSIX shm + mmap + Atomics)" : `not usable: ${c.shm.reason}`
-    }`,
-  );
+  for (const [name, status] of Object.entries(c.libraries)) out.push(...lib(name, status));
+  out.push(...fabricDoctorLines(c, fabrics));
   out.push(
     `brpc-rdma    ${
       c.brpcRdma.usable

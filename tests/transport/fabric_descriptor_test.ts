@@ -2,10 +2,11 @@
  * The fabric descriptors: the registry has one per kind, in the kind list's order, each in its
  * own folder; and a fabric is one descriptor: a throw-away in-memory "loop" fabric, given beside
  * the registered ones and edited nowhere else, is probed, listed among the host's fabrics, has
- * its libraries and section in the capabilities, and its lines in doctor's fabric sections.
+ * its libraries and section in the capabilities, and its library and section in `verbus doctor`.
  */
 import { existsSync } from "node:fs";
 import { assert, assertEquals, test } from "../harness.ts";
+import { formatDoctor } from "../../cli/doctor.ts";
 import { fabricDoctorLines, probeHost } from "../../transport/capabilities.ts";
 import type { FabricDescriptor } from "../../transport/fabric_descriptor.ts";
 import { FABRIC_DESCRIPTORS, FABRICS, loadFabric } from "../../transport/registry.ts";
@@ -32,7 +33,7 @@ const loopFabric: FabricDescriptor<"loop", "loop", LoopReport> = {
   probe: () =>
     Promise.resolve({
       usable: true,
-      libraries: { libloop: { found: true, path: "(in memory)", tried: [] } },
+      libraries: { libloop: { found: true, path: "(in memory)", source: "embedded", tried: [] } },
       report: { usable: true, note: "in memory, this process only" },
     }),
   doctor: (r) => [`loop         ${r.usable ? `usable (${r.note})` : "not usable"}`],
@@ -62,7 +63,12 @@ test("a throw-away fabric, given beside the registered ones, is in the capabilit
   const caps = await probeHost(undefined, fabrics);
   // listed among the usable fabrics by its rank (after the registered ones), before TCP
   assertEquals(caps.fabrics, [...plain.fabrics.slice(0, -1), "loop", "tcp"] as typeof caps.fabrics);
-  assertEquals(caps.libraries.libloop, { found: true, path: "(in memory)", tried: [] });
+  assertEquals(caps.libraries.libloop, {
+    found: true,
+    path: "(in memory)",
+    source: "embedded",
+    tried: [],
+  });
   assertEquals((caps as unknown as Record<string, unknown>).loop, {
     usable: true,
     note: "in memory, this process only",
@@ -71,6 +77,12 @@ test("a throw-away fabric, given beside the registered ones, is in the capabilit
   assertEquals(lines.at(-1), "loop         usable (in memory, this process only)");
   assertEquals(lines.slice(0, -1), fabricDoctorLines(plain), "the registered sections unchanged");
   assert(!("loop" in plain) && !plain.fabrics.includes("loop" as never), "registered nowhere");
+  // verbus doctor's text: its library among the libraries, its section after the registered ones
+  const text = formatDoctor(caps, fabrics);
+  assert(text.includes("\n  libloop     found: (in memory) (embedded)\n"), text);
+  assert(text.includes("\nloop         usable (in memory, this process only)\nbrpc-rdma"), text);
+  assert(text.endsWith(`fabrics      ${caps.fabrics.join(" > ")}  (best first)`), text);
+  assert(!formatDoctor(plain).includes("loop"), "doctor without it does not name it");
 });
 
 test("an unusable fabric keeps its section and libraries but is not among the host's fabrics", async () => {
