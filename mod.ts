@@ -51,6 +51,10 @@ export { RUNTIME, runtimeVersion } from "./util/runtime.ts";
 export type { RuntimeName } from "./util/runtime.ts";
 export { buildDirs } from "./ffi/loader.ts";
 export { simulatorPath } from "./ffi/symbols/liburma.ts";
+// Logging with levels: what serve() / connect() use when given no `logger` (warn and up), and a
+// logger for an application (any `{ warn, info? }` object is still accepted as `logger`).
+export { createLogger, LOG_LEVELS } from "./util/log.ts";
+export type { CreateLoggerOptions, LeveledLogger, LogLevel } from "./util/log.ts";
 
 // Client: TCP channel + fabric session + path selection.
 export {
@@ -92,6 +96,16 @@ export type {
   ServerStats,
   ServiceMap,
 } from "./rpc/server.ts";
+// brpc Streaming RPC on the TCP connection: a client opens a stream with a call, the handler
+// accepts it; wire-compatible with stock brpc (StreamCreate / StreamAccept).
+export { acceptStream, callHasStream } from "./rpc/stream/accept.ts";
+export { openStream } from "./rpc/stream/open.ts";
+export type { OpenedStream, OpenStreamOptions, StreamVia } from "./rpc/stream/open.ts";
+export { Stream } from "./rpc/stream/stream.ts";
+export { StreamError } from "./rpc/stream/stream_error.ts";
+export type { StreamEndKind } from "./rpc/stream/stream_error.ts";
+export { streamOptionsSchema } from "./rpc/stream/stream_options.ts";
+export type { StreamOptions } from "./rpc/stream/stream_options.ts";
 // Generated protobuf services (protoc-gen-es v2 + @connectrpc/connect v2): serve descriptors
 // (`serve({ services: [[Service, impl]] })`), call them with `createClient(Service, transport)`.
 export {

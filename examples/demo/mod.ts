@@ -33,6 +33,7 @@ export { KvStore } from "./kv_store.ts";
 export { ImageUploadStore } from "./image_upload.ts";
 export type { ImageUploadOptions } from "./image_upload.ts";
 export { decodeEchoMessage, encodeEchoMessage } from "./brpc_echo.ts";
+export { countIndexOf, encodeCountRequest } from "./count.ts";
 export {
   BRPC_PERF_SERVICE,
   decodePerfTestRequest,

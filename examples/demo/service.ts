@@ -1,6 +1,7 @@
 /**
  * The built-in demo services as a transport-independent method table: `verbus.Demo` (Ping, Echo,
- * KvPut, KvGet, MGet, Profile, LargeGet, BigPut, ImagePut) and brpc's `example.EchoService`
+ * KvPut, KvGet, MGet, Profile, LargeGet, BigPut, ImagePut, and Count: server-streaming on a
+ * brpc stream, `count.ts`) and brpc's `example.EchoService`
  * (Echo). The same handlers run behind the TCP server and, in later layers, behind the shared
  * memory / RDMA / URMA session loops: nothing here knows about transports.
  *
@@ -48,6 +49,7 @@ import {
 import { type ImageUploadOptions, ImageUploadStore } from "./image_upload.ts";
 import { KvStore } from "./kv_store.ts";
 import { LargeObjectSource, type LargeObjectSourceOptions } from "./large_object.ts";
+import { countHandler } from "./count.ts";
 
 /** Full protobuf name of the demo service. */
 export const DEMO_SERVICE = "verbus.Demo";
@@ -64,6 +66,7 @@ export const DEMO_METHODS = [
   "LargeGet",
   "BigPut",
   "ImagePut",
+  "Count",
 ] as const;
 /** One method name of {@link DEMO_SERVICE}. */
 export type DemoMethod = (typeof DEMO_METHODS)[number];
@@ -289,6 +292,8 @@ export function demoService(options: DemoServiceOptions = {}): DemoServices {
       large.get(keyText(decodeKeyRequest(request, "LargeGet request"), "LargeGet")),
     BigPut: (request) => put(request, "BigPut", kv.maxValueBytes),
     ImagePut: (request) => encodeImageChunkResult(uploads.handleChunk(decodeImageChunk(request))),
+    // Server-streaming (a brpc stream on the call's TCP connection): it needs the server's context.
+    Count: countHandler as unknown as DemoHandler,
   };
   for (const m of DEMO_METHODS) demo[m] = guarded(demo[m]);
   // They copy what they keep (the KV copies the value): a fabric session may lend them its buffer.
