@@ -14,6 +14,7 @@ import {
 } from "../mod.ts";
 import { VerbusError } from "../errors.ts";
 import { demoOp, isDemoOp, routing } from "./call_demo.ts";
+import { headerOptions } from "./call_headers.ts";
 import { EXIT_FAILED, usageError } from "./options.ts";
 import { paint, reportError, wantsJson } from "./style.ts";
 import {
@@ -142,6 +143,7 @@ async function runOp(o: CallArgs, op: CallOp, run: Run): Promise<void> {
         await runMethod(
           (s, m, body, attachment) =>
             client.call(s, m, body, {
+              ...headerOptions(o.header),
               attachment,
               forcePath: force,
               timeoutMs: t,

@@ -9,6 +9,7 @@ import { decodeKeyRequest, DemoClient, parseBigKey } from "../examples/demo/mod.
 import type { CallPath, ClientCallResult, RpcClient } from "../mod.ts";
 import type { OpReport } from "./call.ts";
 import type { CallArgs, CallOp, CallOptions } from "./call_options.ts";
+import { headerOptions } from "./call_headers.ts";
 
 const enc = new TextEncoder(), dec = new TextDecoder();
 const round = (x: number) => Math.round(x * 10) / 10;
@@ -30,8 +31,8 @@ export const READ_ONLY_METHODS: ReadonlySet<string> = new Set([
   "LargeGet",
 ]);
 
-/** What a call through a cluster carries besides a direct call's options. */
-export interface Routing {
+/** What a call carries besides its path and timeout: `--header`s, and through a cluster its routing. */
+export interface Routing extends ReturnType<typeof headerOptions> {
   /** It may run twice (read-only): redone after a broken connection, backed up. */
   idempotent?: boolean;
   /** What the consistent-hashing balancers route by (`--request-code`). */
@@ -39,13 +40,16 @@ export interface Routing {
 }
 
 /**
- * With `--ns`: the cluster options of a call of `method` (read-only methods idempotent, the
- * `--request-code` if given); without, undefined (a direct or agent client takes neither).
+ * The per-call options of a call of `method`: its `--header`s and, with `--ns`, its cluster
+ * options (read-only methods idempotent, the `--request-code` if given); undefined when there
+ * are none.
  */
 export function routing(o: CallOptions): ((method: string) => Routing) | undefined {
-  if (o.ns === undefined) return undefined;
+  const headers = headerOptions(o.header); // --header: every call carries them
+  if (o.ns === undefined) return o.header === undefined ? undefined : () => headers;
   const code = o["request-code"];
   return (method) => ({
+    ...headers,
     ...(READ_ONLY_METHODS.has(method) ? { idempotent: true } : {}),
     ...(code !== undefined ? { requestCode: code } : {}),
   });

@@ -10,6 +10,7 @@ import { encodeEchoMessage } from "../examples/demo/mod.ts";
 import { type CallPath, connectChannel } from "../mod.ts";
 import { fromHex, toHex } from "../util/hex.ts";
 import type { CallArgs, CallOptions } from "./call_options.ts";
+import { headerOptions } from "./call_headers.ts";
 import { EXIT_FAILED } from "./options.ts";
 import { reportError } from "./style.ts";
 import type { OpReport } from "./call.ts";
@@ -99,7 +100,7 @@ export async function runBrpcRdma(o: CallArgs, emit: (r: OpReport) => void): Pro
   }
   const reports: OpReport[] = [];
   const call: MethodCaller = async (s, m, body, attachment) => {
-    const r = await ch.call(s, m, body, attachment ? { attachment } : undefined);
+    const r = await ch.call(s, m, body, { ...headerOptions(o.header), attachment });
     return { ...r, fabric: ch.transport };
   };
   try {

@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { FABRICS } from "../mod.ts";
 import { checkOccurrence, parseInOrder } from "./options.ts";
+import { headerOptionSchema } from "./call_headers.ts";
 
 /** Usage of `verbus call` (printed with --help; a usage error points to it). */
 export const CALL_HELP = `usage: verbus call --host H --port P OPS [options]
@@ -73,6 +74,9 @@ options:
                              retried over TCP, and every later call goes TCP until the client
                              negotiates a new session (2 s later)
   --simulate-errors N        --simulate-server-pressure ring|objpool
+  --header NAME=VALUE        a request header on every call (repeatable): log-id → log_id,
+                             x-request-id → request_id, others → user_fields; they keep the
+                             fabric path (a call's metadata block, up to 4 KiB)
   --timeout-ms N (5000)      --json
 Every option is also accepted as --name=value (--put=K V).`;
 
@@ -146,6 +150,7 @@ const schema = z.object({
   "simulate-op-fail": num.min(1).optional(),
   "simulate-errors": num.min(0).optional(),
   "simulate-server-pressure": z.enum(["ring", "objpool"]).optional(),
+  header: z.array(headerOptionSchema).optional(),
   "timeout-ms": num.min(1).default(5000),
   json: z.boolean().default(false),
 }).strict().refine((o) => o.port !== undefined || o.agent !== undefined || o.ns !== undefined, {

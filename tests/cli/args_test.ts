@@ -56,6 +56,7 @@ const CALL_SAMPLES: Record<string, string | [string, string] | null> = {
   "simulate-op-fail": "2",
   "simulate-errors": "3",
   "simulate-server-pressure": "ring",
+  header: "traceparent=00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
   "timeout-ms": "900",
   json: null,
 };
