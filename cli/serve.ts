@@ -6,7 +6,7 @@
 import { type StopSignal, withStopSignal } from "./stop_signal.ts";
 import { z } from "zod";
 import { demoService, ImageUploadStore, KvStore } from "../examples/demo/mod.ts";
-import { type FabricKind, FABRICS, RUNTIME, serve } from "../mod.ts";
+import { FABRIC_DESCRIPTORS, type FabricKind, FABRICS, RUNTIME, serve } from "../mod.ts";
 import { parseCommandLine, usageError } from "./options.ts";
 import { wantsJson } from "./style.ts";
 import { simulatorPath } from "./doctor.ts";
@@ -109,8 +109,11 @@ async function serveUntilStopped(
   uploads: ImageUploadStore,
 ): Promise<number> {
   const imageDir = o["image-dir"] ?? null;
-  const list = (o.fabric ?? (o.urma ? "shm,verbs,urma" : "shm,verbs")).split(",") as FabricKind[];
   const urmaLib = o.urma === "sim" ? simulatorPath() : o.urma;
+  // without --fabric: the fabrics served by default, and those whose library was named
+  const named: Partial<Record<string, string>> = urmaLib ? { urma: urmaLib } : {};
+  const list = (o.fabric?.split(",") as FabricKind[] | undefined) ??
+    FABRIC_DESCRIPTORS.filter((d) => d.servedByDefault || named[d.kind]).map((d) => d.kind);
   const server = await serve({
     port: o.port,
     host: o.host,
