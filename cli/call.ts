@@ -26,7 +26,7 @@ import {
 } from "./call_options.ts";
 import { simulatorPath } from "./doctor.ts";
 import { runBench, runLifecycle } from "./call_ops.ts";
-import { runBrpcRdma, runMethod } from "./call_method.ts";
+import { runBrpcMode, runMethod } from "./call_method.ts";
 
 /** One line of output. */
 export interface OpReport {
@@ -202,10 +202,12 @@ function conflict(o: CallArgs): string | undefined {
   if (o.ops.length === 0) {
     return "no op given: say what to call (--ping, --echo MSG, --get K, … see the ops)";
   }
-  if (o["brpc-rdma"]) {
+  if (o["brpc-rdma"] && o["brpc-ubring"]) return "--brpc-rdma or --brpc-ubring: one of them";
+  if (o["brpc-rdma"] || o["brpc-ubring"]) {
+    const mode = o["brpc-rdma"] ? "--brpc-rdma" : "--brpc-ubring";
     const other = VERBUS_ONLY.filter((k) => o[k] !== undefined);
     if (other.length > 0) {
-      return `--brpc-rdma runs only --method and --brpc-echo, not --${other.join(", --")}`;
+      return `${mode} runs only --method and --brpc-echo, not --${other.join(", --")}`;
     }
     return undefined;
   }
@@ -240,7 +242,7 @@ export async function main(args: string[]): Promise<number> {
   }
   const why = conflict(o);
   if (why !== undefined) return usageError("call", new Error(why), o.json);
-  if (o["brpc-rdma"]) return await runBrpcRdma(o, (r) => printReport(r, o.json));
+  if (o["brpc-rdma"] || o["brpc-ubring"]) return await runBrpcMode(o, (r) => printReport(r, o.json));
   const force = o["force-path"] ? PATH[o["force-path"]] : undefined;
   // One path for every client kind: the ops run on any; only the lifecycle demos and the server
   // snapshot need the direct client.

@@ -82,17 +82,18 @@ export async function runMethod(call: MethodCaller, o: MethodSpec): Promise<OpRe
 }
 
 /**
- * `verbus call --brpc-rdma`: a channel in brpc's RDMA mode (it stays on TCP, saying why, when
- * either side cannot), running the `--method` and `--brpc-echo` ops in the order given (others
- * are left to the caller to refuse). Returns the exit code.
+ * `verbus call --brpc-rdma` / `--brpc-ubring`: a channel in brpc's RDMA or UBRing mode (it stays
+ * on TCP, saying why, when either side cannot), running the `--method` and `--brpc-echo` ops in
+ * the order given (others are left to the caller to refuse). Returns the exit code.
  */
-export async function runBrpcRdma(o: CallArgs, emit: (r: OpReport) => void): Promise<number> {
+export async function runBrpcMode(o: CallArgs, emit: (r: OpReport) => void): Promise<number> {
   const logger = { warn: (m: string) => console.error(`verbus: ${m}`) };
   let ch;
   try {
     ch = await connectChannel({ host: o.host, port: o.port! }, { // --port: checked by the schema
       timeoutMs: o["timeout-ms"],
-      brpcRdma: o["rdma-device"] ? { device: o["rdma-device"] } : {},
+      brpcRdma: o["brpc-rdma"] ? (o["rdma-device"] ? { device: o["rdma-device"] } : {}) : false,
+      brpcUbring: o["brpc-ubring"] ? {} : false,
       logger,
     });
   } catch (e) {

@@ -62,6 +62,8 @@ options:
   --brpc-rdma                brpc's RDMA protocol (a brpc server with -use_rdma=true, or
                              verbus serve --brpc-rdma); only --method and --brpc-echo
   --rdma-device D            the RDMA device of --brpc-rdma (brpc's -rdma_device)
+  --brpc-ubring              brpc's UBRing protocol, same host (a brpc server with socket_mode
+                             UBRING, or verbus serve --brpc-ubring); only --method and --brpc-echo
   --fabric auto|${FABRICS.join("|")}|tcp   data plane (default auto: the best both hosts share)
   --urma sim|PATH            liburma to use ("sim" = verbus's simulator; never used otherwise)
   --source-addr A            bind the RDMA connection to local address A
@@ -82,7 +84,7 @@ Every option is also accepted as --name=value (--put=K V).`;
 
 const num = z.coerce.number().int();
 const pair = z.tuple([z.string(), z.string()]);
-/** The options that need a verbus server (and its Client): not with --brpc-rdma. */
+/** The options that need a verbus server (and its Client): not with --brpc-rdma / --brpc-ubring. */
 export const VERBUS_ONLY = [
   "ping",
   "echo",
@@ -128,6 +130,7 @@ const schema = z.object({
   "body-hex": z.string().regex(/^([0-9a-fA-F]{2})*$/, "expected hex bytes").optional(),
   "attachment-bytes": num.min(0).max(64 << 20).optional(),
   "brpc-rdma": z.boolean().optional(),
+  "brpc-ubring": z.boolean().optional(),
   "rdma-device": z.string().min(1).optional(),
   lifecycle: num.min(1).max(100_000).optional(),
   "lifecycle-stale": z.boolean().optional(),

@@ -1,5 +1,9 @@
 /** Helpers of the brpc UBRing tests. */
+import { spawnSync } from "node:child_process";
 import { readdirSync } from "node:fs";
+import { join } from "node:path";
+import { RUNTIME } from "../../ffi/runtime.ts";
+import { REPO_ROOT, runtimeBinary } from "../util/proc.ts";
 
 /** `n` bytes of a pattern seeded by `seed`. */
 export function bytes(n: number, seed: number): Uint8Array {
@@ -25,3 +29,29 @@ export async function until(cond: () => boolean, ms = 5000): Promise<void> {
 
 /** The UBRing objects in /dev/shm. */
 export const ubringObjects = () => readdirSync("/dev/shm").filter((n) => n.startsWith("UBRING_"));
+
+/** Runs this runtime's `verbus ARGS`. */
+export function verbus(args: string[]) {
+  const bin = runtimeBinary(RUNTIME as "deno" | "bun");
+  const main = join(REPO_ROOT, "cli/main.ts");
+  const argv = RUNTIME === "deno" ? ["run", "-A", main, ...args] : [main, ...args];
+  const r = spawnSync(bin, argv, { cwd: REPO_ROOT, encoding: "utf8", timeout: 120_000 });
+  return { code: r.status, out: r.stdout ?? "", err: r.stderr ?? "" };
+}
+
+/** `verbus call --brpc-ubring --method test.PerfTestService/Test` with a 4000-byte attachment. */
+export function perfTestCall(port: number) {
+  return verbus([
+    "call",
+    "--brpc-ubring",
+    "--port",
+    String(port),
+    "--method",
+    "test.PerfTestService/Test",
+    "--body-hex",
+    "0801", // PerfTestRequest { echo_attachment: true }
+    "--attachment-bytes",
+    "4000",
+    "--json",
+  ]);
+}

@@ -5,7 +5,7 @@
  * `test.PerfTestService/Test` (example/rdma_performance/test.proto), its bytes written out by
  * hand from the .proto.
  */
-import { runBrpcRdma, runMethod } from "../../cli/call_method.ts";
+import { runBrpcMode, runMethod } from "../../cli/call_method.ts";
 import { parseCallArgs } from "../../cli/call_options.ts";
 import type { OpReport } from "../../cli/call.ts";
 import { demoService } from "../../examples/demo/mod.ts";
@@ -65,7 +65,7 @@ test("verbus call --method: response hex and attachment size, via the client and
     console.error = (m: string) => void lines.push(m);
     let rc: number;
     try {
-      rc = await runBrpcRdma(parseCallArgs([...args, "--brpc-rdma"]), (x) => void reports.push(x));
+      rc = await runBrpcMode(parseCallArgs([...args, "--brpc-rdma"]), (x) => void reports.push(x));
     } finally {
       console.error = warn;
     }
