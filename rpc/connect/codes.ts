@@ -49,6 +49,7 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { ErrorDetail } from "../protocol/rpc_meta.ts";
+import { appendFields } from "./headers.ts";
 import { VerbusError, type VerbusErrorCode } from "../../errors.ts";
 import {
   ECLOSE,
@@ -155,9 +156,7 @@ export function connectErrorOf(e: unknown, where: string): ConnectError {
     const tagged = e.errorCode === EINTERNAL ? /^\[([A-Za-z]+)\] /.exec(text) : null;
     const named = tagged ? (Code as unknown as Record<string, Code>)[tagged[1]] : undefined;
     if (typeof named === "number") (code = named, text = text.slice(tagged![0].length));
-    const metadata = new Headers();
-    addAll(metadata, e.userFields);
-    addAll(metadata, e.trailers);
+    const metadata = appendFields(appendFields(new Headers(), e.userFields), e.trailers);
     metadata.set(BRPC_ERROR_CODE_HEADER, String(e.errorCode));
     const ce = new ConnectError(
       text || `${where} failed with error_code ${e.errorCode}`,
@@ -197,16 +196,4 @@ function detailOf(d: ConnectError["details"][number]): ErrorDetail {
     return { type: d.desc.typeName, value: toBinary(d.desc, create(d.desc, d.value)) };
   }
   return { type: d.type, value: d.value };
-}
-
-/** Appends every entry of `map` to `h` (a name that is not a valid header is skipped). */
-function addAll(h: Headers, map: ReadonlyMap<string, string> | undefined): void {
-  if (map === undefined) return;
-  for (const [k, v] of map) {
-    try {
-      h.append(k, v);
-    } catch {
-      // brpc's user_fields are arbitrary strings; a name Headers refuses is left out.
-    }
-  }
 }

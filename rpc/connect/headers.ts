@@ -100,20 +100,26 @@ function logIdOf(value: string): number | bigint {
  * `user_fields` name that is not a valid header name is skipped (brpc allows any string).
  */
 export function requestHeadersOf(call: CallContext): Headers {
-  const h = new Headers();
-  const fields = call.userFields;
-  if (fields !== undefined) {
-    for (const [k, v] of fields) {
-      try {
-        h.append(k, v);
-      } catch {
-        // Not a header name or value (brpc's user_fields are arbitrary strings): left out.
-      }
-    }
-  }
+  const h = appendFields(new Headers(), call.userFields);
   if (call.requestId !== undefined) h.set(REQUEST_ID_HEADER, call.requestId);
   if (call.logId !== undefined) {
     h.set(LOG_ID_HEADER, BigInt.asUintN(64, BigInt(call.logId)).toString());
+  }
+  return h;
+}
+
+/**
+ * Appends every entry of `fields` (`user_fields`, trailers) to `h` and returns it; a name or
+ * value `Headers` refuses is left out (brpc's user_fields are arbitrary strings).
+ */
+export function appendFields(h: Headers, fields: ReadonlyMap<string, string> | undefined): Headers {
+  if (fields === undefined) return h;
+  for (const [k, v] of fields) {
+    try {
+      h.append(k, v);
+    } catch {
+      // Not a header name or value: left out.
+    }
   }
   return h;
 }

@@ -64,7 +64,7 @@ import { addressKind, type Client, connect, type RpcClient } from "../client.ts"
 import type { CallResult } from "../channel_call.ts";
 import type { ClientOptions } from "../connect_options.ts";
 import { connectErrorOf } from "./codes.ts";
-import { callOptionsOf } from "./headers.ts";
+import { appendFields, callOptionsOf } from "./headers.ts";
 import { requiredCheck } from "./required.ts";
 import { transportStream } from "./stream_call.ts";
 import {
@@ -99,25 +99,11 @@ class Answer<I extends DescMessage, O extends DescMessage> implements UnaryRespo
     return this.method.parent;
   }
   get header(): Headers {
-    return this.#header ??= headersOf(this.#result.userFields);
+    return this.#header ??= appendFields(new Headers(), this.#result.userFields);
   }
   get trailer(): Headers {
-    return this.#trailer ??= headersOf(this.#result.trailers);
+    return this.#trailer ??= appendFields(new Headers(), this.#result.trailers);
   }
-}
-
-/** `map` as `Headers` (a name or value `Headers` refuses is left out: brpc allows any string). */
-function headersOf(map: ReadonlyMap<string, string> | undefined): Headers {
-  const h = new Headers();
-  if (map === undefined) return h;
-  for (const [k, v] of map) {
-    try {
-      h.append(k, v);
-    } catch {
-      // not a header name or value
-    }
-  }
-  return h;
 }
 
 /**
@@ -263,8 +249,15 @@ export class VerbusTransport<C extends RpcClient = Client> implements Transport 
     if (!spreadable) return new Answer(method, message, result);
     // Interceptors may spread the response ({ ...res }): own fields, not getters.
     const service = method.parent, stream = false as const;
-    const trailer = headersOf(result.trailers);
-    return { stream, service, method, message, header: headersOf(result.userFields), trailer };
+    const trailer = appendFields(new Headers(), result.trailers);
+    return {
+      stream,
+      service,
+      method,
+      message,
+      header: appendFields(new Headers(), result.userFields),
+      trailer,
+    };
   }
 
   /** Calls a streaming method over a brpc stream (see `stream_call.ts`). */
