@@ -114,7 +114,10 @@ export const ServeOptionsSchema: z.ZodObject<{
    * read them) is closed and its queue dropped (0: never).
    */
   stallTimeoutMs: z.number().int().nonnegative().default(30_000),
-  /** Where problems are logged; default `console.warn`. */
+  /**
+   * Where the server logs (`warn`; `info` for events such as a fabric this host cannot offer).
+   * Default: util/log.ts's library logger — `warn` and up on stderr, or `VERBUS_LOG_LEVEL`.
+   */
   logger: loggerSchema.optional(),
   /** How long `close()` waits for calls in flight and for their answers to be written. */
   drainTimeoutMs: z.number().int().nonnegative().default(5000),
