@@ -3,7 +3,9 @@
  * call`, `serve`, `doctor`), flags as `--json` or `--json=true|false`, and names what is wrong.
  */
 import { assert, assertEquals, assertThrows, test } from "../harness.ts";
-import { CALL_OPTIONS, parseCallArgs } from "../../cli/call_options.ts";
+import { CALL_HELP, CALL_OPS, CALL_OPTIONS, parseCallArgs } from "../../cli/call_options.ts";
+import { parseBenchArgs } from "../../cli/bench.ts";
+import { didYouMean, editDistance } from "../../cli/did_you_mean.ts";
 import { parseDoctorArgs } from "../../cli/doctor.ts";
 import { parseServeArgs, SERVE_OPTIONS } from "../../cli/serve.ts";
 import { splitArgs } from "../../cli/options.ts";
@@ -24,6 +26,7 @@ const CALL_SAMPLES: Record<string, string | [string, string] | null> = {
   "body-hex": "0801",
   "attachment-bytes": "10",
   "brpc-rdma": null,
+  "brpc-ubring": null,
   "rdma-device": "rxe0",
   echo: "a=b",
   put: ["k", "v=w"],
@@ -46,6 +49,7 @@ const CALL_SAMPLES: Record<string, string | [string, string] | null> = {
   "async-seconds": "1.5",
   "async-warmup": "10",
   "async-sync": null,
+  "stream-count": "5",
   stats: null,
   fabric: "urma",
   urma: "sim",
@@ -74,6 +78,7 @@ const SERVE_SAMPLES: Record<string, string | null> = {
   "batch-budget": "32",
   "kv-max-bytes": "1048576",
   "brpc-rdma": null,
+  "brpc-ubring": null,
   "rdma-device": "rxe1",
   register: "etcd://127.0.0.1:2379/verbus/demo",
   "register-ttl": "3",
@@ -161,4 +166,139 @@ test("what is wrong is named: unknown option, missing value, a flag given a valu
   assertEquals(splitArgs(["--port=", "--json"], spec), { port: "", json: true });
   const e = assertThrows(() => parseServeArgs(["--port=99999"]), Error, "port");
   assert(/65535/.test(e.message), e.message);
+});
+
+test("verbus call: ops run in the order given, each as often as given", () => {
+  const o = parseCallArgs([
+    "--port=1",
+    "--get",
+    "k",
+    "--put",
+    "k",
+    "v",
+    "--echo",
+    "a",
+    "--echo=b",
+    "--ping",
+    "--ping",
+    "--ping",
+    "--bigput=b1",
+    "10",
+    "--bigput",
+    "b2",
+    "20",
+    "--lifecycle-stale=false",
+    "--stats",
+  ]);
+  assertEquals(o.ops.map((op) => [op.name, op.arg]), [
+    ["get", "k"],
+    ["put", ["k", "v"]],
+    ["echo", "a"],
+    ["echo", "b"],
+    ["ping", true],
+    ["ping", true],
+    ["ping", true],
+    ["bigput", ["b1", 10]],
+    ["bigput", ["b2", 20]],
+    ["stats", true],
+  ]);
+  assertEquals(parseCallArgs(["--port=1", "--json"]).ops, []);
+  // every occurrence is checked, not only the last
+  const e = assertThrows(
+    () => parseCallArgs(["--port=1", "--lifecycle", "x", "--lifecycle", "2"]),
+    Error,
+    "--lifecycle",
+  );
+  assertEquals(e.message, `--lifecycle: expected a number, got "x"`);
+});
+
+test("every op of verbus call is in its help with its argument forms", () => {
+  for (const op of CALL_OPS) {
+    assert(new RegExp(`^  --${op}\\b`, "m").test(CALL_HELP), `--${op} in the help`);
+  }
+  const line = (op: string) => CALL_HELP.split("\n").find((l) => l.startsWith(`  --${op} `)) ?? "";
+  assert(line("put").includes("--put K V"), line("put"));
+  assert(line("bigput").includes("KEY BYTES"), line("bigput"));
+  assert(line("large-get").includes("big:SIZE|KEY"), line("large-get"));
+  assert(/big:64k/.test(CALL_HELP) && /keys starting big: are reserved/.test(CALL_HELP));
+  assert(CALL_HELP.includes("run in the order given, each as often as it is given"));
+});
+
+test("bad values in plain words, naming the option and what was given", () => {
+  const msg = (f: () => unknown) => {
+    try {
+      f();
+    } catch (e) {
+      return (e as Error).message;
+    }
+    return "no error";
+  };
+  assertEquals(
+    msg(() => parseCallArgs(["--port", "abc", "--ping"])),
+    `--port: expected a number, got "abc"`,
+  );
+  assertEquals(
+    msg(() => parseCallArgs(["--port=1", "--force-path", "sideways"])),
+    `--force-path: expected one of eager, lazy, bulk, tcp, got "sideways"`,
+  );
+  assertEquals(
+    msg(() => parseServeArgs(["--port=99999"])),
+    `--port: expected at most 65535, got "99999"`,
+  );
+  assertEquals(msg(() => parseServeArgs([])), "--port is required");
+  assertEquals(
+    msg(() => parseBenchArgs(["--inflight", "1,0"])),
+    `--inflight: "0": expected at least 1`,
+  );
+  assertEquals(
+    msg(() => parseCallArgs(["--port=1", "--timeout-ms=1.5"])),
+    `--timeout-ms: expected a whole number, got "1.5"`,
+  );
+  for (
+    const m of [
+      msg(() => parseCallArgs(["--port", "abc"])),
+      msg(() => parseServeArgs(["--port=x"])),
+    ]
+  ) {
+    assert(!/Invalid input|field |received NaN|option:/.test(m), `zod's wording: ${m}`);
+  }
+});
+
+test("a mistyped option: did you mean the closest one", () => {
+  const unknown = (args: string[]) =>
+    assertThrows(() => parseCallArgs(["--port=1", ...args])).message;
+  assertEquals(unknown(["--ecko", "x"]), "unknown option --ecko (did you mean --echo?)");
+  assertEquals(
+    unknown(["--timout-ms=5"]),
+    "unknown option --timout-ms (did you mean --timeout-ms?)",
+  );
+  assertEquals(unknown(["--pign"]), "unknown option --pign (did you mean --ping?)");
+  assertEquals(unknown(["--frobnicate"]), "unknown option --frobnicate");
+  assertEquals(unknown(["-x"]), "unknown option -x");
+  assertThrows(() => parseServeArgs(["--prot=1"]), Error, "did you mean --port?");
+  assertEquals(
+    [editDistance("ecko", "echo"), editDistance("pign", "ping"), editDistance("", "ab")],
+    [1, 1, 2],
+  );
+  assertEquals(didYouMean("serv", ["doctor", "serve", "call"]), "serve");
+  assertEquals(didYouMean("zzz", ["doctor", "serve", "call"]), undefined);
+});
+
+test("a value that looks like an option is a forgotten value; --name=VALUE gives it", () => {
+  assertThrows(
+    () => parseCallArgs(["--port=1", "--echo", "--ping"]),
+    Error,
+    "--echo needs a value",
+  );
+  assertEquals(parseCallArgs(["--port=1", "--echo=--ping"]).ops, [{ name: "echo", arg: "--ping" }]);
+  assertThrows(
+    () => parseCallArgs(["--port=1", "--put", "k", "--ping"]),
+    Error,
+    "--put takes two values",
+  );
+  assertThrows(
+    () => parseCallArgs(["--port=1", "--ping", "--", "x"]),
+    Error,
+    "unexpected argument",
+  );
 });

@@ -199,6 +199,65 @@ test("--async-bench --async-warmup: the warm-up calls are made but not measured"
   );
 }, { timeoutMs: 120_000 });
 
+test(
+  "ops run in the order given, repeats each time; --large-get takes big:SIZE or a KV key",
+  async () => {
+    await withChild(
+      otherRuntime(),
+      "cli/main.ts",
+      { args: ["serve", "--port", "0", ...SERVE] },
+      async (srv) => {
+        const p = String(srv.port);
+        const k = `order-${RUNTIME}-${Date.now() % 100000}`;
+        const a = verbus([
+          "call",
+          "--port",
+          p,
+          "--json",
+          "--get",
+          k,
+          "--put",
+          k,
+          "v1",
+          "--get",
+          k,
+          "--echo",
+          "a",
+          "--echo",
+          "b",
+          "--large-get",
+          k,
+          "--large-get",
+          "big:4k",
+        ]);
+        assertEquals(a.code, 0, a.err);
+        const got = lines(a.out);
+        assertEquals(got.map((l) => [l.op, l.result]), [
+          ["get", null],
+          ["put", { replaced: false, length: 2 }],
+          ["get", "v1"],
+          ["echo", "a"],
+          ["echo", "b"],
+          ["large-get", { bytes: 2 }],
+          ["large-get", { bytes: 4096 }],
+        ]);
+        // three pings, then the stats: three calls counted
+        const b = verbus(["call", "--port", p, "--json", "--ping", "--ping", "--ping", "--stats"]);
+        assertEquals(b.code, 0, b.err);
+        const out = lines(b.out);
+        assertEquals(out.map((l) => l.op), ["ping", "ping", "ping", "stats"]);
+        const calls = (out[3].result as { calls: Record<string, number> }).calls;
+        assertEquals(Object.values(calls).reduce((x, y) => x + y, 0), 3, JSON.stringify(calls));
+        // no op: a usage error, not a silent exit 0
+        const c = verbus(["call", "--port", p]);
+        assertEquals([c.code, c.out], [2, ""], c.err);
+        assert(c.err.startsWith("verbus call: no op given"), c.err);
+      },
+    );
+  },
+  { timeoutMs: 120_000 },
+);
+
 test("a bad option is refused naming it (exit 2), a bad value too", () => {
   const a = verbus(["call", "--port", "1", "--frobnicate", "3"]);
   assertEquals(a.code, 2);

@@ -1,8 +1,9 @@
 /**
  * The conventions every `verbus` command keeps: `--version`, `verbus help COMMAND` and `--help`
  * per command (stdout, exit 0), exit codes (0 ok, 1 a call failed, 2 usage), errors on stderr
- * (a JSON line with `--json`), `--json` output on every command, and color only on a terminal
- * without `NO_COLOR` (checked under a pseudo-terminal from util-linux `script`).
+ * (a JSON line with `--json`; a usage error in two lines: what was wrong, where the usage is),
+ * `--json` output on every command, and color only on a terminal without `NO_COLOR` or with
+ * `FORCE_COLOR` (checked under a pseudo-terminal from util-linux `script`).
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
@@ -112,7 +113,8 @@ test("--json on every command; a failed op exits 1 with ok:false on stdout", asy
     ready: /\{"listening":true[^\n]*"port":(\d+)[^\n]*\}\n/,
   });
   try {
-    const line = JSON.parse(srv.output().split("\n").find((l) => l.startsWith("{"))!);
+    // (its log lines are JSON too under --json: the listening line is the one that says so)
+    const line = JSON.parse(srv.output().split("\n").find((l) => l.startsWith('{"listening"'))!);
     assertEquals([line.listening, line.port > 0, typeof line.fabrics], [true, true, "string"]);
     const p = String(srv.port);
     const ok = verbus(["call", "--port", p, "--json", "--ping"]);
@@ -169,3 +171,52 @@ test("color only on a terminal, never with NO_COLOR; none when piped", () => {
   const piped = verbus(["help"], envNoColorEmpty());
   assert(piped.out.includes("usage:") && !piped.out.includes(ESC), "a pipe gets no color");
 }, { skip: hasScript ? undefined : "needs util-linux script for a pseudo-terminal" });
+
+test("FORCE_COLOR colors even a pipe (FORCE_COLOR=0 never, not on a terminal either), errors too", () => {
+  const forced = verbus(["help"], { ...envNoColorEmpty(), FORCE_COLOR: "1" });
+  assert(forced.out.includes(`${ESC}1musage:`), `FORCE_COLOR=1 into a pipe: ${forced.out}`);
+  const zero = verbus(["help"], { ...envNoColorEmpty(), FORCE_COLOR: "0" });
+  assert(zero.out.includes("usage:") && !zero.out.includes(ESC), "FORCE_COLOR=0: no color");
+  const err = verbus(["call", "--frobnicate"], { ...envNoColorEmpty(), FORCE_COLOR: "1" });
+  assertEquals(err.code, 2);
+  assert(err.err.includes(`${ESC}31mverbus call:`), `the error's prefix red: ${err.err}`);
+  const plain = verbus(["call", "--frobnicate"], { ...envNoColorEmpty(), NO_COLOR: "1" });
+  assert(!plain.err.includes(ESC), plain.err);
+  if (!hasScript) return;
+  const cmd = [runtimeBinary(RUNTIME as "deno" | "bun"), ...argv(["help"])]
+    .map((a) => `'${a}'`).join(" ");
+  const tty = spawnSync("script", ["-qec", cmd, "/dev/null"], {
+    encoding: "utf8",
+    env: { ...envNoColorEmpty(), FORCE_COLOR: "0" },
+    timeout: 60_000,
+  }).stdout ?? "";
+  assert(tty.includes("usage:") && !tty.includes(ESC), "FORCE_COLOR=0 on a terminal: no color");
+});
+
+test("a usage error is one line saying what was wrong, then where the usage is; exit 2", () => {
+  const cases: [string[], string][] = [
+    [["call", "--port", "1", "--ecko", "x"], "unknown option --ecko (did you mean --echo?)"],
+    [["call", "--port", "abc", "--ping"], `--port: expected a number, got "abc"`],
+    [["call", "--port", "1"], "no op given"],
+    [["serve", "--port", "99999"], `--port: expected at most 65535, got "99999"`],
+    [["serve", "--prot", "1"], "unknown option --prot (did you mean --port?)"],
+    [["agent", "--connect", "nohost"], `--connect: expected HOST:PORT, got "nohost"`],
+    [["bench", "--inflight", "0"], `--inflight: "0": expected at least 1`],
+    [["doctor", "--urma"], "--urma needs a value"],
+  ];
+  for (const [args, what] of cases) {
+    const r = verbus(args, envNoColorEmpty());
+    const c = args[0];
+    assertEquals([r.code, r.out], [2, ""], `${args.join(" ")}: ${r.err}`);
+    const lines = r.err.trimEnd().split("\n");
+    assertEquals(lines.length, 2, `${args.join(" ")}: two lines, not the help:\n${r.err}`);
+    assert(lines[0].startsWith(`verbus ${c}: `) && lines[0].includes(what), r.err);
+    assertEquals(lines[1], `see: verbus help ${c}`);
+  }
+  const typo = verbus(["serv"]);
+  assertEquals(typo.code, 2);
+  assertEquals(
+    typo.err.trimEnd(),
+    "verbus: unknown command 'serv' (did you mean 'serve'?)\nsee: verbus help",
+  );
+});
