@@ -25,6 +25,7 @@ import {
   faultsSchema,
 } from "./connect_options.ts";
 import { parseOptions } from "../util/options.ts";
+import { libraryLogger } from "../util/log.ts";
 import { ENOSERVICE, RpcError } from "./errors.ts";
 import { ClientBase } from "./rpc_client.ts";
 import { FabricLink } from "./fabric_link.ts";
@@ -218,9 +219,7 @@ export class Client extends ClientBase<ClientCallResult> {
     if (this.#metaOverBoundCalls++ % 1000 === 0) {
       const line = `a call's headers make a ${size}-byte metadata block, past the fabric's ` +
         `bound of ${bound} bytes: it goes over TCP (${this.#metaOverBoundCalls} such call(s) so far)`;
-      const logger = this.#settings.logger;
-      if (logger) logger.warn(line);
-      else console.error(`verbus: ${line}`);
+      (this.#settings.logger ?? libraryLogger()).warn(line);
     }
     return "TCP_FALLBACK";
   }

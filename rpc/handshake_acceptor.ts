@@ -10,18 +10,17 @@
 import type { TcpConn } from "../transport/tcp/tcp.ts";
 import type { Logger } from "./protocol/dispatch.ts";
 import { idleTimeoutFor } from "./idle_timeout.ts";
-
-const defaultLogger: Logger = { warn: (m) => console.warn(`verbus: ${m}`) };
+import { libraryLogger } from "../util/log.ts";
 
 /** Causes already logged, per logger (bounded): each handshake ending is said once. */
 const said = new WeakMap<Logger, Set<string>>();
 
 /**
- * Logs `line` to `logger` (default: console.warn) unless a line of the same cause (addresses and
- * numbers aside) was logged to it already.
+ * Logs `line` to `logger` (default: util/log.ts's library logger) unless a line of the same
+ * cause (addresses and numbers aside) was logged to it already.
  */
 export function logOnce(logger: Logger | undefined, line: string): void {
-  const l = logger ?? defaultLogger;
+  const l = logger ?? libraryLogger();
   const cause = line.replace(/\d+\.\d+\.\d+\.\d+:\d+/g, "").replace(/\d+/g, "N");
   let seen = said.get(l);
   if (seen === undefined) said.set(l, seen = new Set());
