@@ -111,6 +111,14 @@ export class AgentClient extends ClientBase<AgentCallResult> {
     request: Uint8Array,
     options: ClientCallOptions = {},
   ): Promise<AgentCallResult> {
+    if (options.userFields !== undefined || options.requestId !== undefined) {
+      // The agent's ring records have no room for headers: never drop them silently.
+      if (this.#o.fallback) return await this.#callDirect(service, method, request, options);
+      throw new VerbusError(
+        "INVALID_ARGUMENT",
+        `${service}.${method}: headers (user_fields, request_id) do not pass through agent "${this.name}"'s ring; give the agent client a fallback to call directly`,
+      );
+    }
     const timeoutMs = options.timeoutMs ?? this.#o.timeoutMs;
     const deadline = performance.now() + timeoutMs;
     const fields = {
