@@ -12,7 +12,11 @@ import { type Client, openStream } from "../mod.ts";
 import type { OpReport } from "./call.ts";
 
 /** Runs the op on the direct client `client`. */
-export async function runStreamCount(client: Client, n: number, timeoutMs: number): Promise<OpReport> {
+export async function runStreamCount(
+  client: Client,
+  n: number,
+  timeoutMs: number,
+): Promise<OpReport> {
   const t0 = performance.now();
   const base = { op: "stream-count", path: "STREAM" as const, fabric: "tcp" };
   let got = 0, bytes = 0, disorder = 0;
@@ -32,7 +36,12 @@ export async function runStreamCount(client: Client, n: number, timeoutMs: numbe
     }
   } catch (e) {
     const us = Math.round((performance.now() - t0) * 1000);
-    return { ok: false, ...base, latency_us: us, error: `after ${got} messages: ${(e as Error).message}` };
+    return {
+      ok: false,
+      ...base,
+      latency_us: us,
+      error: `after ${got} messages: ${(e as Error).message}`,
+    };
   } finally {
     clearInterval(timer);
   }
@@ -46,5 +55,11 @@ export async function runStreamCount(client: Client, n: number, timeoutMs: numbe
   };
   const ok = got === n && disorder === 0;
   const error = ok ? undefined : `received ${got} of ${n} messages, ${disorder} out of order`;
-  return { ok, ...base, latency_us: Math.round(seconds * 1e6), result, ...(error ? { error } : {}) };
+  return {
+    ok,
+    ...base,
+    latency_us: Math.round(seconds * 1e6),
+    result,
+    ...(error ? { error } : {}),
+  };
 }

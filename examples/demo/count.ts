@@ -50,7 +50,11 @@ function decode(req: Uint8Array): { count: number; size: number } {
 }
 
 /** Writes the messages; ends early (quietly) when the stream ends under it. */
-async function pump(s: ReturnType<typeof acceptStream>, count: number, size: number): Promise<void> {
+async function pump(
+  s: ReturnType<typeof acceptStream>,
+  count: number,
+  size: number,
+): Promise<void> {
   for (let i = 0; i < count; i++) {
     const m = new Uint8Array(size);
     new DataView(m.buffer).setBigUint64(0, BigInt(i), true);

@@ -43,7 +43,7 @@ import type { CallContext, Handler, ServiceMap } from "../protocol/dispatch.ts";
 import { rpcErrorOf } from "./codes.ts";
 import { VerbusHandlerContext } from "./handler_context.ts";
 import { requiredCheck } from "./required.ts";
-import { type StreamingImpl, streamingHandler } from "./stream_handler.ts";
+import { streamingHandler, type StreamingImpl } from "./stream_handler.ts";
 
 export { VerbusHandlerContext };
 
@@ -259,7 +259,8 @@ function register(
     }
     if (m.methodKind !== "unary") {
       const make = (call: CallContext) => new VerbusHandlerContext(service, m, call);
-      handlers[m.name] = streamingHandler(service, m, (fn as StreamingImpl).bind(impl), make);
+      const bound = (fn as StreamingImpl).bind(impl);
+      handlers[m.name] = streamingHandler(service, m, bound, make, interceptors);
       continue;
     }
     handlers[m.name] = unaryHandler(

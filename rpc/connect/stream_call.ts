@@ -36,7 +36,15 @@ import type { Stream } from "../stream/stream.ts";
 import { StreamError } from "../stream/stream_error.ts";
 import { connectErrorOf } from "./codes.ts";
 import { callOptionsOf } from "./headers.ts";
-import { END, type EndStatus, envelope, HEADER, jsonBody, jsonEnvelope, MESSAGE } from "./stream_envelope.ts";
+import {
+  END,
+  type EndStatus,
+  envelope,
+  HEADER,
+  jsonBody,
+  jsonEnvelope,
+  MESSAGE,
+} from "./stream_envelope.ts";
 
 const EMPTY = new Uint8Array(0);
 
@@ -58,7 +66,9 @@ async function next(s: Stream, where: string): Promise<Uint8Array | undefined> {
     }
     return env;
   } catch (e) {
-    if (e instanceof StreamError) throw new ConnectError(`${where}: ${e.message}`, CODE_OF_END[e.kind]);
+    if (e instanceof StreamError) {
+      throw new ConnectError(`${where}: ${e.message}`, CODE_OF_END[e.kind]);
+    }
     throw e;
   }
 }
@@ -74,7 +84,9 @@ function endError(status: EndStatus, trailer: Headers, where: string): ConnectEr
 /** Writes the requests, then an END; a failing request iterable resets the stream. */
 async function pump<I extends DescMessage>(s: Stream, req: StreamRequest<I>): Promise<void> {
   try {
-    for await (const m of req.message) await s.write(envelope(MESSAGE, toBinary(req.method.input, m)));
+    for await (const m of req.message) {
+      await s.write(envelope(MESSAGE, toBinary(req.method.input, m)));
+    }
     await s.write(jsonEnvelope(END, {}));
   } catch (e) {
     s.reset(`the requests failed: ${e instanceof Error ? e.message : String(e)}`);
@@ -105,7 +117,9 @@ export async function streamCall<I extends DescMessage, O extends DescMessage>(
     });
     s = opened.stream;
   } catch (e) {
-    if (e instanceof StreamError) throw new ConnectError(`${where}: ${e.message}`, CODE_OF_END[e.kind]);
+    if (e instanceof StreamError) {
+      throw new ConnectError(`${where}: ${e.message}`, CODE_OF_END[e.kind]);
+    }
     throw connectErrorOf(e, where);
   }
   const stream = s;
@@ -120,9 +134,19 @@ export async function streamCall<I extends DescMessage, O extends DescMessage>(
   let first: Uint8Array | undefined;
   try {
     first = await next(stream, where);
-    if (first === undefined) throw new ConnectError(`${where}: the stream closed before any answer`, Code.Unavailable);
-    if (first[0] === END) throw endError(jsonBody(first, "END"), trailer, where) ?? new ConnectError(`${where}: no header`, Code.Internal);
-    if (first[0] !== HEADER) throw new ConnectError(`${where}: the server's first envelope is not its header`, Code.Internal);
+    if (first === undefined) {
+      throw new ConnectError(`${where}: the stream closed before any answer`, Code.Unavailable);
+    }
+    if (first[0] === END) {
+      throw endError(jsonBody(first, "END"), trailer, where) ??
+        new ConnectError(`${where}: no header`, Code.Internal);
+    }
+    if (first[0] !== HEADER) {
+      throw new ConnectError(
+        `${where}: the server's first envelope is not its header`,
+        Code.Internal,
+      );
+    }
   } catch (e) {
     release();
     throw e;
@@ -132,18 +156,25 @@ export async function streamCall<I extends DescMessage, O extends DescMessage>(
     try {
       for (;;) {
         const env = await next(stream, where);
-        if (env === undefined) throw new ConnectError(`${where}: the stream closed without a status`, Code.Unavailable);
+        if (env === undefined) {
+          throw new ConnectError(`${where}: the stream closed without a status`, Code.Unavailable);
+        }
         if (env[0] === END) {
           const e = endError(jsonBody(env, "END"), trailer, where);
           if (e !== undefined) throw e;
           return;
         }
-        if (env[0] !== MESSAGE) throw new ConnectError(`${where}: unexpected envelope ${env[0]}`, Code.Internal);
+        if (env[0] !== MESSAGE) {
+          throw new ConnectError(`${where}: unexpected envelope ${env[0]}`, Code.Internal);
+        }
         let m: MessageShape<O>;
         try {
           m = fromBinary(method.output, env.subarray(1));
         } catch (e) {
-          throw new ConnectError(`${where}: cannot decode ${method.output.typeName}: ${(e as Error).message}`, Code.Internal);
+          throw new ConnectError(
+            `${where}: cannot decode ${method.output.typeName}: ${(e as Error).message}`,
+            Code.Internal,
+          );
         }
         yield m;
       }

@@ -54,7 +54,10 @@ export function jsonBody<T>(env: Uint8Array, what: string): T {
     if (typeof v !== "object" || v === null || Array.isArray(v)) throw new Error("not an object");
     return v as T;
   } catch (e) {
-    throw new ConnectError(`bad ${what} envelope on the stream: ${(e as Error).message}`, Code.Internal);
+    throw new ConnectError(
+      `bad ${what} envelope on the stream: ${(e as Error).message}`,
+      Code.Internal,
+    );
   }
 }
 

@@ -22,12 +22,20 @@
 import {
   create,
   type DescMethod,
+  type DescMethodStreaming,
   type DescService,
   fromBinary,
   isMessage,
   toBinary,
 } from "@bufbuild/protobuf";
-import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import {
+  Code,
+  ConnectError,
+  type HandlerContext,
+  type Interceptor,
+  type StreamRequest,
+  type StreamResponse,
+} from "@connectrpc/connect";
 import { EREQUEST, RpcError } from "../errors.ts";
 import type { CallContext, Handler } from "../protocol/dispatch.ts";
 import { internalErrorId, internalErrorText } from "../protocol/internal_error.ts";
@@ -69,7 +77,10 @@ async function* requestsOf(s: Stream, method: DescMethod): AsyncGenerator<unknow
       yield fromBinary(method.input, env.subarray(1));
     } catch (e) {
       if (e instanceof ConnectError) throw e;
-      throw new ConnectError(`cannot decode ${method.input.typeName}: ${(e as Error).message}`, Code.InvalidArgument);
+      throw new ConnectError(
+        `cannot decode ${method.input.typeName}: ${(e as Error).message}`,
+        Code.InvalidArgument,
+      );
     }
   }
 }
@@ -79,28 +90,80 @@ function statusOf(e: unknown, trailer: Headers): EndStatus {
   if (e instanceof ConnectError) {
     return { code: e.code, message: e.rawMessage, trailer: headersObject(trailer) };
   }
-  return { code: Code.Internal, message: internalErrorText(internalErrorId()), trailer: headersObject(trailer) };
+  return {
+    code: Code.Internal,
+    message: internalErrorText(internalErrorId()),
+    trailer: headersObject(trailer),
+  };
+}
+
+/** The context the implementation gets, with what the handler needs of it. */
+export type StreamingContext = HandlerContext & {
+  /** The request headers an interceptor passed on become the implementation's. */
+  _useRequestHeader?(h: Headers): void;
+};
+
+/**
+ * The innermost step of the interceptor chain: runs the implementation for its kind and
+ * answers with its outputs as a stream (a client-streaming answer is a stream of one).
+ */
+function core(method: DescMethod, impl: StreamingImpl, ctx: StreamingContext) {
+  return async (req: StreamRequest): Promise<StreamResponse> => {
+    ctx._useRequestHeader?.(req.header);
+    let message: AsyncIterable<unknown>;
+    if (method.methodKind === "client_streaming") {
+      const out = impl(req.message, ctx);
+      message = (async function* () {
+        yield await out;
+      })();
+    } else if (method.methodKind === "server_streaming") {
+      const first = await req.message[Symbol.asyncIterator]().next();
+      if (first.done) throw new ConnectError("the client sent no request", Code.InvalidArgument);
+      message = impl(first.value, ctx);
+    } else message = impl(req.message, ctx);
+    const base = {
+      stream: true as const,
+      service: method.parent,
+      method: method as DescMethodStreaming,
+    };
+    return {
+      ...base,
+      header: ctx.responseHeader,
+      trailer: ctx.responseTrailer,
+      message,
+    } as StreamResponse;
+  };
 }
 
 /**
- * Runs one streaming call on its accepted stream: the implementation's outputs become MESSAGE
- * envelopes after a HEADER, then END with the status, then the stream's CLOSE.
+ * Runs one streaming call on its accepted stream: through the interceptors to the
+ * implementation; its outputs become MESSAGE envelopes after a HEADER, then END with the status,
+ * then the stream's CLOSE.
  */
 async function run(
   s: Stream,
   method: DescMethod,
   impl: StreamingImpl,
-  ctx: HandlerContext,
+  ctx: StreamingContext,
+  interceptors: readonly Interceptor[],
+  url: string,
 ): Promise<void> {
+  let header: Headers = ctx.responseHeader, trailer: Headers = ctx.responseTrailer;
   let headerSent = false;
   const sendHeader = async () => {
     if (headerSent) return;
     headerSent = true;
-    await s.write(jsonEnvelope(HEADER, headersObject(ctx.responseHeader)));
+    await s.write(jsonEnvelope(HEADER, headersObject(header)));
   };
   const encode = (out: unknown) =>
     // deno-lint-ignore no-explicit-any
-    envelope(MESSAGE, toBinary(method.output, isMessage(out, method.output) ? out : create(method.output, out as any)));
+    envelope(
+      MESSAGE,
+      toBinary(
+        method.output,
+        isMessage(out, method.output) ? out : create(method.output, out as any),
+      ),
+    );
   let status: EndStatus;
   let outputs: AsyncIterator<unknown> | undefined;
   // Ends the implementation's generator (its finally blocks run) when the call ends early.
@@ -121,32 +184,35 @@ async function run(
   };
   ctx.signal.addEventListener("abort", onAbort, { once: true });
   try {
-    const requests = requestsOf(s, method);
-    if (method.methodKind === "client_streaming") {
-      const out = await impl(requests, ctx);
-      await sendHeader();
-      await s.write(encode(out));
-    } else {
-      let input: unknown = requests;
-      if (method.methodKind === "server_streaming") {
-        const first = await requests.next();
-        if (first.done) throw new ConnectError("the client sent no request", Code.InvalidArgument);
-        input = first.value;
-      }
-      const it: AsyncIterable<unknown> = impl(input, ctx);
-      const outs = outputs = it[Symbol.asyncIterator]();
-      for (let r = await outs.next(); !r.done; r = await outs.next()) {
-        if (ctx.signal.aborted || s.closed) return stop();
-        await sendHeader();
-        await s.write(encode(r.value));
-      }
-      outputs = undefined;
+    let next = core(method, impl, ctx);
+    for (let i = interceptors.length - 1; i >= 0; i--) {
+      next = interceptors[i](next as never) as typeof next;
     }
-    status = { trailer: headersObject(ctx.responseTrailer) };
+    const res = await next({
+      stream: true,
+      service: method.parent,
+      method: method as DescMethodStreaming,
+      requestMethod: "POST",
+      url,
+      signal: ctx.signal,
+      header: ctx.requestHeader,
+      contextValues: ctx.values,
+      message: requestsOf(s, method) as AsyncIterable<never>,
+    });
+    header = res.header;
+    trailer = res.trailer;
+    const outs = outputs = res.message[Symbol.asyncIterator]();
+    for (let r = await outs.next(); !r.done; r = await outs.next()) {
+      if (ctx.signal.aborted || s.closed) return stop();
+      await sendHeader();
+      await s.write(encode(r.value));
+    }
+    outputs = undefined;
+    status = { trailer: headersObject(trailer) };
   } catch (e) {
     stop();
     if (ctx.signal.aborted) return;
-    status = statusOf(e, ctx.responseTrailer);
+    status = statusOf(e, trailer);
   } finally {
     ctx.signal.removeEventListener("abort", onAbort);
   }
@@ -168,15 +234,20 @@ export function streamingHandler(
   service: DescService,
   method: DescMethod,
   impl: StreamingImpl,
-  context: (call: CallContext) => HandlerContext,
+  context: (call: CallContext) => StreamingContext,
+  interceptors: readonly Interceptor[] = [],
 ): Handler {
   const where = `${service.typeName}.${method.name}`;
   return (_bytes, call) => {
     if (!callHasStream(call)) {
-      throw new RpcError(EREQUEST, `${where} is a ${method.methodKind.replace("_", "-")} method: call it with a stream`);
+      throw new RpcError(
+        EREQUEST,
+        `${where} is a ${method.methodKind.replace("_", "-")} method: call it with a stream`,
+      );
     }
     const s = acceptStream(call);
-    void run(s, method, impl, context(call));
+    const url = `/${service.typeName}/${method.name}`;
+    void run(s, method, impl, context(call), interceptors, url);
     return EMPTY;
   };
 }

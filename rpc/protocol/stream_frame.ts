@@ -128,7 +128,12 @@ export function encodeStreamSettings(s: StreamSettings): Uint8Array {
 export function decodeStreamSettings(b: Uint8Array): StreamSettings {
   const r = new Reader(b, 0, b.length, "StreamSettings");
   let streamId: Int64 | undefined;
-  const s: StreamSettings = { streamId: 0, needFeedback: false, writable: false, extraStreamIds: [] };
+  const s: StreamSettings = {
+    streamId: 0,
+    needFeedback: false,
+    writable: false,
+    extraStreamIds: [],
+  };
   r.fields((f, wt) => {
     if (f === 1 && wt === 0) streamId = r.int64();
     else if (f === 2 && wt === 0) s.needFeedback = r.varint() !== 0n;

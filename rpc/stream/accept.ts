@@ -61,7 +61,9 @@ export function acceptStream(ctx: CallContext, options?: StreamOptions): Stream 
   if (table === undefined) {
     throw new StreamError("refused", `${where}: streams run on TCP connections only`);
   }
-  if (accepted.has(ctx)) throw new StreamError("refused", `${where}: the stream was accepted already`);
+  if (accepted.has(ctx)) {
+    throw new StreamError("refused", `${where}: the stream was accepted already`);
+  }
   let remote: StreamSettings;
   try {
     remote = decodeStreamSettings(raw);

@@ -67,14 +67,20 @@ export async function openStream(
   const settings = encodeStreamSettings(s.settings());
   let answer;
   try {
-    answer = await channel.call(service, method, request, { ...callOptions, streamSettings: settings });
+    answer = await channel.call(service, method, request, {
+      ...callOptions,
+      streamSettings: settings,
+    });
   } catch (e) {
     const text = e instanceof Error ? e.message : String(e);
     s._fail(new StreamError("refused", `${service}.${method} failed: ${text}`, e));
     throw e;
   }
   if (s.remoteSettings === null) {
-    const e = new StreamError("refused", `${service}.${method} answered without accepting a stream`);
+    const e = new StreamError(
+      "refused",
+      `${service}.${method} answered without accepting a stream`,
+    );
     s._fail(e);
     throw e;
   }
@@ -106,4 +112,3 @@ function unwrapAnswer(table: StreamTable, s: Stream, bytes: Uint8Array): void {
   }
   table.answers?.(meta, payload, attachment);
 }
-

@@ -79,7 +79,12 @@ export class Stream implements AsyncIterable<Uint8Array> {
   readonly ended: Promise<StreamError | undefined> = new Promise((r) => (this.#done = r));
 
   /** @internal Made by a `StreamTable`. `remote` is known at once on the server side. */
-  constructor(id: number, link: StreamLink, opts: ResolvedStreamOptions, remote: StreamSettings | null) {
+  constructor(
+    id: number,
+    link: StreamLink,
+    opts: ResolvedStreamOptions,
+    remote: StreamSettings | null,
+  ) {
     this.id = id;
     this.#link = link;
     this.#opts = opts;
@@ -89,7 +94,12 @@ export class Stream implements AsyncIterable<Uint8Array> {
 
   /** This side's settings, for the meta of the opening call or of its answer. */
   settings(): StreamSettings {
-    return { streamId: this.id, needFeedback: this.#opts.maxBufSize > 0, writable: true, extraStreamIds: [] };
+    return {
+      streamId: this.id,
+      needFeedback: this.#opts.maxBufSize > 0,
+      writable: true,
+      extraStreamIds: [],
+    };
   }
 
   /** The peer's stream id, once known. */
@@ -132,7 +142,9 @@ export class Stream implements AsyncIterable<Uint8Array> {
     if (this.#ended !== null) return Promise.reject(this.#ended);
     if (this.#closeOwed) return Promise.reject(this.#error("closed", "written after close()"));
     if (this.#remote !== null && !this.#remote.writable) {
-      return Promise.reject(this.#error("refused", "the peer reads nothing on it (writable=false)"));
+      return Promise.reject(
+        this.#error("refused", "the peer reads nothing on it (writable=false)"),
+      );
     }
     if (this.#writers.length === 0 && this.#hasRoom()) {
       this.#put(message);
@@ -252,7 +264,12 @@ export class Stream implements AsyncIterable<Uint8Array> {
     do {
       const end = Math.min(msg.length, off + SEGMENT_SIZE);
       const more = end < msg.length;
-      const meta = { streamId: to, sourceStreamId: this.id, frameType: FRAME_DATA, hasContinuation: more };
+      const meta = {
+        streamId: to,
+        sourceStreamId: this.id,
+        frameType: FRAME_DATA,
+        hasContinuation: more,
+      };
       this.#link.send(encodeStreamFrame(meta, msg.subarray(off, end)));
       off = end;
     } while (off < msg.length);
@@ -261,7 +278,12 @@ export class Stream implements AsyncIterable<Uint8Array> {
 
   /** Sends the CLOSE of a graceful close and ends the stream. */
   #finish(): void {
-    const meta = { streamId: this.#remote!.streamId, sourceStreamId: this.id, frameType: FRAME_CLOSE, hasContinuation: false };
+    const meta = {
+      streamId: this.#remote!.streamId,
+      sourceStreamId: this.id,
+      frameType: FRAME_CLOSE,
+      hasContinuation: false,
+    };
     this.#link.send(encodeStreamFrame(meta));
     this.#ended = this.#error("closed", "closed by this side");
     this.#release(undefined);
@@ -276,7 +298,10 @@ export class Stream implements AsyncIterable<Uint8Array> {
     if (typeof consumed !== "number" || consumed < 0 || consumed > this.#sent) {
       this.#sendRst();
       return this._fail(
-        this.#error("protocol", `the peer's feedback says ${consumed} bytes consumed, only ${this.#sent} were sent`),
+        this.#error(
+          "protocol",
+          `the peer's feedback says ${consumed} bytes consumed, only ${this.#sent} were sent`,
+        ),
       );
     }
     if (consumed <= this.#remoteConsumed) return; // stale or repeated: brpc ignores it too

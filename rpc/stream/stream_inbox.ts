@@ -46,7 +46,11 @@ export class StreamInbox {
    * `last` completes one and it is not queued (`deliver` false), or undefined; returns an
    * overrun text when a bound was passed (nothing kept).
    */
-  push(segment: Uint8Array, last: boolean, deliver: boolean): Uint8Array | InboxOverrun | undefined {
+  push(
+    segment: Uint8Array,
+    last: boolean,
+    deliver: boolean,
+  ): Uint8Array | InboxOverrun | undefined {
     if (this.#end !== undefined) return undefined;
     let msg = segment;
     if (!last || this.#segments.length > 0) {
@@ -69,7 +73,9 @@ export class StreamInbox {
       return undefined;
     }
     if (this.#unread + msg.length > this.maxUnread) {
-      return `${this.#unread + msg.length} unread bytes, more than maxUnreadBytes=${this.maxUnread}`;
+      return `${
+        this.#unread + msg.length
+      } unread bytes, more than maxUnreadBytes=${this.maxUnread}`;
     }
     this.#unread += msg.length;
     this.#queue.push(msg);

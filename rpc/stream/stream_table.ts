@@ -107,7 +107,9 @@ export class StreamTable implements StreamLink {
     if (s === undefined) {
       this.stats.unknown++;
       if (src !== undefined && meta.frameType !== FRAME_FEEDBACK && meta.frameType !== FRAME_RST) {
-        this.send(encodeStreamFrame({ streamId: src, frameType: FRAME_RST, hasContinuation: false }));
+        this.send(
+          encodeStreamFrame({ streamId: src, frameType: FRAME_RST, hasContinuation: false }),
+        );
       }
       return;
     }
@@ -129,7 +131,11 @@ export class StreamTable implements StreamLink {
   closeAll(cause?: unknown): void {
     if (this.#ended !== null) return;
     const why = cause instanceof Error ? `: ${cause.message}` : "";
-    this.#ended = new StreamError("connection", `${this.#where}: the connection ended${why}`, cause);
+    this.#ended = new StreamError(
+      "connection",
+      `${this.#where}: the connection ended${why}`,
+      cause,
+    );
     for (const s of [...this.#streams.values()]) s._fail(this.#ended);
     this.#streams.clear();
   }

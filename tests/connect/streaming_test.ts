@@ -3,12 +3,14 @@
  * (`greetMany` server-streaming, `greetAll` client-streaming, `chat` bidi), from a client with a
  * shm session and from a TCP-only one: messages in order, request headers, the error status,
  * cancellation and deadlines ending the stream on both sides, a slow reader holding the
- * implementation back, interceptors seeing streaming calls, and targets without streams refused.
+ * implementation back, client and server interceptors seeing streaming calls, and targets
+ * without streams refused.
  */
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { GreeterService } from "../../examples/greeter/gen/greeter/v1/greeter_pb.ts";
 import { greeterImpl } from "../../examples/greeter/service.ts";
 import { createVerbusTransport } from "../../rpc/connect/transport.ts";
+import { serve } from "../../rpc/server.ts";
 import type { VerbusHandlerContext } from "../../rpc/connect/service.ts";
 import { assert, assertEquals, assertRejects, test } from "../harness.ts";
 import { PLANES, withServer, withTransport } from "./util.ts";
@@ -45,7 +47,9 @@ test("server-, client-streaming and bidi greeter methods, over shm-session and T
       await withTransport(server, plane.options, async (t) => {
         const c = createClient(GreeterService, t);
         const got: string[] = [];
-        for await (const r of c.greetMany({ name: "Ada", times: 50 }, { headers: { "x-greeting": "Hi" } })) {
+        for await (
+          const r of c.greetMany({ name: "Ada", times: 50 }, { headers: { "x-greeting": "Hi" } })
+        ) {
           got.push(r.greeting);
         }
         assertEquals(got.length, 50, plane.name);
@@ -114,7 +118,9 @@ test("cancelling a stream ends it on the server (its generator returns)", async 
       const ac = new AbortController();
       const e = await assertRejects(async () => {
         let n = 0;
-        for await (const _ of c.greetMany({ times: 0 }, { signal: ac.signal })) if (++n === 5) ac.abort();
+        for await (const _ of c.greetMany({ times: 0 }, { signal: ac.signal })) {
+          if (++n === 5) ac.abort();
+        }
       }, ConnectError);
       assertEquals(e.code, Code.Canceled);
       for (let i = 0; i < 100 && log.ended === undefined; i++) await sleep(20);
@@ -132,7 +138,9 @@ test("a deadline ends the stream on both sides: DeadlineExceeded, the server's s
     await withTransport(server, { fabric: "tcp" }, async (t) => {
       const c = createClient(GreeterService, t);
       const e = await assertRejects(async () => {
-        for await (const _ of c.greetMany({ times: 0 }, { timeoutMs: 300 })) { /* until the deadline */ }
+        for await (
+          const _ of c.greetMany({ times: 0 }, { timeoutMs: 300 })
+        ) { /* until the deadline */ }
       }, ConnectError);
       assertEquals(e.code, Code.DeadlineExceeded);
       for (let i = 0; i < 100 && !log.signal?.aborted; i++) await sleep(20);
@@ -167,15 +175,23 @@ test("a client that stops reading holds the implementation back (bounded by the 
 test("interceptors see streaming calls; agent and cluster targets refuse streams by name", async () => {
   const seen: string[] = [];
   const tracer: Interceptor = (next) => (req) => {
-    seen.push(`${req.stream ? "stream" : "unary"} ${req.method.name} ${req.header.get("traceparent")}`);
+    seen.push(
+      `${req.stream ? "stream" : "unary"} ${req.method.name} ${req.header.get("traceparent")}`,
+    );
     return next(req);
   };
   await withServer([[GreeterService, greeterImpl()]], async (server) => {
-    const t = createVerbusTransport({ host: "127.0.0.1", port: server.port, interceptors: [tracer] });
+    const t = createVerbusTransport({
+      host: "127.0.0.1",
+      port: server.port,
+      interceptors: [tracer],
+    });
     try {
       const c = createClient(GreeterService, t);
       const r = [];
-      for await (const m of c.greetMany({ name: "T", times: 2 }, { headers: { traceparent: "00-ab" } })) r.push(m);
+      for await (
+        const m of c.greetMany({ name: "T", times: 2 }, { headers: { traceparent: "00-ab" } })
+      ) r.push(m);
       assertEquals(r.length, 2);
       assertEquals(seen, ["stream GreetMany 00-ab"]);
     } finally {
@@ -193,4 +209,39 @@ test("interceptors see streaming calls; agent and cluster targets refuse streams
       await list.close();
     }
   });
+});
+
+test("server interceptors wrap streaming methods: they read request headers, set response headers", async () => {
+  const seen: string[] = [];
+  const stamp: Interceptor = (next) => async (req) => {
+    seen.push(`${req.stream ? "stream" : "unary"} ${req.method.name} ${req.header.get("x-who")}`);
+    const res = await next(req);
+    res.header.set("x-stamped", "yes");
+    return res;
+  };
+  const server = await serve({
+    port: 0,
+    fabric: false,
+    services: [[GreeterService, greeterImpl()]],
+    interceptors: [stamp],
+  });
+  const t = createVerbusTransport({ host: "127.0.0.1", port: server.port, fabric: "tcp" });
+  try {
+    const c = createClient(GreeterService, t);
+    let header: Headers | undefined, trailer: Headers | undefined;
+    const got = [];
+    const opts = {
+      headers: { "x-who": "me" },
+      onHeader: (h: Headers) => (header = h),
+      onTrailer: (h: Headers) => (trailer = h),
+    };
+    for await (const m of c.greetMany({ name: "I", times: 3 }, opts)) got.push(m.greeting);
+    assertEquals(got.length, 3);
+    assertEquals(seen, ["stream GreetMany me"]);
+    assertEquals(header?.get("x-stamped"), "yes");
+    assert(trailer !== undefined);
+  } finally {
+    await t.close();
+    await server.close();
+  }
 });

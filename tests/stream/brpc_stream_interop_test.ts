@@ -22,14 +22,19 @@ import { assert, assertEquals, test } from "../harness.ts";
 
 const DIR = (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env
   .VERBUS_BRPC_STREAMING_ECHO;
-const SKIP = DIR ? false : "set VERBUS_BRPC_STREAMING_ECHO to brpc's built example/streaming_echo_c++ (README: Streams)";
+const SKIP = DIR
+  ? false
+  : "set VERBUS_BRPC_STREAMING_ECHO to brpc's built example/streaming_echo_c++ (README: Streams)";
 const ECHO = "example.EchoService";
 const te = new TextEncoder();
 const td = new TextDecoder();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A child with its output gathered. */
-function start(bin: string, args: string[]): { child: ChildProcess; log: () => string; exited: Promise<void> } {
+function start(
+  bin: string,
+  args: string[],
+): { child: ChildProcess; log: () => string; exited: Promise<void> } {
   const child = spawn(`${DIR}/${bin}`, args, { stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   child.stdout!.on("data", (d: Uint8Array) => void (out += String(d)));
@@ -107,7 +112,12 @@ test("stock brpc streaming_echo_client → verbus server", async () => {
   const cli = start("streaming_echo_client", [`--server=127.0.0.1:${server.port}`]);
   try {
     await until("4 messages", () => got.length >= 4);
-    assertEquals(got.slice(0, 4), ["abcdefghijklmnopqrstuvwxyz", "0123456789", "abcdefghijklmnopqrstuvwxyz", "0123456789"]);
+    assertEquals(got.slice(0, 4), [
+      "abcdefghijklmnopqrstuvwxyz",
+      "0123456789",
+      "abcdefghijklmnopqrstuvwxyz",
+      "0123456789",
+    ]);
     // brpc's client stream has no handler: it said writable=false, so nothing is sent to it.
     const e = await streams[0].write(te.encode("x")).then(() => null, (e) => e);
     assert(e !== null && /writable=false/.test(e.message), `write was not refused: ${e}`);

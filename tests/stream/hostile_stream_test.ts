@@ -5,7 +5,12 @@
  * ends only its stream (an RST to the peer, the server's stream ended with the kind named) and
  * the connection's other calls go on; only the oversized frame (a framing error) closes it.
  */
-import { encodeFrame, FRAME_HEADER_SIZE, FrameParser, writeHeader } from "../../rpc/protocol/frame.ts";
+import {
+  encodeFrame,
+  FRAME_HEADER_SIZE,
+  FrameParser,
+  writeHeader,
+} from "../../rpc/protocol/frame.ts";
 import type { RpcMeta } from "../../rpc/protocol/rpc_meta.ts";
 import {
   decodeStreamFrameMeta,
@@ -48,8 +53,17 @@ class RawPeer {
   }
   /** Opens a stream with local id `id` by a call of S.M; returns the server's stream id. */
   async open(id: number, correlationId: number): Promise<number> {
-    const settings = encodeStreamSettings({ streamId: id, needFeedback: true, writable: true, extraStreamIds: [] });
-    const meta: RpcMeta = { request: { serviceName: "S", methodName: "M" }, correlationId, streamSettings: settings };
+    const settings = encodeStreamSettings({
+      streamId: id,
+      needFeedback: true,
+      writable: true,
+      extraStreamIds: [],
+    });
+    const meta: RpcMeta = {
+      request: { serviceName: "S", methodName: "M" },
+      correlationId,
+      streamSettings: settings,
+    };
     this.conn.write(encodeFrame(meta, te.encode(`open ${id}`)));
     const f = await this.frame((f) => f.meta.streamId === id && f.meta.frameType === FRAME_DATA);
     return f.meta.sourceStreamId as number;
@@ -58,7 +72,7 @@ class RawPeer {
     this.conn.write(encodeStreamFrame(meta, payload));
   }
   async frame(
-    match: (f: { meta: StreamFrameMeta }) => boolean,
+    match: (f: { meta: StreamFrameMeta; payload: Uint8Array }) => boolean,
     ms = 5000,
   ): Promise<{ meta: StreamFrameMeta; payload: Uint8Array }> {
     const end = performance.now() + ms;
@@ -71,7 +85,12 @@ class RawPeer {
   }
   /** A plain call of S.Plain on this connection; resolves with its answer's payload. */
   async plain(correlationId: number, text: string): Promise<string> {
-    this.conn.write(encodeFrame({ request: { serviceName: "S", methodName: "Plain" }, correlationId }, te.encode(text)));
+    this.conn.write(
+      encodeFrame(
+        { request: { serviceName: "S", methodName: "Plain" }, correlationId },
+        te.encode(text),
+      ),
+    );
     const end = performance.now() + 5000;
     for (;;) {
       const a = this.answers.find((a) => a.meta.correlationId === correlationId);
@@ -92,21 +111,39 @@ test("hostile stream frames end only their stream; the connection's other calls 
   };
   const log: string[] = [];
   const logger = { warn: (m: string) => void log.push(m) };
-  const server = await serve({ port: 0, fabric: false, logger, services: { S: { M: handler, Plain: (r) => r } } });
+  const server = await serve({
+    port: 0,
+    fabric: false,
+    logger,
+    services: { S: { M: handler, Plain: (r) => r } },
+  });
   const peer = await RawPeer.open(server.port);
   try {
     // A feedback claiming more than was ever sent.
     const a = await peer.open(7, 1);
     await peer.frame((f) => f.meta.streamId === 7 && f.payload.length === 5); // "hello"
-    peer.send({ streamId: a, sourceStreamId: 7, frameType: FRAME_FEEDBACK, hasContinuation: false, consumedSize: 1e9 });
+    peer.send({
+      streamId: a,
+      sourceStreamId: 7,
+      frameType: FRAME_FEEDBACK,
+      hasContinuation: false,
+      consumedSize: 1e9,
+    });
     await peer.frame((f) => f.meta.streamId === 7 && f.meta.frameType === FRAME_RST);
     assertEquals((await byRemote.get(7)!.ended)?.kind, "protocol");
-    assert(/feedback says 1000000000 bytes consumed, only 5/.test(String((await byRemote.get(7)!.ended)?.message)));
+    assert(
+      /feedback says 1000000000 bytes consumed, only 5/.test(
+        String((await byRemote.get(7)!.ended)?.message),
+      ),
+    );
 
     // A writer that ignores the window: past maxUnreadBytes unread.
     const b = await peer.open(8, 2);
     for (let i = 0; i < 20; i++) {
-      peer.send({ streamId: b, sourceStreamId: 8, frameType: FRAME_DATA, hasContinuation: false }, new Uint8Array(4096));
+      peer.send(
+        { streamId: b, sourceStreamId: 8, frameType: FRAME_DATA, hasContinuation: false },
+        new Uint8Array(4096),
+      );
     }
     await peer.frame((f) => f.meta.streamId === 8 && f.meta.frameType === FRAME_RST);
     assertEquals((await byRemote.get(8)!.ended)?.kind, "overrun");
@@ -114,14 +151,26 @@ test("hostile stream frames end only their stream; the connection's other calls 
     // One message past maxMessageSize, in continuation segments.
     const c = await peer.open(9, 3);
     for (let i = 0; i < 3; i++) {
-      peer.send({ streamId: c, sourceStreamId: 9, frameType: FRAME_DATA, hasContinuation: true }, new Uint8Array(16 * 1024));
+      peer.send(
+        { streamId: c, sourceStreamId: 9, frameType: FRAME_DATA, hasContinuation: true },
+        new Uint8Array(16 * 1024),
+      );
     }
     await peer.frame((f) => f.meta.streamId === 9 && f.meta.frameType === FRAME_RST);
     assertEquals((await byRemote.get(9)!.ended)?.kind, "overrun");
 
     // DATA for a stream that does not exist: an RST to its source; a FEEDBACK: nothing.
-    peer.send({ streamId: 999, sourceStreamId: 55, frameType: FRAME_DATA, hasContinuation: false }, te.encode("?"));
-    peer.send({ streamId: 998, sourceStreamId: 56, frameType: FRAME_FEEDBACK, hasContinuation: false, consumedSize: 3 });
+    peer.send(
+      { streamId: 999, sourceStreamId: 55, frameType: FRAME_DATA, hasContinuation: false },
+      te.encode("?"),
+    );
+    peer.send({
+      streamId: 998,
+      sourceStreamId: 56,
+      frameType: FRAME_FEEDBACK,
+      hasContinuation: false,
+      consumedSize: 3,
+    });
     await peer.frame((f) => f.meta.streamId === 55 && f.meta.frameType === FRAME_RST);
 
     // An undecodable StreamFrameMeta: dropped.
@@ -134,9 +183,15 @@ test("hostile stream frames end only their stream; the connection's other calls 
     // The connection still serves calls and streams.
     assertEquals(await peer.plain(10, "still here"), "still here");
     const d = await peer.open(11, 11);
-    peer.send({ streamId: d, sourceStreamId: 11, frameType: FRAME_DATA, hasContinuation: false }, te.encode("fine"));
+    peer.send(
+      { streamId: d, sourceStreamId: 11, frameType: FRAME_DATA, hasContinuation: false },
+      te.encode("fine"),
+    );
     assertEquals(new TextDecoder().decode((await byRemote.get(11)!.read())!), "fine");
-    assert(!peer.frames.some((f) => f.meta.streamId === 56), "no RST for a feedback to an unknown stream");
+    assert(
+      !peer.frames.some((f) => f.meta.streamId === 56),
+      "no RST for a feedback to an unknown stream",
+    );
     assert(!peer.closed);
 
     // An oversized STRM frame is a framing error: the connection is closed.

@@ -22,7 +22,9 @@ test("the server process is killed mid-stream: the client's stream fails with ki
       const { stream } = await openStream(ch, "S", "M", new Uint8Array(0));
       const table = await ch._streams();
       assertEquals(table.size, 1);
-      for (let i = 0; i < 10; i++) assertEquals(new TextDecoder().decode((await stream.read())!), `tick ${i}`);
+      for (let i = 0; i < 10; i++) {
+        assertEquals(new TextDecoder().decode((await stream.read())!), `tick ${i}`);
+      }
       await child.kill("SIGKILL");
       // drain what arrived before the kill; then the end
       const e = await assertRejects(async () => {

@@ -36,7 +36,9 @@ if (mode === "server") {
   console.log(`listening on ${server.port}`);
 } else {
   const ch = await connect({ host: "127.0.0.1", port: Number(port) });
-  const { stream } = await openStream(ch, "S", "M", new Uint8Array(0), { stream: { maxBufSize: 4096 } });
+  const { stream } = await openStream(ch, "S", "M", new Uint8Array(0), {
+    stream: { maxBufSize: 4096 },
+  });
   console.log(`streaming on ${port}`);
   await pump(stream).catch(() => {});
 }
