@@ -19,7 +19,6 @@
  * @module
  */
 
-import type { FabricFaults } from "./faults.ts";
 import type { ReadinessToken } from "./readiness.ts";
 import type { FabricKind } from "./fabric_kinds.ts";
 
@@ -126,4 +125,23 @@ export interface FabricEndpoint {
   readonly faults: FabricFaults;
   /** Releases the region and every native resource. Safe twice. */
   close(): void;
+}
+
+/**
+ * What can be broken:
+ * - `bad-remote-key`: later one-sided operations carry a wrong remote key / token, so the peer's
+ *   NIC (or the simulator) rejects them with a remote access error;
+ * - `out-of-bounds`: later one-sided operations target addresses past the peer's region;
+ * - `fail`: the endpoint fails at once, as if the fabric had reported an error;
+ * - `fail-next-write`: the next one-sided write (`write` / `writeSg`) is refused with FAILED
+ *   without being posted, as a local post failure of one operation (the endpoint stays up).
+ */
+export type FaultKind = "bad-remote-key" | "out-of-bounds" | "fail" | "fail-next-write";
+
+/** Fault injection of one endpoint (transport/faults.ts: the port, and a wrapper for any fabric). */
+export interface FabricFaults {
+  /** The kinds this fabric can inject. */
+  readonly supported: readonly FaultKind[];
+  /** Injects `kind` (throws INVALID_ARGUMENT when not supported). `reason` labels `fail`. */
+  inject(kind: FaultKind, reason?: string): void;
 }

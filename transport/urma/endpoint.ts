@@ -20,7 +20,7 @@ import { type Completions, type FabricEndpoint, FAILED, SIGNALED } from "../fabr
 import type { FabricFaults } from "../faults.ts";
 import type { ReadinessToken } from "../readiness.ts";
 import { EndpointCompletions } from "./completion_sink.ts";
-import type { UrmaEndpointParts } from "./endpoint_config.ts";
+import type { UrmaEndpointParts } from "./endpoint_parts.ts";
 import { UrmaFaults } from "./endpoint_faults.ts";
 import { URMA_WR_FLAG } from "./data_path.ts";
 import { crStatusName } from "./errors.ts";

@@ -1,7 +1,7 @@
 /**
- * Constants and shapes of one URMA session side, shared by its control path (port.ts,
- * handshake.ts) and its data path (endpoint.ts and its parts): queue depths, the aux-area
- * layout, the fabric page, the handshake's work requests.
+ * Constants of one URMA session side, shared by its control path (port.ts, handshake.ts) and
+ * its data path (endpoint.ts and its parts): queue depths, the aux-area layout, the fabric page,
+ * the handshake's work requests. A leaf: the shape of a connected side is endpoint_parts.ts.
  *
  * Memory of one side (both registered):
  * ```
@@ -11,16 +11,6 @@
  * ```
  * @module
  */
-import type { EndpointHealth } from "./health.ts";
-import type { UrmaHub } from "./hub.ts";
-import type { HubBinding } from "./hub_binding.ts";
-import type { TargetJetty } from "./jetty.ts";
-import type { PreparedJetty } from "./jetty_pool.ts";
-import type { ReceiveCredits } from "./receive_credits.ts";
-import type { ImportedSegment, Segment } from "./segment.ts";
-import type { SideResources } from "./side_resources.ts";
-import type { UrmaLib } from "./urma_lib.ts";
-
 /** Bytes of the fabric page that follows each region inside its registered segment. */
 export const FABRIC_PAGE = 4096;
 /** Offset, in the fabric page, of the u32 the peer writes its receive total into. */
@@ -56,41 +46,3 @@ export const AUX_HANDSHAKE = 256;
 export const AUX_BOUNCE = 4096;
 /** Immediate of the client's handshake SEND that carries its region segment ('VBSG'). */
 export const SEGMENT_IMM = 0x5642_5347;
-
-/**
- * The objects and memory a connected endpoint owns: its jetty (from the hub's pool, deleted on
- * close), its segments and imports — all children of the process's hub context.
- */
-export interface UrmaEndpointParts {
-  readonly lib: UrmaLib;
-  readonly hub: UrmaHub;
-  /** The jetty, its JFR, token and JFC (from the hub's pool). */
-  readonly prepared: PreparedJetty;
-  /** Its place in the hub (token, completion sink). */
-  readonly binding: HubBinding;
-  /** Everything above, to give back on close. */
-  readonly resources: SideResources;
-  /** The peer's readiness token: the immediate of my kicks. */
-  readonly peerToken: number;
-  /** Region + fabric page, registered as `regionSeg`. */
-  readonly mem: Uint8Array;
-  readonly regionSize: number;
-  readonly regionSeg: Segment;
-  /** Receive buffer, handshake scratch and bounce ring, registered as `auxSeg`. */
-  readonly aux: Uint8Array;
-  readonly auxSeg: Segment;
-  /** Size of the peer's region (its fabric page follows it). */
-  readonly remoteSize: number;
-  /** True in RC mode (the jetty is bound to the peer). */
-  readonly rc: boolean;
-  /** The peer's region segment, imported (before its jetty). */
-  readonly peerSegment: ImportedSegment;
-  /** The peer's jetty, imported (and bound in RC mode). */
-  readonly peerJetty: TargetJetty;
-  /** The failure state the side's parts share (created with the prepared side). */
-  readonly health: EndpointHealth;
-  /** This side's posted receives (posted while the side was prepared). */
-  readonly receives: ReceiveCredits;
-  /** Receives of the peer this side consumed during the handshake (its SEND). */
-  readonly notificationsUsed: number;
-}

@@ -28,8 +28,8 @@ import {
   SIGNAL_EVERY,
   SIGNALED_PER_JETTY,
   SQ_DEPTH,
-  type UrmaEndpointParts,
 } from "./endpoint_config.ts";
+import type { UrmaEndpointParts } from "./endpoint_parts.ts";
 import { URMA_EAGAIN } from "../../ffi/symbols/liburma.ts";
 import { URMA_WR_FLAG, UrmaSendBatch } from "./data_path.ts";
 import { crStatusName, statusName } from "./errors.ts";

@@ -22,7 +22,8 @@
  */
 import { FABRIC_HEADER } from "../control_page.ts";
 import { OK } from "../fabric.ts";
-import { CREDIT_WORD, RECV_DEPTH, type UrmaEndpointParts } from "./endpoint_config.ts";
+import { CREDIT_WORD, RECV_DEPTH } from "./endpoint_config.ts";
+import type { UrmaEndpointParts } from "./endpoint_parts.ts";
 import { URMA_WR_FLAG } from "./data_path.ts";
 import type { EndpointHealth } from "./health.ts";
 import type { UrmaHub } from "./hub.ts";
