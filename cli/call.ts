@@ -27,13 +27,14 @@ import {
 import { simulatorPath } from "./doctor.ts";
 import { runBench, runLifecycle } from "./call_ops.ts";
 import { runBrpcMode, runMethod } from "./call_method.ts";
+import { runStreamCount } from "./call_stream.ts";
 
 /** One line of output. */
 export interface OpReport {
   ok: boolean;
   op: string;
   /** The path the call(s) really ran (a forced LAZY answered small comes back EAGER). */
-  path: CallPath | "mixed" | "-";
+  path: CallPath | "mixed" | "STREAM" | "-";
   /** With --force-path: the path asked for (`path` says what ran). */
   forced?: CallPath;
   fabric: string;
@@ -177,6 +178,9 @@ async function runOp(o: CallArgs, op: CallOp, run: Run): Promise<void> {
           route: routing(o),
         }),
       );
+    case "stream-count":
+      if (direct) emit(await runStreamCount(direct, op.arg, t));
+      return;
     case "stats": {
       await direct?.refreshServerSnapshot();
       if (!o.json) return console.log(client.formatStats());
@@ -215,6 +219,9 @@ function conflict(o: CallArgs): string | undefined {
   if (o.agent && (lifecycle || o["async-bench"] || o.stats)) {
     return "--agent: --lifecycle*, --async-bench and --stats need a direct connection";
   }
+  if ((o.agent ?? o.ns) !== undefined && o["stream-count"] !== undefined) {
+    return "--stream-count: a stream needs a direct connection to one server (--port)";
+  }
   if (o.ns !== undefined && (o.port !== undefined || o.agent !== undefined)) {
     return "--ns names the servers: not with --port or --agent";
   }
@@ -242,7 +249,9 @@ export async function main(args: string[]): Promise<number> {
   }
   const why = conflict(o);
   if (why !== undefined) return usageError("call", new Error(why), o.json);
-  if (o["brpc-rdma"] || o["brpc-ubring"]) return await runBrpcMode(o, (r) => printReport(r, o.json));
+  if (o["brpc-rdma"] || o["brpc-ubring"]) {
+    return await runBrpcMode(o, (r) => printReport(r, o.json));
+  }
   const force = o["force-path"] ? PATH[o["force-path"]] : undefined;
   // One path for every client kind: the ops run on any; only the lifecycle demos and the server
   // snapshot need the direct client.

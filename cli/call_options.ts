@@ -37,6 +37,8 @@ ops (at least one; they run in the order given, each as often as it is given):
                              (default echo) [--async-window W (32)] [--bench-bytes B (64)]
                              [--async-seconds S] (stop after S s) [--async-warmup N] (calls left out)
                              [--async-sync] (after the warm-up print {"ready":true}, wait for a line on stdin)
+  --stream-count N           verbus.Demo/Count streams N messages back on a brpc stream (on the
+                             TCP connection): messages received, in order, and messages/s
   --stats                    local telemetry and the server's control-page snapshot (with --ns:
                              the cluster's servers, answers per server, retries, broken, isolated)
 options:
@@ -97,6 +99,7 @@ export const VERBUS_ONLY = [
   "image-put",
   "lifecycle",
   "async-bench",
+  "stream-count",
   "stats",
   "force-path",
   "ns",
@@ -143,6 +146,7 @@ const schema = z.object({
   "async-seconds": z.coerce.number().positive().max(86_400).optional(),
   "async-warmup": num.min(0).max(1_000_000).default(0),
   "async-sync": z.boolean().optional(),
+  "stream-count": num.min(0).max(100_000_000).optional(),
   stats: z.boolean().optional(),
   fabric: z.enum(["auto", ...FABRICS, "tcp"]).default("auto"),
   urma: z.string().min(1).optional(),
@@ -184,6 +188,7 @@ export const CALL_OPS = [
   "lifecycle-repeat-reclaim",
   "lifecycle-timeout",
   "async-bench",
+  "stream-count",
   "stats",
 ] as const;
 /** The name of an op. */
