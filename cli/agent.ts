@@ -11,6 +11,7 @@ import { FABRICS, RUNTIME, startAgent } from "../mod.ts";
 import { parseCommandLine, usageError } from "./options.ts";
 import { wantsJson } from "./style.ts";
 import { count } from "./plural.ts";
+import { cliLogger } from "../util/log.ts";
 
 const HELP = `usage: verbus agent --connect HOST:PORT [--listen NAME] [--fabric auto|${
   FABRICS.join("|")
@@ -92,7 +93,7 @@ async function run(o: z.output<typeof schema>, stop: StopSignal): Promise<number
           ...(o["rdma-mode"] ? { mode: o["rdma-mode"] } : {}),
         },
       },
-      logger: { warn: (m: string) => console.error(`verbus agent: ${m}`) },
+      logger: cliLogger("verbus agent", o.json),
     },
   });
   const fabric = agent.remote.fabric;

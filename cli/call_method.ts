@@ -13,6 +13,7 @@ import type { CallArgs, CallOptions } from "./call_options.ts";
 import { headerOptions } from "./call_headers.ts";
 import { EXIT_FAILED } from "./options.ts";
 import { reportError } from "./style.ts";
+import { cliLogger } from "../util/log.ts";
 import type { OpReport } from "./call.ts";
 
 /** What one call returns, whatever carried it. */
@@ -87,7 +88,7 @@ export async function runMethod(call: MethodCaller, o: MethodSpec): Promise<OpRe
  * the order given (others are left to the caller to refuse). Returns the exit code.
  */
 export async function runBrpcMode(o: CallArgs, emit: (r: OpReport) => void): Promise<number> {
-  const logger = { warn: (m: string) => console.error(`verbus: ${m}`) };
+  const logger = cliLogger("verbus call", o.json);
   let ch;
   try {
     ch = await connectChannel({ host: o.host, port: o.port! }, { // --port: checked by the schema

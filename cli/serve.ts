@@ -10,7 +10,7 @@ import { FABRIC_DESCRIPTORS, type FabricKind, FABRICS, RUNTIME, serve } from "..
 import { parseCommandLine, usageError } from "./options.ts";
 import { wantsJson } from "./style.ts";
 import { simulatorPath } from "./doctor.ts";
-import { createLogger } from "../util/log.ts";
+import { cliLogger } from "../util/log.ts";
 
 const HELP = `usage: verbus serve --port P [--host H] [--image-dir D] [--fabric LIST|none]
                     [--urma sim|PATH] [--rdma-addr A] [--rdma-port N] [--rdma-mode poll|event]
@@ -138,7 +138,7 @@ async function serveUntilStopped(
     brpcUbring: o["brpc-ubring"] ? {} : false,
     ...(o.register ? { register: { url: o.register, ttlSeconds: o["register-ttl"] ?? 10 } } : {}),
     // info and up on stderr (VERBUS_LOG_LEVEL changes it), one JSON object a line under --json
-    logger: createLogger({ name: "verbus serve", level: "info", json: o.json }),
+    logger: cliLogger("verbus serve", o.json),
   });
   const offered =
     server.fabric?.fabrics.map((f) => f === "urma" && o.urma === "sim" ? "urma (simulated)" : f) ??

@@ -91,3 +91,12 @@ export function libraryLogger(): LeveledLogger {
   library ??= createLogger({ name: "verbus", level: "warn" });
   return library;
 }
+
+/**
+ * The logger of a `verbus` command (`name`, e.g. `verbus serve`): `info` and up (or
+ * `VERBUS_LOG_LEVEL`), one JSON object a line under `--json` (`json`). Every command makes its
+ * logger here, so the CLI's level and format are decided in one place.
+ */
+export function cliLogger(name: string, json: boolean): LeveledLogger {
+  return createLogger({ name, level: "info", json });
+}

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
-import { createLogger, effectiveLevel, libraryLogger } from "../../util/log.ts";
+import { cliLogger, createLogger, effectiveLevel, libraryLogger } from "../../util/log.ts";
 import { RUNTIME } from "../../util/runtime.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 import { REPO_ROOT, runtimeBinary, withChild } from "./proc.ts";
@@ -69,6 +69,7 @@ test("logger: VERBUS_LOG_LEVEL decides over the default; a bad value is ignored"
   log.warn("w");
   assertEquals(lines, []);
   assertEquals(withEnv("VERBUS_LOG_LEVEL", undefined, () => libraryLogger().level), "warn");
+  assertEquals(withEnv("VERBUS_LOG_LEVEL", undefined, () => cliLogger("verbus x", true).level), "info");
 });
 
 /** A program serving with a fabric this host cannot offer (urma without liburma), no logger. */
