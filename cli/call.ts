@@ -28,7 +28,6 @@ import { simulatorPath } from "./doctor.ts";
 import { runBench, runLifecycle } from "./call_ops.ts";
 import { runBrpcMode, runMethod } from "./call_method.ts";
 import { runStreamCount } from "./call_stream.ts";
-import { cliLogger } from "../util/log.ts";
 
 /** One line of output. */
 export interface OpReport {
@@ -304,7 +303,7 @@ function clientOptions(o: CallArgs): ClientOptions {
         }
         : {}),
     },
-    logger: cliLogger("verbus call", o.json),
+    logger: { warn: (m) => console.error(`verbus: ${m}`) },
   };
 }
 

@@ -12,6 +12,8 @@ import {
   simulatorPath,
 } from "../mod.ts";
 import { parseCommandLine, usageError } from "./options.ts";
+import { type BrpcUbringCapability, brpcUbringCapability } from "../transport/brpc_ubring/probe.ts";
+import { parseAddress } from "../rpc/channel_options.ts";
 import { wantsJson } from "./style.ts";
 
 /** What doctor says about one native library. */
@@ -20,9 +22,11 @@ type LibraryStatus = HostCapabilities["libraries"]["libibverbs"];
 /** The simulated liburma of this build (`--urma=sim`); see the library's `simulatorPath`. */
 export { simulatorPath };
 
-const HELP = `usage: verbus doctor [--json] [--urma=sim | --urma PATH]
+const HELP = `usage: verbus doctor [--json] [--urma=sim | --urma PATH] [--brpc-ubring HOST:PORT]
 
 --urma=sim uses verbus's simulated liburma (build/urma_sim); it is never used otherwise.
+--brpc-ubring HOST:PORT also runs brpc's UBRing handshake with the server there and says
+                whether it answers over UBRing, and why not.
 
 Reports the runtime, the C helper (found, loaded, struct layouts checked), libibverbs /
 librdmacm / liburma (found or not, and every path tried), RDMA devices with ports, state, MTU,
@@ -43,6 +47,7 @@ function lib(name: string, s: LibraryStatus): string[] {
 export function formatDoctor(
   c: HostCapabilities,
   fabrics: readonly AnyFabricDescriptor[] = FABRIC_DESCRIPTORS,
+  ubring?: BrpcUbringCapability,
 ): string {
   const out: string[] = [];
   out.push(`runtime      ${c.runtime.name} ${c.runtime.version}`);
@@ -69,6 +74,23 @@ export function formatDoctor(
         : `not usable: ${c.brpcRdma.reason} (--brpc-rdma stays on TCP)`
     }`,
   );
+  if (ubring !== undefined) {
+    out.push(
+      `brpc-ubring  ${
+        ubring.usable
+          ? "usable: /dev/shm takes brpc's 4 MiB ring objects (serve/call --brpc-ubring)"
+          : `not usable: ${ubring.reason} (--brpc-ubring stays on TCP)`
+      }`,
+    );
+    const p = ubring.peer;
+    if (p) {
+      out.push(
+        `             ${p.address}: ${
+          p.reachable ? "reachable over UBRing" : "not over UBRing"
+        }: ${p.detail}`,
+      );
+    }
+  }
   out.push(`fabrics      ${c.fabrics.join(" > ")}  (best first)`);
   return out.join("\n");
 }
@@ -76,6 +98,7 @@ export function formatDoctor(
 const schema = z.object({
   urma: z.string().min(1, "--urma needs a value").optional(),
   json: z.boolean().default(false),
+  "brpc-ubring": z.string().min(1, "--brpc-ubring needs HOST:PORT").optional(),
 }).strict();
 
 /** Parses `verbus doctor`'s argv (`--urma sim` or `--urma=sim`, `--json`); throws naming the option. */
@@ -96,7 +119,18 @@ export async function main(args: string[]): Promise<number> {
     return usageError("doctor", e, wantsJson(args));
   }
   const urma = o.urma;
+  let target: { host: string; port: number } | undefined;
+  try {
+    target = o["brpc-ubring"] === undefined ? undefined : parseAddress(o["brpc-ubring"]);
+  } catch (e) {
+    return usageError("doctor", new Error(`--brpc-ubring: ${(e as Error).message}`), o.json);
+  }
   const caps = await probeHost(urma === "sim" ? simulatorPath() : urma);
-  console.log(o.json ? JSON.stringify(caps, null, 2) : formatDoctor(caps));
+  const ubring = await brpcUbringCapability(target);
+  console.log(
+    o.json
+      ? JSON.stringify({ ...caps, brpcUbring: ubring }, null, 2)
+      : formatDoctor(caps, FABRIC_DESCRIPTORS, ubring),
+  );
   return 0;
 }

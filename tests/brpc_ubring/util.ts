@@ -1,5 +1,5 @@
 /** Helpers of the brpc UBRing tests. */
-import { spawnSync } from "node:child_process";
+import { execFile, spawnSync } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { RUNTIME } from "../../ffi/runtime.ts";
@@ -54,4 +54,19 @@ export function perfTestCall(port: number) {
     "4000",
     "--json",
   ]);
+}
+
+/** Like {@link verbus}, without blocking this process (a peer in this process can answer). */
+export function verbusAsync(
+  args: string[],
+): Promise<{ code: number | null; out: string; err: string }> {
+  const bin = runtimeBinary(RUNTIME as "deno" | "bun");
+  const main = join(REPO_ROOT, "cli/main.ts");
+  const argv = RUNTIME === "deno" ? ["run", "-A", main, ...args] : [main, ...args];
+  return new Promise((resolve) => {
+    execFile(bin, argv, { cwd: REPO_ROOT, encoding: "utf8", timeout: 120_000 }, (e, out, err) => {
+      const code = e === null ? 0 : typeof e.code === "number" ? e.code : null;
+      resolve({ code, out: String(out ?? ""), err: String(err ?? "") });
+    });
+  });
 }
