@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { decodeKeyRequest, DemoClient, parseBigKey } from "../examples/demo/mod.ts";
 import type { CallPath, ClientCallResult, RpcClient } from "../mod.ts";
 import type { OpReport } from "./call.ts";
-import type { CallArgs, CallOp, CallOptions } from "./call_options.ts";
+import { type CallArgs, type CallOp, type CallOptions, DEMO_OPS } from "./call_options.ts";
 import { headerOptions } from "./call_headers.ts";
 
 const enc = new TextEncoder(), dec = new TextDecoder();
@@ -129,19 +129,6 @@ function bigSize(keyRequest: Uint8Array): number | undefined {
   }
 }
 
-/** The demo ops: {@link demoOp} runs these on any client kind. */
-export const DEMO_OPS = [
-  "ping",
-  "echo",
-  "put",
-  "get",
-  "mget",
-  "profile",
-  "large-get",
-  "bigput",
-  "image-put",
-  "brpc-echo",
-] as const;
 /** One demo op as given. */
 export type DemoOp = Extract<CallOp, { name: (typeof DEMO_OPS)[number] }>;
 

@@ -86,8 +86,8 @@ Every option is also accepted as --name=value (--put=K V).`;
 
 const num = z.coerce.number().int();
 const pair = z.tuple([z.string(), z.string()]);
-/** The options that need a verbus server (and its Client): not with --brpc-rdma / --brpc-ubring. */
-export const VERBUS_ONLY = [
+/** The demo ops: call_demo.ts runs them on any client kind (direct, agent, cluster). */
+export const DEMO_OPS = [
   "ping",
   "echo",
   "put",
@@ -97,13 +97,29 @@ export const VERBUS_ONLY = [
   "large-get",
   "bigput",
   "image-put",
+  "brpc-echo",
+] as const;
+/** The ops of `verbus call`: they run in the order given, each as often as it is given. */
+export const CALL_OPS = [
+  ...DEMO_OPS,
+  "method",
   "lifecycle",
+  "lifecycle-stale",
+  "lifecycle-repeat-reclaim",
+  "lifecycle-timeout",
   "async-bench",
   "stream-count",
   "stats",
+] as const;
+/**
+ * The options that need a verbus server (and its Client): not with --brpc-rdma / --brpc-ubring,
+ * which run only --method and --brpc-echo.
+ */
+export const VERBUS_ONLY: readonly ((typeof CALL_OPS)[number] | "force-path" | "ns")[] = [
+  ...CALL_OPS.filter((k) => k !== "method" && k !== "brpc-echo"),
   "force-path",
   "ns",
-] as const;
+];
 const schema = z.object({
   host: z.string().min(1).default("127.0.0.1"),
   port: num.min(1).max(65535).optional(),
@@ -170,27 +186,6 @@ const schema = z.object({
 /** The validated options of `verbus call` (each op's last value; {@link CallArgs} has all). */
 export type CallOptions = z.output<typeof schema>;
 
-/** The ops of `verbus call`: they run in the order given, each as often as it is given. */
-export const CALL_OPS = [
-  "ping",
-  "echo",
-  "put",
-  "get",
-  "mget",
-  "profile",
-  "large-get",
-  "bigput",
-  "image-put",
-  "brpc-echo",
-  "method",
-  "lifecycle",
-  "lifecycle-stale",
-  "lifecycle-repeat-reclaim",
-  "lifecycle-timeout",
-  "async-bench",
-  "stream-count",
-  "stats",
-] as const;
 /** The name of an op. */
 export type CallOpName = (typeof CALL_OPS)[number];
 type OpArg<K extends CallOpName> = K extends "echo" | "get" ? string
