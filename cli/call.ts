@@ -28,6 +28,7 @@ import { simulatorPath } from "./doctor.ts";
 import { runBench, runLifecycle } from "./call_ops.ts";
 import { runBrpcMode, runMethod } from "./call_method.ts";
 import { runStreamCount } from "./call_stream.ts";
+import { cliLogger } from "../util/log.ts";
 
 /** One line of output. */
 export interface OpReport {
@@ -303,7 +304,7 @@ function clientOptions(o: CallArgs): ClientOptions {
         }
         : {}),
     },
-    logger: { warn: (m) => console.error(`verbus: ${m}`) },
+    logger: cliLogger("verbus call", o.json),
   };
 }
 

@@ -1,15 +1,15 @@
 /**
  * A new user's compiler: the packed tarball installed into a fresh `bun init -y` project and a
  * fresh `deno init --empty` project, each type-checking fixtures/typed_app.ts (connect, serve,
- * createVerbusTransport as a Connect Transport, the error classes) under the template's own
- * settings — Bun's has `strict` and `noUncheckedIndexedAccess`, which verbus's sources fail, so
- * the npm package must give declarations. 0 errors in each. The Deno project also shows that
- * nothing warns about verbus's deno.json and that its lock file gets verbus's runtime
- * dependencies only (no development tools). Both runtimes are used, so it runs once, in the Bun
- * suite. The npm registry is reached only for what the caches lack (bun init's @types/bun and
- * typescript; zod, @bufbuild/protobuf, @connectrpc/connect).
+ * createVerbusTransport for a client protoc-gen-es generated, the error classes) under the
+ * template's own settings — Bun's has `strict` and `noUncheckedIndexedAccess`, which verbus's
+ * sources fail, so the npm package must give declarations. 0 errors in each. The Deno project
+ * also shows that nothing warns about verbus's deno.json and that its lock file gets verbus's
+ * runtime dependencies only (no development tools). Both runtimes are used, so it runs once, in
+ * the Bun suite. The npm registry is reached only for what the caches lack (bun init's
+ * @types/bun and typescript; zod, @bufbuild/protobuf, @connectrpc/connect).
  */
-import { copyFileSync, existsSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { assert, assertEquals, test } from "../harness.ts";
 import { RUNTIME } from "../../ffi/runtime.ts";
@@ -26,11 +26,20 @@ import {
 
 const skip = RUNTIME === "bun" ? undefined : "checked once, in the Bun suite (it runs both)";
 const FIXTURE = join(REPO_ROOT, "tests/pkg/fixtures/typed_app.ts");
+const GENERATED = join(REPO_ROOT, "examples/greeter/gen/greeter/v1/greeter_pb.ts");
 /** What verbus needs at run time (dependencies and peers); the lock may hold these only. */
 const RUNTIME_DEPS = ["zod", "@bufbuild/protobuf", "@connectrpc/connect"];
 
+/** The user's program and the code protoc-gen-es generated for it, into `app`. */
+function copyProgram(app: string): void {
+  copyFileSync(FIXTURE, join(app, "typed_app.ts"));
+  mkdirSync(join(app, "gen"));
+  copyFileSync(GENERATED, join(app, "gen", "greeter_pb.ts"));
+}
+
+/** No diagnostic in tsc's / bun check's form (`error TS2322`) or Deno's (`TS2322 [ERROR]`). */
 function noErrors(r: Ran): void {
-  assert(!/error TS\d+/.test(r.out + r.err), r.what);
+  assert(!/error TS\d+|TS\d+ \[ERROR\]/.test(r.out + r.err), r.what);
 }
 
 test("a fresh bun init project type-checks a program using verbus: 0 errors", () => {
@@ -47,7 +56,7 @@ test("a fresh bun init project type-checks a program using verbus: 0 errors", ()
     for (const dep of ["@bufbuild/protobuf", "@connectrpc/connect"]) {
       assert(existsSync(join(app, "node_modules", dep, "package.json")), `${dep} installed`);
     }
-    copyFileSync(FIXTURE, join(app, "typed_app.ts"));
+    copyProgram(app);
     // the template's own script (bun check), and tsc as a user's CI would run it
     noErrors(runOk(bun, ["run", "typecheck"], app, env));
     noErrors(runOk(join(app, "node_modules/.bin/tsc"), ["--noEmit", "-p", "."], app, env));
@@ -62,8 +71,11 @@ test("a fresh deno init project: 0 errors, no warning, only runtime dependencies
   try {
     const deno = runtimeBinary("deno");
     runOk(deno, ["init", "--empty"], app);
-    denoProject(app, p.tarball, { "@connectrpc/connect": "npm:@connectrpc/connect@2.2.0" });
-    copyFileSync(FIXTURE, join(app, "typed_app.ts"));
+    denoProject(app, p.tarball, {
+      "@bufbuild/protobuf": "npm:@bufbuild/protobuf@2.17.0",
+      "@connectrpc/connect": "npm:@connectrpc/connect@2.2.0",
+    });
+    copyProgram(app);
     const check = runOk(deno, ["check", "typed_app.ts"], app);
     noErrors(check);
     assert(!/warning/i.test(check.err), check.what);
