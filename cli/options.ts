@@ -46,7 +46,7 @@ function describe(error: z.ZodError, values: unknown): string {
 }
 
 /** Validates `values` with `schema`; throws INVALID_OPTIONS in the words of {@link describe}. */
-export function checkValues<T extends z.ZodType>(schema: T, values: unknown): z.output<T> {
+function checkValues<T extends z.ZodType>(schema: T, values: unknown): z.output<T> {
   const r = schema.safeParse(values, { error: plainIssue });
   if (r.success) return r.data;
   throw new VerbusError("INVALID_OPTIONS", describe(r.error, values));
