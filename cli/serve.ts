@@ -16,7 +16,7 @@ const HELP = `usage: verbus serve --port P [--host H] [--image-dir D] [--fabric 
                     [--urma sim|PATH] [--rdma-addr A] [--rdma-port N] [--rdma-mode poll|event]
                     [--object-ttl-ms N] [--batch-budget N] [--kv-max-bytes N]
                     [--brpc-rdma [--rdma-device D] | --brpc-ubring]
-                    [--register URL [--register-ttl S]]
+                    [--register URL [--register-ttl S] [--register-tag T]]
                     [--exit-with-stdin] [--json]
 
   --fabric LIST   fabrics to offer, best first, from ${FABRICS.join(", ")} (default: shm,verbs; urma
@@ -33,7 +33,9 @@ const HELP = `usage: verbus serve --port P [--host H] [--image-dir D] [--fabric 
                   --brpc-ubring) is served over two shm rings; others stay on TCP
   --register URL  register this server in etcd (etcd://HOST:PORT/PREFIX) under a lease kept
                   alive every S/3 s and revoked at a clean stop; a killed server's key goes when
-                  its lease ends (--register-ttl S, default 10); clients use the same URL
+                  its lease ends (--register-ttl S, default 10); clients use the same URL;
+                  --register-tag T is brpc's tag of this server (wrr and wr read it as the
+                  weight); the ready line names the key (--json: "registered")
   --exit-with-stdin  also stop gracefully when standard input ends (a supervisor holding a pipe
                   to it stops the server by exiting, however it exits)
 
@@ -62,9 +64,13 @@ const schema = z.object({
   "brpc-ubring": z.boolean().default(false),
   register: z.string().regex(/^etcd:\/\//i, "expected etcd://HOST:PORT/PREFIX").optional(),
   "register-ttl": z.coerce.number().int().min(1).max(3600).optional(),
+  "register-tag": z.string().regex(/^\S+$/, "expected a tag without spaces").optional(),
   "exit-with-stdin": z.boolean().default(false),
   json: z.boolean().default(false),
-}).strict();
+}).strict().refine(
+  (o) => o.register !== undefined || (o["register-ttl"] === undefined && !o["register-tag"]),
+  { message: "--register-ttl and --register-tag need --register", path: ["register"] },
+);
 
 /** The validated options of `verbus serve`. */
 export type ServeArgs = z.output<typeof schema>;
@@ -136,7 +142,15 @@ async function serveUntilStopped(
     },
     brpcRdma: o["brpc-rdma"] ? (o["rdma-device"] ? { device: o["rdma-device"] } : {}) : false,
     brpcUbring: o["brpc-ubring"] ? {} : false,
-    ...(o.register ? { register: { url: o.register, ttlSeconds: o["register-ttl"] ?? 10 } } : {}),
+    ...(o.register
+      ? {
+        register: {
+          url: o.register,
+          ttlSeconds: o["register-ttl"] ?? 10,
+          ...(o["register-tag"] ? { tag: o["register-tag"] } : {}),
+        },
+      }
+      : {}),
     // info and up on stderr (VERBUS_LOG_LEVEL changes it), one JSON object a line under --json
     logger: cliLogger("verbus serve", o.json),
   });
@@ -145,6 +159,15 @@ async function serveUntilStopped(
       [];
   const fabrics = (o.fabric === "none" ? "tcp only" : [...offered, "tcp"].join(" + ")) +
     (o["brpc-rdma"] ? " + brpc-rdma" : "") + (o["brpc-ubring"] ? " + brpc-ubring" : "");
+  const reg = server.registration;
+  const registered = reg && {
+    url: o.register!,
+    key: reg.key,
+    address: reg.address,
+    tag: o["register-tag"] ?? "",
+    lease: reg.lease,
+    ttlSeconds: o["register-ttl"] ?? 10,
+  };
   console.log(
     o.json
       ? JSON.stringify({
@@ -154,9 +177,12 @@ async function serveUntilStopped(
         runtime: RUNTIME,
         fabrics,
         imageDir,
+        ...(registered ? { registered } : {}),
       })
       : `verbus serve (${RUNTIME}): listening on ${server.host}:${server.port} (${fabrics}); images in ${
         imageDir ?? "a temp directory (made at the first upload, removed at exit)"
+      }${
+        registered ? `; registered in etcd as ${registered.key} (lease ${registered.lease})` : ""
       }`,
   );
   await stop.stopped;

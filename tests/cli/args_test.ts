@@ -82,6 +82,7 @@ const SERVE_SAMPLES: Record<string, string | null> = {
   "rdma-device": "rxe1",
   register: "etcd://127.0.0.1:2379/verbus/demo",
   "register-ttl": "3",
+  "register-tag": "2",
   "exit-with-stdin": null,
   json: null,
 };

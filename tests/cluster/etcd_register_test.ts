@@ -130,6 +130,59 @@ test(
   { skip, timeoutMs: 60_000 },
 );
 
+test(
+  "etcd registration: verbus serve --json --register-tag names its key, lease and tag; the tag is in etcd",
+  async () => {
+    await withEtcd(async (etcd) => {
+      const url = etcd.url("tagged/demo");
+      const child = await spawnScript(rt, "cli/main.ts", {
+        args: ["serve", "--port", "0", "--fabric", "none", "--json", "--register", url],
+        ready: /\{"listening":true.*\}\n/,
+      });
+      const tagged = await spawnScript(rt, "cli/main.ts", {
+        args: [
+          "serve",
+          "--port",
+          "0",
+          "--fabric",
+          "none",
+          "--register",
+          url,
+          "--register-tag",
+          "3",
+        ],
+      });
+      const ns = etcdNaming(url, { timeoutMs: 2000 });
+      try {
+        const line = JSON.parse(/\{"listening":true.*\}/.exec(child.output())![0]);
+        const address = `127.0.0.1:${line.port}`;
+        assertEquals(line.registered.key, `/tagged/demo/${address}`);
+        assertEquals([line.registered.url, line.registered.address], [url, address]);
+        assertEquals([line.registered.tag, line.registered.ttlSeconds], ["", 10]);
+        assert(
+          /^\d+$/.test(line.registered.lease) && line.registered.lease !== "0",
+          line.registered.lease,
+        );
+        // The text line names the key too; the tag reaches etcd and the naming service.
+        const key = `/tagged/demo/127.0.0.1:${tagged.port}`;
+        assert(tagged.output().includes(`registered in etcd as ${key} (lease `), tagged.output());
+        const raw = await etcdPost(etcd.endpoint, "/v3/kv/range", { key: b64(key) }, 5000);
+        const value = unb64((raw.kvs as Record<string, string>[])[0].value);
+        assertEquals(JSON.parse(value), { address: `127.0.0.1:${tagged.port}`, tag: "3" });
+        const nodes = await ns.resolve();
+        assertEquals(
+          nodes.map((n) => [n.address, n.tag]).sort(),
+          [[address, ""], [`127.0.0.1:${tagged.port}`, "3"]].sort(),
+        );
+      } finally {
+        ns.close();
+        await Promise.all([child.kill("SIGTERM"), tagged.kill("SIGTERM")]);
+      }
+    });
+  },
+  { skip, timeoutMs: 60_000 },
+);
+
 test("etcd registration: no etcd at start is a clear error and the server is closed", async () => {
   const port = await freePort(); // nothing listens there
   const url = `etcd://127.0.0.1:${port}/none`;
