@@ -185,7 +185,18 @@ export class Client extends ClientBase<ClientCallResult> {
       }
       const timeoutMs = options.timeoutMs ?? this.#settings.timeoutMs;
       const logId = options.logId ?? 0;
-      const p = s.submit(m, request, attachment, path, timeoutMs, logId, service, method, options);
+      const p = s.submit(
+        m,
+        request,
+        attachment,
+        path,
+        timeoutMs,
+        logId,
+        service,
+        method,
+        options,
+        metaBytes, // encoded just above: submit writes it without encoding again
+      );
       if (typeof p === "object") {
         this.#fabric.startLoop();
         return p;

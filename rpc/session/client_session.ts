@@ -187,8 +187,10 @@ export class ClientSession {
   }
 
   /**
-   * The size of the metadata block a call with `options` carries (0 for none), prepared for its
-   * post; negative (minus the size) when it exceeds {@link metaBound}: that call goes over TCP.
+   * Encodes the metadata block of a call with `options` and returns its size (0 for none;
+   * negative, minus the size, when it exceeds {@link metaBound}: that call goes over TCP). A
+   * {@link submit} made right after, in the same turn, may pass the size as `prepared` and skip
+   * a second encode.
    */
   metaBytes(options: ClientCallOptions): number {
     return this.#writer.prepareMeta(options);
@@ -232,7 +234,8 @@ export class ClientSession {
    * Starts a call of method index `method`. Returns the caller's promise, {@link RETRY_LATER} or
    * {@link USE_TCP}. `request`/`attachment` are copied before return; `service`, `methodName`,
    * `request` and `options` are kept (not copied) until the call settles, for a TCP redo when the
-   * server has no room for the answer (see {@link CallHooks.overflow}).
+   * server has no room for the answer (see {@link CallHooks.overflow}). `prepared`: the size
+   * {@link metaBytes} just returned for `options` (nothing encoded since), or -1 to encode here.
    */
   submit(
     method: number,
@@ -244,9 +247,14 @@ export class ClientSession {
     service = "",
     methodName = "",
     options: ClientCallOptions = NO_OPTIONS,
+    prepared = -1,
   ): Promise<ClientCallResult> | typeof RETRY_LATER | typeof USE_TCP {
     if (this.#failed !== null || this.#fabricFailed() || this.#serverClosed()) return USE_TCP;
-    const metaBytes = options === NO_OPTIONS ? 0 : this.#writer.prepareMeta(options);
+    const metaBytes = options === NO_OPTIONS
+      ? 0
+      : prepared >= 0
+      ? prepared
+      : this.#writer.prepareMeta(options);
     if (metaBytes < 0) return USE_TCP; // (the client checks the bound before it selects)
     const total = request.length + attachment.length;
     const bulk = path === "BULK" || total + metaBytes > this.#server.config.slotSize;

@@ -41,12 +41,6 @@ export class MetaBlockEncoder {
   readonly bytes = new Uint8Array(MAX_META_BLOCK_BYTES);
   /** Bytes of the last encoded block (0 = none). */
   length = 0;
-  /**
-   * The options the block was just encoded from: the next encode of the same options (the post
-   * after the size check) reuses it, once — a caller that reuses one options object with other
-   * contents gets a fresh encode per call.
-   */
-  #from: object | undefined = undefined;
   readonly #meta: RpcMeta = {};
   readonly #request: RpcRequestMeta = { serviceName: "", methodName: "", requestId: undefined };
 
@@ -56,12 +50,7 @@ export class MetaBlockEncoder {
    */
   request(options: ClientCallOptions, bound: number): number {
     if (options.requestId === undefined && options.userFields === undefined) {
-      this.#from = undefined;
       return this.length = 0;
-    }
-    if (this.#from === options) {
-      this.#from = undefined;
-      return this.length;
     }
     const m = this.#meta, r = this.#request;
     r.requestId = options.requestId;
@@ -69,7 +58,6 @@ export class MetaBlockEncoder {
     m.userFields = options.userFields as Map<string, string> | undefined;
     const n = this.#encode(bound);
     m.request = m.userFields = undefined;
-    this.#from = n > 0 ? options : undefined;
     return n;
   }
 
@@ -83,7 +71,6 @@ export class MetaBlockEncoder {
     errorDetails: RpcMeta["errorDetails"],
     bound: number,
   ): number {
-    this.#from = undefined;
     if (userFields === undefined && trailers === undefined && errorDetails === undefined) {
       return this.length = 0;
     }

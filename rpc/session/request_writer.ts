@@ -105,8 +105,9 @@ export class RequestWriter {
   }
 
   /**
-   * Encodes the metadata block of a call with `options` (kept for the next post): its bytes, 0
-   * for none, or minus its size when it exceeds {@link metaBound} (the call must go over TCP).
+   * Encodes the metadata block of a call with `options` (the next post writes it: encode right
+   * before posting): its bytes, 0 for none, or minus its size when it exceeds {@link metaBound}
+   * (the call must go over TCP).
    */
   prepareMeta(options: ClientCallOptions): number {
     return this.#metaBlock.request(options, this.metaBound);

@@ -106,6 +106,31 @@ test("request headers and request_id reach the handler; answers bring headers an
   }
 });
 
+test("an options object reused with other headers sends the headers it holds at each call", async () => {
+  const seen: { fields?: Record<string, string> }[] = [];
+  const { server } = await startServer({}, metaService(seen));
+  const c = await client(server);
+  try {
+    const fields = new Map([["x-n", "1"]]);
+    const options: { userFields: Map<string, string>; forcePath?: "TCP_FALLBACK" } = {
+      userFields: fields,
+    };
+    const paths: string[] = [];
+    paths.push((await c.call("test.Meta", "Echo", pattern(4, 1), options)).path);
+    options.forcePath = "TCP_FALLBACK";
+    fields.set("x-n", "2");
+    paths.push((await c.call("test.Meta", "Echo", pattern(4, 1), options)).path);
+    delete options.forcePath;
+    fields.set("x-n", "3");
+    paths.push((await c.call("test.Meta", "Echo", pattern(4, 1), options)).path);
+    assertEquals(paths, ["EAGER", "TCP_FALLBACK", "EAGER"]);
+    assertEquals(seen.map((s) => s.fields?.["x-n"]), ["1", "2", "3"]);
+  } finally {
+    await c.close();
+    await server.close();
+  }
+});
+
 test("an error answer brings its details, headers and trailers on the fabric", async () => {
   const { server } = await startServer({}, metaService([]));
   const c = await client(server);
