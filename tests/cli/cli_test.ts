@@ -1,11 +1,11 @@
 /**
  * The `verbus` command line, as a user runs it: `verbus serve` on the other runtime, `verbus call`
  * on this one (`--json`: one object per op with ok, op, path, fabric, latency_us, result), every
- * demo op, the fault flags, the lifecycle demos, bad options named in the error, and the
- * single-file binary built with `bun build --compile`.
+ * demo op, the fault flags, the lifecycle demos and bad options named in the error. (The
+ * single-file binary is tested in binary_test.ts.)
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { assert, assertEquals, test } from "../harness.ts";
 import { RUNTIME } from "../../ffi/runtime.ts";
@@ -274,52 +274,3 @@ test("a bad option is refused naming it (exit 2), a bad value too", () => {
   assert(/force-path.*expected one of/.test(first(b)), b.err);
   assert(/port.*65535/.test(first(c)), c.err);
 });
-
-test("the single-file binary (bun build --compile) serves and calls over shm", async () => {
-  const out = join(REPO_ROOT, "build", "verbus");
-  const b = spawnSync(runtimeBinary("bun"), [
-    "build",
-    "--compile",
-    "cli/verbus_bun.ts",
-    "ffi/bun_worker.ts",
-    "--outfile",
-    out,
-  ], {
-    cwd: REPO_ROOT,
-    encoding: "utf8",
-    timeout: 120_000,
-  });
-  assertEquals(b.status, 0, b.stderr);
-  assert(existsSync(out), "binary written");
-  const { spawn } = await import("node:child_process");
-  const srv = spawn(out, ["serve", "--port", "0", "--json"], { stdio: ["ignore", "pipe", "pipe"] });
-  try {
-    const port = await new Promise<number>((res, rej) => {
-      let s = "";
-      srv.stdout!.on("data", (d) => {
-        s += d;
-        const m = /"port":(\d+)/.exec(s);
-        if (m) res(Number(m[1]));
-      });
-      srv.on("exit", (c) => rej(new Error(`binary server exited ${c}`)));
-    });
-    const r = spawnSync(out, [
-      "call",
-      "--port",
-      String(port),
-      "--json",
-      "--ping",
-      "--large-get",
-      "big:64k",
-    ], { encoding: "utf8", timeout: 60_000 });
-    assertEquals(r.status, 0, r.stderr);
-    const got = lines(r.stdout);
-    assertEquals(got.map((l) => [l.op, l.ok, l.fabric]), [["ping", true, "shm"], [
-      "large-get",
-      true,
-      "shm",
-    ]]);
-  } finally {
-    srv.kill("SIGTERM");
-  }
-}, { timeoutMs: 180_000 });
