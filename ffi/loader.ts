@@ -119,40 +119,38 @@ export async function probeLibrary<T extends SymbolTable>(
 ): Promise<ProbeResult<T>> {
   const backend = await ffi();
   const attempts: LoadAttempt[] = [];
-  const candidates: Array<{ source: LoadAttempt["source"]; path: string }> = [];
+  // `path` is a function for the embedded copy: it is written to the cache only when reached.
+  const candidates: Array<{ source: LoadAttempt["source"]; path: string | (() => string) }> = [];
   const fromEnv = spec.envVar ? getEnv(spec.envVar) : undefined;
   if (fromEnv) candidates.push({ source: "env", path: fromEnv });
-  if (spec.bundled) {
-    for (const d of buildDirs()) {
-      candidates.push({ source: "bundled", path: join(d, spec.bundled) });
-    }
-  }
-  if (spec.bundled) {
-    try {
-      const cached = embeddedLibraryPath(spec.bundled);
-      if (cached) candidates.push({ source: "embedded", path: cached });
-    } catch (e) {
-      attempts.push({
-        source: "embedded",
-        path: safeCacheDir(),
-        reason: e instanceof Error ? e.message : String(e),
-      });
-    }
+  const bundled = spec.bundled;
+  if (bundled) {
+    for (const d of buildDirs()) candidates.push({ source: "bundled", path: join(d, bundled) });
+    candidates.push({ source: "embedded", path: () => embeddedLibraryPath(bundled) ?? "" });
   }
   for (const s of spec.sonames) candidates.push({ source: "system", path: s });
 
   for (const c of candidates) {
-    if (c.path.includes("/") && !existsSync(c.path)) {
-      attempts.push({ ...c, reason: "file not found" });
+    let path: string;
+    try {
+      path = typeof c.path === "string" ? c.path : c.path();
+    } catch (e) {
+      const reason = e instanceof Error ? e.message : String(e);
+      attempts.push({ source: c.source, path: safeCacheDir(), reason });
+      continue;
+    }
+    if (path === "") continue; // nothing embedded (not a compiled binary)
+    if (path.includes("/") && !existsSync(path)) {
+      attempts.push({ source: c.source, path, reason: "file not found" });
       continue;
     }
     try {
-      const raw = backend.open(c.path, spec.table);
-      return { ok: true, library: new Library(raw, c.path, c.source, attempts) };
+      const raw = backend.open(path, spec.table);
+      return { ok: true, library: new Library(raw, path, c.source, attempts) };
     } catch (e) {
       const reason = (e instanceof Error ? e.message : String(e)).split("\n")[0]
         .replace(/^(Could not open library: )+/, "");
-      attempts.push({ ...c, reason });
+      attempts.push({ source: c.source, path, reason });
     }
   }
   return { ok: false, error: new LibraryLoadError(spec.name, attempts, spec.hint?.()) };

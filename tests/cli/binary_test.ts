@@ -9,6 +9,7 @@ import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import {
   chownSync,
   copyFileSync,
+  existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -121,6 +122,22 @@ test(
       writeFileSync(helper.path, "tampered");
       const fixed = JSON.parse(run(bin, ["doctor", "--json"], alone, env).out).helper;
       assertEquals([fixed.found, fixed.path, fixed.layoutOk], [true, helper.path, true]);
+
+      // a build beside the binary comes first, and then nothing is written to the cache
+      const beside = join(work, "beside");
+      mkdirSync(join(beside, "build"), { recursive: true });
+      copyFileSync(bin, join(beside, "verbus"));
+      copyFileSync(
+        join(REPO_ROOT, "build/libverbus_helper.so"),
+        join(beside, "build/libverbus_helper.so"),
+      );
+      const fresh = join(work, "fresh-cache");
+      const b2 = run(join(beside, "verbus"), ["doctor", "--json"], beside, {
+        ...env,
+        XDG_CACHE_HOME: fresh,
+      });
+      assertEquals(JSON.parse(b2.out).helper.source, "bundled", b2.out);
+      assert(!existsSync(fresh), "no cache written when the bundled helper loads");
 
       // a cache directory of another user: refused, and the error lists every path tried
       if (process.getuid?.() === 0) {
