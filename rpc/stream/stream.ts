@@ -20,7 +20,6 @@
  */
 import type { Int64 } from "../protocol/rpc_meta.ts";
 import {
-  encodeStreamFrame,
   FRAME_CLOSE,
   FRAME_DATA,
   FRAME_FEEDBACK,
@@ -34,8 +33,8 @@ import type { ResolvedStreamOptions } from "./stream_options.ts";
 
 /** What a stream needs of its connection (its `StreamTable`). */
 export interface StreamLink {
-  /** Queues one encoded frame on the connection (ownership moves). */
-  send(frame: Uint8Array): void;
+  /** Queues one stream frame on the connection (`payload` copied; the caller keeps it). */
+  sendFrame(meta: StreamFrameMeta, payload?: Uint8Array): void;
   /** The connection's output is over its high-water mark (writers wait). */
   readonly writeBlocked: boolean;
   /** The stream ended: its id is free. */
@@ -43,6 +42,9 @@ export interface StreamLink {
   /** Where the stream is, for messages ("stream 3 to 10.0.0.1:8000"). */
   describe(id: number): string;
 }
+
+/** A reader that keeps reading reports what it consumed at least every this many bytes. */
+const FEEDBACK_EVERY = 64 * 1024;
 
 /** Largest DATA segment sent (a message above it goes as several, `has_continuation`). */
 export const SEGMENT_SIZE = 1024 * 1024;
@@ -73,6 +75,8 @@ export class Stream implements AsyncIterable<Uint8Array> {
   #held: Uint8Array[] = [];
   #writers: Waiter[] = [];
   #feedbackOwed = false;
+  /** The consumed size last reported to the peer. */
+  #reported = 0;
   #answer: ((message: Uint8Array) => void) | null = null;
   #done!: (e: StreamError | undefined) => void;
   /** Resolves when the stream ended: undefined after a clean close (either side), else why. */
@@ -270,7 +274,7 @@ export class Stream implements AsyncIterable<Uint8Array> {
         frameType: FRAME_DATA,
         hasContinuation: more,
       };
-      this.#link.send(encodeStreamFrame(meta, msg.subarray(off, end)));
+      this.#link.sendFrame(meta, msg.subarray(off, end));
       off = end;
     } while (off < msg.length);
     this.#sent += msg.length;
@@ -284,14 +288,14 @@ export class Stream implements AsyncIterable<Uint8Array> {
       frameType: FRAME_CLOSE,
       hasContinuation: false,
     };
-    this.#link.send(encodeStreamFrame(meta));
+    this.#link.sendFrame(meta);
     this.#ended = this.#error("closed", "closed by this side");
     this.#release(undefined);
   }
 
   #sendRst(): void {
     const meta = { streamId: this.#remote!.streamId, frameType: FRAME_RST, hasContinuation: false };
-    this.#link.send(encodeStreamFrame(meta));
+    this.#link.sendFrame(meta);
   }
 
   #onFeedback(consumed: Int64): void {
@@ -314,15 +318,25 @@ export class Stream implements AsyncIterable<Uint8Array> {
     this._fail(this.#error("overrun", `the peer sent ${why}; stream reset`));
   }
 
+  /**
+   * After a read: the writer is told what was consumed once the reader caught up (nothing left
+   * unread: it may be waiting for the window) or FEEDBACK_EVERY bytes were read since the last
+   * report — not after every message (a report per message doubled the frames of small ones).
+   * The writer's window is at least what it sent unreported, so it never waits on a reader that
+   * has nothing left to read.
+   */
   readonly #oweFeedback = (): void => {
     if (this.#feedbackOwed || !this.#connected || !this.#remote!.needFeedback) return;
+    const inbox = this.#inbox;
+    if (inbox.unreadBytes > 0 && inbox.consumed - this.#reported < FEEDBACK_EVERY) return;
     this.#feedbackOwed = true;
     queueMicrotask(this.#sendFeedback);
   };
 
   readonly #sendFeedback = (): void => {
     this.#feedbackOwed = false;
-    if (this.#ended !== null) return;
+    if (this.#ended !== null || this.#inbox.consumed === this.#reported) return;
+    this.#reported = this.#inbox.consumed;
     const meta = {
       streamId: this.#remote!.streamId,
       sourceStreamId: this.id,
@@ -330,7 +344,7 @@ export class Stream implements AsyncIterable<Uint8Array> {
       hasContinuation: false,
       consumedSize: this.#inbox.consumed,
     };
-    this.#link.send(encodeStreamFrame(meta));
+    this.#link.sendFrame(meta);
   };
 
   #rejectWriters(e: StreamError): void {

@@ -8,7 +8,7 @@
  * @module
  */
 import { VerbusError } from "../../errors.ts";
-import { StreamError } from "./stream_error.ts";
+import type { StreamError } from "./stream_error.ts";
 
 const EMPTY = new Uint8Array(0);
 

@@ -9,12 +9,15 @@
  * Threading: the JS thread of its connection.
  * @module
  */
-import { ProtocolError } from "../../errors.ts";
+import type { ProtocolError } from "../../errors.ts";
+import type { FrameSink } from "../protocol/frame.ts";
 import {
   decodeStreamFrameMeta,
   encodeStreamFrame,
+  encodeStreamFrameTo,
   FRAME_FEEDBACK,
   FRAME_RST,
+  type StreamFrameMeta,
   type StreamSettings,
 } from "../protocol/stream_frame.ts";
 import type { RpcMeta } from "../protocol/rpc_meta.ts";
@@ -22,8 +25,8 @@ import { Stream, type StreamLink } from "./stream.ts";
 import { StreamError } from "./stream_error.ts";
 import { resolveStreamOptions, type StreamOptions } from "./stream_options.ts";
 
-/** The connection under a table. */
-export interface StreamConn {
+/** The connection under a table (frames are encoded into its output slab). */
+export interface StreamConn extends FrameSink {
   /** Queues bytes (ownership moves). */
   write(bytes: Uint8Array): boolean;
   readonly writeBlocked: boolean;
@@ -142,6 +145,11 @@ export class StreamTable implements StreamLink {
 
   // ---- StreamLink ----
 
+  sendFrame(meta: StreamFrameMeta, payload?: Uint8Array): void {
+    if (!this.#conn.closed) encodeStreamFrameTo(this.#conn, meta, payload);
+  }
+
+  /** Queues bytes already framed (ownership moves). */
   send(frame: Uint8Array): void {
     if (!this.#conn.closed) this.#conn.write(frame);
   }
