@@ -11,7 +11,7 @@ APT_PKGS := rdma-core ibverbs-providers libibverbs-dev librdmacm-dev ibverbs-uti
 RESULTS := build/test-results
 export NO_COLOR := 1
 
-.PHONY: all setup deps helper types demo example test test-quick test-vm check binary bench bench-ffi bench-connect bench-e2e bench-vm bench-profile bench-scale bench-scale-vm bench-brpc-vm soak bench-agent bench-agent-vm bench-cli bench-cli-vm bench-cluster clean
+.PHONY: all setup deps helper types demo example test test-quick test-vm check binary bench bench-ffi bench-connect bench-e2e bench-vm bench-profile bench-scale bench-scale-vm bench-brpc-vm soak bench-agent bench-agent-vm bench-cli bench-cli-vm bench-cluster bench-ubring clean
 
 all: setup
 
@@ -142,6 +142,14 @@ bench-scale-vm: setup
 # SIGKILLed under load; both runtimes, about 2 min: bench/results/cluster.{md,json}.
 bench-cluster: setup
 	$(DENO) run -A bench/cluster/run.ts $(CLUSTER_ARGS)
+
+# verbus beside stock brpc UBRing on this host, same run (needs a brpc build with -DWITH_UBRING=ON:
+# README "Talking to brpc over UBRing"): brpc→brpc, brpc→verbus, verbus→brpc over UBRing and
+# verbus↔verbus over shm, depth 1 and 32, attachments 0 / 4 KiB / 64 KiB, both runtimes (~4 min):
+# bench/results/ubring.{md,json}. BRPC_UBRING_DIR: example/ubring_performance's build directory;
+# BRPC_SRC: the brpc checkout (its commit goes into the results).
+bench-ubring: setup
+	$(DENO) run -A bench/ubring/run.ts --brpc $(BRPC_UBRING_DIR) --brpc-src $(BRPC_SRC) $(UBRING_ARGS)
 
 # What the Connect layer (generated client + createVerbusTransport) costs per call against the
 # byte-level API, shm and TCP, both runtimes: bench/results/connect-<runtime>.{md,json}.

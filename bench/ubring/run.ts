@@ -1,0 +1,236 @@
+/**
+ * `make bench-ubring BRPC_UBRING_DIR=…`: verbus beside stock brpc UBRing on this host, same run,
+ * calls/s and latency at 1 and 32 calls in flight with attachments of 0, 4 KiB and 64 KiB
+ * (echoed back). Rows:
+ *   - brpc → brpc        `ubring_performance_client --use_ubring` → `ubring_performance_server --use_ubring`
+ *   - brpc → verbus      the same client → `verbus serve --brpc-ubring` (per runtime)
+ *   - verbus → brpc      `client.ts --mode ubring` (per runtime) → the brpc server
+ *   - verbus → verbus    `client.ts --mode shm` → `verbus serve` over verbus's shm fabric
+ * brpc's client prints its QPS in whole thousands, its average and p90/p99 latency but no p50:
+ * its rows give calls/s as depth ÷ average latency (Little's law, closed loop) beside its QPS,
+ * and no p50. Writes bench/results/ubring.{md,json} with the brpc commit (`--brpc-commit`, else
+ * read from `--brpc-src`'s git), the host's load average before and after, and the arguments.
+ *
+ *   run.ts --brpc DIR [--brpc-src SRC | --brpc-commit C] [--seconds 3] [--runtime deno|bun|both]
+ * @module
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, writeFileSync } from "node:fs";
+import { loadavg as osLoadavg } from "node:os";
+import { join, resolve } from "node:path";
+import { arg, exit, numArg, runtimesArg } from "../common/args.ts";
+import { childJson } from "../common/child_json.ts";
+import { RUNTIME_BIN, verbusCli } from "../common/verbus_cli.ts";
+
+const ROOT = resolve(new URL("../..", import.meta.url).pathname);
+const DIR = arg("brpc", "");
+const SECONDS = numArg("seconds", 3);
+const RUNTIMES = runtimesArg();
+const DEPTHS = [1, 32];
+const ATTACHMENTS = [0, 4096, 65536];
+
+if (!DIR || !existsSync(join(DIR, "ubring_performance_client"))) {
+  console.error(
+    `bench-ubring: --brpc DIR must hold ubring_performance_client and _server (README: Talking to brpc over UBRing); got "${DIR}"`,
+  );
+  exit(2);
+}
+const SRC = arg("brpc-src", "");
+const COMMIT = arg("brpc-commit", "") ||
+  (SRC
+    ? spawnSync("git", ["-C", SRC, "rev-parse", "HEAD"], { encoding: "utf8" }).stdout.trim()
+    : "unknown");
+
+/** One measured cell. */
+interface Row {
+  row: string;
+  runtime: string;
+  depth: number;
+  attachment: number;
+  callsPerSec: number;
+  /** brpc's printed QPS (whole thousands), brpc-client rows only. */
+  brpcQpsK?: number;
+  p50Us?: number;
+  avgUs: number;
+  p90Us: number;
+  p99Us: number;
+  errors?: number;
+  transport?: string;
+}
+const rows: Row[] = [];
+
+/** A long-running child that is ready once its output matches `ready`; returns its port and stop. */
+function startServer(
+  cmd: [string, string[]],
+  ready: RegExp,
+): Promise<{ port: number; stop: () => Promise<void> }> {
+  return new Promise((res, rej) => {
+    const p = spawn(cmd[0], cmd[1], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    const timer = setTimeout(() => rej(new Error(`not ready: ${cmd.join(" ")}\n${out}`)), 30_000);
+    const on = (d: Uint8Array) => {
+      out += new TextDecoder().decode(d);
+      const m = ready.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        res({
+          port: Number(m[1]),
+          stop: () =>
+            new Promise<void>((r) => {
+              p.once("exit", () => r());
+              p.kill("SIGTERM");
+            }),
+        });
+      }
+    };
+    p.stdout!.on("data", on);
+    p.stderr!.on("data", on);
+  });
+}
+
+/** brpc's client against `port`: its printed figures. */
+function brpcClient(port: number, depth: number, attachment: number): Omit<Row, "row" | "runtime"> {
+  const r = spawnSync(join(DIR, "ubring_performance_client"), [
+    "--use_ubring",
+    `--servers=127.0.0.1:${port}`,
+    "--thread_num=1",
+    `--queue_depth=${depth}`,
+    `--attachment_size=${attachment}`,
+    ...(attachment > 0 ? ["--echo_attachment"] : []),
+    `--test_seconds=${SECONDS}`,
+    "--dummy_port=0",
+  ], { encoding: "utf8", timeout: (SECONDS + 60) * 1000 });
+  const out = `${r.stdout}${r.stderr}`;
+  const m = /Avg-Latency: ([\d.]+), 90th-Latency: ([\d.]+), 99th-Latency: ([\d.]+).*QPS: (\d+)k/
+    .exec(out);
+  if (!m) throw new Error(`ubring_performance_client printed no figures:\n${out}`);
+  const avg = Number(m[1]);
+  return {
+    depth,
+    attachment,
+    callsPerSec: Math.round(depth / (avg / 1e6)),
+    brpcQpsK: Number(m[4]),
+    avgUs: avg,
+    p90Us: Number(m[2]),
+    p99Us: Number(m[3]),
+  };
+}
+
+async function verbusClient(
+  rt: string,
+  mode: string,
+  port: number,
+  depth: number,
+  attachment: number,
+) {
+  const cmd: [string, string[]] = rt === "deno"
+    ? [RUNTIME_BIN.deno, ["run", "-A", join(ROOT, "bench/ubring/client.ts")]]
+    : [RUNTIME_BIN.bun, [join(ROOT, "bench/ubring/client.ts")]];
+  cmd[1].push("--mode", mode, "--port", String(port), "--depth", String(depth));
+  cmd[1].push("--attachment", String(attachment), "--seconds", String(SECONDS));
+  const j = await childJson(cmd, ROOT, (SECONDS + 60) * 1000) as unknown as Omit<
+    Row,
+    "row" | "runtime"
+  >;
+  return { ...j, depth, attachment };
+}
+
+/** The 1-minute load average, 2 decimals. */
+const loadavg = () => osLoadavg()[0].toFixed(2);
+
+const cells = DEPTHS.flatMap((d) => ATTACHMENTS.map((a) => [d, a] as const));
+const note = (r: Row) =>
+  console.error(
+    `${r.row.padEnd(18)} ${r.runtime.padEnd(5)} d=${r.depth} a=${r.attachment}: ${r.callsPerSec}/s`,
+  );
+const loadBefore = loadavg();
+
+const brpcServer = await startServer(
+  [join(DIR, "ubring_performance_server"), ["--use_ubring", "--port=0"]],
+  /is serving on port=(\d+)/,
+);
+try {
+  for (const [d, a] of cells) {
+    const r = { row: "brpc → brpc", runtime: "c++", ...brpcClient(brpcServer.port, d, a) };
+    rows.push(r);
+    note(r);
+  }
+  for (const rt of RUNTIMES) {
+    for (const [d, a] of cells) {
+      const r = {
+        row: "verbus → brpc",
+        runtime: rt,
+        ...(await verbusClient(rt, "ubring", brpcServer.port, d, a)),
+      };
+      rows.push(r);
+      note(r);
+    }
+  }
+} finally {
+  await brpcServer.stop();
+}
+for (const rt of RUNTIMES) {
+  const ub = await startServer(
+    verbusCli(rt, ROOT, ["serve", "--port", "0", "--brpc-ubring", "--fabric", "none"]),
+    /listening on [^\s]+:(\d+)/,
+  );
+  try {
+    for (const [d, a] of cells) {
+      const r = { row: "brpc → verbus", runtime: rt, ...brpcClient(ub.port, d, a) };
+      rows.push(r);
+      note(r);
+    }
+  } finally {
+    await ub.stop();
+  }
+  const shm = await startServer(
+    verbusCli(rt, ROOT, ["serve", "--port", "0", "--fabric", "shm"]),
+    /listening on [^\s]+:(\d+)/,
+  );
+  try {
+    for (const [d, a] of cells) {
+      const r = {
+        row: "verbus → verbus",
+        runtime: rt,
+        ...(await verbusClient(rt, "shm", shm.port, d, a)),
+      };
+      rows.push(r);
+      note(r);
+    }
+  } finally {
+    await shm.stop();
+  }
+}
+const loadAfter = loadavg();
+
+const when = new Date().toISOString();
+const fmt = (n: number | undefined) => (n === undefined ? "—" : String(n));
+const md = [
+  "# verbus beside stock brpc UBRing (same host, same run)",
+  "",
+  `${when}; brpc ${COMMIT}; ${SECONDS} s per cell; load average ${loadBefore} before, ${loadAfter} after ` +
+  "(2 cores shared with other work: figures show the shape, not the machine's best).",
+  "",
+  "Calls/s of brpc-client rows: depth ÷ its average latency (its own QPS, in whole thousands, beside);",
+  "brpc's client prints no p50. Attachments are echoed back. `make bench-ubring BRPC_UBRING_DIR=…`.",
+  "",
+  "| row | runtime | depth | attachment | calls/s | brpc QPS | p50 µs | avg µs | p90 µs | p99 µs |",
+  "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+  ...rows.map((r) =>
+    `| ${r.row} | ${r.runtime} | ${r.depth} | ${r.attachment} | ${r.callsPerSec} | ${
+      r.brpcQpsK === undefined ? "—" : `${r.brpcQpsK}k`
+    } | ${fmt(r.p50Us)} | ${r.avgUs} | ${r.p90Us} | ${r.p99Us} |`
+  ),
+  "",
+].join("\n");
+writeFileSync(join(ROOT, "bench/results/ubring.md"), md);
+writeFileSync(
+  join(ROOT, "bench/results/ubring.json"),
+  JSON.stringify(
+    { when, brpcCommit: COMMIT, seconds: SECONDS, loadBefore, loadAfter, rows },
+    null,
+    2,
+  ),
+);
+console.log(md);
+exit(0);
