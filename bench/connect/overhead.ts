@@ -22,7 +22,7 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { spawn } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import process from "node:process";
 import { createVerbusTransport, RUNTIME } from "../../mod.ts";
@@ -33,6 +33,15 @@ import {
 } from "../../examples/greeter/gen/greeter/v1/greeter_pb.ts";
 
 const ROOT = resolve(new URL("../..", import.meta.url).pathname);
+/** The host's 1-minute load average (what else ran: the numbers are only as quiet as the host). */
+const loadavg = () => {
+  try {
+    return readFileSync("/proc/loadavg", "utf8").split(" ")[0];
+  } catch {
+    return "?";
+  }
+};
+const loadAtStart = loadavg();
 const quick = process.argv.includes("--quick");
 const CALLS = quick ? 1000 : 4000, ROUNDS = quick ? 3 : 7, WINDOW = 32;
 const SVC = "greeter.v1.GreeterService";
@@ -154,7 +163,10 @@ const lines = [
   "",
   `greeter.v1.GreeterService/Greet, server examples/greeter/server.ts on ${RUNTIME} (child process), ` +
   `${CALLS} calls × ${ROUNDS} rounds per row, rounds alternating; median µs per call. ` +
-  "`+tp`: with a `traceparent` header (55-byte W3C value, 66 bytes with its name) on every call.",
+  "`+tp`: with a `traceparent` header (55-byte W3C value, 66 bytes with its name) on every call. " +
+  `Host load average (1 min) ${loadAtStart} at the start, ${loadavg()} at the end, on ` +
+  `${navigator.hardwareConcurrency} cores: on a loaded host the per-round means below carry ` +
+  "the preemptions; the per-call p50 table further down is the steadier one.",
   "",
   `| plane | in flight | ${VARIANTS.join(" | ")} | connect / bytes | connect / bytes+pb |`,
   `|---|---|${VARIANTS.map(() => "---|").join("")}---|---|`,
