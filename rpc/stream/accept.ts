@@ -100,6 +100,10 @@ export function answerStreamCall(
   const ok = errorCode === 0;
   const meta: RpcMeta = { correlationId: call.correlationId };
   if (!ok) meta.response = { errorCode, errorText };
+  // Response headers, trailers and error details travel as on a plain answer.
+  meta.userFields = call.responseUserFields;
+  meta.trailers = call.responseTrailers;
+  if (!ok) meta.errorDetails = call.errorDetails;
   if (ok && s !== undefined) meta.streamSettings = encodeStreamSettings(s.settings());
   const frame = encodeFrame(meta, ok ? response : EMPTY, ok ? call.responseAttachment : EMPTY);
   const wrapper = {

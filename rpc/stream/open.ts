@@ -37,6 +37,10 @@ export interface OpenedStream {
   /** The opening call's answer. */
   response: Uint8Array;
   attachment: Uint8Array;
+  /** The answer's `user_fields` (response headers), when it carried any. */
+  userFields?: ReadonlyMap<string, string>;
+  /** The answer's trailers, when it carried any. */
+  trailers?: ReadonlyMap<string, string>;
 }
 
 /** Anything that has a baidu_std channel: a `Channel`, or a direct `Client` (`client.channel`). */
@@ -84,7 +88,8 @@ export async function openStream(
     s._fail(e);
     throw e;
   }
-  return { stream: s, response: answer.response, attachment: answer.attachment };
+  const { response, attachment, userFields, trailers } = answer;
+  return { stream: s, response, attachment, userFields, trailers };
 }
 
 /**

@@ -156,3 +156,19 @@ test("a reader that stops reading stops the writer at the window; memory stays b
     stream.reset();
   });
 });
+
+test("the opening call's answer carries the handler's response headers (user_fields)", async () => {
+  await withStreamServer((_r, ctx) => {
+    acceptStream(ctx).close();
+    ctx.responseUserFields = new Map([["x-answer", "42"]]);
+    return new Uint8Array(0);
+  }, async (ch) => {
+    const r = await ch.call("S", "Plain", new Uint8Array(0)); // a plain call first: no headers
+    assertEquals(r.userFields, undefined);
+    const table = await ch._streams();
+    const opened = await openStream(ch, "S", "M", new Uint8Array(0));
+    assertEquals(opened.userFields?.get("x-answer"), "42");
+    assertEquals(await opened.stream.read(), undefined);
+    assertEquals(table.size, 0);
+  });
+});
