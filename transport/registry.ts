@@ -1,12 +1,12 @@
 /**
  * The fabrics verbus knows: one descriptor per fabric (`transport/<fabric>/descriptor.ts`), one
- * line each in {@link FABRIC_DESCRIPTORS}. Everything that lists fabrics iterates it: the
- * providers here, capabilities and doctor, the CLI's choices, the shared fabric suites. The kind
- * names live in the leaf `fabric_kinds.ts` (the contract imports them from there, not from this
- * list of its implementations). Each fabric's `provider.ts` is loaded lazily (its descriptor's
- * literal dynamic import, so bundlers include it) and only when asked for, so a host without
- * RDMA never loads the verbs code. Loading has no side effects; a fabric that cannot be built
- * becomes a reason string, never a crash.
+ * line each in the table below, listed as {@link FABRIC_DESCRIPTORS}. Everything that lists
+ * fabrics iterates that list: the providers here, capabilities and doctor, the CLI's choices, the
+ * shared fabric suites. The kind names live in the leaf `fabric_kinds.ts` (the contract imports
+ * them from there, not from this list of its implementations). Each fabric's `provider.ts` is
+ * loaded lazily (its descriptor's literal dynamic import, so bundlers include it) and only when
+ * asked for, so a host without RDMA never loads the verbs code. Loading has no side effects; a
+ * fabric that cannot be built becomes a reason string, never a crash.
  * Control path; one JS thread.
  * @module
  */
