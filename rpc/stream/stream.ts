@@ -28,7 +28,7 @@ import {
   type StreamSettings,
 } from "../protocol/stream_frame.ts";
 import { StreamError } from "./stream_error.ts";
-import { StreamInbox } from "./stream_inbox.ts";
+import { StreamInbox, type UnreadBudget } from "./stream_inbox.ts";
 import type { ResolvedStreamOptions } from "./stream_options.ts";
 
 /** What a stream needs of its connection (its `StreamTable`). */
@@ -39,9 +39,14 @@ export interface StreamLink {
   readonly writeBlocked: boolean;
   /** The stream ended: its id is free. */
   release(s: Stream): void;
+  /** What the connection's streams may hold unread together. */
+  readonly budget: UnreadBudget;
   /** Where the stream is, for messages ("stream 3 to 10.0.0.1:8000"). */
   describe(id: number): string;
 }
+
+/** Most bytes held before connecting by a stream without a window (`maxBufSize` 0). */
+const HELD_WITHOUT_WINDOW = 2 * 1024 * 1024;
 
 /** A reader that keeps reading reports what it consumed at least every this many bytes. */
 const FEEDBACK_EVERY = 64 * 1024;
@@ -93,7 +98,8 @@ export class Stream implements AsyncIterable<Uint8Array> {
     this.#link = link;
     this.#opts = opts;
     this.#remote = remote;
-    this.#inbox = new StreamInbox(opts.maxUnreadBytes, opts.maxMessageSize, this.#oweFeedback);
+    const { maxUnreadBytes, maxMessageSize } = opts;
+    this.#inbox = new StreamInbox(maxUnreadBytes, maxMessageSize, this.#oweFeedback, link.budget);
   }
 
   /** This side's settings, for the meta of the opening call or of its answer. */
@@ -253,6 +259,8 @@ export class Stream implements AsyncIterable<Uint8Array> {
   #hasRoom(): boolean {
     const b = this.#opts.maxBufSize;
     if (b > 0 && this.#produced >= this.#remoteConsumed + b) return false;
+    // Without a window, what is held before the stream is connected is bounded all the same.
+    if (b === 0 && !this.#connected && this.#produced >= HELD_WITHOUT_WINDOW) return false;
     return !(this.#connected && this.#link.writeBlocked);
   }
 

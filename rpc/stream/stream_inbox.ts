@@ -12,6 +12,15 @@ import type { StreamError } from "./stream_error.ts";
 
 const EMPTY = new Uint8Array(0);
 
+/**
+ * What all streams of one connection may hold unread (and in partial messages) together: a
+ * peer that opens many streams and fills each to its own bound still meets this one.
+ */
+export interface UnreadBudget {
+  used: number;
+  readonly max: number;
+}
+
 /** Why a push was refused (the stream must then be reset). */
 export type InboxOverrun = string;
 
@@ -34,6 +43,8 @@ export class StreamInbox {
     private readonly maxMessage: number,
     /** Called when a read handed out bytes (to owe the peer a feedback). */
     private readonly onConsumed: () => void,
+    /** The connection's budget, shared by its streams. */
+    private readonly budget: UnreadBudget,
   ) {}
 
   /** Bytes received and not read yet. */
@@ -58,9 +69,12 @@ export class StreamInbox {
       if (this.#segmentBytes > this.maxMessage) {
         return `a message of more than ${this.maxMessage} bytes (maxMessageSize)`;
       }
+      if (this.budget.used + segment.length > this.budget.max) return this.#overBudget();
+      this.budget.used += segment.length;
       this.#segments.push(segment);
       if (!last) return undefined;
       msg = join(this.#segments, this.#segmentBytes);
+      this.budget.used -= this.#segmentBytes;
       this.#segments = [];
       this.#segmentBytes = 0;
     }
@@ -77,9 +91,15 @@ export class StreamInbox {
         this.#unread + msg.length
       } unread bytes, more than maxUnreadBytes=${this.maxUnread}`;
     }
+    if (this.budget.used + msg.length > this.budget.max) return this.#overBudget();
+    this.budget.used += msg.length;
     this.#unread += msg.length;
     this.#queue.push(msg);
     return undefined;
+  }
+
+  #overBudget(): InboxOverrun {
+    return `more than the connection's ${this.budget.max} unread bytes over all its streams`;
   }
 
   /** The next message; undefined once the stream ended cleanly and all were read. */
@@ -89,6 +109,7 @@ export class StreamInbox {
       this.#queue[this.#head++] = EMPTY;
       if (this.#head === this.#queue.length) (this.#queue = [], this.#head = 0);
       this.#unread -= m.length;
+      this.budget.used -= m.length;
       this.#take(m.length);
       return Promise.resolve(m);
     }
@@ -115,9 +136,12 @@ export class StreamInbox {
     if (this.#end !== undefined) return;
     this.#end = error;
     this.#segments = [];
+    this.budget.used -= this.#segmentBytes;
+    this.#segmentBytes = 0;
     if (drop || error !== null) {
       this.#queue = [];
       this.#head = 0;
+      this.budget.used -= this.#unread;
       this.#unread = 0;
     }
     const w = this.#waiter;

@@ -22,6 +22,7 @@ import {
 } from "../protocol/stream_frame.ts";
 import type { RpcMeta } from "../protocol/rpc_meta.ts";
 import { Stream, type StreamLink } from "./stream.ts";
+import type { UnreadBudget } from "./stream_inbox.ts";
 import { StreamError } from "./stream_error.ts";
 import { resolveStreamOptions, type StreamOptions } from "./stream_options.ts";
 
@@ -35,6 +36,9 @@ export interface StreamConn extends FrameSink {
 
 /** Where a client's table hands the answer of a stream's opening call (its channel). */
 export type AnswerSink = (meta: RpcMeta, payload: Uint8Array, attachment: Uint8Array) => void;
+
+/** What all streams of one connection may hold unread together (past it: the stream is reset). */
+export const MAX_UNREAD_PER_CONNECTION = 64 * 1024 * 1024;
 
 /** Most streams open at once on one connection (a peer opening more is refused). */
 export const MAX_STREAMS_PER_CONNECTION = 4096;
@@ -56,6 +60,7 @@ export class StreamTable implements StreamLink {
   #nextId = 1;
   #ended: StreamError | null = null;
   readonly stats: StreamTableStats = { opened: 0, unknown: 0, undecodable: 0 };
+  readonly budget: UnreadBudget = { used: 0, max: MAX_UNREAD_PER_CONNECTION };
   /** The last undecodable frame's error (for a log line by the owner). */
   lastError: ProtocolError | undefined = undefined;
 
@@ -87,8 +92,9 @@ export class StreamTable implements StreamLink {
         `${this.#where}: ${MAX_STREAMS_PER_CONNECTION} streams are open on this connection already`,
       );
     }
-    const id = this.#nextId++;
-    if (this.#nextId > 0x7fffffff) this.#nextId = 1;
+    let id = this.#nextId;
+    while (this.#streams.has(id)) id = id === 0x7fffffff ? 1 : id + 1; // after a wrap-around
+    this.#nextId = id === 0x7fffffff ? 1 : id + 1;
     const s = new Stream(id, this, opts, remote);
     this.#streams.set(id, s);
     this.stats.opened++;

@@ -210,3 +210,47 @@ test("hostile stream frames end only their stream; the connection's other calls 
     await server.close();
   }
 });
+
+test("streams that stay within their own bound still meet the connection's (64 MiB unread)", async () => {
+  const byRemote = new Map<number, Stream>();
+  const handler: Handler = (_req, ctx) => {
+    const s = acceptStream(ctx, { maxUnreadBytes: 40 << 20, maxMessageSize: 2 << 20 });
+    byRemote.set(Number(s.remoteId), s); // never reads
+    return new Uint8Array(0);
+  };
+  const logger = { warn: () => {} };
+  const server = await serve({
+    port: 0,
+    fabric: false,
+    logger,
+    services: { S: { M: handler, Plain: (r) => r } },
+  });
+  const peer = await RawPeer.open(server.port);
+  try {
+    const chunk = new Uint8Array(1 << 20);
+    for (const id of [21, 22, 23]) {
+      const to = await peer.open(id, id);
+      for (let i = 0; i < 24; i++) {
+        peer.send({
+          streamId: to,
+          sourceStreamId: id,
+          frameType: FRAME_DATA,
+          hasContinuation: false,
+        }, chunk);
+      }
+    }
+    await peer.frame((f) => f.meta.streamId === 23 && f.meta.frameType === FRAME_RST, 20_000);
+    const end = await byRemote.get(23)!.ended;
+    assertEquals(end?.kind, "overrun");
+    assert(/connection's 67108864 unread bytes/.test(end!.message), end!.message);
+    assertEquals(byRemote.get(21)!.unreadBytes, 24 << 20);
+    assertEquals(byRemote.get(22)!.unreadBytes, 24 << 20);
+    assertEquals(await peer.plain(99, "on"), "on");
+    // what the reset stream held is released: a reader of the others goes on
+    for (let i = 0; i < 24; i++) await byRemote.get(21)!.read();
+    assertEquals(byRemote.get(21)!.unreadBytes, 0);
+  } finally {
+    peer.conn.close();
+    await server.close();
+  }
+});
