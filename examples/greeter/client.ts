@@ -1,7 +1,8 @@
 /**
  * The greeter example's client: a `createClient` of the generated `GreeterService` and of brpc's
  * `EchoService` over a verbus transport (shm when the server is on this host, else RDMA / URMA /
- * TCP), printing what came back and the fabric that carried it.
+ * TCP), printing what came back and the fabric that carried it, then `greetMany`'s greetings
+ * streamed back (a brpc stream on the TCP connection).
  *
  *   deno run -A examples/greeter/client.ts PORT [NAME]   (or: bun examples/greeter/client.ts …)
  * @module
@@ -22,4 +23,10 @@ const { greeting, count } = await greeter.greet({ name }, { timeoutMs: 2000 });
 const { message } = await echo.echo({ message: `echo from ${RUNTIME}` });
 const fabric = (await transport.client()).fabric;
 console.log(`[${RUNTIME}] ${greeting} (greeting #${count}) | ${message} | fabric: ${fabric}`);
+// A server-streaming method: the greetings come one by one on a stream (over the TCP connection).
+const streamed: string[] = [];
+for await (const r of greeter.greetMany({ name, times: 3 }, { timeoutMs: 2000 })) {
+  streamed.push(r.greeting);
+}
+console.log(`[${RUNTIME}] streamed: ${streamed.join(" | ")}`);
 await transport.close();
