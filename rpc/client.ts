@@ -32,7 +32,9 @@ export { ENOSERVICE, RpcError } from "./errors.ts";
  * leaves the client on TCP, with the reason in `client.handshake`. `agent:NAME`: joins the
  * same-host agent NAME (`verbus agent`) — the same call API, every call forwarded over the
  * agent's one connection. A naming-service URL (`SCHEME://…`): the servers it names, each call
- * balanced (`lb`), retried and reported with its `server` and `attempts`. Options are validated
+ * balanced (`lb`), retried and reported with its `server` and `attempts`. With `shared: true`, a
+ * `HOST:PORT` client is the process's one client of that server, which cluster clients and
+ * Connect transports naming it use too (`cluster/shared_client.ts`). Options are validated
  * (INVALID_OPTIONS names the bad field).
  */
 export async function connect(
@@ -63,6 +65,11 @@ export async function connect(
     // A naming service: the servers it names (rpc/cluster/), loaded only when asked for.
     const { connectCluster } = await import("./cluster/cluster_client.ts");
     return await connectCluster(address as string, options as ClusterOptions);
+  }
+  if ((options as ClientOptions).shared) {
+    // The process's one client of that server, shared with clusters and transports.
+    const { connectShared } = await import("./cluster/shared_client.ts");
+    return await connectShared(address, options as ClientOptions);
   }
   return await connectDirect(address, options as ClientOptions);
 }

@@ -53,6 +53,7 @@ export const connectOptionsSchema: z.ZodObject<
     refreshEvery: z.ZodDefault<z.ZodNumber>;
     faults: z.ZodDefault<typeof faultsSchema>;
     progress: typeof progressOptionsSchema;
+    shared: z.ZodDefault<z.ZodBoolean>;
   },
   z.core.$strict
 > = ChannelOptionsSchema.extend({
@@ -70,6 +71,13 @@ export const connectOptionsSchema: z.ZodObject<
   reestablishMs: z.number().int().min(0).max(3_600_000).default(2000),
   /** Refresh the server's control-page snapshot every N fabric calls (0 = never). */
   refreshEvery: z.number().int().min(0).default(64),
+  /**
+   * Use the process's one connection (and fabric session) to this server, the one cluster
+   * clients and Connect transports naming the same address and options use, instead of a client
+   * of its own (`rpc/cluster/shared_client.ts`): `close()` then gives this hold back, and
+   * `stats()` counts every user's calls. Default false: a client of its own.
+   */
+  shared: z.boolean().default(false),
   faults: faultsSchema.default({ fabricDown: false, opFail: 0, errors: 0 }),
   /** Progress-loop tunables. */
   progress: progressOptionsSchema,
@@ -92,6 +100,7 @@ export function channelOptionsOf(settings: ConnectSettings): z.output<typeof Cha
     progress: _progress,
     providerOptions: _providerOptions,
     reestablishMs: _reestablishMs,
+    shared: _shared,
     ...channelOptions
   } = settings;
   return channelOptions;

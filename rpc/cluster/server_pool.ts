@@ -1,10 +1,11 @@
 /**
  * One connection per server, shared: a process keeps one direct client — one TCP connection and
  * at most one fabric session — per (server address, connection options), however many cluster
- * clients name that server. As brpc keys its sockets by address and a signature of the transport,
- * the key here is the address plus the options (so a TCP-only user and a fabric user of one
- * server do not share). A server's client is made lazily, at its first call, and closed when the
- * last user releases it.
+ * clients, Connect transports and `connect("HOST:PORT", { shared: true })` users name that
+ * server. As brpc keys its sockets by address and a signature of the transport, the key here is
+ * the address as written plus the options (so a TCP-only user and a fabric user of one server do
+ * not share; `shared` itself is not part of it). A server's client is made lazily, at its first
+ * call, and closed when the last user releases it.
  *
  * Fabric sessions are capped per process (`maxFabricSessions`): past the cap a new server's
  * client is TCP-only and says why in its handshake reason — shared memory and queue pairs are
@@ -71,7 +72,8 @@ export class ServerPool {
   }
 
   /** A hold on `address`'s client made with `options` (nothing connects until asked). */
-  acquire(address: string, options: ClientOptions = {}): ServerLease {
+  acquire(address: string, keyed: ClientOptions = {}): ServerLease {
+    const { shared: _shared, ...options } = keyed;
     const key = `${address}|${JSON.stringify(options)}`;
     let e = this.#entries.get(key);
     if (!e) {
