@@ -11,6 +11,7 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { VerbusError } from "../../errors.ts";
 import { serve } from "../../rpc/server.ts";
+import type { FabricHostOptions } from "../../rpc/session/fabric_host.ts";
 import type { ServerCall } from "../../rpc/protocol/dispatch.ts";
 import { ServerSession } from "../../rpc/session/server_session.ts";
 import type { VerbusHandlerContext } from "../../rpc/connect/service.ts";
@@ -97,7 +98,7 @@ for (const plane of PLANES) {
         );
       },
       undefined,
-      plane.server,
+      plane.server as Partial<FabricHostOptions>,
     );
   });
 
@@ -123,7 +124,7 @@ for (const plane of PLANES) {
         });
       },
       undefined,
-      plane.server,
+      plane.server as Partial<FabricHostOptions>,
     );
   });
 }
@@ -229,7 +230,7 @@ test("call headers given as a plain object map as a Headers would make them", ()
     requestId: "r1",
     logId: 5,
   });
-  for (const bad of [{ "bad name": "v" }, { "x-v": "a\nb" }, { "x-v": "✓" }]) {
+  for (const bad of [{ "bad name": "v" }, { "x-v": "a\nb" }, { "x-v": "✓" }] as HeadersInit[]) {
     assertThrows(() => callOptionsOf(bad, undefined), TypeError);
   }
 });
