@@ -102,9 +102,14 @@ export type {
 } from "./rpc/server.ts";
 // brpc Streaming RPC on the TCP connection: a client opens a stream with a call, the handler
 // accepts it; wire-compatible with stock brpc (StreamCreate / StreamAccept).
-export { acceptStream, callHasStream } from "./rpc/stream/accept.ts";
-export { openStream } from "./rpc/stream/open.ts";
-export type { OpenedStream, OpenStreamOptions, StreamVia } from "./rpc/stream/open.ts";
+export { acceptStream, acceptStreams, callHasStream } from "./rpc/stream/accept.ts";
+export { openStream, openStreams } from "./rpc/stream/open.ts";
+export type {
+  OpenedStream,
+  OpenedStreams,
+  OpenStreamOptions,
+  StreamVia,
+} from "./rpc/stream/open.ts";
 export { Stream } from "./rpc/stream/stream.ts";
 export { StreamError } from "./rpc/stream/stream_error.ts";
 export type { StreamEndKind } from "./rpc/stream/stream_error.ts";

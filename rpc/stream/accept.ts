@@ -33,8 +33,8 @@ import { StreamTable } from "./stream_table.ts";
 
 const EMPTY = new Uint8Array(0);
 
-/** The stream each call accepted (at most one), until its answer is sent. */
-const accepted = new WeakMap<object, Stream>();
+/** The streams each call accepted (its first and extra streams), until its answer is sent. */
+const accepted = new WeakMap<object, Stream[]>();
 
 /** The table of a sink that carries streams (a TCP server connection), else undefined. */
 function tableOf(ctx: CallContext): StreamTable | undefined {
@@ -49,11 +49,26 @@ export function callHasStream(ctx: CallContext): boolean {
 
 /**
  * Accepts the stream the client opened with this call (call it before the handler returns).
- * Throws {@link StreamError} kind "refused" when the call carries no stream, arrived on a path
- * without streams (a fabric session), or accepted one already; VerbusError INVALID_OPTIONS for
- * bad options.
+ * Throws {@link StreamError} kind "refused" when the call carries no stream, several (a brpc
+ * client's `StreamCreate(streams, n, …)`: accept them with {@link acceptStreams}), arrived on a
+ * path without streams (a fabric session), or accepted one already; VerbusError INVALID_OPTIONS
+ * for bad options.
  */
 export function acceptStream(ctx: CallContext, options?: StreamOptions): Stream {
+  const all = accept(ctx, options, false);
+  return all[0];
+}
+
+/**
+ * Accepts every stream the client opened with this call, in its order: the first and its
+ * `extra_stream_ids` (brpc's batch `StreamAccept(streams, …)`); the answer names this side's in
+ * the same order. Throws as {@link acceptStream} does (one stream is a batch of one).
+ */
+export function acceptStreams(ctx: CallContext, options?: StreamOptions): Stream[] {
+  return accept(ctx, options, true);
+}
+
+function accept(ctx: CallContext, options: StreamOptions | undefined, batch: boolean): Stream[] {
   const where = `${ctx.service}.${ctx.method}`;
   const raw = (ctx as Partial<ServerCall>).meta?.streamSettings;
   if (raw === undefined) throw new StreamError("refused", `${where}: the call opened no stream`);
@@ -70,9 +85,22 @@ export function acceptStream(ctx: CallContext, options?: StreamOptions): Stream 
   } catch (e) {
     throw new StreamError("refused", `${where}: ${(e as Error).message}`, e);
   }
-  const s = table.create(options, remote);
-  accepted.set(ctx, s);
-  return s;
+  const extra = remote.extraStreamIds;
+  if (!batch && extra.length > 0) {
+    const n = extra.length + 1;
+    throw new StreamError("refused", `${where}: the client opened ${n} streams (acceptStreams)`);
+  }
+  const all = [table.create(options, { ...remote, extraStreamIds: [] })];
+  try {
+    for (const id of extra) {
+      all.push(table.create(options, { ...remote, streamId: id, extraStreamIds: [] }));
+    }
+  } catch (e) {
+    for (const s of all) s._fail(e as StreamError);
+    throw e;
+  }
+  accepted.set(ctx, all);
+  return all;
 }
 
 /**
@@ -95,8 +123,9 @@ export function answerStreamCall(
   } catch {
     return false;
   }
-  const s = accepted.get(call);
+  const all = accepted.get(call);
   accepted.delete(call);
+  const s = all?.[0];
   const ok = errorCode === 0;
   const meta: RpcMeta = { correlationId: call.correlationId };
   if (!ok) meta.response = { errorCode, errorText };
@@ -104,7 +133,10 @@ export function answerStreamCall(
   meta.userFields = call.responseUserFields;
   meta.trailers = call.responseTrailers;
   if (!ok) meta.errorDetails = call.errorDetails;
-  if (ok && s !== undefined) meta.streamSettings = encodeStreamSettings(s.settings());
+  if (ok && s !== undefined) {
+    const extraStreamIds = all!.slice(1).map((x) => x.id);
+    meta.streamSettings = encodeStreamSettings({ ...s.settings(), extraStreamIds });
+  }
   const frame = encodeFrame(meta, ok ? response : EMPTY, ok ? call.responseAttachment : EMPTY);
   const wrapper = {
     streamId: remote.streamId,
@@ -113,9 +145,9 @@ export function answerStreamCall(
     hasContinuation: false,
   };
   table.send(encodeStreamFrame(wrapper, frame));
-  if (s !== undefined) {
-    if (ok) s._connect(s.remoteSettings!);
-    else s._fail(new StreamError("refused", `${call.service}.${call.method} failed: ${errorText}`));
+  for (const x of all ?? []) {
+    if (ok) x._connect(x.remoteSettings!);
+    else x._fail(new StreamError("refused", `${call.service}.${call.method} failed: ${errorText}`));
   }
   return true;
 }

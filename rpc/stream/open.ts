@@ -16,6 +16,7 @@
  */
 import type { CallOptions } from "../channel_call.ts";
 import type { Channel } from "../channel.ts";
+import { VerbusError } from "../../errors.ts";
 import { FrameParser } from "../protocol/frame_parser.ts";
 import type { RpcMeta } from "../protocol/rpc_meta.ts";
 import { decodeStreamSettings, encodeStreamSettings } from "../protocol/stream_frame.ts";
@@ -63,12 +64,44 @@ export async function openStream(
   request: Uint8Array,
   options: OpenStreamOptions = {},
 ): Promise<OpenedStream> {
+  const { streams, ...rest } = await openStreams(via, service, method, request, 1, options);
+  return { stream: streams[0], ...rest };
+}
+
+/** What {@link openStreams} resolves with: the streams in the order opened. */
+export type OpenedStreams = Omit<OpenedStream, "stream"> & { streams: Stream[] };
+
+/**
+ * Opens `count` streams with one call (brpc's batch `StreamCreate(streams, count, …)`: the first
+ * in `stream_id`, the others in `extra_stream_ids`); the server accepts them all
+ * (`acceptStreams`, brpc's batch `StreamAccept`) and they pair up in order. Rejects as
+ * {@link openStream}; a stream the server did not pair fails with kind "refused".
+ */
+export async function openStreams(
+  via: StreamVia,
+  service: string,
+  method: string,
+  request: Uint8Array,
+  count: number,
+  options: OpenStreamOptions = {},
+): Promise<OpenedStreams> {
+  if (!Number.isInteger(count) || count < 1 || count > 1024) {
+    throw new VerbusError("INVALID_ARGUMENT", `openStreams: count must be 1..1024, got ${count}`);
+  }
   const channel = channelOf(via);
   const table = await channel._streams();
   const { stream: streamOptions, ...callOptions } = options;
-  const s = table.create(streamOptions, null);
-  s._expectAnswer((bytes) => unwrapAnswer(table, s, bytes));
-  const settings = encodeStreamSettings(s.settings());
+  const streams: Stream[] = [];
+  try {
+    for (let i = 0; i < count; i++) streams.push(table.create(streamOptions, null));
+  } catch (e) {
+    for (const x of streams) x._fail(e as StreamError);
+    throw e;
+  }
+  const first = streams[0];
+  first._expectAnswer((bytes) => unwrapAnswer(table, streams, bytes));
+  const extraStreamIds = streams.slice(1).map((x) => x.id);
+  const settings = encodeStreamSettings({ ...first.settings(), extraStreamIds });
   let answer;
   try {
     answer = await channel.call(service, method, request, {
@@ -77,26 +110,30 @@ export async function openStream(
     });
   } catch (e) {
     const text = e instanceof Error ? e.message : String(e);
-    s._fail(new StreamError("refused", `${service}.${method} failed: ${text}`, e));
+    for (const x of streams) {
+      x._fail(new StreamError("refused", `${service}.${method} failed: ${text}`, e));
+    }
     throw e;
   }
-  if (s.remoteSettings === null) {
+  if (first.remoteSettings === null) {
     const e = new StreamError(
       "refused",
       `${service}.${method} answered without accepting a stream`,
     );
-    s._fail(e);
+    for (const x of streams) x._fail(e);
     throw e;
   }
   const { response, attachment, userFields, trailers } = answer;
-  return { stream: s, response, attachment, userFields, trailers };
+  return { streams, response, attachment, userFields, trailers };
 }
 
 /**
- * The first message of a client stream is the opening call's answer (a whole baidu_std frame):
- * connect the stream with the settings it carries, then hand the answer to the channel.
+ * The first message of a client's first stream is the opening call's answer (a whole baidu_std
+ * frame): connect the streams with the settings it carries (the first with its `stream_id`, the
+ * others in order with its `extra_stream_ids`), then hand the answer to the channel.
  */
-function unwrapAnswer(table: StreamTable, s: Stream, bytes: Uint8Array): void {
+function unwrapAnswer(table: StreamTable, streams: Stream[], bytes: Uint8Array): void {
+  const s = streams[0];
   let got: [RpcMeta, Uint8Array, Uint8Array] | undefined;
   const parser = new FrameParser((m, p, a) => (got = [m, p, a]));
   try {
@@ -110,7 +147,20 @@ function unwrapAnswer(table: StreamTable, s: Stream, bytes: Uint8Array): void {
   const raw = meta.streamSettings;
   if (raw !== undefined && !meta.response?.errorCode) {
     try {
-      s._connect(decodeStreamSettings(raw));
+      const remote = decodeStreamSettings(raw);
+      const extra = remote.extraStreamIds;
+      s._connect({ ...remote, extraStreamIds: [] });
+      for (let i = 1; i < streams.length; i++) {
+        const id = extra[i - 1];
+        if (id === undefined) {
+          streams[i]._fail(
+            new StreamError(
+              "refused",
+              `the server paired ${extra.length + 1} of ${streams.length} streams`,
+            ),
+          );
+        } else streams[i]._connect({ ...remote, streamId: id, extraStreamIds: [] });
+      }
     } catch (e) {
       s.reset(`the answer's stream_settings: ${(e as Error).message}`);
     }

@@ -7,8 +7,8 @@ import { type Channel, connect } from "../../rpc/channel.ts";
 import { RpcError } from "../../rpc/errors.ts";
 import type { Handler } from "../../rpc/protocol/dispatch.ts";
 import { serve, type Server } from "../../rpc/server.ts";
-import { acceptStream } from "../../rpc/stream/accept.ts";
-import { openStream } from "../../rpc/stream/open.ts";
+import { acceptStream, acceptStreams } from "../../rpc/stream/accept.ts";
+import { openStream, openStreams } from "../../rpc/stream/open.ts";
 import type { Stream } from "../../rpc/stream/stream.ts";
 import { StreamError } from "../../rpc/stream/stream_error.ts";
 import { assert, assertEquals, assertRejects, test } from "../harness.ts";
@@ -170,5 +170,34 @@ test("the opening call's answer carries the handler's response headers (user_fie
     assertEquals(opened.userFields?.get("x-answer"), "42");
     assertEquals(await opened.stream.read(), undefined);
     assertEquals(table.size, 0);
+  });
+});
+
+test("batch streams: openStreams(3) pairs with acceptStreams in order; acceptStream refuses a batch", async () => {
+  let refused = "";
+  await withStreamServer((_r, ctx) => {
+    try {
+      acceptStream(ctx);
+    } catch (e) {
+      refused = (e as Error).message;
+    }
+    const all = acceptStreams(ctx);
+    all.forEach((s, i) => {
+      (async () => {
+        for await (const m of s) await s.write(te.encode(`${i}:${td.decode(m)}`));
+        s.close();
+      })().catch(() => {});
+    });
+    return new Uint8Array(0);
+  }, async (ch) => {
+    const { streams } = await openStreams(ch, "S", "M", new Uint8Array(0), 3);
+    assert(/opened 3 streams/.test(refused), refused);
+    assertEquals(streams.length, 3);
+    for (const [i, s] of streams.entries()) await s.write(te.encode(`hi${i}`));
+    for (const [i, s] of streams.entries()) {
+      assertEquals(td.decode((await s.read())!), `${i}:hi${i}`);
+    }
+    for (const s of streams) s.close();
+    await assertRejects(() => openStreams(ch, "S", "M", new Uint8Array(0), 0));
   });
 });
