@@ -30,6 +30,12 @@ function startServer(url: string, ttlSeconds = 10, lines: string[] = []): Promis
   });
 }
 
+/** `verbus serve --register URL` (TCP only) on this runtime, with `extra` arguments. */
+function serveRegistered(url: string, extra: string[], ready?: RegExp) {
+  const args = ["serve", "--port", "0", "--fabric", "none", "--register", url, ...extra];
+  return spawnScript(rt, "cli/main.ts", { args, ...(ready ? { ready } : {}) });
+}
+
 test("advertised address: the listening host, brackets for IPv6, a real one for wildcards", () => {
   assertEquals(advertisedAddress("127.0.0.1", 80), "127.0.0.1:80");
   assertEquals(advertisedAddress("::1", 80), "[::1]:80");
@@ -94,19 +100,7 @@ test(
   async () => {
     await withEtcd(async (etcd) => {
       const url = etcd.url("kill/demo");
-      const child = await spawnScript(rt, "cli/main.ts", {
-        args: [
-          "serve",
-          "--port",
-          "0",
-          "--fabric",
-          "none",
-          "--register",
-          url,
-          "--register-ttl",
-          "2",
-        ],
-      });
+      const child = await serveRegistered(url, ["--register-ttl", "2"]);
       const ns = etcdNaming(url, { timeoutMs: 2000 });
       try {
         const r = new Recorder();
@@ -135,23 +129,8 @@ test(
   async () => {
     await withEtcd(async (etcd) => {
       const url = etcd.url("tagged/demo");
-      const child = await spawnScript(rt, "cli/main.ts", {
-        args: ["serve", "--port", "0", "--fabric", "none", "--json", "--register", url],
-        ready: /\{"listening":true.*\}\n/,
-      });
-      const tagged = await spawnScript(rt, "cli/main.ts", {
-        args: [
-          "serve",
-          "--port",
-          "0",
-          "--fabric",
-          "none",
-          "--register",
-          url,
-          "--register-tag",
-          "3",
-        ],
-      });
+      const child = await serveRegistered(url, ["--json"], /\{"listening":true.*\}\n/);
+      const tagged = await serveRegistered(url, ["--register-tag", "3"]);
       const ns = etcdNaming(url, { timeoutMs: 2000 });
       try {
         const line = JSON.parse(/\{"listening":true.*\}/.exec(child.output())![0]);
