@@ -50,3 +50,30 @@ test("brpc-ubring: 300 calls in flight, 13 KB messages and attachments, a 5 MB c
     await server.close();
   }
 });
+
+test("brpc-ubring: connections closed while the poller waits idle on their memory, both sides", async () => {
+  const log = logger();
+  const server = await serve({
+    port: 0,
+    services,
+    brpcUbring: { idlePollMs: 20 },
+    fabric: false,
+    logger: log,
+  });
+  try {
+    for (let i = 0; i < 5; i++) {
+      const ch = await connect(`127.0.0.1:${server.port}`, {
+        brpcUbring: { idlePollMs: 20 },
+        logger: log,
+      });
+      assertEquals((await ch.call("t.B", "Echo", bytes(100, i))).response, bytes(100, i));
+      await new Promise((r) => setTimeout(r, 10 + i * 7)); // past spinMs: the poller waits idle
+      await ch.close();
+    }
+    await new Promise((r) => setTimeout(r, 50));
+    assertEquals(server.brpcUbring!.outcomes.ESTABLISHED, 5);
+    assertEquals(log.lines, []);
+  } finally {
+    await server.close();
+  }
+});

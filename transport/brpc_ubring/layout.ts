@@ -80,7 +80,8 @@
  * ## Notification
  * None: no futex, eventfd or doorbell. brpc polls every connection from its poller bthreads
  * (`--ub_poller_num`), reading the head block's flag (and, edge-triggered, RxEventQ.io_id).
- * verbus polls the same way (poller.ts): hot while traffic flows, on a short timer when idle.
+ * verbus polls the same way (poller.ts): hot while traffic flows; idle, in short futex waits on
+ * the io_id word (which only their timeout or an io_id already moved ends: nobody wakes them).
  *
  * ## Liveness and close
  * Heartbeat every 5 s (`--ub_hb_timer_interval`): set the peer's heart_beat to 1, check (and

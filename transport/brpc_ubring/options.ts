@@ -29,10 +29,13 @@ export const brpcUbringOptionsSchema: z.ZodObject<{
   heartbeatMisses: z.number().int().min(1).max(1_000_000).default(10),
   /**
    * After the last byte moved, the poller keeps looking every turn of the event loop for this
-   * long (hot), then on a timer of {@link idlePollMs}: the UBRing peer rings no bell.
+   * long (hot), then waits idle up to `idlePollMs` at a time: the UBRing peer rings no bell.
    */
   spinMs: z.number().min(0).max(10_000).default(2),
-  /** Timer period of the idle poller (ms): the added latency of the first call after a pause. */
+  /**
+   * Longest idle wait of the poller (ms; a futex wait off the JS thread, a timer without the
+   * helper): about the added latency of the first call after a pause.
+   */
   idlePollMs: z.number().int().min(1).max(1000).default(1),
 }).strict();
 

@@ -5,13 +5,20 @@
  *
  * Hot while bytes move: every turn of the event loop (a macrotask, so sockets and timers run in
  * between) until `spinMs` after the last byte moved or a connection asked for it
- * ({@link UbringPoller.kick}, e.g. after sending a request). Then idle: every `idlePollMs` on a
- * timer. The loop ends when no connection is left.
+ * ({@link UbringPoller.kick}, e.g. after sending a request). Then idle: a futex wait of at most
+ * `idlePollMs` off the JS thread (the helper's nonblocking `vb_futex_wait`) on the io_id word the
+ * peer bumps after each write into the first connection's ring — nobody wakes it, but it ends the
+ * moment the word differs from what the last round saw, and at its timeout without the 4 ms
+ * clamp a chain of timers gets; without the helper, a timer. The loop ends when no connection is
+ * left. A connection whose object the wait still names is unmapped when the wait returns
+ * ({@link UbringPoller.release}).
  *
  * Data path (no allocation per round). Threading: the JS thread that created the connections.
  * @module
  */
 import { setImmediate } from "node:timers";
+import { type Helper, loadHelper } from "../../ffi/helper.ts";
+import type { NonNullPtr } from "../../ffi/types.ts";
 
 /** A connection the poller pumps. */
 export interface Pumpable {
@@ -19,6 +26,8 @@ export interface Pumpable {
   pump(now: number): boolean;
   readonly spinMs: number;
   readonly idlePollMs: number;
+  /** The word the peer bumps when it writes, and its value at the last pump (null: none). */
+  wakeWord(): { pointer: NonNullPtr; seen: number } | null;
 }
 
 const immediate = (): Promise<void> => new Promise((r) => setImmediate(r));
@@ -33,9 +42,17 @@ export class UbringPoller {
   #idleMs = 1000;
   /** Rounds run (hot and idle), for tests and stats. */
   rounds = 0;
+  /** The helper (futex waits), false when it cannot load, null until tried. */
+  #helper: Helper | false | null = null;
+  #waitingOn: Pumpable | null = null;
+  #afterWait: (() => void)[] = [];
 
   /** Starts pumping `c`. */
   add(c: Pumpable): void {
+    if (this.#helper === null) {
+      this.#helper = false;
+      loadHelper().then((h) => (this.#helper = h), () => {});
+    }
     this.#conns.add(c);
     this.#spinMs = Math.max(this.#spinMs, c.spinMs);
     this.#idleMs = Math.min(this.#idleMs, c.idlePollMs);
@@ -49,6 +66,12 @@ export class UbringPoller {
       this.#spinMs = 0;
       this.#idleMs = 1000;
     }
+  }
+
+  /** Runs `fn` (an unmap of `c`'s memory) now, or once the idle wait on `c`'s word returned. */
+  release(c: Pumpable, fn: () => void): void {
+    if (this.#waitingOn === c) this.#afterWait.push(fn);
+    else fn();
   }
 
   /** Goes hot now (an answer is expected, or a reader resumed). */
@@ -67,10 +90,27 @@ export class UbringPoller {
         for (const c of this.#conns) if (c.pump(now)) moved = true;
         if (moved) this.#hotUntil = now + this.#spinMs;
         if (now < this.#hotUntil) await immediate();
-        else await sleep(this.#idleMs);
+        else await this.#idle();
       }
     } finally {
       this.#running = false;
+    }
+  }
+
+  /** One idle wait: on the first connection's wake word when the helper is there, else a timer. */
+  async #idle(): Promise<void> {
+    const h = this.#helper;
+    const c: Pumpable | undefined = this.#conns.values().next().value;
+    const w = h && c !== undefined ? c.wakeWord() : null;
+    if (!h || w === null) return await sleep(this.#idleMs);
+    this.#waitingOn = c!;
+    try {
+      await h.lib.nonblocking.vb_futex_wait(w.pointer, w.seen >>> 0, this.#idleMs);
+    } finally {
+      this.#waitingOn = null;
+      const after = this.#afterWait;
+      this.#afterWait = [];
+      for (const fn of after) fn();
     }
   }
 }

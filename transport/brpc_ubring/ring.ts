@@ -164,6 +164,11 @@ export class UbringRings {
     return out.slice(0, total);
   }
 
+  /** The low word of this side's io_id, which the peer bumps after each write (0 once detached). */
+  get ioSeen(): number {
+    return this.#ownW.length === 0 ? 0 : Atomics.load(this.#ownW, OBJ.RX_IO_ID / 4);
+  }
+
   /** Whether the peer closed its side (it set this side's receive flag CLOSED). */
   get peerClosed(): boolean {
     return Atomics.load(this.#ownW, OBJ.RX_FLAG / 4) === STATE.CLOSED;

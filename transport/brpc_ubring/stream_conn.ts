@@ -25,6 +25,8 @@ import type { ShmMapping } from "../shm/shm_object.ts";
 import type { PeerObject } from "./objects.ts";
 import type { BrpcUbringOptions } from "./options.ts";
 import { type Pumpable, ubringPoller } from "./poller.ts";
+import type { NonNullPtr } from "../../ffi/types.ts";
+import { OBJ } from "./layout.ts";
 import { UbringRings } from "./ring.ts";
 
 /** Counters of one connection (tests, stats). */
@@ -65,6 +67,8 @@ export class BrpcUbringConn extends ConnBase implements Pumpable {
   #nextBeat: number;
   #paused = false;
   #peerClosedFirst = false;
+  /** The io_id word's value when the last pump began. */
+  #ioSeen = 0;
   readonly #log: ((line: string) => void) | undefined;
 
   /**
@@ -103,8 +107,14 @@ export class BrpcUbringConn extends ConnBase implements Pumpable {
     ubringPoller.add(this);
   }
 
+  wakeWord(): { pointer: NonNullPtr; seen: number } | null {
+    if (this.closed) return null;
+    return { pointer: this.#own.pointerAt(OBJ.RX_IO_ID), seen: this.#ioSeen };
+  }
+
   pump(now: number): boolean {
     if (this.closed) return false;
+    this.#ioSeen = this.rings.ioSeen;
     try {
       let moved = !this.#paused && this.#drain();
       if (this.closed) return moved;
@@ -189,7 +199,8 @@ export class BrpcUbringConn extends ConnBase implements Pumpable {
     this.rings.close(this.#peerClosedFirst);
     this.rings.detach();
     this.#own.unlink();
-    this.#own.close();
+    const own = this.#own;
+    ubringPoller.release(this, () => own.close()); // an idle futex wait may still name it
     this.#peer.close();
     this.#tcp.close();
   }
