@@ -37,6 +37,18 @@ function copyProgram(app: string): void {
   copyFileSync(GENERATED, join(app, "gen", "greeter_pb.ts"));
 }
 
+/** verbus's devDependencies that are not also what it needs at run time. */
+function devOnly(): string[] {
+  const pkg = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8"));
+  return Object.keys(pkg.devDependencies).filter((d) => !RUNTIME_DEPS.includes(d));
+}
+
+/** The packages a bun.lock resolves (the keys of its "packages" table). */
+function bunLocked(app: string): Set<string> {
+  const lock = readFileSync(join(app, "bun.lock"), "utf8");
+  return new Set([...lock.matchAll(/^ {4}"([^"]+)": \[/gm)].map((m) => m[1]!));
+}
+
 /** No diagnostic in tsc's / bun check's form (`error TS2322`) or Deno's (`TS2322 [ERROR]`). */
 function noErrors(r: Ran): void {
   assert(!/error TS\d+|TS\d+ \[ERROR\]/.test(r.out + r.err), r.what);
@@ -51,11 +63,15 @@ test("a fresh bun init project type-checks a program using verbus: 0 errors", ()
     runOk(bun, ["init", "-y"], app, env);
     const tsconfig = readFileSync(join(app, "tsconfig.json"), "utf8");
     assert(/"noUncheckedIndexedAccess": true/.test(tsconfig), `bun init's settings:\n${tsconfig}`);
+    const before = bunLocked(app);
     runOk(bun, ["add", "--prefer-offline", p.tarball], app, env);
     // the peers came with it, one copy each
     for (const dep of ["@bufbuild/protobuf", "@connectrpc/connect"]) {
       assert(existsSync(join(app, "node_modules", dep, "package.json")), `${dep} installed`);
     }
+    // what bun add put in bun.lock: verbus, its dependencies and peers, no devDependency
+    const added = [...bunLocked(app)].filter((name) => !before.has(name)).sort();
+    assertEquals(added, ["verbus", ...RUNTIME_DEPS].sort());
     copyProgram(app);
     // the template's own script (bun check), and tsc as a user's CI would run it
     noErrors(runOk(bun, ["run", "typecheck"], app, env));
@@ -86,9 +102,7 @@ test("a fresh deno init project: 0 errors, no warning, only runtime dependencies
     assertEquals([...new Set(names)].sort(), [...RUNTIME_DEPS].sort(), JSON.stringify(lock));
     // what was resolved (the links section only repeats verbus's package.json, optional peers too)
     const resolved = Object.keys(lock.specifiers ?? {}).join(" ");
-    const pkg = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8"));
-    for (const dev of Object.keys(pkg.devDependencies)) {
-      if (RUNTIME_DEPS.includes(dev)) continue;
+    for (const dev of devOnly()) {
       assert(!resolved.includes(`npm:${dev}@`), `devDependency ${dev} resolved: ${resolved}`);
     }
   } finally {
