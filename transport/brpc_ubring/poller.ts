@@ -40,8 +40,9 @@ export class UbringPoller {
   #hotUntil = 0;
   #spinMs = 0;
   #idleMs = 1000;
-  /** Rounds run (hot and idle), for tests and stats. */
+  /** Rounds run (hot and idle), and of them idle waits, for tests and stats. */
   rounds = 0;
+  idleWaits = 0;
   /** The helper (futex waits), false when it cannot load, null until tried. */
   #helper: Helper | false | null = null;
   #waitingOn: Pumpable | null = null;
@@ -99,6 +100,7 @@ export class UbringPoller {
 
   /** One idle wait: on the first connection's wake word when the helper is there, else a timer. */
   async #idle(): Promise<void> {
+    this.idleWaits++;
     const h = this.#helper;
     const c: Pumpable | undefined = this.#conns.values().next().value;
     const w = h && c !== undefined ? c.wakeWord() : null;
