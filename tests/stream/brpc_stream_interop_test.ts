@@ -9,12 +9,16 @@
  * - brpc client → verbus server: `brpc::StreamCreate` + an Echo call open a stream that a verbus
  *   handler accepts; the client's messages arrive in order, its close ends ours cleanly, and a
  *   write to a brpc stream without a handler (writable=false) is refused.
+ *
+ * Batch streams (`example/streaming_batch_echo_c++`, VERBUS_BRPC_STREAMING_BATCH_ECHO = its
+ * built directory): 3 streams opened by one call, paired in order, both ways — each side's
+ * messages echoed back on the stream they came on.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { connect } from "../../rpc/channel.ts";
 import { serve } from "../../rpc/server.ts";
-import { acceptStream } from "../../rpc/stream/accept.ts";
-import { openStream } from "../../rpc/stream/open.ts";
+import { acceptStream, acceptStreams } from "../../rpc/stream/accept.ts";
+import { openStream, openStreams } from "../../rpc/stream/open.ts";
 import type { Stream } from "../../rpc/stream/stream.ts";
 import { decodeEchoMessage, encodeEchoMessage } from "../../examples/demo/brpc_echo.ts";
 import { tcp } from "../../transport/tcp/mod.ts";
@@ -25,6 +29,10 @@ const DIR = (globalThis as { process?: { env: Record<string, string | undefined>
 const SKIP = DIR
   ? false
   : "set VERBUS_BRPC_STREAMING_ECHO to brpc's built example/streaming_echo_c++ (README: Streams)";
+const BATCH = (globalThis as { process?: { env: Record<string, string | undefined> } }).process
+  ?.env.VERBUS_BRPC_STREAMING_BATCH_ECHO;
+const SKIP_BATCH = BATCH ? false : "set VERBUS_BRPC_STREAMING_BATCH_ECHO to brpc's built " +
+  "example/streaming_batch_echo_c++ (README: Streams)";
 const ECHO = "example.EchoService";
 const te = new TextEncoder();
 const td = new TextDecoder();
@@ -34,8 +42,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 function start(
   bin: string,
   args: string[],
+  dir = DIR,
 ): { child: ChildProcess; log: () => string; exited: Promise<void> } {
-  const child = spawn(`${DIR}/${bin}`, args, { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(`${dir}/${bin}`, args, { stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   child.stdout!.on("data", (d: Uint8Array) => void (out += String(d)));
   child.stderr!.on("data", (d: Uint8Array) => void (out += String(d)));
@@ -131,3 +140,74 @@ test("stock brpc streaming_echo_client → verbus server", async () => {
     await server.close();
   }
 }, { skip: SKIP, timeoutMs: 60_000 });
+
+test("verbus openStreams(3) → stock brpc streaming_batch_echo_server", async () => {
+  const port = await freePort();
+  const srv = start("streaming_batch_echo_server", [`--port=${port}`], BATCH);
+  try {
+    await until("server listening", () => /is serving on port/.test(srv.log()));
+    const ch = await connect({ host: "127.0.0.1", port });
+    try {
+      const { streams, response } = await openStreams(ch, ECHO, "Echo", encodeEchoMessage("v"), 3);
+      assertEquals(decodeEchoMessage(response, "EchoResponse"), "Accepted stream");
+      for (const [i, s] of streams.entries()) await s.write(te.encode(`to stream ${i}`));
+      for (const [i, s] of streams.entries()) {
+        assertEquals(td.decode((await s.read())!), `to stream ${i}`); // echoed on its own stream
+      }
+      for (const s of streams) s.close();
+      await until(
+        "the server's on_closed x3",
+        () => (srv.log().match(/is closed/g) ?? []).length >= 3,
+      );
+    } finally {
+      await ch.close();
+    }
+  } catch (e) {
+    throw new Error(`${(e as Error).message}\n--- server output ---\n${srv.log()}`, { cause: e });
+  } finally {
+    srv.child.kill("SIGINT");
+    await srv.exited;
+  }
+}, { skip: SKIP_BATCH, timeoutMs: 60_000 });
+
+test("stock brpc streaming_batch_echo_client → verbus acceptStreams", async () => {
+  const got: string[][] = [[], [], []];
+  let all: Stream[] = [];
+  const server = await serve({
+    port: 0,
+    host: "127.0.0.1",
+    services: {
+      [ECHO]: {
+        Echo: (_req, ctx) => {
+          all = acceptStreams(ctx);
+          all.forEach((s, i) => {
+            (async () => {
+              for await (const m of s) {
+                got[i].push(td.decode(m));
+                await s.write(m); // echoed back: the brpc client has a handler (writable)
+              }
+            })().catch(() => {});
+          });
+          return encodeEchoMessage("Accepted by verbus");
+        },
+      },
+    },
+  });
+  const cli = start("streaming_batch_echo_client", [`--server=127.0.0.1:${server.port}`], BATCH);
+  try {
+    await until("a message on each stream", () => got.every((g) => g.length >= 1));
+    assertEquals(got.map((g) => g[0]), ["abcdefghijklmnopqrstuvwxyz", "0123456789", "hello world"]);
+    await until(
+      "the client got the echoes",
+      () => /Received from Stream=.*hello world/.test(cli.log()),
+    );
+    cli.child.kill("SIGINT");
+    assertEquals(await all[0].ended, undefined); // the client closes its first stream
+  } catch (e) {
+    throw new Error(`${(e as Error).message}\n--- client output ---\n${cli.log()}`, { cause: e });
+  } finally {
+    cli.child.kill("SIGKILL");
+    await cli.exited;
+    await server.close();
+  }
+}, { skip: SKIP_BATCH, timeoutMs: 60_000 });
