@@ -182,6 +182,11 @@ export type {
   TestContext,
 } from "./transport/fabric_descriptor.ts";
 export { fabricDoctorLines, probeHost } from "./transport/capabilities.ts";
+export {
+  type BrpcUbringCapability,
+  brpcUbringCapability,
+  parseUbringAddress,
+} from "./transport/brpc_ubring/probe.ts";
 export type { FabricName, HostCapabilities } from "./transport/capabilities.ts";
 
 // The same-host agent: many local processes share one remote connection through a shared-memory

@@ -5,15 +5,16 @@
 import { z } from "zod";
 import {
   type AnyFabricDescriptor,
+  type BrpcUbringCapability,
+  brpcUbringCapability,
   FABRIC_DESCRIPTORS,
   fabricDoctorLines,
   type HostCapabilities,
+  parseUbringAddress,
   probeHost,
   simulatorPath,
 } from "../mod.ts";
 import { parseCommandLine, usageError } from "./options.ts";
-import { type BrpcUbringCapability, brpcUbringCapability } from "../transport/brpc_ubring/probe.ts";
-import { parseAddress } from "../rpc/channel_options.ts";
 import { wantsJson } from "./style.ts";
 
 /** What doctor says about one native library. */
@@ -121,7 +122,7 @@ export async function main(args: string[]): Promise<number> {
   const urma = o.urma;
   let target: { host: string; port: number } | undefined;
   try {
-    target = o["brpc-ubring"] === undefined ? undefined : parseAddress(o["brpc-ubring"]);
+    target = o["brpc-ubring"] === undefined ? undefined : parseUbringAddress(o["brpc-ubring"]);
   } catch (e) {
     return usageError("doctor", new Error(`--brpc-ubring: ${(e as Error).message}`), o.json);
   }

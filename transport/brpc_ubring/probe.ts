@@ -7,6 +7,7 @@
  * Control path. Threading: any JS thread.
  * @module
  */
+import { VerbusError } from "../../errors.ts";
 import { tcp } from "../tcp/mod.ts";
 import { ubringClientHandshake } from "./handshake.ts";
 import { ALLOC_UNIT } from "./layout.ts";
@@ -26,11 +27,22 @@ export interface BrpcUbringCapability {
 
 const msg = (e: unknown) => (e instanceof Error ? e.message : String(e)).split("\n")[0];
 
-/** Judges this host, and the server at `address` (`HOST:PORT`) when given. */
+/** `HOST:PORT` or `[V6]:PORT` as host and port; throws INVALID_ARGUMENT naming it. */
+export function parseUbringAddress(text: string): { host: string; port: number } {
+  const m = /^\[([^\]]+)\]:(\d+)$/.exec(text) ?? /^([^:\[\]]+):(\d+)$/.exec(text);
+  const port = m ? Number(m[2]) : NaN;
+  if (!m || !(port >= 1 && port <= 65535)) {
+    throw new VerbusError("INVALID_ARGUMENT", `expected HOST:PORT, got ${JSON.stringify(text)}`);
+  }
+  return { host: m[1], port };
+}
+
+/** Judges this host, and the server at `address` (`HOST:PORT`, or host and port) when given. */
 export async function brpcUbringCapability(
-  address?: { host: string; port: number },
+  address?: string | { host: string; port: number },
   timeoutMs = 3000,
 ): Promise<BrpcUbringCapability> {
+  if (typeof address === "string") address = parseUbringAddress(address);
   const name = `UBRING_verbus_doctor_${
     (globalThis as { process?: { pid: number } }).process?.pid ?? 0
   }`;
