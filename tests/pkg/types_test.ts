@@ -75,7 +75,12 @@ test("a fresh bun init project type-checks a program using verbus: 0 errors", ()
     copyProgram(app);
     // the template's own script (bun check), and tsc as a user's CI would run it
     noErrors(runOk(bun, ["run", "typecheck"], app, env));
-    noErrors(runOk(join(app, "node_modules/.bin/tsc"), ["--noEmit", "-p", "."], app, env));
+    const tsc = join(app, "node_modules/.bin/tsc");
+    noErrors(runOk(tsc, ["--noEmit", "-p", "."], app, env));
+    // stricter than the template, declarations checked too (HeadersInit is the dom lib's)
+    const strictest = ["--exactOptionalPropertyTypes", "--noPropertyAccessFromIndexSignature"];
+    const libCheck = ["--skipLibCheck", "false", "--lib", "esnext,dom"];
+    noErrors(runOk(tsc, ["--noEmit", "-p", ".", ...strictest, ...libCheck], app, env));
   } finally {
     rmSync(app, { recursive: true, force: true });
   }
