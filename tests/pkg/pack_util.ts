@@ -58,11 +58,18 @@ export interface Packed {
 
 let packed: Packed | undefined;
 
-/** `npm pack` (its prepack builds the helper and the declarations) into a temp dir, once. */
+/**
+ * `npm pack` (its prepack builds the helper and the declarations) into a temp dir, once. Under
+ * a lock on build/.pack.lock: suites running at once would otherwise rebuild build/types while
+ * another npm reads it.
+ */
 export function pack(): Packed {
   if (packed) return packed;
   const dir = mkdtempSync(join(tmpdir(), "verbus-pack-"));
-  const r = runOk("npm", ["pack", "--json", "--pack-destination", dir], REPO_ROOT);
+  mkdirSync(join(REPO_ROOT, "build"), { recursive: true });
+  const lock = join(REPO_ROOT, "build", ".pack.lock");
+  const npm = ["npm", "pack", "--json", "--pack-destination", dir];
+  const r = runOk("flock", [lock, ...npm], REPO_ROOT);
   // the prepack script (make helper types) prints on stdout before npm's JSON
   const info = JSON.parse(r.out.slice(r.out.indexOf("[\n")))[0];
   packed = {
