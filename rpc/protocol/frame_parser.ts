@@ -231,9 +231,8 @@ export class FrameParser {
   }
 
   #checkMagic(b: Uint8Array, at: number, count: number): void {
-    const magic = (this.#stream = b[at] === 0x53 && this.#onStream !== undefined)
-      ? STREAM_MAGIC
-      : FRAME_MAGIC;
+    this.#stream = b[at] === 0x53 && this.#onStream !== undefined;
+    const magic = this.#stream ? STREAM_MAGIC : FRAME_MAGIC;
     for (let i = 0; i < count; i++) {
       if (b[at + i] !== magic[i]) {
         const got = b.subarray(at, at + count);

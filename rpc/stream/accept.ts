@@ -20,7 +20,6 @@ import type { CallContext, ServerCall } from "../protocol/dispatch.ts";
 import type { RpcMeta } from "../protocol/rpc_meta.ts";
 import {
   decodeStreamSettings,
-  encodeStreamFrame,
   encodeStreamSettings,
   FRAME_DATA,
   INVALID_STREAM_ID,
@@ -144,7 +143,7 @@ export function answerStreamCall(
     frameType: FRAME_DATA,
     hasContinuation: false,
   };
-  table.send(encodeStreamFrame(wrapper, frame));
+  table.sendFrame(wrapper, frame);
   for (const x of all ?? []) {
     if (ok) x._connect(x.remoteSettings!);
     else x._fail(new StreamError("refused", `${call.service}.${call.method} failed: ${errorText}`));
