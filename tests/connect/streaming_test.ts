@@ -245,3 +245,44 @@ test("server interceptors wrap streaming methods: they read request headers, set
     await server.close();
   }
 });
+
+test("bidi and client-streaming calls end on both sides by deadline and by cancel", async () => {
+  const ended: string[] = [];
+  const impl = {
+    greet: () => ({ greeting: "" }),
+    async *chat(requests: AsyncIterable<{ name: string }>) {
+      try {
+        for await (const r of requests) yield { greeting: `Hello, ${r.name}!` };
+      } finally {
+        ended.push("chat");
+      }
+    },
+    async greetAll(requests: AsyncIterable<{ name: string }>) {
+      try {
+        for await (const _ of requests) { /* never ends: the client sends no END */ }
+        return { greeting: "" };
+      } finally {
+        ended.push("greetAll");
+      }
+    },
+  };
+  await withServer([[GreeterService, impl as never]], async (server) => {
+    await withTransport(server, { fabric: "tcp" }, async (t) => {
+      const c = createClient(GreeterService, t);
+      const input = feed<{ name: string }>(); // never ended
+      input.push({ name: "a" });
+      const e = await assertRejects(async () => {
+        for await (const _ of c.chat(input, { timeoutMs: 300 })) { /* one answer, then waits */ }
+      }, ConnectError);
+      assertEquals(e.code, Code.DeadlineExceeded);
+      const ac = new AbortController();
+      const slow = feed<{ name: string }>();
+      slow.push({ name: "b" });
+      setTimeout(() => ac.abort(), 100);
+      const e2 = await assertRejects(() => c.greetAll(slow, { signal: ac.signal }), ConnectError);
+      assertEquals(e2.code, Code.Canceled);
+      for (let i = 0; i < 100 && ended.length < 2; i++) await sleep(20);
+      assertEquals(ended.sort(), ["chat", "greetAll"]);
+    });
+  });
+});
