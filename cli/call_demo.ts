@@ -7,6 +7,7 @@
 import { readFileSync } from "node:fs";
 import { decodeKeyRequest, DemoClient, parseBigKey } from "../examples/demo/mod.ts";
 import type { CallPath, ClientCallResult, RpcClient } from "../mod.ts";
+import { VerbusError } from "../errors.ts";
 import type { OpReport } from "./call.ts";
 import { type CallArgs, type CallOp, type CallOptions, DEMO_OPS } from "./call_options.ts";
 import { headerOptions } from "./call_headers.ts";
@@ -160,7 +161,16 @@ function demoCall(op: DemoOp, o: CallArgs): (d: DemoClient) => Promise<unknown> 
     case "profile":
       return (d) => d.profile(BigInt(op.arg));
     case "large-get":
-      return async (d) => ({ bytes: (await d.largeGet(op.arg)).length });
+      return async (d) => {
+        try {
+          return { bytes: (await d.largeGet(op.arg)).length };
+        } catch (e) {
+          // `k:64k` is a KV key with no value: say how a generated object is named.
+          if (op.arg.startsWith("big:") || !(e instanceof VerbusError)) throw e;
+          const hint = "a generated object's key is big:SIZE, e.g. big:64k";
+          throw new VerbusError(e.code, `${e.message} (${hint})`, { cause: e });
+        }
+      };
     case "bigput":
       return (d) => d.bigPut(op.arg[0], new Uint8Array(op.arg[1]).fill(0x42));
     case "image-put":

@@ -22,7 +22,8 @@ ops (at least one; they run in the order given, each as often as it is given):
   --profile ID               the PROFILE record of user ID (a number)
   --large-get big:SIZE|KEY   a large result over the LAZY path: big:SIZE is an object the server
                              generates, SIZE bytes (big:4096, big:64k, big:1m; k = KiB, m = MiB);
-                             any other key is one --put before (keys starting big: are reserved)
+                             another KEY reads the value --put stored under it (keys starting
+                             big: are reserved for generated objects)
   --bigput KEY BYTES         BYTES bytes under KEY, over the BULK path (a large request)
   --image-put KEY FILE       upload FILE in chunks under KEY [--image-chunk-size N, at most 24576]
   --brpc-echo MSG            brpc's example.EchoService/Echo (a stock brpc echo_server answers it)

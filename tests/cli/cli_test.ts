@@ -241,6 +241,11 @@ test(
           ["large-get", { bytes: 2 }],
           ["large-get", { bytes: 4096 }],
         ]);
+        // a KV key with no value: the error says how a generated object is named
+        const miss = verbus(["call", "--port", p, "--json", "--large-get", `${k}:64k`]);
+        assertEquals(miss.code, 1, miss.err);
+        const why = String(lines(miss.out)[0]?.error);
+        assert(why.includes("no large object") && why.includes("big:SIZE, e.g. big:64k"), why);
         // three pings, then the stats: three calls counted
         const b = verbus(["call", "--port", p, "--json", "--ping", "--ping", "--ping", "--stats"]);
         assertEquals(b.code, 0, b.err);
