@@ -55,10 +55,6 @@ export { simulatorPath } from "./ffi/symbols/liburma.ts";
 // logger for an application (any `{ warn, info? }` object is still accepted as `logger`).
 export { createLogger, LOG_LEVELS } from "./util/log.ts";
 export type { CreateLoggerOptions, LeveledLogger, LogLevel } from "./util/log.ts";
-// Logging with levels: what serve() / connect() use when given no `logger` (warn and up), and a
-// logger for an application (any `{ warn, info? }` object is still accepted as `logger`).
-export { createLogger, LOG_LEVELS } from "./util/log.ts";
-export type { CreateLoggerOptions, LeveledLogger, LogLevel } from "./util/log.ts";
 
 // Client: TCP channel + fabric session + path selection.
 export {
