@@ -12,7 +12,7 @@ import { isatty } from "node:tty";
 import { z } from "zod";
 import { FABRICS, probeHost, RUNTIME, runtimeVersion } from "../mod.ts";
 import { simulatorPath } from "./doctor.ts";
-import { EXIT_FAILED, EXIT_USAGE, parseCommandLine, usageError } from "./options.ts";
+import { EXIT_FAILED, parseCommandLine, usageError } from "./options.ts";
 import { plainIssue } from "./plain_issue.ts";
 import { count } from "./plural.ts";
 import {
@@ -243,12 +243,8 @@ export async function main(args: string[]): Promise<number> {
   if (workloads.length === 0) workloads.push("eager");
   const wanted = [...onFabrics, ...(o.paths.includes("tcp") ? ["tcp"] : [])];
   if (wanted.length === 0) {
-    return reportError(
-      "bench",
-      "nothing to bench: no fabric here and tcp not in --paths",
-      EXIT_USAGE,
-      o.json,
-    );
+    const why = "nothing to bench: no fabric here and tcp not in --paths";
+    return usageError("bench", new Error(why), o.json);
   }
   let server: ServerProcess | undefined;
   let host = o.host, port = 0;
