@@ -310,7 +310,7 @@ test(
     // The one argv convention of every command: --name=value, and flags as --flag=true|false.
     const eq = runVerbus(["agent", "--connect=127.0.0.1:99999x", "--json=false"]);
     assert(
-      eq.code === 2 && eq.output.includes("field connect: expected HOST:PORT"),
+      eq.code === 2 && eq.output.includes("--connect: expected HOST:PORT"),
       `exit ${eq.code}: ${eq.output}`,
     );
     const unknown = runVerbus(["agent", "--conect=127.0.0.1:1"]);

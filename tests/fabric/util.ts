@@ -58,9 +58,10 @@ export const SMALL_REGION = {
   stagingSize: 1 << 21,
 };
 
-/** Warnings the server logged (tests assert on them). */
+/** Warnings and info lines the server logged (tests assert on them). */
 export interface Logged {
   warnings: string[];
+  infos: string[];
 }
 
 /** An in-process server with the demo service, a test service and the `extra` services. */
@@ -68,7 +69,7 @@ export async function startServer(
   fabric: FabricHostOptions | false = {},
   extra: ServiceMap = {},
 ): Promise<{ server: Server; log: Logged }> {
-  const log: Logged = { warnings: [] };
+  const log: Logged = { warnings: [], infos: [] };
   const server = await serve({
     port: 0,
     host: HOST,
@@ -79,7 +80,7 @@ export async function startServer(
       ...extra,
     },
     fabric: fabric === false ? false : { region: SMALL_REGION, ...serverFabric(), ...fabric },
-    logger: { warn: (m) => log.warnings.push(m), info: () => {} },
+    logger: { warn: (m) => log.warnings.push(m), info: (m) => log.infos.push(m) },
   });
   return { server, log };
 }
