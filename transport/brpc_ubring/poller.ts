@@ -5,7 +5,9 @@
  *
  * Hot while bytes move: every turn of the event loop (a macrotask, so sockets and timers run in
  * between) until `spinMs` after the last byte moved or a connection asked for it
- * ({@link UbringPoller.kick}, e.g. after sending a request). Then idle: a futex wait of at most
+ * ({@link UbringPoller.kick}, e.g. after sending a request); past the first 50 µs of that without
+ * progress, each round first naps 50 µs (`Atomics.wait` on a private word: the thread leaves the
+ * CPU, which on a small host the peer's own poller and workers need to answer). Then idle: a futex wait of at most
  * `idlePollMs` off the JS thread (the helper's nonblocking `vb_futex_wait`) on the io_id word the
  * peer bumps after each write into the first connection's ring — nobody wakes it, but it ends the
  * moment the word differs from what the last round saw, and at its timeout without the 4 ms
@@ -31,6 +33,11 @@ export interface Pumpable {
 }
 
 const immediate = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+/** Hot rounds spin back to back this long (ms) after the last byte moved or a kick... */
+const BUSY_MS = 0.05;
+/** ...then each hot round first naps this long (ms), giving the CPU to the peer (which polls too). */
+const NAP_MS = 0.05;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** The poller of one JS thread. */
@@ -38,6 +45,10 @@ export class UbringPoller {
   readonly #conns = new Set<Pumpable>();
   #running = false;
   #hotUntil = 0;
+  /** When bytes last moved or a connection last kicked (performance.now()). */
+  #lastMove = 0;
+  /** A word nobody notifies: Atomics.wait on it is a nap that leaves the CPU. */
+  readonly #nap = new Int32Array(new SharedArrayBuffer(4));
   #spinMs = 0;
   #idleMs = 1000;
   /** Rounds run (hot and idle), and of them idle waits, for tests and stats. */
@@ -77,7 +88,8 @@ export class UbringPoller {
 
   /** Goes hot now (an answer is expected, or a reader resumed). */
   kick(): void {
-    this.#hotUntil = performance.now() + this.#spinMs;
+    this.#lastMove = performance.now();
+    this.#hotUntil = this.#lastMove + this.#spinMs;
     if (!this.#running && this.#conns.size > 0) void this.#loop();
   }
 
@@ -89,9 +101,14 @@ export class UbringPoller {
         const now = performance.now();
         let moved = false;
         for (const c of this.#conns) if (c.pump(now)) moved = true;
-        if (moved) this.#hotUntil = now + this.#spinMs;
-        if (now < this.#hotUntil) await immediate();
-        else await this.#idle();
+        if (moved) {
+          this.#hotUntil = now + this.#spinMs;
+          this.#lastMove = now;
+        }
+        if (now < this.#hotUntil) {
+          if (now - this.#lastMove > BUSY_MS) Atomics.wait(this.#nap, 0, 0, NAP_MS);
+          await immediate();
+        } else await this.#idle();
       }
     } finally {
       this.#running = false;
