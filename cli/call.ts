@@ -217,8 +217,8 @@ function conflict(o: CallArgs): string | undefined {
     return undefined;
   }
   const lifecycle = o.ops.some((op) => op.name.startsWith("lifecycle"));
-  if (o.agent && (lifecycle || o["async-bench"] || o.stats)) {
-    return "--agent: --lifecycle*, --async-bench and --stats need a direct connection";
+  if (o.agent && (lifecycle || o.stats)) {
+    return "--agent: --lifecycle* and --stats need a direct connection";
   }
   if ((o.agent ?? o.ns) !== undefined && o["stream-count"] !== undefined) {
     return "--stream-count: a stream needs a direct connection to one server (--port)";

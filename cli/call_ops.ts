@@ -109,8 +109,9 @@ export class BurstClock {
 
 /**
  * Runs N calls with W in flight (or as many as fit in `seconds`), after `warmup` calls left out;
- * reports mean/p50/p99/p99.9/qps, the latency quantiles ({@link BENCH_QUANTILES}), per-path counts and,
- * through a cluster, the calls each server answered (`servers`).
+ * reports mean/p50/p99/p99.9/qps, the latency quantiles ({@link BENCH_QUANTILES}), per-path counts,
+ * through a cluster the calls each server answered (`servers`), and through an agent how the
+ * calls went (`via`: "agent", or "agent+direct" when some took the client's fallback).
  */
 export async function runBench(client: RpcClient, spec: BenchSpec): Promise<OpReport> {
   const req = request(spec);
@@ -120,7 +121,7 @@ export async function runBench(client: RpcClient, spec: BenchSpec): Promise<OpRe
     expectedResponseBytes: req.expect,
     ...spec.route?.(req.method),
   };
-  const call = (): Promise<ClientCallResult & { server?: string }> =>
+  const call = (): Promise<ClientCallResult & { server?: string; via?: string }> =>
     client.call(DEMO_SERVICE, req.method, req.bytes, options);
   await warmUp(call, spec.warmup ?? 0, spec.window);
   await spec.ready?.();
@@ -128,6 +129,7 @@ export async function runBench(client: RpcClient, spec: BenchSpec): Promise<OpRe
   const paths: Record<string, number> = {};
   const servers: Record<string, number> = {};
   const fabrics = new Set<string>();
+  const vias = new Set<string>();
   let next = 0, done = 0, failed = 0, firstError = "";
   const t0 = performance.now();
   const timed = spec.seconds !== undefined;
@@ -141,6 +143,7 @@ export async function runBench(client: RpcClient, spec: BenchSpec): Promise<OpRe
         const r = await call();
         paths[r.path] = (paths[r.path] ?? 0) + 1;
         fabrics.add(r.fabric);
+        if (r.via !== undefined) vias.add(r.via);
         if (r.server !== undefined) servers[r.server] = (servers[r.server] ?? 0) + 1;
       } catch (e) {
         failed++;
@@ -182,6 +185,8 @@ export async function runBench(client: RpcClient, spec: BenchSpec): Promise<OpRe
       quantiles: BENCH_QUANTILES.map((q) => [q, pick(q)]),
       paths,
       ...(spec.route ? { servers } : {}),
+      // through an agent: "agent" (its ring), "direct" (its fallback), or both
+      ...(vias.size > 0 ? { via: [...vias].sort().join("+") } : {}),
       ...(firstError ? { first_error: firstError } : {}),
     },
   };

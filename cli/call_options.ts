@@ -44,7 +44,8 @@ ops (at least one; they run in the order given, each as often as it is given):
                              the cluster's servers, answers per server, retries, broken, isolated)
 options:
   --agent NAME               call through "verbus agent --listen NAME" (no --port; the agent's
-                             connection and fabric; not with --lifecycle*, --async-bench, --stats)
+                             connection and fabric; --async-bench measures the agent as it does
+                             a direct client; not with --lifecycle*, --stats)
   --ns URL                   every server a naming service names (no --port): list://H:P,H:P,
                              file://PATH, dns://HOST:PORT, dns+srv://_SVC._tcp.NAME,
                              etcd://H:P/PREFIX, consul://NAME; each call goes to the server the

@@ -7,11 +7,9 @@
  * goes on.
  * @module
  */
-import { spawn } from "node:child_process";
-import { join } from "node:path";
 import { assert, assertEquals, test } from "../harness.ts";
 import { RUNTIME, type RuntimeName } from "../../ffi/runtime.ts";
-import { type Child, REPO_ROOT, runtimeBinary } from "../util/proc.ts";
+import type { Child } from "../util/proc.ts";
 import { AgentRingPort } from "../../transport/shm/agent_ring_port.ts";
 import { verifyLargeObject } from "../../examples/demo/large_object.ts";
 import {
@@ -19,25 +17,10 @@ import {
   encodeKeyRequest,
   encodePutRequest,
 } from "../../examples/demo/codec.ts";
-import { startProducer, waitFor, withAgent } from "./util.ts";
+import { startProducer, verbusAsync, waitFor, withAgent } from "./util.ts";
 import { agentValue } from "./util_values.ts";
 
 const MIB = 1 << 20;
-
-/** `verbus <args>` on this runtime, without blocking this process (its server answers meanwhile). */
-function verbusAsync(args: string[]): Promise<{ code: number | null; output: string }> {
-  const main = join(REPO_ROOT, "cli/main.ts");
-  const p = spawn(
-    runtimeBinary(RUNTIME as RuntimeName),
-    RUNTIME === "deno" ? ["run", "-A", main, ...args] : [main, ...args],
-    { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"] },
-  );
-  let output = "";
-  p.stdout!.on("data", (d) => (output += d));
-  p.stderr!.on("data", (d) => (output += d));
-  // "close", not "exit": the exit can come before the last output was read
-  return new Promise((r) => p.on("close", (code) => r({ code, output })));
-}
 
 test(
   "1 MiB BigPut, KvGet and LargeGet through the agent: spilled both ways, no fallback, put once",

@@ -5,7 +5,7 @@
  * what it waited for.
  * @module
  */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { userInfo } from "node:os";
@@ -165,6 +165,21 @@ export function runVerbus(args: string[]): { code: number | null; output: string
     },
   );
   return { code: r.status, output: `${r.stdout ?? ""}${r.stderr ?? ""}` };
+}
+
+/** `verbus <args>` on this runtime, without blocking this process (its server answers meanwhile). */
+export function verbusAsync(args: string[]): Promise<{ code: number | null; output: string }> {
+  const main = join(REPO_ROOT, "cli/main.ts");
+  const p = spawn(
+    runtimeBinary(RUNTIME as RuntimeName),
+    RUNTIME === "deno" ? ["run", "-A", main, ...args] : [main, ...args],
+    { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let output = "";
+  p.stdout!.on("data", (d) => (output += d));
+  p.stderr!.on("data", (d) => (output += d));
+  // "close", not "exit": the exit can come before the last output was read
+  return new Promise((r) => p.on("close", (code) => r({ code, output })));
 }
 
 /**
