@@ -301,6 +301,11 @@ export class Channel {
 
   readonly #onAnswer = (m: RpcMeta, p: Uint8Array, a: Uint8Array) => this.#answer(m, p, a);
 
+  /** @internal Where a stream table hands the answers of opening calls (a fabric session's too). */
+  get _answerSink(): (m: RpcMeta, p: Uint8Array, a: Uint8Array) => void {
+    return this.#onAnswer;
+  }
+
   #answer(meta: RpcMeta, payload: Uint8Array, attachment: Uint8Array): void {
     const id = meta.correlationId;
     if (typeof id !== "number") return; // not one of ours

@@ -42,6 +42,7 @@ import { type ClientSession, RETRY_LATER, USE_TCP } from "./session/client_sessi
 import type { CallHooks } from "./session/fabric_call.ts";
 import { establishFabric, type FabricOutcome } from "./session/client_handshake.ts";
 import { ProgressEngine } from "./session/engine.ts";
+import type { FabricStreams } from "./stream/stream_ring.ts";
 
 export { connectOptionsSchema, faultsSchema };
 export type { BatchCall, ClientCallOptions, ClientCallResult, ClientOptions, ClientStats };
@@ -127,6 +128,14 @@ export class Client extends ClientBase<ClientCallResult> {
   /** The TCP channel (control plane / fallback). */
   get channel(): Channel {
     return this.#channel;
+  }
+
+  /**
+   * @internal The stream pipe of the live fabric session (streams opened through this client
+   * ride it), or null: streams go over the TCP connection.
+   */
+  _fabricStreams(): FabricStreams | null {
+    return this.#fabric.streams();
   }
 
   /** The fabric carrying fast-path calls ("shm", …) or "tcp". */

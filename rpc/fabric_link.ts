@@ -14,6 +14,7 @@ import type { ConnectSettings } from "./connect_options.ts";
 import type { ClientSession } from "./session/client_session.ts";
 import { establishFabric, type FabricOutcome } from "./session/client_handshake.ts";
 import type { Driven, ProgressEngine, Registration } from "./session/engine.ts";
+import { FabricStreams } from "./stream/stream_ring.ts";
 
 /** Longest back-off between re-negotiation attempts, ms. */
 const MAX_BACKOFF_MS = 30_000;
@@ -36,6 +37,9 @@ export class FabricLink {
   #backoffMs: number;
   /** Callers of `waitForSlot`, woken as calls complete. */
   readonly #slotWaiters: (() => void)[] = [];
+  /** The stream pipe of the current session (made on first use) and that session. */
+  #streams: FabricStreams | null = null;
+  #streamsOf: ClientSession | null = null;
 
   /**
    * Takes over `outcome.session` (if any) and registers it with `engine`; `onNewSession` runs
@@ -74,6 +78,35 @@ export class FabricLink {
     return this.#outcome.session;
   }
 
+  /**
+   * The stream pipe of the current session (made on first use; the link then holds the engine
+   * while streams are open), or null when there is no live session (streams go over TCP).
+   */
+  streams(): FabricStreams | null {
+    const s = this.current();
+    if (s === null || s.failed) return null;
+    if (this.#streamsOf !== s) {
+      const { server, client } = s.layouts;
+      const fs = new FabricStreams(
+        s.endpoint,
+        {
+          localRing: client.streamRing,
+          localControl: client.control.offset,
+          remoteRing: server.streamRing,
+          remoteControl: server.control.offset,
+        },
+        `${this.#channel.host}:${this.#channel.port}`,
+        (reason) => s.fail(`stream pipe: ${reason}`),
+        this.#channel._answerSink,
+      );
+      s.onEnded = (reason) => fs.end(reason);
+      this.#streams = fs;
+      this.#streamsOf = s;
+    }
+    this.startLoop();
+    return this.#streams;
+  }
+
   /** A call was just submitted: hold the engine while calls are in flight, and take a turn. */
   startLoop(): void {
     if (!this.#driven || !this.#registration) return;
@@ -96,7 +129,7 @@ export class FabricLink {
       step: () => this.#step(s),
       wantsTurn: () => false, // answers are announced; local work counts as work in step()
       seenDoorbell: () => s.seenDoorbell,
-      expectsInbound: () => s.inflight > 0,
+      expectsInbound: () => s.inflight > 0 || this.#streamsActive(s),
       msToDeadline: (max) => s.msToDeadline(max),
       afterSleep: () => s.checkDeadlines(),
       peerAsleep: () => s.endpoint.peerSleeping?.() ?? false,
@@ -113,16 +146,24 @@ export class FabricLink {
     this.#driven = null;
   }
 
+  /** Streams of session `s` are open (or frames wait for credit). */
+  #streamsActive(s: ClientSession): boolean {
+    return this.#streamsOf === s && this.#streams!.active;
+  }
+
   #step(s: ClientSession): number {
     const completed = s.progress();
-    const work = completed + s.takeLazyReadsPosted();
+    let work = completed + s.takeLazyReadsPosted();
+    if (this.#streamsOf === s) work += this.#streams!.pump();
     if (completed > 0 && this.#slotWaiters.length > 0) {
       for (const w of this.#slotWaiters.splice(0, Math.max(1, s.freeSlots))) w();
     }
     // The hold ends at a step that finds no call in flight and completed none: a caller that
     // submits its next call in the microtasks right after its answer keeps the hold, instead of
     // releasing and taking it again once per call (one call in flight).
-    if (this.#held && ((s.inflight === 0 && completed === 0) || s.failed) && this.#driven) {
+    // Open streams keep it too: their frames and credit arrive with no call in flight.
+    const idle = s.inflight === 0 && completed === 0 && !this.#streamsActive(s);
+    if (this.#held && (idle || s.failed) && this.#driven) {
       this.#held = false;
       this.#engine.release(this, this.#driven);
     }

@@ -15,7 +15,9 @@
  *           │ BULK area                    │ │ large requests (the CLIENT allocates in it)
  *           ├──────────────────────────────┤ │
  *           │ object pool                  │ │ objectSlabs × objectSlabSize: LAZY results
- *           └──────────────────────────────┘ ┘
+ *           ├──────────────────────────────┤ ┘
+ *           │ stream ring (256 KiB)        │ the client's stream frames to the server
+ *           └──────────────────────────────┘
  * ```
  * Client region (the server writes responses into it):
  * ```
@@ -27,9 +29,15 @@
  *           │ slot-local area              │ slots × slotSize: the inline response of slot i
  *           ├──────────────────────────────┤
  *           │ staging                      │ registered local buffers: BULK sources, LAZY reads
+ *           ├──────────────────────────────┤
+ *           │ stream ring (256 KiB)        │ the server's stream frames to the client
  *           └──────────────────────────────┘
  * ```
  * Every area starts on a 4 KiB boundary. Request slot i and response slot i belong together.
+ * The stream ring of each region is the inbound half of the session's stream pipe
+ * (`rpc/stream/stream_ring.ts`): the peer appends brpc `"STRM"` frames to it as a byte stream
+ * and publishes its tail in this region's control page (`CONTROL.streamTail`); the owner returns
+ * what it consumed in the peer's control page (`CONTROL.streamCredit`).
  * @module
  */
 import { z } from "zod";
@@ -94,7 +102,12 @@ export interface RegionLayout {
   readonly objectPool: Area;
   /** Client only. */
   readonly staging: Area;
+  /** Both: the stream frames the peer sends to this side ({@link STREAM_RING_BYTES}). */
+  readonly streamRing: Area;
 }
+
+/** Bytes of each region's stream ring (a power of two: positions wrap with `& (size - 1)`). */
+export const STREAM_RING_BYTES = 256 * 1024;
 
 /** Bytes of one ring descriptor. */
 export const DESCRIPTOR_BYTES = 64;
@@ -128,6 +141,7 @@ export function computeLayout(role: RegionRole, config: RegionConfig): RegionLay
   const bulk = server ? take(config.bulkSize) : none;
   const objectPool = server ? take(config.objectSlabs * config.objectSlabSize) : none;
   const staging = server ? none : take(config.stagingSize);
+  const streamRing = take(STREAM_RING_BYTES);
   return {
     role,
     config,
@@ -139,6 +153,7 @@ export function computeLayout(role: RegionRole, config: RegionConfig): RegionLay
     bulk,
     objectPool,
     staging,
+    streamRing,
   };
 }
 
@@ -156,8 +171,10 @@ export function computeLayout(role: RegionRole, config: RegionConfig): RegionLay
  *   40 │ notify token                             │ │
  *   44 ├──────────────────────────────────────────┤ ┘
  *      │ scanLimit u32                  (rpc)     │ server region: 1 + the highest request
- *   48 │ reserved                                 │ slot the client has used; the server scans
- *   64 ├──────────────────────────────────────────┤ only [0, scanLimit) (a hint: clamped)
+ *   48 │ streamTail u32                 (rpc)     │ slot the client has used; the server scans
+ *   52 │ streamCredit u32               (rpc)     │ only [0, scanLimit) (a hint: clamped).
+ *   56 │ reserved                                 │ streamTail / streamCredit: both regions,
+ *   64 ├──────────────────────────────────────────┤ written by the peer (stream_ring.ts)
  *      │ telemetry                      (rpc)     │ float64 counters (rpc/region/telemetry.ts),
  *      │ …                                        │ up to the end of the page
  * 4096 └──────────────────────────────────────────┘
@@ -170,6 +187,10 @@ export const CONTROL = {
   state: RPC_STATE_OFFSET,
   /** The client's request-ring scan hint (server region). */
   scanLimit: FABRIC_HEADER_BYTES,
+  /** Bytes the peer appended to this region's stream ring, mod 2^32 (written by the peer). */
+  streamTail: 48,
+  /** Bytes of the peer's stream ring the peer consumed, mod 2^32 (written by the peer). */
+  streamCredit: 52,
   /** Telemetry counters (server region; the client reads a snapshot). */
   telemetry: 64,
 } as const;

@@ -100,6 +100,9 @@ export class ClientSession {
     completionBatches: 0,
   };
 
+  /** Told once when the session fails or closes (its stream pipe ends its streams). */
+  onEnded: ((reason: string) => void) | null = null;
+
   constructor(init: ClientSessionInit) {
     this.#endpoint = init.endpoint;
     this.#server = init.server;
@@ -408,6 +411,7 @@ export class ClientSession {
   fail(reason: string): void {
     if (this.#failed !== null) return;
     this.#failed = reason;
+    this.onEnded?.(reason);
     this.#endpoint.fail(reason);
     if (this.#slots.busyCount === 0 || !this.#grace.begin(reason, (r) => this.#rejectAll(r))) {
       this.#rejectAll(reason);
@@ -423,6 +427,7 @@ export class ClientSession {
   close(): void {
     if (this.#failed === null) {
       this.#failed = "closed";
+      this.onEnded?.("closed");
       this.#slots.rejectAll(() => new VerbusError("FABRIC", "fabric session closed"));
     } else this.#grace.end(); // its calls fail now, naming what this side saw
     this.#endpoint.close();

@@ -45,6 +45,7 @@ import { turnDateNow } from "./turn_clock.ts";
 import { RequestLender } from "./request_lender.ts";
 import { RequestMetas } from "./request_metas.ts";
 import { EndNotice } from "../../util/end_notice.ts";
+import { FabricStreams, sessionStreams } from "../stream/stream_ring.ts";
 
 const enc = new TextEncoder();
 const EMPTY = new Uint8Array(0);
@@ -118,6 +119,8 @@ export class ServerSession implements ResponseSink {
   #seenDoorbell = 0;
   /** Set at close: the requests still READY (never taken, never to be), as [slot, seq]. */
   untaken: readonly [number, number][] = [];
+  /** The session's brpc streams (`rpc/stream/stream_ring.ts`), found by `acceptStream`. */
+  readonly streams: FabricStreams;
 
   constructor(init: ServerSessionInit) {
     this.id = init.id;
@@ -147,6 +150,19 @@ export class ServerSession implements ResponseSink {
     this.#tokens = new ResponseTokens(this.#server.config.slots);
     this.#sampledAt = new Float64Array(this.#server.config.slots);
     this.#lender = init.lender ?? new RequestLender(init.dispatcher);
+    const where = `${init.peer.host}:${init.peer.port}`;
+    this.streams = new FabricStreams(
+      this.#endpoint,
+      {
+        localRing: this.#server.streamRing,
+        localControl: this.#server.control.offset,
+        remoteRing: this.#client.streamRing,
+        remoteControl: this.#client.control.offset,
+      },
+      where,
+      (reason) => this.fail(`stream pipe: ${reason}`),
+    );
+    sessionStreams.add(where, this.streams);
     const cfg = this.#server.config;
     this.#metas = new RequestMetas(cfg.slots, cfg.slotSize, this.#server.slotLocal.offset);
     this.#answers = new ServerResponseWriter(
@@ -203,8 +219,9 @@ export class ServerSession implements ResponseSink {
   poll(): number {
     this.rounds++;
     if (this.#closed !== null || this.#endpointFailed()) return 0;
+    const streamed = this.streams.pump(); // the client's stream frames, credit for ours
     const db = this.#endpoint.doorbell();
-    if (db === this.#seenDoorbell) return 0;
+    if (db === this.#seenDoorbell) return streamed;
     this.#inPoll = true;
     this.#seenDoorbell = db;
     // The client tells us how far up the ring it has used slots (its free list is a stack, so
@@ -225,7 +242,7 @@ export class ServerSession implements ResponseSink {
     this.#inPoll = false;
     this.#roundNow = -1;
     this.#ringClientDoorbell(); // one kick for every answer written during this round
-    return handled;
+    return handled + streamed;
   }
 
   /** Rings the client's doorbell once for all responses written since the last ring. */
@@ -435,6 +452,8 @@ export class ServerSession implements ResponseSink {
       this.#endpoint.kick();
     }
     this.#closed = reason;
+    this.streams.end(reason);
+    sessionStreams.remove(`${this.peer.host}:${this.peer.port}`, this.streams);
     // Before the memory goes: the Watch answer names them (the client redoes them over TCP).
     this.untaken = readyRequests(this.#requestRing, this.#server.config.slots);
     this.lifetime.end();

@@ -29,6 +29,7 @@ import type { Stream } from "./stream.ts";
 import { StreamError } from "./stream_error.ts";
 import type { StreamOptions } from "./stream_options.ts";
 import { StreamTable } from "./stream_table.ts";
+import { sessionStreams, STREAM_SESSION_FIELD } from "./stream_ring.ts";
 
 const EMPTY = new Uint8Array(0);
 
@@ -39,6 +40,17 @@ const accepted = new WeakMap<object, Stream[]>();
 function tableOf(ctx: CallContext): StreamTable | undefined {
   const sink = (ctx as Partial<ServerCall>).sink as { streams?: unknown } | undefined;
   return sink?.streams instanceof StreamTable ? sink.streams : undefined;
+}
+
+/**
+ * The fabric session a client named for its stream (the opening call's
+ * {@link STREAM_SESSION_FIELD} header): its table, null when the header is absent, undefined when
+ * the session it names is gone (the stream cannot be opened there).
+ */
+function fabricTableOf(call: CallContext): StreamTable | null | undefined {
+  const named = (call as Partial<ServerCall>).meta?.userFields?.get(STREAM_SESSION_FIELD);
+  if (named === undefined) return null;
+  return sessionStreams.find(`${call.peer.host}:${call.peer.port}`)?.table;
 }
 
 /** Whether the call's client asked for a stream (its meta carries `stream_settings`). */
@@ -71,7 +83,14 @@ function accept(ctx: CallContext, options: StreamOptions | undefined, batch: boo
   const where = `${ctx.service}.${ctx.method}`;
   const raw = (ctx as Partial<ServerCall>).meta?.streamSettings;
   if (raw === undefined) throw new StreamError("refused", `${where}: the call opened no stream`);
-  const table = tableOf(ctx);
+  const onFabric = fabricTableOf(ctx);
+  if (onFabric === undefined) {
+    throw new StreamError(
+      "refused",
+      `${where}: the fabric session the client named for the stream has ended (open it again: it goes over TCP)`,
+    );
+  }
+  const table = onFabric ?? tableOf(ctx);
   if (table === undefined) {
     throw new StreamError("refused", `${where}: streams run on TCP connections only`);
   }
@@ -110,18 +129,24 @@ function accept(ctx: CallContext, options: StreamOptions | undefined, batch: boo
  * caller then answers plainly).
  */
 export function answerStreamCall(
-  table: StreamTable,
+  tcpTable: StreamTable,
   call: ServerCall,
   response: Uint8Array,
   errorCode: number,
   errorText: string,
 ): boolean {
+  let table = tcpTable;
   let remote: StreamSettings;
   try {
     remote = decodeStreamSettings(call.meta.streamSettings!);
   } catch {
     return false;
   }
+  // A stream the client opened on its fabric session is answered on that session's pipe; when
+  // the session is gone the call is answered plainly (the client sees no stream accepted).
+  const onFabric = fabricTableOf(call);
+  if (onFabric === undefined) return false;
+  if (onFabric !== null) table = onFabric;
   const all = accepted.get(call);
   accepted.delete(call);
   const s = all?.[0];

@@ -24,6 +24,7 @@ import type { Stream } from "./stream.ts";
 import { StreamError } from "./stream_error.ts";
 import type { StreamOptions } from "./stream_options.ts";
 import type { StreamTable } from "./stream_table.ts";
+import { type FabricStreams, STREAM_SESSION_FIELD } from "./stream_ring.ts";
 
 /** Options of {@link openStream}: the opening call's, and the stream's under `stream`. */
 export interface OpenStreamOptions extends Omit<CallOptions, "streamSettings"> {
@@ -44,16 +45,23 @@ export interface OpenedStream {
   trailers?: ReadonlyMap<string, string>;
 }
 
-/** Anything that has a baidu_std channel: a `Channel`, or a direct `Client` (`client.channel`). */
-export type StreamVia = Channel | { readonly channel: Channel };
+/**
+ * Anything that has a baidu_std channel: a `Channel`, or a direct `Client` (`client.channel`),
+ * whose live fabric session carries the stream when it has one.
+ */
+export type StreamVia = Channel | {
+  readonly channel: Channel;
+  _fabricStreams?(): FabricStreams | null;
+};
 
 function channelOf(via: StreamVia): Channel {
   return "channel" in via ? via.channel : via;
 }
 
 /**
- * Opens a stream with a call of `service.method` carrying `request`. Streams always run over the
- * TCP connection (a `Client`'s fabric session carries calls only). Rejects with the call's error
+ * Opens a stream with a call of `service.method` carrying `request`. Through a `Client` whose
+ * fabric session is live the stream rides that session (`stream.carrier`: "shm", "verbs",
+ * "urma"); otherwise the TCP connection. Rejects with the call's error
  * (`RpcError`, `TimeoutError`, …) or with {@link StreamError} kind "refused" when the server
  * answered without accepting a stream.
  */
@@ -89,8 +97,15 @@ export async function openStreams(
     throw new VerbusError("INVALID_ARGUMENT", `openStreams: count must be 1..1024, got ${count}`);
   }
   const channel = channelOf(via);
-  const table = await channel._streams();
-  const { stream: streamOptions, ...callOptions } = options;
+  // A client with a live fabric session carries the stream on it; the opening call (over TCP)
+  // names it so the server accepts the stream on the same session.
+  const fabric = "_fabricStreams" in via && via._fabricStreams ? via._fabricStreams() : null;
+  const table = fabric?.table ?? await channel._streams();
+  const { stream: streamOptions, ...opts } = options;
+  const callOptions = fabric === null ? opts : {
+    ...opts,
+    userFields: new Map([...(opts.userFields ?? []), [STREAM_SESSION_FIELD, "1"]]),
+  };
   const streams: Stream[] = [];
   try {
     for (let i = 0; i < count; i++) streams.push(table.create(streamOptions, null));

@@ -43,6 +43,8 @@ export interface StreamLink {
   readonly budget: UnreadBudget;
   /** Where the stream is, for messages ("stream 3 to 10.0.0.1:8000"). */
   describe(id: number): string;
+  /** What carries its frames: "tcp", or the fabric of the session ("shm", "verbs", "urma"). */
+  readonly carrier: string;
 }
 
 /** Most bytes held before connecting by a stream without a window (`maxBufSize` 0). */
@@ -110,6 +112,11 @@ export class Stream implements AsyncIterable<Uint8Array> {
       writable: true,
       extraStreamIds: [],
     };
+  }
+
+  /** What carries its frames: "tcp", or its session's fabric ("shm", "verbs", "urma"). */
+  get carrier(): string {
+    return this.#link.carrier;
   }
 
   /** The peer's stream id, once known. */

@@ -61,6 +61,8 @@ export class StreamTable implements StreamLink {
   #ended: StreamError | null = null;
   readonly stats: StreamTableStats = { opened: 0, unknown: 0, undecodable: 0 };
   readonly budget: UnreadBudget = { used: 0, max: MAX_UNREAD_PER_CONNECTION };
+  /** What carries the frames: "tcp", or a fabric session's kind (set by its stream pipe). */
+  carrier = "tcp";
   /** The last undecodable frame's error (for a log line by the owner). */
   lastError: ProtocolError | undefined = undefined;
 
@@ -140,11 +142,8 @@ export class StreamTable implements StreamLink {
   closeAll(cause?: unknown): void {
     if (this.#ended !== null) return;
     const why = cause instanceof Error ? `: ${cause.message}` : "";
-    this.#ended = new StreamError(
-      "connection",
-      `${this.#where}: the connection ended${why}`,
-      cause,
-    );
+    const kind = cause instanceof StreamError ? cause.kind : "connection";
+    this.#ended = new StreamError(kind, `${this.#where}: the connection ended${why}`, cause);
     for (const s of [...this.#streams.values()]) s._fail(this.#ended);
     this.#streams.clear();
   }
