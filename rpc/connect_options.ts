@@ -8,7 +8,8 @@
  * @module
  */
 import { z } from "zod";
-import { type FabricKind, FABRICS } from "../transport/registry.ts";
+import { fabricDescriptorSchema } from "../transport/fabric_descriptor.ts";
+import { fabricChoiceSchema } from "../transport/fabric_kinds.ts";
 import type { PartialDefault } from "../util/options.ts";
 import type { ChannelOptionsShape } from "./channel_options.ts";
 import { type CallOptions, type CallResult, ChannelOptionsSchema } from "./channel.ts";
@@ -44,7 +45,8 @@ export const faultsSchema: z.ZodObject<{
 /** Options of `connect()`; unknown keys are rejected and messages name the field. */
 export const connectOptionsSchema: z.ZodObject<
   ChannelOptionsShape & {
-    fabric: z.ZodDefault<z.ZodEnum<{ [K in "auto" | FabricKind | "tcp"]: K }>>;
+    fabric: z.ZodDefault<typeof fabricChoiceSchema>;
+    extraFabrics: z.ZodDefault<z.ZodArray<typeof fabricDescriptorSchema>>;
     region: PartialDefault<(typeof regionConfigSchema)["shape"]>;
     selector: PartialDefault<(typeof selectorConfigSchema)["shape"]>;
     providerOptions: z.ZodDefault<z.ZodRecord<z.ZodString, z.ZodUnknown>>;
@@ -57,8 +59,16 @@ export const connectOptionsSchema: z.ZodObject<
   },
   z.core.$strict
 > = ChannelOptionsSchema.extend({
-  /** Which data plane to use: the best the two hosts share (auto), one fabric, or TCP only. */
-  fabric: z.enum(["auto", ...FABRICS, "tcp"] as const).default("auto"),
+  /**
+   * Which data plane to use: the best the two hosts share (auto), one fabric (a registered kind
+   * or the kind of one of `extraFabrics`), or TCP only.
+   */
+  fabric: fabricChoiceSchema.default("auto"),
+  /**
+   * Fabric descriptors beside the registered ones (a fabric under development, a test's
+   * throw-away fabric): `auto` offers them after the registered fabrics, `fabric` may name one.
+   */
+  extraFabrics: z.array(fabricDescriptorSchema).default([]),
   /** The region to propose (the server may shrink it). */
   region: regionConfigSchema.partial().default({}),
   /** Path-selection thresholds. */
@@ -92,6 +102,7 @@ export type ConnectSettings = z.output<typeof connectOptionsSchema>;
 export function channelOptionsOf(settings: ConnectSettings): z.output<typeof ChannelOptionsSchema> {
   const {
     fabric: _fabric,
+    extraFabrics: _extraFabrics,
     region: _region,
     selector: _selector,
     forcePath: _forcePath,

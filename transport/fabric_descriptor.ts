@@ -8,6 +8,7 @@
  * Control path; one JS thread.
  * @module
  */
+import { z } from "zod";
 import type { FabricKind } from "./fabric_kinds.ts";
 import type { LibraryStatus } from "./library_status.ts";
 import type { FabricModule } from "./provider.ts";
@@ -53,7 +54,11 @@ export interface TestContext {
 }
 
 /** One fabric, as the rest of verbus sees it. `K` its kind, `S` its doctor section, `R` report. */
-export interface FabricDescriptor<K extends string = string, S extends string = string, R = unknown> {
+export interface FabricDescriptor<
+  K extends string = string,
+  S extends string = string,
+  R = unknown,
+> {
   readonly kind: K;
   /** What it is, for people: "shared memory (same host)". */
   readonly title: string;
@@ -79,3 +84,15 @@ export type RegisteredDescriptor = FabricDescriptor<FabricKind, string, any>;
 /** A descriptor of any kind (a registered one, or one a test registers beside them). */
 // deno-lint-ignore no-explicit-any
 export type AnyFabricDescriptor = FabricDescriptor<string, string, any>;
+
+/**
+ * A descriptor as options accept it (`extraFabrics` of serve's and connect's options): an object
+ * with a kind and a loader. Its kind is checked against the other fabrics where it is used.
+ */
+export const fabricDescriptorSchema: z.ZodCustom<AnyFabricDescriptor, AnyFabricDescriptor> = z
+  .custom<AnyFabricDescriptor>(
+    (d) =>
+      typeof d === "object" && d !== null && typeof (d as AnyFabricDescriptor).kind === "string" &&
+      typeof (d as AnyFabricDescriptor).load === "function",
+    "expected a fabric descriptor (an object with kind and load)",
+  );

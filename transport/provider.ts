@@ -18,6 +18,7 @@
  * @module
  */
 import type { FabricEndpoint, FabricKind } from "./fabric.ts";
+import type { AnyFabricKind } from "./fabric_kinds.ts";
 
 /** Who the peer says it is (from its hello; the same-host fabrics check it). */
 export interface PeerInfo {
@@ -63,7 +64,8 @@ export interface ServerOffer {
 
 /** A fabric as the server sees it. */
 export interface ServerFabricProvider {
-  readonly kind: FabricKind;
+  /** Its descriptor's kind: a {@link FabricKind}, or the kind of a fabric given beside them. */
+  readonly kind: AnyFabricKind;
   /** undefined when this fabric can serve the peer, else why not (it becomes the OFF reason). */
   refuse(peer: PeerInfo, params: unknown): string | undefined;
   /** Prepares one session. Throws (HANDSHAKE, NATIVE_CALL…) after releasing what it took. */
@@ -74,7 +76,8 @@ export interface ServerFabricProvider {
 
 /** A fabric as the client sees it. */
 export interface ClientFabricProvider {
-  readonly kind: FabricKind;
+  /** Its descriptor's kind: a {@link FabricKind}, or the kind of a fabric given beside them. */
+  readonly kind: AnyFabricKind;
   /** Printable name for reports: "shm", "verbs", "urma (simulated)". */
   readonly label: string;
   /** What this side sends in the hello for this fabric (JSON). */

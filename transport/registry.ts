@@ -10,14 +10,18 @@
  * Control path; one JS thread.
  * @module
  */
-import type { FabricDescriptor, RegisteredDescriptor } from "./fabric_descriptor.ts";
+import type {
+  AnyFabricDescriptor,
+  FabricDescriptor,
+  RegisteredDescriptor,
+} from "./fabric_descriptor.ts";
 import { type FabricKind, FABRICS } from "./fabric_kinds.ts";
 import type { ClientFabricProvider, FabricModule, ServerFabricProvider } from "./provider.ts";
 import { shmFabric } from "./shm/descriptor.ts";
 import { urmaFabric } from "./urma/descriptor.ts";
 import { verbsFabric } from "./verbs/descriptor.ts";
 
-export { type FabricKind, fabricKindSchema, FABRICS } from "./fabric_kinds.ts";
+export { type FabricKind, fabricKindSchema, fabricNameSchema, FABRICS } from "./fabric_kinds.ts";
 
 /** Each fabric's descriptor, by kind: the one line a fabric adds. */
 const BY_KIND = {
@@ -40,10 +44,31 @@ export function fabricDescriptor(kind: FabricKind): RegisteredDescriptor {
   return BY_KIND[kind];
 }
 
-/** Loads a fabric's module; a string says why it could not be loaded. */
-export async function loadFabric(kind: FabricKind): Promise<FabricModule | string> {
+/**
+ * The registered descriptors followed by `extra` (descriptors a caller gives beside them, such as
+ * a test's throw-away fabric), or a string naming an extra kind that is already taken.
+ */
+export function fabricsWith(
+  extra: readonly AnyFabricDescriptor[] = [],
+): readonly AnyFabricDescriptor[] | string {
+  if (extra.length === 0) return FABRIC_DESCRIPTORS;
+  const all: AnyFabricDescriptor[] = [...FABRIC_DESCRIPTORS];
+  for (const d of extra) {
+    if (all.some((x) => x.kind === d.kind)) return `fabric ${d.kind} is given twice`;
+    all.push(d);
+  }
+  return all;
+}
+
+/** Loads a fabric's module from `fabrics`; a string says why it could not be loaded. */
+export async function loadFabric(
+  kind: string,
+  fabrics: readonly AnyFabricDescriptor[] = FABRIC_DESCRIPTORS,
+): Promise<FabricModule | string> {
+  const d = fabrics.find((x) => x.kind === kind);
+  if (!d) return `${kind} is not a fabric this process knows`;
   try {
-    return await BY_KIND[kind].load();
+    return await d.load();
   } catch (e) {
     return `${kind} provider failed to load: ${(e as Error).message.split("\n")[0]}`;
   }
@@ -52,20 +77,21 @@ export async function loadFabric(kind: FabricKind): Promise<FabricModule | strin
 /** Per-fabric provider options, keyed by fabric (each provider validates its own part). */
 export type ProviderOptionsByKind = Readonly<Partial<Record<string, unknown>>>;
 
-/** Providers that could be built, and why the others could not. */
+/** Providers that could be built, and why the others could not (by fabric name). */
 export interface Providers<P> {
   providers: P[];
-  refused: Partial<Record<FabricKind, string>>;
+  refused: Partial<Record<string, string>>;
 }
 
 async function build<P>(
-  kinds: readonly FabricKind[],
-  make: (m: FabricModule, k: FabricKind) => Promise<P | string>,
+  kinds: readonly string[],
+  fabrics: readonly AnyFabricDescriptor[],
+  make: (m: FabricModule, k: string) => Promise<P | string>,
 ): Promise<Providers<P>> {
   const providers: P[] = [];
-  const refused: Partial<Record<FabricKind, string>> = {};
+  const refused: Partial<Record<string, string>> = {};
   for (const k of kinds) {
-    const m = await loadFabric(k);
+    const m = await loadFabric(k, fabrics);
     const p = typeof m === "string" ? m : await make(m, k);
     if (typeof p === "string") refused[k] = p;
     else providers.push(p);
@@ -73,19 +99,27 @@ async function build<P>(
   return { providers, refused };
 }
 
-/** Builds the server providers for `kinds`; those that cannot run come back as reasons. */
+/**
+ * Builds the server providers for `kinds` (fabrics of `fabrics`, by default the registered
+ * ones); those that cannot run come back as reasons.
+ */
 export function serverProviders(
-  kinds: readonly FabricKind[],
+  kinds: readonly string[],
   options: ProviderOptionsByKind,
   log: (line: string) => void,
+  fabrics: readonly AnyFabricDescriptor[] = FABRIC_DESCRIPTORS,
 ): Promise<Providers<ServerFabricProvider>> {
-  return build(kinds, (m, k) => m.createServerProvider(options[k], log));
+  return build(kinds, fabrics, (m, k) => m.createServerProvider(options[k], log));
 }
 
-/** Builds the client providers for `kinds`; those that cannot run come back as reasons. */
+/**
+ * Builds the client providers for `kinds` (fabrics of `fabrics`, by default the registered
+ * ones); those that cannot run come back as reasons.
+ */
 export function clientProviders(
-  kinds: readonly FabricKind[],
+  kinds: readonly string[],
   options: ProviderOptionsByKind,
+  fabrics: readonly AnyFabricDescriptor[] = FABRIC_DESCRIPTORS,
 ): Promise<Providers<ClientFabricProvider>> {
-  return build(kinds, (m, k) => m.createClientProvider(options[k]));
+  return build(kinds, fabrics, (m, k) => m.createClientProvider(options[k]));
 }

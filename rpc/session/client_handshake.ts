@@ -12,12 +12,13 @@
  * @module
  */
 import { pid } from "node:process";
-import { ConnectionClosedError } from "../../errors.ts";
-import { z } from "zod";
+import { ConnectionClosedError, VerbusError } from "../../errors.ts";
 import type { FabricEndpoint } from "../../transport/fabric.ts";
 import { failingNthOp } from "../../transport/faults.ts";
 import type { ClientFabricProvider, SessionSizes } from "../../transport/provider.ts";
-import { clientProviders, type FabricKind, FABRICS } from "../../transport/registry.ts";
+import type { AnyFabricDescriptor } from "../../transport/fabric_descriptor.ts";
+import type { FabricChoice } from "../../transport/fabric_kinds.ts";
+import { clientProviders, fabricsWith } from "../../transport/registry.ts";
 import type { Channel } from "../channel.ts";
 import { MAX_TIMER } from "../channel_options.ts";
 import { ENOMETHOD, ENOSERVICE, RpcError } from "../errors.ts";
@@ -55,17 +56,11 @@ export interface FabricOutcome {
   };
 }
 
-/**
- * Which data plane a client asks for: the best fabric both hosts share (`auto`), one fabric of
- * {@link FABRICS}, or TCP only.
- */
-export const fabricChoiceSchema = z.enum(["auto", ...FABRICS, "tcp"]);
-/** One of {@link fabricChoiceSchema}'s values. */
-export type FabricChoice = z.output<typeof fabricChoiceSchema>;
-
 /** The options the handshake reads. */
 export interface HandshakeOptions {
   fabric: FabricChoice;
+  /** Fabric descriptors beside the registered ones (`auto` offers them after those). */
+  extraFabrics?: readonly AnyFabricDescriptor[];
   region: RegionConfigInput;
   refreshEvery: number;
   /**
@@ -115,8 +110,21 @@ export async function establishFabric(
       summary: { state: "FALLBACK_TCP", reason: "fabric: tcp (chosen)", history: [] },
     };
   }
-  const kinds: readonly FabricKind[] = options.fabric === "auto" ? FABRICS : [options.fabric];
-  const { providers, refused } = await clientProviders(kinds, options.providerOptions ?? {});
+  const fabrics = fabricsWith(options.extraFabrics);
+  if (typeof fabrics === "string") throw new VerbusError("INVALID_OPTIONS", fabrics);
+  if (options.fabric !== "auto" && !fabrics.some((d) => d.kind === options.fabric)) {
+    const kinds = fabrics.map((d) => d.kind).join(", ");
+    throw new VerbusError(
+      "INVALID_OPTIONS",
+      `connect() options: field fabric: unknown fabric ${options.fabric}: expected auto, tcp or one of ${kinds}`,
+    );
+  }
+  const kinds = options.fabric === "auto" ? fabrics.map((d) => d.kind) : [options.fabric];
+  const { providers, refused } = await clientProviders(
+    kinds,
+    options.providerOptions ?? {},
+    fabrics,
+  );
   if (providers.length === 0) {
     const why = Object.entries(refused).map(([k, r]) => `${k}: ${r}`).join("; ");
     machine.to("FALLBACK_TCP", why || "no fabric to offer");

@@ -13,7 +13,9 @@
  */
 import { z } from "zod";
 import type { ServerFabricProvider } from "../../transport/provider.ts";
-import { type FabricKind, fabricKindSchema, serverProviders } from "../../transport/registry.ts";
+import { fabricDescriptorSchema } from "../../transport/fabric_descriptor.ts";
+import { type AnyFabricKind, fabricNameSchema } from "../../transport/fabric_kinds.ts";
+import { fabricsWith, serverProviders } from "../../transport/registry.ts";
 import type { CallContext, Dispatcher, Handler, Logger, ServerCall } from "../protocol/dispatch.ts";
 import { regionConfigSchema } from "../region/layout.ts";
 import type { PartialDefault } from "../../util/options.ts";
@@ -29,7 +31,8 @@ import type { EndNotice } from "../../util/end_notice.ts";
 
 /** Server-side fabric options (zod: one source for types, defaults and messages). */
 export const fabricHostOptionsSchema: z.ZodObject<{
-  fabrics: z.ZodDefault<z.ZodArray<typeof fabricKindSchema>>;
+  fabrics: z.ZodDefault<z.ZodArray<typeof fabricNameSchema>>;
+  extraFabrics: z.ZodDefault<z.ZodArray<typeof fabricDescriptorSchema>>;
   providerOptions: z.ZodDefault<z.ZodRecord<z.ZodString, z.ZodUnknown>>;
   region: PartialDefault<(typeof regionConfigSchema)["shape"]>;
   batchBudget: z.ZodDefault<z.ZodNumber>;
@@ -42,8 +45,13 @@ export const fabricHostOptionsSchema: z.ZodObject<{
   requestBufferBytes: z.ZodDefault<z.ZodNumber>;
   progress: typeof progressOptionsSchema;
 }, z.core.$strict> = z.object({
-  /** Fabrics this server offers, best first. */
-  fabrics: z.array(fabricKindSchema).default(["shm"]),
+  /** Fabrics this server offers, best first (registered kinds, or kinds of `extraFabrics`). */
+  fabrics: z.array(fabricNameSchema).default(["shm"]),
+  /**
+   * Fabric descriptors beside the registered ones (a fabric under development, a test's
+   * throw-away fabric): `fabrics` may name their kinds.
+   */
+  extraFabrics: z.array(fabricDescriptorSchema).default([]),
   /**
    * Per-fabric provider options keyed by fabric (e.g. `verbs: { port, addr }`); each provider
    * gets and validates its own part.
@@ -75,7 +83,22 @@ export const fabricHostOptionsSchema: z.ZodObject<{
   requestBufferBytes: z.number().int().min(0).max(4096 * 1024 * 1024).default(8 * 1024 * 1024),
   /** Progress-loop tunables. */
   progress: progressOptionsSchema,
-}).strict();
+}).strict().superRefine((o, ctx) => {
+  const known = fabricsWith(o.extraFabrics);
+  if (typeof known === "string") {
+    ctx.addIssue({ code: "custom", path: ["extraFabrics"], message: known });
+    return;
+  }
+  o.fabrics.forEach((f, i) => {
+    if (known.some((d) => d.kind === f)) return;
+    const kinds = known.map((d) => d.kind).join(", ");
+    ctx.addIssue({
+      code: "custom",
+      path: ["fabrics", i],
+      message: `unknown fabric ${f}: expected one of ${kinds}`,
+    });
+  });
+});
 /** Server-side fabric options as a caller writes them (every field optional). */
 export type FabricHostOptions = z.input<typeof fabricHostOptionsSchema>;
 type HostOptions = z.output<typeof fabricHostOptionsSchema>;
@@ -141,7 +164,7 @@ export class FabricHost {
     services: Record<string, Record<string, unknown>>,
     logger: Logger,
     providers: ServerFabricProvider[],
-    unavailable: Partial<Record<FabricKind, string>>,
+    unavailable: Partial<Record<string, string>>,
     engine: ProgressEngine,
   ) {
     this.#providers = providers;
@@ -175,7 +198,13 @@ export class FabricHost {
   ): Promise<FabricHost> {
     const o = fabricHostOptionsSchema.parse(options);
     const log = (l: string) => logger.info?.(l);
-    const { providers, refused } = await serverProviders(o.fabrics, o.providerOptions, log);
+    const fabrics = fabricsWith(o.extraFabrics) as Exclude<ReturnType<typeof fabricsWith>, string>;
+    const { providers, refused } = await serverProviders(
+      o.fabrics,
+      o.providerOptions,
+      log,
+      fabrics,
+    );
     for (const [k, why] of Object.entries(refused)) {
       // a capability of this host, said once at start: info (a logger without info gets warn)
       (logger.info ?? logger.warn).call(logger, `fabric ${k} unavailable on this server: ${why}`);
@@ -191,7 +220,7 @@ export class FabricHost {
   }
 
   /** Fabrics this server can offer (after the providers were built). */
-  get fabrics(): FabricKind[] {
+  get fabrics(): AnyFabricKind[] {
     return this.#providers.map((p) => p.kind);
   }
 

@@ -12,7 +12,7 @@
  */
 import { z } from "zod";
 import { VerbusError } from "../../errors.ts";
-import { fabricKindSchema, FABRICS } from "../../transport/registry.ts";
+import { fabricNameSchema } from "../../transport/fabric_kinds.ts";
 import { parseOptions } from "../../util/options.ts";
 import { type RegionConfig, regionConfigSchema } from "../region/layout.ts";
 
@@ -20,6 +20,8 @@ import { type RegionConfig, regionConfigSchema } from "../region/layout.ts";
 export const FABRIC_SERVICE = "verbus.Fabric";
 /** Handshake protocol version. */
 export const HELLO_VERSION = 1;
+/** The most fabrics one hello may name. */
+const MAX_HELLO_FABRICS = 8;
 
 /** Fault injection a client may ask of the server for its session (tests and demos). */
 const simulateSchema = z.object({
@@ -36,13 +38,16 @@ export const clientHelloSchema = z.object({
   ]),
   /** The client's pid (Linux pids are below 2^22). */
   pid: z.number().int().min(1).max(1 << 22),
-  /** Fabrics the client can use, best first, each once. */
-  fabrics: z.array(fabricKindSchema).max(FABRICS.length)
+  /**
+   * Fabrics the client can use, best first, each once (a fabric the server does not know is
+   * answered OFF, as one it does not offer).
+   */
+  fabrics: z.array(fabricNameSchema).max(MAX_HELLO_FABRICS)
     .refine((fs) => new Set(fs).size === fs.length, "a fabric is listed twice"),
   /** The region the client proposes (the server clamps every field to its own maximum). */
   region: regionConfigSchema.partial(),
   /** Per-fabric parameters, keyed by fabric (each provider validates its own). */
-  params: z.partialRecord(fabricKindSchema, z.unknown()).default({}),
+  params: z.record(fabricNameSchema, z.unknown()).default({}),
   simulate: simulateSchema.optional(),
 }).strict();
 export type ClientHello = z.output<typeof clientHelloSchema>;
@@ -61,7 +66,7 @@ export function clampRegion(max: RegionConfig, proposal: ClientHello["region"]):
 export const serverHelloSchema: z.ZodObject<{
   version: z.ZodLiteral<typeof HELLO_VERSION>;
   sessionId: z.ZodNumber;
-  fabric: z.ZodNullable<typeof fabricKindSchema>;
+  fabric: z.ZodNullable<typeof fabricNameSchema>;
   decisions: z.ZodRecord<
     z.ZodString,
     z.ZodObject<{
@@ -78,7 +83,7 @@ export const serverHelloSchema: z.ZodObject<{
   version: z.literal(HELLO_VERSION),
   sessionId: z.number().int().nonnegative(),
   /** The fabric chosen for the data plane, or null: TCP only. */
-  fabric: fabricKindSchema.nullable(),
+  fabric: fabricNameSchema.nullable(),
   /** Per-fabric decision and, when OFF, why. */
   decisions: z.record(
     z.string(),

@@ -19,7 +19,7 @@ import type {
   ServerOffer,
   SessionSizes,
 } from "../../transport/provider.ts";
-import type { FabricKind } from "../../transport/registry.ts";
+import type { AnyFabricKind } from "../../transport/fabric_kinds.ts";
 import type { NetAddress } from "../../transport/tcp/tcp.ts";
 import { EREQUEST, RpcError } from "../errors.ts";
 import type { CallContext, Dispatcher, Logger, ServerCall } from "../protocol/dispatch.ts";
@@ -59,7 +59,7 @@ export interface HandshakeHost {
 /** The settings the handshake applies (the host's validated options). */
 export interface HandshakeSettings {
   /** Fabrics the server offers. */
-  readonly fabrics: readonly FabricKind[];
+  readonly fabrics: readonly AnyFabricKind[];
   /** The largest region a client may get. */
   readonly maxRegion: RegionConfig;
   readonly batchBudget: number;
@@ -79,7 +79,7 @@ export interface HandshakeSettings {
 interface PendingHandshake {
   readonly machine: StateMachine<ServerState>;
   readonly sessionId: number;
-  readonly kind: FabricKind;
+  readonly kind: AnyFabricKind;
   readonly offer: ServerOffer;
   readonly serverLayout: RegionLayout;
   readonly clientLayout: RegionLayout;
@@ -117,7 +117,7 @@ export class ServerHandshakes {
     private readonly host: HandshakeHost,
     private readonly settings: HandshakeSettings,
     private readonly providers: readonly ServerFabricProvider[],
-    private readonly unavailable: Partial<Record<FabricKind, string>>,
+    private readonly unavailable: Partial<Record<string, string>>,
     private readonly methods: readonly (readonly [string, string])[],
     private readonly logger: Logger,
   ) {
@@ -194,7 +194,7 @@ export class ServerHandshakes {
     const region = clampRegion(this.settings.maxRegion, hello.region);
     const peer: PeerInfo = { bootId: hello.bootId, pid: hello.pid, host: ctx.peer.host };
     const decisions: ServerHello["decisions"] = {};
-    let chosen: FabricKind | null = null;
+    let chosen: AnyFabricKind | null = null;
     for (const f of hello.fabrics) {
       const why = this.#refuse(f, peer, hello.params[f]);
       decisions[f] = why ? { state: "OFF", reason: why } : { state: "ON" };
@@ -289,7 +289,7 @@ export class ServerHandshakes {
     return encodeHello(reply);
   }
 
-  #refuse(f: FabricKind, peer: PeerInfo, params: unknown): string | undefined {
+  #refuse(f: AnyFabricKind, peer: PeerInfo, params: unknown): string | undefined {
     if (!this.settings.fabrics.includes(f)) return `server does not offer ${f}`;
     const unavailable = this.unavailable[f];
     if (unavailable) return unavailable;

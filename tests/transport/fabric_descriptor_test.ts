@@ -2,13 +2,21 @@
  * The fabric descriptors: the registry has one per kind, in the kind list's order, each in its
  * own folder; and a fabric is one descriptor: a throw-away in-memory "loop" fabric, given beside
  * the registered ones and edited nowhere else, is probed, listed among the host's fabrics, has
- * its libraries and section in the capabilities, and its library and section in `verbus doctor`.
+ * its libraries and section in the capabilities, and its library and section in `verbus doctor`;
+ * and one that carries calls (shm's provider under the name "loop") is offered by serve's options,
+ * asked for by connect's, chosen by the handshake and carries the calls.
  */
 import { existsSync } from "node:fs";
-import { assert, assertEquals, test } from "../harness.ts";
+import { assert, assertEquals, assertRejects, test } from "../harness.ts";
 import { formatDoctor } from "../../cli/doctor.ts";
+import { parseServeArgs } from "../../cli/serve.ts";
+import { demoService } from "../../examples/demo/service.ts";
+import { VerbusError } from "../../errors.ts";
+import { connect } from "../../rpc/client.ts";
+import { serve } from "../../rpc/server.ts";
 import { fabricDoctorLines, probeHost } from "../../transport/capabilities.ts";
 import type { FabricDescriptor } from "../../transport/fabric_descriptor.ts";
+import type { FabricModule } from "../../transport/provider.ts";
 import { FABRIC_DESCRIPTORS, FABRICS, loadFabric } from "../../transport/registry.ts";
 import { REPO_ROOT } from "../util/proc.ts";
 
@@ -98,5 +106,119 @@ test("an unusable fabric keeps its section and libraries but is not among the ho
   const caps = await probeHost(undefined, [...FABRIC_DESCRIPTORS, broken]);
   assert(!caps.fabrics.includes("loop" as never), `${caps.fabrics}`);
   assertEquals(caps.libraries.libloop.found, false);
-  assertEquals(fabricDoctorLines(caps, [...FABRIC_DESCRIPTORS, broken]).at(-1), "loop         not usable");
+  assertEquals(
+    fabricDoctorLines(caps, [...FABRIC_DESCRIPTORS, broken]).at(-1),
+    "loop         not usable",
+  );
+});
+
+/** shm's provider module under the name "loop": a fabric that carries calls, known only here. */
+async function loopOverShm(): Promise<FabricModule> {
+  const shm = await loadFabric("shm");
+  if (typeof shm === "string") throw new Error(shm);
+  return {
+    createServerProvider: async (options, log) => {
+      const p = await shm.createServerProvider(options, log);
+      if (typeof p === "string") return p;
+      return {
+        kind: "loop",
+        refuse: (peer, params) => p.refuse(peer, params),
+        offer: (ctx) => p.offer(ctx),
+        close: () => p.close(),
+      };
+    },
+    createClientProvider: async (options) => {
+      const p = await shm.createClientProvider(options);
+      if (typeof p === "string") return p;
+      return {
+        kind: "loop",
+        label: "loop (shm underneath)",
+        params: () => p.params(),
+        open: (offer, sizes) => p.open(offer, sizes),
+        close: () => p.close(),
+      };
+    },
+  };
+}
+const carryingLoop: typeof loopFabric = { ...loopFabric, load: loopOverShm };
+const region = { slots: 16, slotSize: 4096, objectSlabs: 4, objectSlabSize: 64 * 1024 };
+
+test("a throw-away fabric is offered by serve's options, asked for by connect's, and chosen", async () => {
+  const server = await serve({
+    port: 0,
+    host: "127.0.0.1",
+    services: demoService(),
+    fabric: { fabrics: ["loop"], extraFabrics: [carryingLoop], region },
+    logger: { warn: () => {} },
+  });
+  const at = { host: "127.0.0.1", port: server.port };
+  const quiet = { warn: () => {} };
+  try {
+    assertEquals(server.fabric?.fabrics, ["loop"]);
+    for (const fabric of ["loop", "auto"] as const) {
+      const c = await connect(at, { fabric, extraFabrics: [carryingLoop], region, logger: quiet });
+      try {
+        assertEquals(c.fabric, "loop (shm underneath)", JSON.stringify(c.handshake));
+        assertEquals(c.handshake.decisions?.loop, { state: "ON" });
+        if (fabric === "auto") {
+          // the registered fabrics are offered first; this server offers none of them
+          assertEquals(c.handshake.decisions?.shm?.state, "OFF");
+        }
+        const r = await c.call("verbus.Demo", "Echo", new Uint8Array([1, 2, 3]));
+        assertEquals([...r.response], [1, 2, 3]);
+        assert(r.path !== "TCP_FALLBACK", r.path);
+      } finally {
+        await c.close();
+      }
+    }
+    // a client that does not know it offers the registered fabrics: the server has none of them
+    const plain = await connect(at, { region, logger: quiet });
+    try {
+      assertEquals(plain.fabric, "tcp");
+      assertEquals(plain.handshake.state, "FALLBACK_TCP");
+    } finally {
+      await plain.close();
+    }
+  } finally {
+    await server.close();
+  }
+});
+
+test("a fabric nobody gave is refused by name in serve's and connect's options", async () => {
+  const e = await assertRejects(
+    () => serve({ port: 0, services: {}, fabric: { fabrics: ["shm", "loop"] } }),
+    VerbusError,
+    "fabrics.1",
+  );
+  assert(e.message.includes("unknown fabric loop: expected one of shm, verbs, urma"), e.message);
+  await assertRejects(
+    () =>
+      serve({
+        port: 0,
+        services: {},
+        fabric: { fabrics: ["shm"], extraFabrics: [{ ...carryingLoop, kind: "shm" }] },
+      }),
+    VerbusError,
+    "fabric shm is given twice",
+  );
+  const server = await serve({ port: 0, host: "127.0.0.1", services: {}, logger: { warn() {} } });
+  try {
+    await assertRejects(
+      () => connect({ host: "127.0.0.1", port: server.port }, { fabric: "loop" }),
+      VerbusError,
+      "field fabric: unknown fabric loop",
+    );
+  } finally {
+    await server.close();
+  }
+});
+
+test("verbus serve's --fabric takes each registered kind (its choices are the registry's)", () => {
+  for (const kind of FABRICS) {
+    assertEquals(parseServeArgs(["--port", "0", "--fabric", kind]).fabric, kind);
+  }
+  assertEquals(
+    parseServeArgs(["--port", "0", "--fabric", FABRICS.join(",")]).fabric,
+    FABRICS.join(","),
+  );
 });
