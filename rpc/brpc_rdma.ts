@@ -21,14 +21,42 @@ import {
   brpcRdmaOptionsSchema,
   clientHandshake,
   openBrpcQp,
+  prepareBrpcRdma,
   serverHandshake,
+  setBrpcRdmaDriver,
 } from "../transport/brpc_rdma/mod.ts";
 import type { BrpcRdmaOptions } from "../transport/brpc_rdma/mod.ts";
 import { tcp } from "../transport/tcp/mod.ts";
 import type { TcpConn } from "../transport/tcp/tcp.ts";
 import type { Logger } from "./protocol/dispatch.ts";
 import { HandshakeAcceptor, logOnce } from "./handshake_acceptor.ts";
+import { driveOnEngine } from "./brpc_rdma_driver.ts";
 import { type BrpcUbringOptions, isUbringConn, ubringDial } from "./brpc_ubring.ts";
+
+// Connections on the verbs hub's shared CQ are driven by this thread's progress engine.
+setBrpcRdmaDriver(driveOnEngine);
+export { prepareBrpcRdma };
+
+/**
+ * `serve()` with `brpcRdma`: opens the device and prepares QPs before the server listens, so the
+ * first handshake does not pay for it. A host that cannot is logged (connections then fall back
+ * to TCP with the reason, as before); never rejects.
+ */
+export async function prepareBrpcRdmaServer(
+  options: BrpcRdmaOptions,
+  host: string,
+  logger: Logger,
+): Promise<void> {
+  try {
+    await prepareBrpcRdma(options, host);
+  } catch (e) {
+    logger.warn(
+      `brpc-rdma server: the RDMA device could not be opened ahead (${
+        e instanceof Error ? e.message : String(e)
+      }); each connection tries again`,
+    );
+  }
+}
 
 /** The `brpcRdma` option of `serve()` and `connectChannel()`: off (default) or its options. */
 export const brpcRdmaOptionSchema: z.ZodOptional<

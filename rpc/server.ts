@@ -32,7 +32,7 @@ import {
 import { FabricHost } from "./session/fabric_host.ts";
 import { FABRIC_SERVICE } from "./session/hello.ts";
 import type { DescService } from "@bufbuild/protobuf";
-import { BrpcRdmaAcceptor } from "./brpc_rdma.ts";
+import { BrpcRdmaAcceptor, prepareBrpcRdmaServer } from "./brpc_rdma.ts";
 import { BrpcUbringAcceptor } from "./brpc_ubring.ts";
 import { VerbusError } from "../errors.ts";
 import type { HandshakeAcceptor } from "./handshake_acceptor.ts";
@@ -387,6 +387,7 @@ export async function serve<const T extends readonly DescService[] = []>(
   const fabric = o.fabric === false
     ? null
     : await FabricHost.create(o.fabric ?? {}, o.services, logger);
+  if (o.brpcRdma) await prepareBrpcRdmaServer(o.brpcRdma, o.host, logger);
   // Connections accepted before the Server object exists wait in `early`.
   const early: TcpConn[] = [];
   let accept = (conn: TcpConn): void => void early.push(conn);

@@ -14,6 +14,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { RUNTIME } from "../../ffi/runtime.ts";
+import { brpcRdmaOptionsSchema, prepareBrpcRdma } from "../../rpc/brpc_rdma.ts";
 import { connect as connectChannel } from "../../rpc/channel.ts";
 import { connect } from "../../rpc/client.ts";
 import { demoService } from "../../examples/demo/service.ts";
@@ -53,7 +54,15 @@ async function flight(call: Call): Promise<number> {
 async function main(): Promise<void> {
   const srv = await spawnServerRole("bench/vm/brpc_bench.ts", ["--serve"]);
   const addr = `${SERVER}:${srv.port}`;
-  const brpc = await connectChannel(addr, { brpcRdma: { device: "rxe0" }, timeoutMs: 30_000 });
+  // The device opened first (as a client would ahead of its first connection), then the first
+  // handshake timed alone: the TCP connect, the hellos, one QP brought up on each side.
+  const clientRdma = { device: "rxe0", handshakeTimeoutMs: 30_000 };
+  let t0 = performance.now();
+  await prepareBrpcRdma(brpcRdmaOptionsSchema.parse(clientRdma), CLIENT);
+  const deviceOpenMs = performance.now() - t0;
+  t0 = performance.now();
+  const brpc = await connectChannel(addr, { brpcRdma: clientRdma, timeoutMs: 30_000 });
+  const firstHandshakeMs = performance.now() - t0;
   if (brpc.transport !== "brpc-rdma") throw new Error("the brpc-rdma channel fell back to TCP");
   const verbs = await connect(addr, {
     fabric: "verbs",
@@ -97,6 +106,8 @@ async function main(): Promise<void> {
     inFlight: FLIGHT,
     flightCalls: BATCH,
     rows,
+    deviceOpenMs: Math.round(deviceOpenMs),
+    firstHandshakeMs: Math.round(firstHandshakeMs),
     ratios: {
       rtt_brpc_over_tcp: +(b.rtt_us / t.rtt_us).toFixed(2),
       rtt_brpc_over_verbs: +(b.rtt_us / v.rtt_us).toFixed(2),
@@ -116,6 +127,9 @@ async function main(): Promise<void> {
     "",
     `brpc-rdma / tcp: RTT ×${result.ratios.rtt_brpc_over_tcp}, calls/s ×${result.ratios.rate_brpc_over_tcp};`,
     `brpc-rdma / verbs fabric: RTT ×${result.ratios.rtt_brpc_over_verbs}, calls/s ×${result.ratios.rate_brpc_over_verbs}.`,
+    "",
+    `Client device open (libibverbs, rxe0's hub, GID, QPs prepared after): ${result.deviceOpenMs} ms;`,
+    `then the first brpc-rdma connection (TCP connect + handshake, the server's device opened at serve()): ${result.firstHandshakeMs} ms.`,
     "",
     "Made by `bash bench/vm/brpc_bench.sh` in the Soft-RoCE VM. Emulated hardware: compare ratios only.",
     "",
@@ -140,7 +154,7 @@ if (args.includes("--serve")) {
       providerOptions: { verbs: { addr: SERVER, port: 0, mode: "event" } },
       region: VM_BENCH_REGION,
     },
-    brpcRdma: { device: "rxe1" },
+    brpcRdma: { device: "rxe1", handshakeTimeoutMs: 30_000 },
     logger: { warn: (m) => console.error(`bench server: ${m}`) },
   });
   console.log(`listening on ${server.port}`);

@@ -30,7 +30,7 @@ import { ProgressLoop, type ProgressOptions } from "./progress.ts";
 /** A session as the engine drives it. */
 export interface Driven {
   /** Its fabric endpoint (readiness token, or the doorbell wait of a fabric without one). */
-  readonly endpoint: FabricEndpoint;
+  readonly endpoint: Pick<FabricEndpoint, "readiness" | "waitInbound">;
   /** One round of work; returns how much it did (0: nothing). Must not throw. */
   step(): number;
   /** True when it has local work that no announcement will signal (look again next turn). */

@@ -7,6 +7,7 @@
  * QPs find each other by QP number, as over the wire.
  */
 import type { BrpcHello } from "../../transport/brpc_rdma/hello.ts";
+import type { ReadinessToken } from "../../transport/readiness.ts";
 import type { BrpcRdmaOptions } from "../../transport/brpc_rdma/options.ts";
 import {
   type BrpcCompletionSink,
@@ -58,12 +59,36 @@ export class FakeQp implements BrpcQp {
   #unsignaled = 0;
   #waiter: (() => void) | null = null;
   #error = false;
+  /** Own-loop waits (a QP driven through a shared source never waits itself). */
+  waits = 0;
+  /** Shared mode: the source its completions are announced on, and what drains them there. */
+  readonly readiness?: ReadinessToken;
+  readonly #shared: SharedCq | null;
+  sink: BrpcCompletionSink | null = null;
+  announce = false;
 
-  constructor(o: BrpcRdmaOptions) {
+  constructor(o: BrpcRdmaOptions, shared: SharedCq | null = null) {
     this.sqSize = o.sqSize;
     this.rqSize = o.rqSize;
     this.blockSize = o.blockSize;
     byQpn.set(this.qpNum, this);
+    this.#shared = shared;
+    if (shared !== null) this.readiness = { source: shared.source, token: shared.join(this) };
+  }
+
+  /** Shared mode: completions go to `sink` during the shared CQ's drain. */
+  attach(sink: BrpcCompletionSink, announce: boolean): void {
+    this.sink = sink;
+    this.announce = announce;
+  }
+
+  flushReceives(): number {
+    return 0;
+  }
+
+  /** Completions waiting in this QP's queue. */
+  get queued(): number {
+    return this.#cq.length;
   }
 
   bringUp(remote: BrpcHello, slots: number, slotSize: number): void {
@@ -122,6 +147,7 @@ export class FakeQp implements BrpcQp {
 
   #push(c: Cqe): void {
     this.#cq.push(c);
+    this.#shared?.completed();
     const w = this.#waiter;
     this.#waiter = null;
     w?.();
@@ -146,6 +172,7 @@ export class FakeQp implements BrpcQp {
   arm(): void {}
 
   wait(timeoutMs: number): Promise<boolean> {
+    this.waits++;
     if (this.#cq.length > 0) return Promise.resolve(true);
     return new Promise((resolve) => {
       const t = setTimeout(() => {
@@ -166,16 +193,26 @@ export class FakeQp implements BrpcQp {
   close(): void {
     this.closed = true;
     byQpn.delete(this.qpNum);
+    this.#shared?.leave(this);
   }
 }
 
+/** What a fake QP in shared mode needs of its shared CQ (`fake_shared_cq.ts`). */
+export interface SharedCq {
+  readonly source: ReadinessToken["source"];
+  join(qp: FakeQp): number;
+  leave(qp: FakeQp): void;
+  /** A completion was queued on one of its QPs. */
+  completed(): void;
+}
+
 /** A factory that records the QPs it made. */
-export function fakeFactory() {
+export function fakeFactory(shared: SharedCq | null = null) {
   const made: FakeQp[] = [];
   return {
     made,
     factory: (o: BrpcRdmaOptions) => {
-      const q = new FakeQp(o);
+      const q = new FakeQp(o, shared);
       made.push(q);
       return Promise.resolve(q);
     },

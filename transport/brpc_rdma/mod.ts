@@ -28,7 +28,12 @@ export {
   type BrpcRdmaOptionsInput,
   brpcRdmaOptionsSchema,
 } from "./options.ts";
-export { BrpcRdmaConn, type BrpcRdmaCounters } from "./stream_conn.ts";
+export {
+  BrpcRdmaConn,
+  type BrpcRdmaCounters,
+  type BrpcRdmaDriver,
+  setBrpcRdmaDriver,
+} from "./stream_conn.ts";
 export type { BrpcQp, BrpcQpFactory } from "./qp_port.ts";
 
 let override: BrpcQpFactory | null = null;
@@ -39,6 +44,18 @@ let override: BrpcQpFactory | null = null;
  */
 export function _setBrpcQpFactory(factory: BrpcQpFactory | null): void {
   override = factory;
+}
+
+/**
+ * Opens the RDMA device of `options` now, off any connection's path (libibverbs loaded, the
+ * device's hub open, the GID for `host` picked) and prepares `options.preparedQps` QPs in the
+ * background. Resolves with the device name; rejects (NoRdmaError) when this host cannot. With a
+ * test factory set, resolves "" at once.
+ */
+export async function prepareBrpcRdma(options: BrpcRdmaOptions, host: string): Promise<string> {
+  if (override !== null) return "";
+  const m = await import("../verbs/brpc_qp.ts");
+  return m.prepareBrpcQps(options, host);
 }
 
 /** The verbs QP factory, loaded on first use (a load failure rejects: the caller falls back). */

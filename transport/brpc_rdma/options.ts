@@ -15,6 +15,7 @@ export const brpcRdmaOptionsSchema: z.ZodObject<{
   rqSize: z.ZodDefault<z.ZodNumber>;
   blockSize: z.ZodDefault<z.ZodNumber>;
   handshakeTimeoutMs: z.ZodDefault<z.ZodNumber>;
+  preparedQps: z.ZodDefault<z.ZodNumber>;
 }, z.core.$strict> = z.object({
   /**
    * RDMA device (brpc `-rdma_device`). Default: the device that has the TCP connection's local
@@ -39,6 +40,12 @@ export const brpcRdmaOptionsSchema: z.ZodObject<{
   blockSize: z.number().int().min(1024).max(2 * 1024 * 1024).default(8160),
   /** The whole handshake must finish within this many ms, else the connection FAILED. */
   handshakeTimeoutMs: z.number().int().positive().max(600_000).default(5000),
+  /**
+   * QPs kept prepared (created, registered, on the shared CQ) for the next handshakes, refilled
+   * in the background after each (brpc `-rdma_prepared_qp_cnt`); 0: each handshake creates its
+   * own. Each holds about (rqSize + sqSize) × blockSize bytes of registered memory.
+   */
+  preparedQps: z.number().int().min(0).max(1024).default(4),
 }).strict();
 
 /** Parsed options (defaults filled). */

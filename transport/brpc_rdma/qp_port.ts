@@ -8,9 +8,16 @@
  * a view handed to {@link BrpcCompletionSink.onRecv} is valid only during that call (its block
  * is reposted after it).
  *
+ * Two ways completions arrive: a QP of its own (`readiness` unset: {@link BrpcQp.poll},
+ * {@link BrpcQp.arm}, {@link BrpcQp.wait}), or a QP on a shared completion queue (`readiness` set:
+ * the verbs hub's one CQ for the process): then {@link BrpcQp.attach} names the sink, whoever
+ * drains the shared CQ hands it this QP's completions, and the token is announced on the source
+ * so that the process's progress engine gives the connection a turn.
+ *
  * Threading: one JS thread; only {@link BrpcQp.wait} blocks, off-thread.
  * @module
  */
+import type { ReadinessToken } from "../readiness.ts";
 import type { NetAddress } from "../tcp/tcp.ts";
 import type { BrpcHello } from "./hello.ts";
 import type { BrpcRdmaOptions } from "./options.ts";
@@ -52,6 +59,22 @@ export interface BrpcQp {
   stageSend(slot: number, len: number, imm: number, flags: number, wrId: number): void;
   /** Posts every staged send with one doorbell. 0, or the errno of `ibv_post_send`. */
   postStaged(): number;
+  /**
+   * Set when the completions come through a shared readiness source (see the module doc): its
+   * source and this QP's token there.
+   */
+  readonly readiness?: ReadinessToken;
+  /**
+   * Shared CQ only: this QP's completions go to `sink` from now on (during whoever's drain);
+   * `announce`: its token is announced on {@link readiness} after each (a progress engine drives
+   * the connection), else not (the connection runs its own loop on {@link poll}/{@link wait}).
+   */
+  attach?(sink: BrpcCompletionSink, announce: boolean): void;
+  /**
+   * Posts the receive blocks that completions freed and that are not reposted yet (one doorbell).
+   * Call before returning their credits. 0, or the errno of `ibv_post_recv`.
+   */
+  flushReceives?(): number;
   /** Reaps completions into `sink` (each receive is reposted after its call). Count, or -errno. */
   poll(sink: BrpcCompletionSink): number;
   /** Asks for an event on the next completion (`ibv_req_notify_cq`). */

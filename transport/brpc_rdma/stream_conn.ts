@@ -16,11 +16,17 @@
  * connection (as brpc watches its fd for EOF), and any byte on it is a protocol error. A failed
  * completion (the QP went to error) closes the connection like a TCP reset.
  *
+ * Completions: a QP on a shared CQ (the verbs hub, `qp.readiness` set) is driven by the
+ * process's driver when one is set ({@link setBrpcRdmaDriver}; rpc/ sets the progress engine):
+ * the drain hands this connection its completions and announces its token, and the driver calls
+ * {@link BrpcRdmaConn.step} (receive blocks reposted, credits returned, queued bytes sent).
+ * Otherwise the connection runs its own loop: poll, arm, wait off-thread.
+ *
  * Threading: the JS thread that created it; completions are waited for off-thread.
  * @module
  */
 import { setImmediate } from "node:timers";
-import { ConnectionClosedError } from "../../errors.ts";
+import { ConnectionClosedError, type VerbusError } from "../../errors.ts";
 import { ConnBase } from "../tcp/conn_base.ts";
 import type { NetAddress, TcpConn } from "../tcp/tcp.ts";
 import { CreditWindow } from "./credits.ts";
@@ -34,6 +40,19 @@ const WAIT_MS = 100;
 const POST_BATCH = 32;
 /** Busy poll rounds between two macrotask yields (timers and sockets get their turn). */
 const ROUNDS_PER_YIELD = 64;
+
+/**
+ * Drives a connection whose QP is on a shared readiness source: gives it turns ({@link
+ * BrpcRdmaConn.step}) when its token is announced; returns what ends that at its close.
+ */
+export type BrpcRdmaDriver = (conn: BrpcRdmaConn) => () => void;
+
+let driver: BrpcRdmaDriver | null = null;
+
+/** Sets (or with null clears) the process's driver of shared-CQ connections (rpc/ sets it). */
+export function setBrpcRdmaDriver(d: BrpcRdmaDriver | null): void {
+  driver = d;
+}
 
 /** Counters of one connection (tests, stats). */
 export interface BrpcRdmaCounters {
@@ -81,6 +100,10 @@ export class BrpcRdmaConn extends ConnBase implements BrpcCompletionSink {
   #paused = false;
   #held: Uint8Array[] | null = null;
   #failed = false;
+  /** Completions handed to this connection since its last {@link step}. */
+  #completions = 0;
+  /** Set while a driver drives it (ends the driving at close). */
+  #undrive: (() => void) | null = null;
 
   /**
    * Takes over `tcp` (its handlers are replaced) and `qp` (brought up: {@link sendSlotsFor}
@@ -99,7 +122,39 @@ export class BrpcRdmaConn extends ConnBase implements BrpcCompletionSink {
       this.#fail(`${chunk.length} unexpected byte(s) on the TCP connection of an RDMA connection`)
     );
     tcp.onClose((err) => this.closed_(err ?? this.peerClosed("closed its TCP connection")));
-    void this.#loop();
+    if (qp.readiness !== undefined && qp.attach !== undefined && driver !== null) {
+      qp.attach(this, true);
+      this.#undrive = driver(this);
+    } else void this.#loop();
+  }
+
+  /** Where its completions are announced (shared CQ), else undefined. */
+  get readiness(): BrpcQp["readiness"] {
+    return this.#qp.readiness;
+  }
+
+  /**
+   * One turn under a driver: reposts the receive blocks its completions freed, returns their
+   * credits and sends what the windows allow. Returns the completions handled since the last
+   * turn (0: nothing). Never throws.
+   */
+  step(): number {
+    const n = this.#completions;
+    this.#completions = 0;
+    if (this.closed) return n;
+    const rc = this.#qp.flushReceives?.() ?? 0;
+    if (rc !== 0) this.#fail(`ibv_post_recv failed (errno ${rc})`);
+    else this.#afterPoll();
+    return n;
+  }
+
+  protected override closed_(error: VerbusError | undefined): void {
+    super.closed_(error);
+    const undrive = this.#undrive;
+    if (undrive === null) return; // its own loop releases the QP when it ends
+    this.#undrive = null;
+    undrive();
+    this.#qp.close();
   }
 
   async #loop(): Promise<void> {
@@ -165,6 +220,7 @@ export class BrpcRdmaConn extends ConnBase implements BrpcCompletionSink {
   }
 
   onSend(wrId: number, status: number): void {
+    this.#completions++;
     if (this.closed) return;
     if (status !== 0) {
       this.#fail(`a send failed: ${this.#qp.statusText(status)} (the QP is in error)`);
@@ -178,6 +234,7 @@ export class BrpcRdmaConn extends ConnBase implements BrpcCompletionSink {
   }
 
   onRecv(block: Uint8Array, len: number, imm: number, status: number): void {
+    this.#completions++;
     if (this.closed) return;
     if (status !== 0) {
       this.#fail(`a receive failed: ${this.#qp.statusText(status)} (the QP is in error)`);

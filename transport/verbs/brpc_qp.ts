@@ -1,17 +1,20 @@
 /**
  * The verbs side of brpc's RDMA mode (`transport/brpc_rdma/`): one connection's RC queue pair,
  * brought up without rdma_cm from the peer's hello (GID, LID, QP number; PSN 0, path MTU 1024,
- * ACK timeout 14, retry 7, no RNR retry — brpc's `BringUpQp`), its own completion channel and CQ
- * (send and receive completions), a registered block pool of `rq_size` receive blocks posted
- * before RTR and reposted as they drain, and the registered send slots.
+ * ACK timeout 14, retry 7, no RNR retry — brpc's `BringUpQp`), on the process's verbs hub (one
+ * completion channel and ONE CQ for every QP of the process on the device, verbus sessions and
+ * brpc connections alike: `hub.ts`), with its own PD, a registered block pool of `rq_size`
+ * receive blocks posted before RTR and reposted as they drain, and the registered send slots.
  * ```
  *  recv MR  [ block 0 | block 1 | … | block rq-1 ]      wr_id = RECV_WR_BASE + block
  *  send MR  [ slot 0  | slot 1  | … | slot sq-4  ]      wr_id = slots freed (0: an ACK)
  * ```
- * The device context is opened once per device and kept for the process; everything else is
- * per connection and released by close().
+ * QPs are prepared ahead (`brpc_device.ts`: created, registered, joined to the hub), so a
+ * handshake takes one and only brings it up. Completions reach the connection during the hub's
+ * drain (whoever drains: the progress engine, or the connection's own loop) through
+ * {@link BrpcQp.attach}.
  *
- * Threading: one JS thread; `wait` sleeps off-thread (nonblocking FFI / Worker).
+ * Threading: one JS thread; `wait` sleeps off-thread (the hub's one parked wait).
  * @module
  */
 import { VB_RECV_DESC, VB_SGE } from "../../ffi/layouts/helper.ts";
@@ -25,25 +28,29 @@ import {
 import { IBV_AH_ATTR, IBV_GLOBAL_ROUTE, IBV_QP_ATTR } from "../../ffi/layouts/verbs.ts";
 import type { NetAddress } from "../tcp/tcp.ts";
 import type { BrpcHello } from "../brpc_rdma/hello.ts";
-import type { BrpcRdmaOptions } from "../brpc_rdma/options.ts";
+import { RESERVED_WRS } from "../brpc_rdma/hello.ts";
+import { type BrpcRdmaOptions, MAX_SEND_SLOT } from "../brpc_rdma/options.ts";
 import type { BrpcCompletionSink, BrpcQp } from "../brpc_rdma/qp_port.ts";
-import type { Context } from "./context.ts";
-import { type CompletionChannel, type CompletionQueue, wcStatusStr } from "./cq.ts";
-import { listDevices, openDevice } from "./device.ts";
+import type { ReadinessToken } from "../readiness.ts";
+import {
+  type BrpcDevicePick,
+  pickBrpcDevice,
+  prepareBrpcDevice,
+  takePrepared,
+} from "./brpc_device.ts";
+import { wcStatusStr } from "./cq.ts";
+import type { HubMember } from "./hub.ts";
 import type { MemoryRegion } from "./mr.ts";
 import type { ProtectionDomain } from "./pd.ts";
 import type { QueuePair } from "./qp.ts";
 import { FULL, SendBatch } from "./send_batch.ts";
-import { loadVerbs, NoRdmaError, type VerbsLib } from "./verbs_lib.ts";
-import { WcReader } from "./wc_reader.ts";
+import type { WcReader } from "./wc_reader.ts";
 
 /** Receive wr_ids start here (send wr_ids are slot counts, far below). */
 const RECV_WR_BASE = 2 ** 40;
-const POLL_MAX = 32;
 /** brpc's QP settings (rdma_endpoint.cpp). */
 const BRPC_QP = { pathMtu: 3, timeout: 14, retryCnt: 7, rnrRetry: 0, minRnrTimer: 0, hopLimit: 16 };
 
-const contexts = new Map<string, Context>();
 const TWO32 = 0x1_0000_0000;
 
 /** Writes a u64 (< 2^53, as a number: no BigInt on the data path) little-endian. */
@@ -53,124 +60,74 @@ function setU64(d: DataView, off: number, v: number): void {
   d.setUint32(off + 4, hi, true);
 }
 
-/** The IPv4-mapped GID of `ip` ("::ffff:a.b.c.d"), or null when `ip` is not IPv4. */
-function ipv4Gid(ip: string): Uint8Array | null {
-  const m = /^(?:::ffff:)?(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(ip);
-  if (!m) return null;
-  const g = new Uint8Array(16);
-  g[10] = g[11] = 0xff;
-  for (let i = 0; i < 4; i++) g[12 + i] = Number(m[i + 1]);
-  return g;
-}
-
-const same = (a: Uint8Array, b: Uint8Array) => a.every((x, i) => x === b[i]);
-
-/** The GID index of `gid` on `ctx`'s port, or -1. */
-function findGid(ctx: Context, port: number, gid: Uint8Array): number {
-  const n = ctx.queryPort(port).gidTblLen;
-  for (let i = 0; i < n; i++) {
-    try {
-      if (same(ctx.queryGid(port, i), gid)) return i;
-    } catch { /* empty entry */ }
-  }
-  return -1;
-}
-
-/** brpc's default GID: the last one whose interface id (bytes 8..15) is not zero. */
-function lastGid(ctx: Context, port: number): number {
-  for (let i = ctx.queryPort(port).gidTblLen - 1; i >= 0; i--) {
-    try {
-      if (ctx.queryGid(port, i).subarray(8).some((x) => x !== 0)) return i;
-    } catch { /* empty entry */ }
-  }
-  throw new NoRdmaError(19, `${ctx.deviceName} port ${port} has no usable GID`);
-}
-
-function context(v: VerbsLib, name: string): Context {
-  let c = contexts.get(name);
-  if (c === undefined) contexts.set(name, c = openDevice(v, name));
-  return c;
-}
-
-/** Picks the device and GID index: the options, else the device holding the local IPv4 GID. */
-function pick(
-  v: VerbsLib,
-  o: BrpcRdmaOptions,
-  local: NetAddress,
-): { ctx: Context; gidIndex: number } {
-  const want = ipv4Gid(local.host);
-  const names = o.device !== undefined ? [o.device] : listDevices(v).map((d) => d.name);
-  if (names.length === 0) throw new NoRdmaError(19, "no RDMA devices");
-  if (o.device === undefined && want !== null) {
-    for (const name of names) {
-      const ctx = context(v, name);
-      const i = findGid(ctx, o.port, want);
-      if (i >= 0) return { ctx, gidIndex: o.gidIndex >= 0 ? o.gidIndex : i };
-    }
-  }
-  const ctx = context(v, names[0]);
-  if (o.gidIndex >= 0) return { ctx, gidIndex: o.gidIndex };
-  const i = want === null ? -1 : findGid(ctx, o.port, want);
-  return { ctx, gidIndex: i >= 0 ? i : lastGid(ctx, o.port) };
-}
-
-/** Opens a QP for one brpc RDMA connection (C_ALLOC_QPCQ / S_ALLOC_QPCQ). */
+/** Opens a QP for one brpc RDMA connection (C_ALLOC_QPCQ / S_ALLOC_QPCQ): a prepared one if any. */
 export async function openBrpcQp(o: BrpcRdmaOptions, local: NetAddress): Promise<BrpcQp> {
-  const v = await loadVerbs();
-  const { ctx, gidIndex } = pick(v, o, local);
-  const port = ctx.queryPort(o.port);
-  if (port.state !== "ACTIVE") {
-    throw new NoRdmaError(100, `${ctx.deviceName} port ${o.port} is ${port.state}, not ACTIVE`);
-  }
-  return new VerbsBrpcQp(v, ctx, o, gidIndex, port.lid);
+  const pick = await pickBrpcDevice(o, local.host);
+  const shape = { sqSize: o.sqSize, rqSize: o.rqSize, blockSize: o.blockSize };
+  const make = () => new VerbsBrpcQp(pick, o);
+  return takePrepared(pick, shape, o.preparedQps, make) ?? make();
 }
 
-class VerbsBrpcQp implements BrpcQp {
+/**
+ * Opens the device for `o` now (libibverbs, context, hub, GID for `host`) and prepares
+ * `o.preparedQps` QPs in the background. Resolves with the device name once it is open; rejects
+ * with NoRdmaError when this host cannot.
+ */
+export async function prepareBrpcQps(o: BrpcRdmaOptions, host: string): Promise<string> {
+  const pick = await prepareBrpcDevice(o, host, (p) => new VerbsBrpcQp(p, o));
+  return pick.hub.ctx.deviceName;
+}
+
+class VerbsBrpcQp implements BrpcQp, HubMember {
   readonly deviceName: string;
   readonly gid: Uint8Array;
+  readonly lid: number;
+  readonly gidIndex: number;
   readonly qpNum: number;
   readonly sqSize: number;
   readonly rqSize: number;
   readonly blockSize: number;
+  readonly readiness: ReadinessToken;
+  readonly ownImm = true;
+  announce = false;
   /** The device port (brpc `-rdma_port`). */
   readonly port: number;
-  readonly #v: VerbsLib;
+  readonly #pick: BrpcDevicePick;
   readonly #pd: ProtectionDomain;
-  readonly #channel: CompletionChannel;
-  readonly #cq: CompletionQueue;
   readonly #qp: QueuePair;
   readonly #recvMr: MemoryRegion;
-  #sendMr: MemoryRegion | null = null;
-  #slotSize = 0;
-  readonly #wc = new WcReader(POLL_MAX);
+  #sendMr: MemoryRegion;
+  #slotSize: number;
   readonly #batch = new SendBatch(64, 64);
   readonly #rdesc: Uint8Array;
   readonly #rsge: Uint8Array;
   readonly #rdv: DataView;
   readonly #rsv: DataView;
   readonly #bad = new Uint32Array(1);
+  #sink: BrpcCompletionSink | null = null;
   #reposts = 0;
-  #waiting = false;
+  #joined = false;
   #closed = false;
 
-  constructor(
-    v: VerbsLib,
-    ctx: Context,
-    o: BrpcRdmaOptions,
-    readonly gidIndex: number,
-    readonly lid: number,
-  ) {
-    this.#v = v;
-    this.deviceName = ctx.deviceName;
-    this.gid = ctx.queryGid(o.port, gidIndex);
+  constructor(pick: BrpcDevicePick, o: BrpcRdmaOptions) {
+    const hub = pick.hub;
+    this.#pick = pick;
+    this.deviceName = hub.ctx.deviceName;
+    this.gid = pick.gid;
+    this.lid = pick.lid;
+    this.gidIndex = pick.gidIndex;
+    this.port = pick.port;
     this.blockSize = o.blockSize;
-    this.#pd = ctx.allocPd();
+    this.sqSize = o.sqSize;
+    this.rqSize = o.rqSize;
+    // Send slots sized for a peer announcing the same block size as ours (brpc's default);
+    // a bigger one gets them registered again at bring-up.
+    this.#slotSize = Math.min(o.blockSize, MAX_SEND_SLOT);
+    this.#pd = hub.ctx.allocPd();
     try {
-      this.#channel = ctx.createCompChannel();
-      this.#cq = ctx.createCq(o.sqSize + o.rqSize, this.#channel);
       this.#qp = this.#pd.createQp({
-        sendCq: this.#cq,
-        recvCq: this.#cq,
+        sendCq: hub.cq,
+        recvCq: hub.cq,
         maxSendWr: o.sqSize,
         maxRecvWr: o.rqSize,
         maxSendSge: 1,
@@ -181,27 +138,44 @@ class VerbsBrpcQp implements BrpcQp {
         new Uint8Array(o.rqSize * o.blockSize),
         IBV_ACCESS.LOCAL_WRITE,
       );
+      this.#sendMr = this.#pd.registerBuffer(
+        new Uint8Array((o.sqSize - RESERVED_WRS) * this.#slotSize),
+        IBV_ACCESS.LOCAL_WRITE,
+      );
+      this.qpNum = this.#qp.qpNum;
+      this.readiness = { source: hub, token: hub.join(this, this.#cqes) };
+      this.#joined = true;
     } catch (e) {
       this.close();
       throw e;
     }
-    this.qpNum = this.#qp.qpNum;
-    this.sqSize = o.sqSize;
-    this.rqSize = o.rqSize;
     const n = Math.min(o.rqSize, 256);
     this.#rdesc = new Uint8Array(n * VB_RECV_DESC.$size);
     this.#rsge = new Uint8Array(n * VB_SGE.$size);
     this.#rdv = new DataView(this.#rdesc.buffer);
     this.#rsv = new DataView(this.#rsge.buffer);
-    this.port = o.port;
+  }
+
+  /** Completions it may have outstanding in the hub's CQ. */
+  get #cqes(): number {
+    return this.sqSize + this.rqSize;
+  }
+
+  attach(sink: BrpcCompletionSink, announce: boolean): void {
+    this.#sink = sink;
+    this.announce = announce;
   }
 
   bringUp(remote: BrpcHello, slots: number, slotSize: number): void {
+    if (slots * slotSize > this.#sendMr.buffer.length) {
+      const old = this.#sendMr;
+      this.#sendMr = this.#pd.registerBuffer(
+        new Uint8Array(slots * slotSize),
+        IBV_ACCESS.LOCAL_WRITE,
+      );
+      old.close();
+    }
     this.#slotSize = slotSize;
-    this.#sendMr = this.#pd.registerBuffer(
-      new Uint8Array(slots * slotSize),
-      IBV_ACCESS.LOCAL_WRITE,
-    );
     this.#qp.bringUp((state, attr) => {
       const d = new DataView(attr.buffer, attr.byteOffset, attr.length);
       if (state === IBV_QPS.INIT) {
@@ -234,14 +208,14 @@ class VerbsBrpcQp implements BrpcQp {
 
   sendSlot(i: number): Uint8Array {
     const o = i * this.#slotSize;
-    return this.#sendMr!.buffer.subarray(o, o + this.#slotSize);
+    return this.#sendMr.buffer.subarray(o, o + this.#slotSize);
   }
 
   stageSend(slot: number, len: number, imm: number, flags: number, wrId: number): void {
     const b = this.#batch;
     if (b.length === b.maxWr) this.postStaged();
     if (len > 0) {
-      const mr = this.#sendMr!;
+      const mr = this.#sendMr;
       b.sge(mr.address + slot * this.#slotSize, len, mr.lkey);
     }
     if (b.wr(IBV_WR.SEND_WITH_IMM, flags, wrId, 0, 0, imm) === FULL) {
@@ -277,62 +251,54 @@ class VerbsBrpcQp implements BrpcQp {
     return rc;
   }
 
+  flushReceives(): number {
+    return this.#closed ? 0 : this.#flushReposts(false);
+  }
+
+  /** Hub: a send completion of this QP. */
+  onSend(wc: WcReader, k: number): void {
+    if (!this.#closed) this.#sink?.onSend(wc.wrId(k), wc.status(k));
+  }
+
+  /** Hub: a receive completion of this QP (its block is reposted after the sink's call). */
+  onReceive(status: number, wc: WcReader, k: number): void {
+    const sink = this.#sink;
+    if (this.#closed || sink === null) return;
+    const b = wc.wrId(k) - RECV_WR_BASE;
+    const o = b * this.blockSize;
+    const imm = (wc.wcFlags(k) & IBV_WC_WITH_IMM) !== 0 ? wc.imm(k) : 0;
+    sink.onRecv(this.#recvMr.buffer.subarray(o, o + this.blockSize), wc.byteLen(k), imm, status);
+    if (status === 0 && !this.#closed) this.#repost(b);
+  }
+
+  /** Own loop (no engine): drains the hub (every member's completions go to its sink). */
   poll(sink: BrpcCompletionSink): number {
     if (this.#closed) return 0;
-    const wc = this.#wc;
-    const n = wc.poll(this.#cq);
-    let failed = false;
-    for (let i = 0; i < n; i++) {
-      const id = wc.wrId(i), status = wc.status(i);
-      if (status !== 0) failed = true;
-      if (id >= RECV_WR_BASE) {
-        const b = id - RECV_WR_BASE;
-        const o = b * this.blockSize;
-        const imm = (wc.wcFlags(i) & IBV_WC_WITH_IMM) !== 0 ? wc.imm(i) : 0;
-        sink.onRecv(
-          this.#recvMr.buffer.subarray(o, o + this.blockSize),
-          wc.byteLen(i),
-          imm,
-          status,
-        );
-        if (status === 0) this.#repost(b);
-      } else sink.onSend(id, status);
-      if (this.#closed) return n;
-    }
-    if (!failed && this.#flushReposts(false) !== 0) return -5;
+    if (this.#sink === null) this.attach(sink, false);
+    const n = this.#pick.hub.drain();
+    if (this.#flushReposts(false) !== 0) return -5;
     return n;
   }
 
-  arm(): void {
-    if (!this.#closed) this.#cq.reqNotify(false);
-  }
+  arm(): void {}
 
-  async wait(timeoutMs: number): Promise<boolean> {
-    if (this.#closed) return false;
-    this.#waiting = true;
-    try {
-      return await this.#channel.waitEvent(timeoutMs);
-    } finally {
-      this.#waiting = false;
-      if (this.#closed) this.#release();
-    }
+  wait(timeoutMs: number): Promise<boolean> {
+    if (this.#closed) return Promise.resolve(false);
+    const hub = this.#pick.hub;
+    return hub.wait(hub.doorbell(), timeoutMs);
   }
 
   statusText(status: number): string {
-    return wcStatusStr(this.#v, status);
+    return wcStatusStr(this.#pick.lib, status);
   }
 
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    if (!this.#waiting) this.#release();
-  }
-
-  #release(): void {
-    // The channel closes its CQ (and the CQ its QP); the PD closes the MRs.
-    try {
-      this.#channel?.close();
-    } catch { /* already gone */ }
+    this.#sink = null;
+    // Later completions of this QP are the hub's strays; the PD closes its QP and MRs.
+    if (this.#joined) this.#pick.hub.leave(this, this.#cqes);
+    this.#joined = false;
     try {
       this.#pd.close();
     } catch { /* already gone */ }

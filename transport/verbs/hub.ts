@@ -58,8 +58,15 @@ export interface HubMember {
   readonly qpNum: number;
   /** A send completion of its QP: record `k` of `wc`. */
   onSend(wc: WcReader, k: number): void;
-  /** A receive completion of its QP (a peer's WRITE_WITH_IMM, or a flushed receive). */
-  onReceive(status: number): void;
+  /**
+   * A receive completion of its QP (a peer's WRITE_WITH_IMM, or a flushed receive); record `k`
+   * of `wc` (members that receive data read its wr_id, length and immediate).
+   */
+  onReceive(status: number, wc: WcReader, k: number): void;
+  /** True when its immediates are its own (brpc's credits), not this hub's token: not checked. */
+  readonly ownImm?: boolean;
+  /** False: its completions are handled in the dispatch and its token is not announced. */
+  readonly announce?: boolean;
 }
 
 /** Counters (tests and stats). */
@@ -235,11 +242,14 @@ export class VerbsHub implements ReadinessSource {
     this.counters.completions++;
     if ((wc.opcode(k) & IBV_WC_OPCODE.RECV) !== 0) {
       const status = wc.status(k);
-      if (status === 0 && wc.imm(k) !== e.token) this.counters.wrongImm++;
-      e.member.onReceive(status);
+      if (status === 0 && e.member.ownImm !== true && wc.imm(k) !== e.token) {
+        this.counters.wrongImm++;
+      }
+      e.member.onReceive(status, wc, k);
     } else {
       e.member.onSend(wc, k);
     }
+    if (e.member.announce === false) return;
     const t = e.token;
     if (this.#isPending[t] === 0) {
       this.#isPending[t] = 1;

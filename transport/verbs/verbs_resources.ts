@@ -55,7 +55,12 @@ export function cqShare(shape: EndpointShape): number {
 }
 
 /** What handles the completions of one endpoint's QP (the endpoint, once it exists). */
-export type CompletionHandler = Pick<HubMember, "onSend" | "onReceive">;
+export interface CompletionHandler {
+  /** A send completion of its QP (see {@link HubMember.onSend}). */
+  onSend: HubMember["onSend"];
+  /** A receive completion of its QP: a peer's WRITE_WITH_IMM (no data), or a flushed receive. */
+  onReceive(status: number): void;
+}
 
 /** The endpoint's place in the hub: forwards to its handler once one is attached. */
 class MemberSlot implements HubMember {
