@@ -1,12 +1,19 @@
 /**
- * A/B of two checkouts of verbus on this machine, in alternating rounds (the machine is shared and
+ * A/B of two versions of verbus on this machine, in alternating rounds (the machine is shared and
  * noisy: only side-by-side ratios mean anything). Per round and case it starts a server of A and
  * drives it with a client of A (`verbus serve` / `verbus call --async-bench`, same runtime), then
- * the same for B; prints per case the median calls/s and p50 of each side and the median B/A ratio.
+ * the same for B; prints per case the median calls/s and p50 of each side and the medians of the
+ * per-round B/A ratios (calls/s and p50).
  *
- *   deno run -A bench/e2e/ab.ts --a /path/to/base --b . [--runtime deno|bun|both] [--rounds 5]
+ *   deno run -A bench/e2e/ab.ts [--a HEAD] [--b .] [--runtime deno|bun|both] [--rounds 5]
  *       [--calls 20000] [--warmup 5000] [--windows 1,32] [--fabric shm|tcp] [--clients 1]
  *       [--out FILE.json]
+ *
+ * A side is a directory (a checkout, run as it is: `.` is this work tree with its uncommitted
+ * changes) or a git revision of this repository (`HEAD`, `HEAD~1`, a commit, a branch): its files
+ * are extracted into a temporary directory, with this checkout's node_modules and its own C
+ * helper (`bench/common/revision_tree.ts`), and removed at the end. Default: `--a HEAD --b .`,
+ * what the uncommitted changes do. `--a X --b X` (an A/A run) measures the noise floor.
  *
  * `--clients N`: N client processes at once per side (calls/s summed, p50 the median of theirs).
  * `--fabric tcp`: verbus's TCP path (baidu_std), as the e2e "verbus TCP" rows.
@@ -22,10 +29,14 @@ import { arg, numArg, runtimesArg } from "../common/args.ts";
 import { asyncBenchArgs } from "../common/bench_call.ts";
 import { childJson } from "../common/child_json.ts";
 import { median } from "../common/median.ts";
+import { RevisionTrees, type Side } from "../common/revision_tree.ts";
 import { verbusCli } from "../common/verbus_cli.ts";
 
 const ROOT = resolve(new URL("../..", import.meta.url).pathname);
-const A = resolve(arg("a", ROOT)), B = resolve(arg("b", ROOT));
+const trees = new RevisionTrees(ROOT);
+const [SIDE_A, SIDE_B] = sides();
+const A = SIDE_A.root, B = SIDE_B.root;
+console.error(`A: ${SIDE_A.label}\nB: ${SIDE_B.label}`);
 const RUNTIMES = runtimesArg();
 const ROUNDS = numArg("rounds", 5), CALLS = numArg("calls", 20000);
 const WARMUP = numArg("warmup", 5000);
@@ -67,46 +78,66 @@ async function clients(rt: string, root: string, port: number, w: number, n: num
   return { qps: rs.reduce((a, r) => a + r.qps, 0), p50_us: median(rs.map((r) => r.p50_us)) };
 }
 
+/** Both sides; a side that cannot be made removes what the other left in the temporary directory. */
+function sides(): [Side, Side] {
+  try {
+    return [trees.side(arg("a", "HEAD")), trees.side(arg("b", ROOT))];
+  } catch (e) {
+    trees.close();
+    throw e;
+  }
+}
+
 const out: Record<string, unknown>[] = [];
-for (const rt of RUNTIMES) {
-  for (const w of WINDOWS) {
-    const qa: number[] = [], qb: number[] = [], pa: number[] = [], pb: number[] = [];
-    const ratio: number[] = [];
-    for (let r = 0; r < ROUNDS; r++) {
-      // Keyed by side, not by path: `--a X --b X` (an A/A run, the noise floor) measures X twice.
-      const order = r % 2 === 0 ? (["A", "B"] as const) : (["B", "A"] as const);
-      const res: Record<"A" | "B", { qps: number; p50_us: number }> = {
-        A: { qps: NaN, p50_us: NaN },
-        B: { qps: NaN, p50_us: NaN },
-      };
-      for (const side of order) {
-        const root = side === "A" ? A : B;
-        const s = await serve(rt, root);
-        try {
-          await clients(rt, root, s.port, w, Math.min(2000, CALLS)); // warm-up
-          res[side] = await clients(rt, root, s.port, w, CALLS);
-        } finally {
-          await s.stop();
+try {
+  await measure();
+} finally {
+  trees.close();
+}
+
+async function measure(): Promise<void> {
+  for (const rt of RUNTIMES) {
+    for (const w of WINDOWS) {
+      const qa: number[] = [], qb: number[] = [], pa: number[] = [], pb: number[] = [];
+      const ratio: number[] = [], p50Ratio: number[] = [];
+      for (let r = 0; r < ROUNDS; r++) {
+        // Keyed by side, not by path: `--a X --b X` (an A/A run, the noise floor) measures X twice.
+        const order = r % 2 === 0 ? (["A", "B"] as const) : (["B", "A"] as const);
+        const res: Record<"A" | "B", { qps: number; p50_us: number }> = {
+          A: { qps: NaN, p50_us: NaN },
+          B: { qps: NaN, p50_us: NaN },
+        };
+        for (const side of order) {
+          const root = side === "A" ? A : B;
+          const s = await serve(rt, root);
+          try {
+            await clients(rt, root, s.port, w, Math.min(2000, CALLS)); // warm-up
+            res[side] = await clients(rt, root, s.port, w, CALLS);
+          } finally {
+            await s.stop();
+          }
         }
+        qa.push(res.A.qps), qb.push(res.B.qps), pa.push(res.A.p50_us), pb.push(res.B.p50_us);
+        ratio.push(res.B.qps / res.A.qps), p50Ratio.push(res.B.p50_us / res.A.p50_us);
+        console.error(
+          `${rt} w=${w} round ${r}: A ${res.A.qps} B ${res.B.qps} calls/s ` +
+            `(load ${loadavg()[0].toFixed(2)})`,
+        );
       }
-      qa.push(res.A.qps), qb.push(res.B.qps), pa.push(res.A.p50_us), pb.push(res.B.p50_us);
-      ratio.push(res.B.qps / res.A.qps);
-      console.error(
-        `${rt} w=${w} round ${r}: A ${res.A.qps} B ${res.B.qps} calls/s ` +
-          `(load ${loadavg()[0].toFixed(2)})`,
-      );
+      const row = {
+        runtime: rt,
+        inflight: w,
+        a_qps: median(qa),
+        b_qps: median(qb),
+        a_p50_us: median(pa),
+        b_p50_us: median(pb),
+        b_over_a_qps: +median(ratio).toFixed(2),
+        b_over_a_p50: +median(p50Ratio).toFixed(2),
+        rounds_b_over_a_qps: ratio.map((x) => +x.toFixed(2)),
+      };
+      out.push(row);
+      console.log(JSON.stringify(row));
     }
-    const row = {
-      runtime: rt,
-      inflight: w,
-      a_qps: median(qa),
-      b_qps: median(qb),
-      a_p50_us: median(pa),
-      b_p50_us: median(pb),
-      b_over_a_qps: +median(ratio).toFixed(2),
-    };
-    out.push(row);
-    console.log(JSON.stringify(row));
   }
 }
 const file = arg("out", "");
@@ -115,8 +146,8 @@ if (file) {
     file,
     JSON.stringify(
       {
-        a: A,
-        b: B,
+        a: SIDE_A.label,
+        b: SIDE_B.label,
         fabric: FABRIC,
         clients: CLIENTS,
         rounds: ROUNDS,
