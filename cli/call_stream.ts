@@ -1,8 +1,9 @@
 /**
  * `verbus call --stream-count N`: opens a stream to `verbus.Demo/Count` (a brpc stream on the
- * client's TCP connection, whatever fabric its calls use) and reads the N messages the server
- * streams back; reports how many arrived (in order), the bytes, the path (STREAM) and fabric
- * (tcp, the stream's carrier; `session_fabric` is the client's call fabric) and messages/s.
+ * client's fabric session when it has one — shm, verbs, URMA — else its TCP connection) and
+ * reads the N messages the server streams back; reports how many arrived (in order), the bytes,
+ * the path (STREAM) and fabric (the stream's carrier; `session_fabric` is the client's call
+ * fabric) and messages/s.
  * A stream that stays silent for the call timeout is reset and reported as failed.
  * CLI only; the main JS thread.
  * @module
@@ -18,13 +19,14 @@ export async function runStreamCount(
   timeoutMs: number,
 ): Promise<OpReport> {
   const t0 = performance.now();
-  const base = { op: "stream-count", path: "STREAM" as const, fabric: "tcp" };
+  const base = { op: "stream-count", path: "STREAM" as const, fabric: client.fabric };
   let got = 0, bytes = 0, disorder = 0;
   let last = t0;
   let timer: ReturnType<typeof setInterval> | undefined;
   try {
     const request = encodeCountRequest(n);
     const { stream } = await openStream(client, DEMO_SERVICE, "Count", request, { timeoutMs });
+    base.fabric = stream.carrier;
     timer = setInterval(() => {
       if (performance.now() - last > timeoutMs) stream.reset(`no message for ${timeoutMs} ms`);
     }, Math.min(timeoutMs, 1000));

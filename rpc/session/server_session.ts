@@ -220,6 +220,7 @@ export class ServerSession implements ResponseSink {
     this.rounds++;
     if (this.#closed !== null || this.#endpointFailed()) return 0;
     const streamed = this.streams.pump(); // the client's stream frames, credit for ours
+    if (this.#closed !== null) return streamed; // the client broke the stream pipe
     const db = this.#endpoint.doorbell();
     if (db === this.#seenDoorbell) return streamed;
     this.#inPoll = true;

@@ -1,8 +1,9 @@
 /**
  * `verbus.Demo/Count` (the demo's server-streaming method) and `verbus call --stream-count N`:
  * in process (indexes in order, message sizes, bad requests EREQUEST, no stream EREQUEST), and
- * the command against a `verbus serve` of the other runtime (human and --json lines, usage
- * errors for a bad count and for targets without streams).
+ * the command against a `verbus serve` of the other runtime (human and --json lines, the
+ * stream's fabric: shm with the client's shm session, tcp with `--fabric tcp`; usage errors for a
+ * bad count and for targets without streams).
  */
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
@@ -60,15 +61,17 @@ test("verbus call --stream-count N: messages, path STREAM, fabric, messages/s; u
       const j = verbus(["call", "--port", p, "--json", "--stream-count", "2000"]);
       assertEquals(j.code, 0, j.out + j.err);
       const line = JSON.parse(j.out.trim().split("\n").at(-1)!);
-      assertEquals([line.ok, line.op, line.path, line.fabric], [
+      // The client's shm session carries the stream: the report names the stream's fabric.
+      assertEquals([line.ok, line.op, line.path, line.fabric, line.result.session_fabric], [
         true,
         "stream-count",
         "STREAM",
-        "tcp",
+        "shm",
+        "shm",
       ]);
       assertEquals(line.result.messages, 2000);
       assert(line.result.messages_per_s > 0, j.out);
-      const h = verbus(["call", "--port", p, "--stream-count", "10"]);
+      const h = verbus(["call", "--port", p, "--fabric", "tcp", "--stream-count", "10"]);
       assertEquals(h.code, 0, h.out + h.err);
       assert(
         /stream-count path=STREAM\s+fabric=tcp/.test(h.out) && /"messages":10/.test(h.out),

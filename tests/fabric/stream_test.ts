@@ -13,6 +13,7 @@ import { openStream } from "../../rpc/stream/open.ts";
 import type { Stream } from "../../rpc/stream/stream.ts";
 import { StreamError } from "../../rpc/stream/stream_error.ts";
 import { CONTROL } from "../../rpc/region/layout.ts";
+import { encodeFrame } from "../../rpc/protocol/frame.ts";
 import { encodeStreamFrame, FRAME_DATA } from "../../rpc/protocol/stream_frame.ts";
 import { assert, assertEquals, assertRejects, test } from "../harness.ts";
 import { client, FABRIC_LABEL, pattern, startServer, until } from "./util.ts";
@@ -69,3 +70,143 @@ test("a stream through a client on the fabric rides the session: messages both w
     await server.close();
   }
 });
+
+test("a reader that stops reading stops the writer: the window bounds what is held, reading resumes it", async () => {
+  const seen: Stream[] = [];
+  const { server } = await startServer({}, streamService(seen));
+  const c = await client(server);
+  try {
+    const window = 256 * 1024;
+    const { stream } = await openStream(c, "S", "Hold", new Uint8Array(0), {
+      stream: { maxBufSize: window },
+    });
+    assertEquals(stream.carrier, c.fabric);
+    const msg = pattern(16 * 1024, 7);
+    let written = 0, blocked = false;
+    for (let i = 0; i < 1000; i++) {
+      const w = stream.write(msg);
+      const done = await Promise.race([w.then(() => true), sleep(300).then(() => false)]);
+      if (!done) {
+        blocked = true;
+        // Nothing read: the writer waits with at most the window unconsumed, the reader holds it.
+        assert(stream.unconsumedBytes <= window + msg.length, `${stream.unconsumedBytes}`);
+        await until(() => seen[0].unreadBytes === stream.unconsumedBytes, 5000, "all to arrive");
+        assert(seen[0].unreadBytes <= window + msg.length, `${seen[0].unreadBytes}`);
+        // The reader reads: the writer goes on.
+        let read = 0;
+        while (read < written) read += (await seen[0].read())!.length;
+        await w;
+        written += msg.length;
+        break;
+      }
+      written += msg.length;
+    }
+    assert(blocked, "the writer never waited");
+    const reader = (async () => {
+      for (let i = 0; i < 51; i++) assertEquals((await seen[0].read())!.length, msg.length);
+    })();
+    for (let i = 0; i < 50; i++) await stream.write(msg); // past the window: the reader reads
+    await reader;
+    stream.close();
+    assertEquals(await seen[0].ended, undefined);
+  } finally {
+    await c.close();
+    await server.close();
+  }
+});
+
+test("a session that fails ends its streams (connection), the next stream goes over TCP", async () => {
+  const seen: Stream[] = [];
+  const { server } = await startServer({}, streamService(seen));
+  const c = await client(server, { reestablishMs: 0 });
+  try {
+    const { stream } = await openStream(c, "S", "Echo", new Uint8Array(0));
+    await stream.write(te.encode("before"));
+    assertEquals(td.decode((await stream.read())!), "before");
+    c.session!.fail("test: the fabric went away");
+    const e = await assertRejects(() => stream.read(), StreamError);
+    assertEquals(e.kind, "connection");
+    assert(
+      /test: the fabric went away/.test(e.message) && /cannot move to TCP/.test(e.message),
+      e.message,
+    );
+    await assertRejects(() => stream.write(te.encode("x")), StreamError);
+    await until(() => seen[0].closed, 5000, "the server's side to end");
+    // A new stream rides the TCP connection.
+    const again = await openStream(c, "S", "Echo", new Uint8Array(0));
+    assertEquals(again.stream.carrier, "tcp");
+    await again.stream.write(te.encode("after"));
+    assertEquals(td.decode((await again.stream.read())!), "after");
+    again.stream.close();
+  } finally {
+    await c.close();
+    await server.close();
+  }
+});
+
+/** A whole baidu_std call frame (not a stream frame). */
+const CALL_FRAME = encodeFrame({ correlationId: 1 }, te.encode("call"));
+
+/** Writes `bytes` into the server's stream ring through the client's endpoint, then `tail`. */
+function inject(c: Awaited<ReturnType<typeof client>>, bytes: Uint8Array, tail: number): void {
+  const s = c.session!, { server } = s.layouts;
+  if (bytes.length > 0) s.endpoint.write(0, server.streamRing.offset, bytes, 0);
+  s.endpoint.writeU32(0, server.control.offset + CONTROL.streamTail, tail, 0);
+  s.endpoint.flush();
+  s.endpoint.kick();
+}
+
+test("hostile stream frames: an unknown stream id is answered RST and the session goes on", async () => {
+  const { server } = await startServer({}, streamService([]));
+  const c = await client(server);
+  try {
+    const frame = encodeStreamFrame(
+      { streamId: 999, sourceStreamId: 5, frameType: FRAME_DATA, hasContinuation: false },
+      te.encode("who?"),
+    );
+    inject(c, frame, frame.length);
+    const ss = [...server.fabric!.sessions][0];
+    await until(() => ss.streams.table.stats.unknown === 1, 5000, "the frame to be seen");
+    assertEquals(ss.streams.stats.bytesOut > 0, true); // the RST to stream 5
+    const r = await c.call("verbus.Demo", "Echo", te.encode("still here"));
+    assertEquals(r.path, "EAGER");
+    assertEquals(server.fabric!.sessions.size, 1);
+  } finally {
+    await c.close();
+    await server.close();
+  }
+});
+
+for (
+  const [what, bytes, tail, why] of [
+    ["a tail past the ring", new Uint8Array(0), 1 << 20, /ahead, past the 262144-byte ring/],
+    ["bytes that are not stream frames", te.encode("GARBAGE!".repeat(8)), 64, /no stream frames/],
+    ["a call frame in the ring", CALL_FRAME, CALL_FRAME.length, /call frame/],
+  ] as const
+) {
+  test(`hostile stream ring: ${what} fails that session only, its streams end (protocol), the server serves on`, async () => {
+    const seen: Stream[] = [];
+    const { server, log } = await startServer({}, streamService(seen));
+    const c = await client(server);
+    const other = await client(server);
+    try {
+      await openStream(other, "S", "Echo", new Uint8Array(0)); // a stream of another session
+      await openStream(c, "S", "Echo", new Uint8Array(0));
+      const victim = seen[1];
+      inject(c, bytes, tail);
+      const e = await victim.ended;
+      assertEquals(e?.kind, "protocol");
+      assert(why.test(e!.message), e!.message);
+      await until(() => server.fabric!.sessions.size === 1, 5000, "the session to close");
+      assert(log.warnings.some((w) => /stream pipe/.test(w)), log.warnings.join("\n"));
+      assert(!seen[0].closed, "the other session's stream ended too");
+      await seen[0].write(te.encode("on"));
+      const r = await other.call("verbus.Demo", "Echo", te.encode("x"));
+      assertEquals(r.path, "EAGER");
+    } finally {
+      await c.close();
+      await other.close();
+      await server.close();
+    }
+  });
+}
