@@ -10,7 +10,8 @@
  * either mapping.
  *
  * A write of several blocks stores its first block's flag last (the others are complete before
- * it), so a reader never sees part of a write. No allocation per write; a read allocates the
+ * it), so a reader never sees part of a write. Full blocks move as 15 32-bit words when source
+ * and destination are 4-aligned. A write allocates at most one word view; a read allocates the
  * chunk it returns (owned by the caller) and copies through a preallocated scratch buffer.
  *
  * Data path. Threading: the connection's JS thread.
@@ -44,14 +45,18 @@ export class UbringRings {
   error: string | null = null;
   #own: Uint8Array;
   #ownW: Uint32Array;
+  /** The whole of this side's object as 32-bit words (a full block's payload is 15 of them). */
+  #own32: Uint32Array;
   #peer: Uint8Array;
   #peerW: Uint32Array;
+  #peer32: Uint32Array;
   #readPos = 0;
   #writePos = 0;
   #lastTail: number;
   #ioLow = 0;
   #ioHigh = 0;
   readonly #scratch = new Uint8Array(MAX_READ + BLOCK);
+  readonly #scratch32 = new Uint32Array(this.#scratch.buffer);
 
   /** Over this side's object `own` and the peer's `peer` (both mapped; not owned). */
   constructor(own: Uint8Array, peer: Uint8Array) {
@@ -59,6 +64,8 @@ export class UbringRings {
     this.#ownW = new Uint32Array(own.buffer, own.byteOffset, OBJ.DATA / 4);
     this.#peer = peer;
     this.#peerW = new Uint32Array(peer.buffer, peer.byteOffset, OBJ.DATA / 4);
+    this.#own32 = new Uint32Array(own.buffer, own.byteOffset, own.length >>> 2);
+    this.#peer32 = new Uint32Array(peer.buffer, peer.byteOffset, peer.length >>> 2);
     this.recvBlocks = ringBlocks(own.length);
     this.sendBlocks = ringBlocks(peer.length);
     this.#lastTail = this.sendBlocks - 1;
@@ -103,14 +110,21 @@ export class UbringRings {
     if (free <= 0) return free;
     const n = Math.min(Math.ceil(len / PAYLOAD), free);
     const bytes = Math.min(len, n * PAYLOAD);
-    const cap = this.sendBlocks, ring = this.#peer;
+    const cap = this.sendBlocks, ring = this.#peer, ring32 = this.#peer32;
     const first = this.#writePos;
+    // Full blocks of a 4-aligned source move as 15 words each (no view per block).
+    const src32 = ((src.byteOffset + off) & 3) === 0
+      ? new Uint32Array(src.buffer, src.byteOffset + off, bytes >>> 2)
+      : null;
     // Blocks 1..n-1 first, whole; the first block's flag last: the write appears at once.
     for (let i = n - 1; i >= 0; i--) {
       const at = off + i * PAYLOAD;
       const k = Math.min(PAYLOAD, off + bytes - at);
       const base = OBJ.DATA + ((first + i) % cap) * BLOCK;
-      ring.set(src.subarray(at, at + k), base);
+      if (src32 !== null && k === PAYLOAD) {
+        const d = base >>> 2, s0 = i * (PAYLOAD >>> 2);
+        for (let w = 0; w < PAYLOAD >>> 2; w++) ring32[d + w] = src32[s0 + w];
+      } else ring.set(src.subarray(at, at + k), base);
       ring[base + BLOCK_LEN] = k;
       ring[base + BLOCK_CUR] = 0;
       const flag = i === n - 1 ? CHUNK.EOF : CHUNK.EXIST;
@@ -135,6 +149,7 @@ export class UbringRings {
   read(): Uint8Array | null {
     if (this.error !== null) return null;
     const ring = this.#own, cap = this.recvBlocks, out = this.#scratch;
+    const ring32 = this.#own32, out32 = this.#scratch32;
     let pos = this.#readPos, total = 0, n = 0;
     while (n < cap && total + PAYLOAD <= MAX_READ) {
       const base = OBJ.DATA + pos * BLOCK;
@@ -151,7 +166,10 @@ export class UbringRings {
         );
         break;
       }
-      out.set(ring.subarray(base + cur, base + len), total);
+      if (len === PAYLOAD && cur === 0 && (total & 3) === 0) {
+        const s0 = base >>> 2, d = total >>> 2;
+        for (let w = 0; w < PAYLOAD >>> 2; w++) out32[d + w] = ring32[s0 + w];
+      } else out.set(ring.subarray(base + cur, base + len), total);
       total += len - cur;
       ring[base + BLOCK_FLAG] = CHUNK.NONE;
       pos = pos + 1 === cap ? 0 : pos + 1;
@@ -199,7 +217,11 @@ export class UbringRings {
   /** Drops every view (call before unmapping): later calls touch no memory. */
   detach(): void {
     this.#own = this.#peer = EMPTY8;
-    this.#ownW = this.#peerW = EMPTY32;
+    this.#ownW =
+      this.#peerW =
+      this.#own32 =
+      this.#peer32 =
+        EMPTY32;
     this.error ??= "detached";
   }
 }
