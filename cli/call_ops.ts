@@ -12,6 +12,7 @@ import {
 import type { CallPath, Client, ClientCallResult, RpcClient, TelemetrySnapshot } from "../mod.ts";
 import type { OpReport } from "./call.ts";
 import type { Routing } from "./call_demo.ts";
+import { cpuUsage } from "node:process";
 import { count } from "./plural.ts";
 
 const round = (x: number) => Math.round(x * 10) / 10;
@@ -109,7 +110,7 @@ export class BurstClock {
 
 /**
  * Runs N calls with W in flight (or as many as fit in `seconds`), after `warmup` calls left out;
- * reports mean/p50/p99/p99.9/qps, the latency quantiles ({@link BENCH_QUANTILES}), per-path counts,
+ * reports mean/p50/p99/p99.9/qps, this process's CPU time over them (`cpu_us`), the latency quantiles ({@link BENCH_QUANTILES}), per-path counts,
  * through a cluster the calls each server answered (`servers`), and through an agent how the
  * calls went (`via`: "agent", or "agent+direct" when some took the client's fallback).
  */
@@ -131,7 +132,7 @@ export async function runBench(client: RpcClient, spec: BenchSpec): Promise<OpRe
   const fabrics = new Set<string>();
   const vias = new Set<string>();
   let next = 0, done = 0, failed = 0, firstError = "";
-  const t0 = performance.now();
+  const cpu0 = cpuUsage(), t0 = performance.now();
   const timed = spec.seconds !== undefined;
   const until = timed ? t0 + spec.seconds! * 1000 : Infinity;
   const clock = new BurstClock();
@@ -159,6 +160,7 @@ export async function runBench(client: RpcClient, spec: BenchSpec): Promise<OpRe
   };
   await Promise.all(Array.from({ length: Math.min(spec.window, spec.n) }, worker));
   const secs = (performance.now() - t0) / 1000;
+  const cpu = cpuUsage(cpu0);
   const sorted = lat.subarray(0, done).sort();
   const pick = (q: number) =>
     done === 0 ? 0 : round(sorted[Math.min(done - 1, Math.floor(q * done))] * 1000);
@@ -182,6 +184,8 @@ export async function runBench(client: RpcClient, spec: BenchSpec): Promise<OpRe
       p99_us: pick(0.99),
       p999_us: pick(0.999),
       qps: Math.round(done / secs),
+      // this process's CPU over the measured calls, all threads (getrusage): µs user and kernel
+      cpu_us: { user: cpu.user, system: cpu.system },
       quantiles: BENCH_QUANTILES.map((q) => [q, pick(q)]),
       paths,
       ...(spec.route ? { servers } : {}),

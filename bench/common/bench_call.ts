@@ -16,6 +16,11 @@ export interface AsyncBench {
   warmup: number;
   /** Stop the measured phase after this many seconds (`--async-seconds`; default: no limit). */
   seconds?: number;
+  /**
+   * `--async-sync`: after the warm-up it prints `{"ready":true}` and waits for a line on stdin
+   * (the harness starts several clients' measured calls together).
+   */
+  sync?: boolean;
 }
 
 /** `verbus call` arguments for `b` (JSON output, 30 s call timeout). */
@@ -40,5 +45,6 @@ export function asyncBenchArgs(b: AsyncBench): string[] {
     "--timeout-ms",
     "30000",
     ...(b.seconds === undefined ? [] : ["--async-seconds", String(b.seconds)]),
+    ...(b.sync ? ["--async-sync"] : []),
   ];
 }

@@ -26,6 +26,10 @@ export interface Row {
   p999_us?: number;
   qps: number;
   path?: string;
+  /** µs of CPU (user + kernel) per call of the clients (rows at 32 in flight; `cpu_rows.ts`). */
+  cpu_client_us?: number | null;
+  /** µs of CPU (user + kernel) per call of the server over the same calls. */
+  cpu_server_us?: number | null;
   /** The round it was measured in (0-based). */
   round: number;
 }

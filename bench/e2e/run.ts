@@ -16,7 +16,11 @@
  * the median over the rounds, with each round's value (`report.ts`): one round's verdict swings
  * with the machine.
  * Prints a markdown table with ratios and writes bench/results/e2e.{md,json}.
+ * The rows at 32 in flight (1 and 4 clients, TCP, shm and the promise-per-call ring) also give the
+ * CPU per call, µs user + kernel of the clients and of the server (`cpu_rows.ts`), and the report
+ * the ratio shm ÷ TCP of it (`cpu_report.ts`).
  * `--tcp-only` runs only the verbus TCP and raw TCP echo rows (ECHO 64 B) and writes no files.
+ * `--cpu-only` runs only the rows with CPU per call and writes bench/results/e2e-cpu.{md,json}.
  * Only ratios between rows of the same run mean anything.
  * @module
  */
@@ -30,6 +34,14 @@ import { join, resolve } from "node:path";
 import { argv as nodeArgv } from "node:process";
 import { availableParallelism, loadavg } from "node:os";
 import { CLIENTS, markdown, type Row, summary, targets } from "./report.ts";
+import {
+  baselineCpuPerCall,
+  type ClientFigures,
+  combined,
+  cpuPerCall,
+  runSynced,
+} from "./cpu_rows.ts";
+import { cpuMarkdown, cpuRows, cpuTargets } from "./cpu_report.ts";
 
 // deno-lint-ignore no-explicit-any
 const g = globalThis as any;
@@ -37,6 +49,8 @@ const args: string[] = g.Deno ? g.Deno.args : nodeArgv.slice(2);
 const quick = args.includes("--quick");
 /** `--tcp-only`: only verbus TCP and the raw TCP echo (ECHO 64 B), no files written. */
 const tcpOnly = args.includes("--tcp-only");
+/** `--cpu-only`: only the rows with CPU per call (32 in flight), written to e2e-cpu.{md,json}. */
+const cpuOnly = args.includes("--cpu-only");
 const ROOT = resolve(new URL("../..", import.meta.url).pathname);
 const BIN = {
   deno: join(ROOT, "node_modules/.bin/deno"),
@@ -89,11 +103,17 @@ function jsonParallel(cmds: ChildCommand[]): Promise<Record<string, unknown>[]> 
   return Promise.all(cmds.map((cmd) => childJson(cmd, ROOT)));
 }
 
-async function withServer<T>(rt: Rt, fn: (port: number) => T | Promise<T>): Promise<T> {
+/** A server of the run: its port, and its pid (its CPU is read from /proc). */
+interface Srv {
+  port: number;
+  pid: number;
+}
+
+async function withServer<T>(rt: Rt, fn: (server: Srv) => T | Promise<T>): Promise<T> {
   const [bin, a] = run(rt, "cli/main.ts", ["serve", "--port", "0", "--json", "--exit-with-stdin"]);
   const server = await startServe([bin, a], ROOT);
   try {
-    return await fn(server.port);
+    return await fn({ port: server.port, pid: server.pid });
   } finally {
     await server.stop();
   }
@@ -113,6 +133,7 @@ function benchCmd(
   window: number,
   n: number,
   fabric: string,
+  sync = false,
 ) {
   return run(
     rt,
@@ -126,6 +147,7 @@ function benchCmd(
       calls: n,
       warmup: warmupOf(bytes, window, fabric),
       seconds: ROW_SECONDS,
+      sync,
     }),
   );
 }
@@ -175,72 +197,97 @@ function baselineRow(rt: string, system: string, inflight: number, r: Record<str
   });
 }
 
-/** `CLIENTS` clients of `window` in flight each, at once: calls/s summed, median p50, worst p99. */
-async function benchClients(
-  rt: Rt,
-  port: number,
-  window: number,
-  n: number,
-  fabric: string,
-  system: string,
-) {
+/**
+ * `clients` clients of 32 in flight each (ECHO 64 B), started together after their warm-up: one
+ * row of their figures (`combined`) and the CPU per call of the clients and of the server.
+ */
+async function benchWide(rt: Rt, server: Srv, clients: number, fabric: string, system: string) {
+  const n = clients > 1 ? N_WIDE / 2 : N_WIDE;
   const cmds = Array.from(
-    { length: CLIENTS },
-    () => benchCmd(rt, port, "echo", 64, window, n, fabric),
+    { length: clients },
+    () => benchCmd(rt, server.port, "echo", 64, 32, n, fabric, true),
   );
-  const rs = await jsonParallel(cmds);
+  const { results: rs, server: serverCpu } = await runSynced(cmds, server.pid, ROOT);
   for (const r of rs) {
-    if (!r.ok) throw new Error(`${system} ×${CLIENTS} failed: ${JSON.stringify(r)}`);
+    if (!r.ok) throw new Error(`${system} ×${clients} failed: ${JSON.stringify(r)}`);
   }
-  const res = rs.map((r) => r.result as Record<string, number>);
-  const p50s = res.map((r) => r.p50_us).sort((x, y) => x - y);
   rows.push({
     round,
     runtime: rt,
-    case: `ECHO 64 B, ${CLIENTS} clients`,
+    case: clients > 1 ? `ECHO 64 B, ${clients} clients` : "ECHO 64 B",
     system,
-    inflight: window,
-    // the mean over every call (each client's weighted by its calls), the worst p99 and p99.9
-    mean_us: +(res.reduce((x, r) => x + r.mean_us * r.count, 0) /
-      res.reduce((x, r) => x + r.count, 0)).toFixed(1),
-    p50_us: p50s[Math.floor(p50s.length / 2)],
-    p99_us: Math.max(...res.map((r) => r.p99_us)),
-    p999_us: Math.max(...res.map((r) => r.p999_us)),
-    qps: res.reduce((x, r) => x + r.qps, 0),
+    inflight: 32,
+    ...combined(rs.map((r) => r.result as unknown as ClientFigures)),
     path: String(rs[0].path),
+    ...cpuPerCall(rs, serverCpu),
   });
+}
+
+/** The promise-per-call ring at 32 in flight, `pairs` client/server pairs at once (CPU per call). */
+async function ringRows(rt: Rt) {
+  for (const pairs of [1, CLIENTS]) {
+    const calls = quick ? 50000 : pairs > 1 ? 500_000 : 2_000_000;
+    const rs = await jsonParallel(
+      Array.from(
+        { length: pairs },
+        () =>
+          run(rt, "bench/e2e/baselines/shm_ring.ts", [
+            "--inflight",
+            "32",
+            "--calls",
+            String(calls),
+          ]),
+      ),
+    );
+    rows.push({
+      round,
+      runtime: rt,
+      case: pairs > 1 ? `ECHO 64 B, ${pairs} clients` : "ECHO 64 B",
+      system: "shm ring (promise per call)",
+      inflight: 32,
+      ...combined(rs.map((r) => ({ ...r, count: r.calls }) as unknown as ClientFigures)),
+      ...baselineCpuPerCall(rs),
+    });
+  }
+}
+
+/** `--cpu-only`: the rows with CPU per call (TCP, shm, the ring; 1 and 4 clients × 32). */
+async function measureCpuRound(order: Rt[]): Promise<void> {
+  for (const rt of order) {
+    console.error(`== ${rt} CPU per call (round ${round + 1} of ${ROUNDS}) ==`);
+    await withServer(rt, async (server) => {
+      bench(rt, server.port, "ECHO 64 B", "echo", 64, 32, Math.min(2000, N_SMALL), "shm", "warmup");
+      for (const clients of [1, CLIENTS]) {
+        await benchWide(rt, server, clients, "tcp", "verbus TCP");
+        await benchWide(rt, server, clients, "shm", "verbus shm");
+      }
+    });
+    await ringRows(rt);
+  }
 }
 
 async function measureRound(order: Rt[]): Promise<void> {
   for (const rt of order) {
     console.error(`== ${rt} (round ${round + 1} of ${ROUNDS}) ==`);
-    await withServer(rt, async (port) => {
+    await withServer(rt, async (server) => {
+      const port = server.port;
       for (const w of [1, 32]) {
+        const n = w > 1 ? N_WIDE : N_SMALL;
         if (tcpOnly) {
           bench(rt, port, "ECHO 64 B", "echo", 64, w, Math.min(2000, N_SMALL), "tcp", "warmup");
-          bench(
-            rt,
-            port,
-            "ECHO 64 B",
-            "echo",
-            64,
-            w,
-            w > 1 ? N_WIDE : N_SMALL,
-            "tcp",
-            "verbus TCP",
-          );
+          bench(rt, port, "ECHO 64 B", "echo", 64, w, n, "tcp", "verbus TCP");
           continue;
         }
-        for (let warm = 0; warm < 1; warm++) {
-          bench(rt, port, "ECHO 64 B", "echo", 64, w, Math.min(2000, N_SMALL), "shm", "warmup");
-        }
-        const n = w > 1 ? N_WIDE : N_SMALL;
+        bench(rt, port, "ECHO 64 B", "echo", 64, w, Math.min(2000, N_SMALL), "shm", "warmup");
+        if (w > 1) continue; // 32 in flight: below, with the CPU per call
         bench(rt, port, "ECHO 64 B", "echo", 64, w, n, "tcp", "verbus TCP");
         bench(rt, port, "ECHO 64 B", "echo", 64, w, n, "shm", "verbus shm");
       }
       if (tcpOnly) return;
-      await benchClients(rt, port, 32, N_WIDE / 2, "tcp", "verbus TCP");
-      await benchClients(rt, port, 32, N_WIDE / 2, "shm", "verbus shm");
+      for (const clients of [1, CLIENTS]) {
+        await benchWide(rt, server, clients, "tcp", "verbus TCP");
+        await benchWide(rt, server, clients, "shm", "verbus shm");
+      }
       bench(rt, port, "LARGE_GET 64 KiB", "large-get", 65536, 1, N_LARGE, "tcp", "verbus TCP");
       bench(rt, port, "LARGE_GET 64 KiB", "large-get", 65536, 1, N_LARGE, "shm", "verbus shm");
       bench(rt, port, "BIGPUT 16 KiB", "put", 16384, 1, N_LARGE, "tcp", "verbus TCP");
@@ -262,15 +309,14 @@ async function measureRound(order: Rt[]): Promise<void> {
       baselineRow(rt, "raw TCP echo", w, r);
     }
     if (tcpOnly) continue;
-    for (const w of [1, 32]) {
-      const r = json(run(rt, "bench/e2e/baselines/shm_ring.ts", [
-        "--inflight",
-        String(w),
-        "--calls",
-        String(quick ? 50000 : w > 1 ? 2_000_000 : 200000),
-      ]));
-      baselineRow(rt, "shm ring (promise per call)", w, r);
-    }
+    const ring1 = json(run(rt, "bench/e2e/baselines/shm_ring.ts", [
+      "--inflight",
+      "1",
+      "--calls",
+      String(quick ? 50000 : 200000),
+    ]));
+    baselineRow(rt, "shm ring (promise per call)", 1, ring1);
+    await ringRows(rt); // 32 in flight, with the CPU per call
     const pp = json(run(rt, "bench/e2e/shm_pingpong.ts", ["--iters", quick ? "50000" : "200000"]));
     rows.push({
       round,
@@ -313,7 +359,10 @@ async function measureRound(order: Rt[]): Promise<void> {
   }
 }
 // Rounds alternate the runtimes' order, so neither always runs on the warmer (or busier) machine.
-for (; round < ROUNDS; round++) await measureRound(round % 2 ? ["bun", "deno"] : ["deno", "bun"]);
+for (; round < ROUNDS; round++) {
+  const order: Rt[] = round % 2 ? ["bun", "deno"] : ["deno", "bun"];
+  await (cpuOnly ? measureCpuRound(order) : measureRound(order));
+}
 const real = rows.filter((r) => r.system !== "warmup");
 const header = `${ROUNDS} round${
   ROUNDS > 1 ? "s" : ""
@@ -322,14 +371,25 @@ const header = `${ROUNDS} round${
 } per client) after ${WARM_WIDE} warm-up calls with as many in flight; LARGE_GET/BIGPUT ${N_LARGE} after ${WARM_LARGE}; a row stops after ${ROW_SECONDS} s. Load average at the end ${
   loadavg().map((x) => x.toFixed(2)).join(" ")
 } on ${availableParallelism()} cores. Only ratios of rows of one round mean anything.`;
-const md = markdown(real, header);
-if (!tcpOnly) {
+const cpuNote =
+  "CPU per call hardly depends on what else runs on the cores (a call's work costs what it costs; a process waiting costs little), unlike calls/s; it still moves some with cache and scheduler contention.";
+const md = cpuOnly
+  ? `${header} ${cpuNote}\n\n${cpuMarkdown(real)}`
+  : `${markdown(real, header)}\n\n${cpuMarkdown(real)}`;
+const cpu = { targets: cpuTargets(real), rows: cpuRows(real) };
+if (cpuOnly) {
+  writeFileSync(join(ROOT, "bench/results/e2e-cpu.md"), md + "\n");
+  writeFileSync(
+    join(ROOT, "bench/results/e2e-cpu.json"),
+    JSON.stringify({ rounds: ROUNDS, rows: real, cpu, quick }, null, 2) + "\n",
+  );
+} else if (!tcpOnly) {
   mkdirSync(join(ROOT, "bench/results"), { recursive: true });
   writeFileSync(join(ROOT, "bench/results/e2e.md"), md + "\n");
   writeFileSync(
     join(ROOT, "bench/results/e2e.json"),
     JSON.stringify(
-      { rounds: ROUNDS, rows: real, summary: summary(real), targets: targets(real), quick },
+      { rounds: ROUNDS, rows: real, summary: summary(real), targets: targets(real), cpu, quick },
       null,
       2,
     ) + "\n",

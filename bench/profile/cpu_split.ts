@@ -15,12 +15,13 @@
  * @module
  */
 import { spawn } from "node:child_process";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { arg, numArg, runtimesArg, sleep } from "../common/args.ts";
 import { asyncBenchArgs } from "../common/bench_call.ts";
 import { lastJson } from "../common/child_json.ts";
 import { median } from "../common/median.ts";
+import { minusUsage as minus, procUsage, sumUsage as sum, type Usage } from "../common/proc_cpu.ts";
 import { verbusCli } from "../common/verbus_cli.ts";
 import { startServe } from "../../cli/self.ts";
 
@@ -36,46 +37,14 @@ const CLIENT_ENV = Object.fromEntries(
 );
 const cmd = (rt: string, a: string[]) => verbusCli(rt, ROOT, a);
 
-/** CPU ms (user, kernel) and context switches (voluntary, involuntary) of `pid`, all threads. */
-interface Usage {
-  user: number;
-  sys: number;
-  vcsw: number;
-  ivcsw: number;
-}
-
+/** CPU ms and context switches of `pid` (see `bench/common/proc_cpu.ts`). */
 function usage(pid: number): Usage {
-  let s: string;
   try {
-    s = readFileSync(`/proc/${pid}/stat`, "utf8");
-  } catch {
-    throw new Error(`process ${pid} ended before the window did: raise --calls`);
+    return procUsage(pid);
+  } catch (e) {
+    throw new Error(`${(e as Error).message}: raise --calls`);
   }
-  const f = s.slice(s.lastIndexOf(")") + 2).split(" ");
-  const u: Usage = { user: Number(f[11]) * 10, sys: Number(f[12]) * 10, vcsw: 0, ivcsw: 0 };
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const st = readFileSync(`/proc/${pid}/task/${tid}/status`, "utf8");
-      u.vcsw += Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(st)?.[1] ?? 0);
-      u.ivcsw += Number(/^nonvoluntary_ctxt_switches:\s+(\d+)/m.exec(st)?.[1] ?? 0);
-    } catch { /* the thread ended */ }
-  }
-  return u;
 }
-
-const minus = (a: Usage, b: Usage): Usage => ({
-  user: a.user - b.user,
-  sys: a.sys - b.sys,
-  vcsw: a.vcsw - b.vcsw,
-  ivcsw: a.ivcsw - b.ivcsw,
-});
-const sum = (us: Usage[]): Usage =>
-  us.reduce((a, b) => ({
-    user: a.user + b.user,
-    sys: a.sys + b.sys,
-    vcsw: a.vcsw + b.vcsw,
-    ivcsw: a.ivcsw + b.ivcsw,
-  }), { user: 0, sys: 0, vcsw: 0, ivcsw: 0 });
 
 /** One side's figures over the window, per call (`calls` = calls/s × window). */
 function side(u: Usage, wallMs: number, calls: number) {

@@ -19,12 +19,13 @@
  * @module
  */
 import { spawn, spawnSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import { startServe } from "../../cli/self.ts";
 import { asyncBenchArgs } from "../common/bench_call.ts";
 import { median } from "../common/median.ts";
+import { procUsage } from "../common/proc_cpu.ts";
 
 const args = Deno.args;
 const opt = (k: string, d: string) => {
@@ -49,8 +50,8 @@ const cmd = (rt: string, dir: string, script: string, a: string[]) =>
 
 /** CPU seconds (user + system, all threads) of a live process. */
 function procCpu(pid: number): number {
-  const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
-  return (Number(f[11]) + Number(f[12])) / 100;
+  const u = procUsage(pid, { switches: false });
+  return (u.user + u.sys) / 1000;
 }
 
 type M = { client: number; server: number; qps: number };

@@ -40,6 +40,8 @@ test(
           assert(typeof res[k] === "number" && res[k] > 0, `${op}: ${k} in ${r.output}`);
         }
         assert(res.p50_us <= res.p99_us && res.p99_us <= res.p999_us, r.output);
+        // this process's CPU over the measured calls (µs, user and kernel)
+        assert(res.cpu_us.user + res.cpu_us.system > 0, `${op}: cpu_us in ${r.output}`);
         assertEquals(res.quantiles.length > 50, true, "the latency quantiles");
         assertEquals(res.paths, { EAGER: N }, r.output);
       }

@@ -5,8 +5,9 @@
  * runtime". Run as
  *   deno run -A bench/e2e/baselines/shm_ring.ts [--inflight 32] [--calls 400000] [--payload 64]
  *   bun bench/e2e/baselines/shm_ring.ts [...]            [--yield-every 16 (0 = pure spin)]
- * Prints one JSON line {name, runtime, inflight, calls, qps, p50_us, p99_us} (p50/p99 from every
- * 8th call, timed from submit to the caller's continuation).
+ * Prints one JSON line {name, runtime, inflight, calls, qps, p50_us, p99_us, cpu_us,
+ * server_cpu_us} (p50/p99 from every 8th call, timed from submit to the caller's continuation;
+ * the CPU time of each side over the measured calls, µs user and kernel).
  *
  * Page layout (u32 words): word 0 = stop flag, word 1 = child ready; request states at words
  * 16..47, response states at 48..79 (0 = free, 1 = READY); request bodies from byte 512, response
@@ -16,12 +17,13 @@
  * @module
  */
 import { spawn } from "node:child_process";
-import { execPath, pid } from "node:process";
+import { cpuUsage, execPath, pid } from "node:process";
 import { setImmediate } from "node:timers";
 import { processAlive, ShmMapping } from "../../../transport/shm/shm_object.ts";
 import { RUNTIME } from "../../../ffi/runtime.ts";
 import { arg, ARGS, numArg } from "../../common/args.ts";
 import { cpuYielder } from "../../../transport/cpu.ts";
+import { type CpuMicros, minusUsage, procUsage, usageMicros } from "../../common/proc_cpu.ts";
 
 const yieldCpu = await cpuYielder();
 /** Empty passes between two `sched_yield`s (`--yield-every`, 0 = never: a pure spin). */
@@ -142,13 +144,17 @@ if (childAt >= 0) {
   const exited = new Promise((r) => proc.on("exit", r));
   const looping = loop();
   let n = 0, secs = 0;
+  let cpu: CpuMicros = { user: 0, system: 0 }, childCpu = cpu;
   try {
     await run(warm);
     nLat = 0;
     done = 0;
+    const child0 = procUsage(proc.pid!, { switches: false }), cpu0 = cpuUsage();
     const t0 = performance.now();
     n = await run(calls);
     secs = (performance.now() - t0) / 1000;
+    cpu = cpuUsage(cpu0);
+    childCpu = usageMicros(minusUsage(procUsage(proc.pid!, { switches: false }), child0));
   } finally {
     running = false;
     await looping;
@@ -169,5 +175,8 @@ if (childAt >= 0) {
     p50_us: q(0.5),
     p99_us: q(0.99),
     p999_us: q(0.999),
+    // CPU over the measured calls, µs user and kernel: this side (getrusage), the echoing child (/proc)
+    cpu_us: { user: cpu.user, system: cpu.system },
+    server_cpu_us: childCpu,
   }));
 }
