@@ -100,10 +100,11 @@ export class FabricLink {
         this.#channel._answerSink,
       );
       s.onEnded = (reason) => fs.end(reason);
+      // Held from the moment a stream exists (a step run before it would find the link idle).
+      fs.table.onCreate = () => this.startLoop();
       this.#streams = fs;
       this.#streamsOf = s;
     }
-    this.startLoop();
     return this.#streams;
   }
 

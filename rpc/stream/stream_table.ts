@@ -63,6 +63,8 @@ export class StreamTable implements StreamLink {
   readonly budget: UnreadBudget = { used: 0, max: MAX_UNREAD_PER_CONNECTION };
   /** What carries the frames: "tcp", or a fabric session's kind (set by its stream pipe). */
   carrier = "tcp";
+  /** Told after each stream is made (a fabric client's link then keeps its session driven). */
+  onCreate: (() => void) | null = null;
   /** The last undecodable frame's error (for a log line by the owner). */
   lastError: ProtocolError | undefined = undefined;
 
@@ -100,6 +102,7 @@ export class StreamTable implements StreamLink {
     const s = new Stream(id, this, opts, remote);
     this.#streams.set(id, s);
     this.stats.opened++;
+    this.onCreate?.();
     return s;
   }
 
