@@ -39,7 +39,8 @@ ops (at least one; they run in the order given, each as often as it is given):
                              [--async-seconds S] (stop after S s) [--async-warmup N] (calls left out)
                              [--async-sync] (after the warm-up print {"ready":true}, wait for a line on stdin)
   --stream-count N           verbus.Demo/Count streams N messages back on a brpc stream (on the
-                             TCP connection): messages received, in order, and messages/s
+                             client's fabric session, else TCP): messages received, in order, the
+                             stream's fabric and messages/s
   --stats                    local telemetry and the server's control-page snapshot (with --ns:
                              the cluster's servers, answers per server, retries, broken, isolated)
 options:

@@ -1,5 +1,6 @@
 /**
- * {@link Stream}: one brpc Streaming RPC stream, either side, over one baidu_std connection.
+ * {@link Stream}: one brpc Streaming RPC stream, either side, over one baidu_std connection or
+ * a fabric session's stream pipe (`stream_ring.ts`).
  * Wire-compatible with stock brpc (`src/brpc/stream.cpp`): messages go out as `"STRM"` DATA
  * frames (split into segments with `has_continuation`), the reader reports the bytes it consumed
  * in FEEDBACK frames, the writer keeps at most `maxBufSize` bytes unconsumed (brpc's
