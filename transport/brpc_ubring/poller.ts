@@ -125,6 +125,8 @@ export class UbringPoller {
     this.#waitingOn = c!;
     try {
       await h.lib.nonblocking.vb_futex_wait(w.pointer, w.seen >>> 0, this.#idleMs);
+    } catch {
+      this.#helper = false; // a wait that cannot run: timers from now on
     } finally {
       this.#waitingOn = null;
       const after = this.#afterWait;
