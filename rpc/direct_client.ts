@@ -38,7 +38,9 @@ import {
   selectorConfigSchema,
   selectPathOnly,
 } from "./selector.ts";
-import { type ClientSession, RETRY_LATER, USE_TCP } from "./session/client_session.ts";
+import type { ClientSession } from "./session/client_session.ts";
+import { type CallSpec, copyCallSpec, newCallSpec, NO_CALL_OPTIONS } from "./session/call_spec.ts";
+import { FAILED, FULL } from "../transport/fabric.ts";
 import type { CallHooks } from "./session/fabric_call.ts";
 import { establishFabric, type FabricOutcome } from "./session/client_handshake.ts";
 import { ProgressEngine } from "./session/engine.ts";
@@ -47,7 +49,7 @@ import type { FabricStreams } from "./stream/stream_ring.ts";
 export { connectOptionsSchema, faultsSchema };
 export type { BatchCall, ClientCallOptions, ClientCallResult, ClientOptions, ClientStats };
 const EMPTY = new Uint8Array(0);
-const NO_OPTIONS: ClientCallOptions = Object.freeze({});
+const NO_OPTIONS: ClientCallOptions = NO_CALL_OPTIONS;
 
 /** A client connected to one server. Create with `connect()` (`client.ts`) or {@link connectDirect}. */
 export class Client extends ClientBase<ClientCallResult> {
@@ -74,6 +76,8 @@ export class Client extends ClientBase<ClientCallResult> {
     snapshot: undefined,
     requestFitsSlot: true,
   };
+  /** The fabric call's record, refilled per call (no object per call). */
+  readonly #spec: CallSpec = newCallSpec();
   /** What the fabric session reports per call (one object for the client's life). */
   readonly #hooks: CallHooks;
 
@@ -192,38 +196,26 @@ export class Client extends ClientBase<ClientCallResult> {
           s !== null && forcePath !== "TCP_FALLBACK",
         );
       }
-      const timeoutMs = options.timeoutMs ?? this.#settings.timeoutMs;
-      const logId = options.logId ?? 0;
-      const p = s.submit(
-        m,
-        request,
-        attachment,
-        path,
-        timeoutMs,
-        logId,
-        service,
-        method,
-        options,
-        metaBytes, // encoded just above: submit writes it without encoding again
-      );
+      const spec = this.#spec; // reused: submit reads it before it returns
+      spec.service = service;
+      spec.method = method;
+      spec.methodIndex = m;
+      spec.request = request;
+      spec.attachment = attachment;
+      spec.path = path;
+      spec.timeoutMs = options.timeoutMs ?? this.#settings.timeoutMs;
+      spec.logId = options.logId ?? 0;
+      spec.options = options;
+      spec.preparedMeta = metaBytes; // encoded just above: submit writes it without encoding again
+      const p = s.submit(spec);
       if (typeof p === "object") {
         this.#fabric.startLoop();
         return p;
       }
-      if (p === RETRY_LATER && s.inflight > 0 && !s.failed) {
-        return this.#callWhenSlotFree(
-          s,
-          m,
-          path,
-          timeoutMs,
-          logId,
-          service,
-          method,
-          request,
-          options,
-        );
+      if (p === FULL && s.inflight > 0 && !s.failed) {
+        return this.#callWhenSlotFree(s, copyCallSpec(spec));
       }
-      if (p === USE_TCP) this.#errors++;
+      if (p === FAILED) this.#errors++;
       return this.#tcp(service, method, request, options, true);
     } catch (e) {
       return Promise.reject(e);
@@ -245,29 +237,18 @@ export class Client extends ClientBase<ClientCallResult> {
   }
 
   /** No free slot (or BULK space) right now: waits for calls in flight to finish (backpressure). */
-  async #callWhenSlotFree(
-    s: ClientSession,
-    m: number,
-    path: "EAGER" | "LAZY" | "BULK",
-    timeoutMs: number,
-    logId: number | bigint,
-    service: string,
-    method: string,
-    request: Uint8Array,
-    options: ClientCallOptions,
-  ): Promise<ClientCallResult> {
-    const attachment = options.attachment ?? EMPTY;
-    let p: ReturnType<ClientSession["submit"]> = RETRY_LATER;
-    while (p === RETRY_LATER && s.inflight > 0 && !s.failed) {
+  async #callWhenSlotFree(s: ClientSession, spec: CallSpec): Promise<ClientCallResult> {
+    let p: ReturnType<ClientSession["submit"]> = FULL;
+    while (p === FULL && s.inflight > 0 && !s.failed) {
       await this.#fabric.waitForSlot();
-      p = s.submit(m, request, attachment, path, timeoutMs, logId, service, method, options);
+      p = s.submit(spec);
     }
     if (typeof p === "object") {
       this.#fabric.startLoop();
       return await p;
     }
-    if (p === USE_TCP) this.#errors++;
-    return await this.#tcp(service, method, request, options, true);
+    if (p === FAILED) this.#errors++;
+    return await this.#tcp(spec.service, spec.method, spec.request, spec.options, true);
   }
 
   /**

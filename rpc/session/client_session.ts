@@ -20,6 +20,7 @@ import { NO_FREE_SLOT, SLOT_CALL, SlotTable } from "./client_slots.ts";
 import { MethodTable } from "./method_table.ts";
 import { NoticeGrace } from "./notice_grace.ts";
 import type { ClientCallOptions, ClientCallResult } from "../connect_options.ts";
+import { type CallSpec, NO_CALL_OPTIONS } from "./call_spec.ts";
 import { type CallHooks, type ClientSessionStats, newCallPromise, settle } from "./fabric_call.ts";
 import { ObjectLifecycleProbe } from "./object_lifecycle_probe.ts";
 import { ReclaimBatcher } from "./reclaim_batcher.ts";
@@ -31,15 +32,6 @@ import { turnNow } from "./turn_clock.ts";
 
 /** One call in this many (the first included) has its latency measured with the real clock. */
 const LATENCY_SAMPLE_MASK = LATENCY_SAMPLE_EVERY - 1;
-const NO_OPTIONS: ClientCallOptions = Object.freeze({});
-
-/**
- * `submit()` could not start the call now — no free slot, no BULK or staging room, or the
- * fabric's send queue is full: retry after progress (or go over TCP).
- */
-export const RETRY_LATER = -1;
-/** `submit()`: the fabric session is down; the call goes over TCP. */
-export const USE_TCP = -2;
 
 /** What a client session needs. */
 export interface ClientSessionInit {
@@ -154,7 +146,7 @@ export class ClientSession {
     return this.#slots.busyCount;
   }
 
-  /** Free request slots right now (0 = a submit would return RETRY_LATER). */
+  /** Free request slots right now (0 = a submit would return FULL). */
   get freeSlots(): number {
     return this.#slots.freeCount;
   }
@@ -234,52 +226,44 @@ export class ClientSession {
   }
 
   /**
-   * Starts a call of method index `method`. Returns the caller's promise, {@link RETRY_LATER} or
-   * {@link USE_TCP}. `request`/`attachment` are copied before return; `service`, `methodName`,
-   * `request` and `options` are kept (not copied) until the call settles, for a TCP redo when the
-   * server has no room for the answer (see {@link CallHooks.overflow}). `prepared`: the size
-   * {@link metaBytes} just returned for `options` (nothing encoded since), or -1 to encode here.
+   * Starts the call `spec` describes (read before this returns: the caller may reuse the
+   * record). Returns the caller's promise, or the fabric contract's status: {@link FULL} (no free
+   * slot, no BULK or staging room, or the send queue is full: retry after progress, or go over
+   * TCP) or {@link FAILED} (the session is down: the call goes over TCP). The request and
+   * attachment bytes are copied before return; `service`, `method`, `request` and `options` are
+   * kept (not copied) until the call settles, for a TCP redo when the server has no room for the
+   * answer (see {@link CallHooks.overflow}).
    */
-  submit(
-    method: number,
-    request: Uint8Array,
-    attachment: Uint8Array,
-    path: "EAGER" | "LAZY" | "BULK",
-    timeoutMs: number,
-    logId: number | bigint = 0,
-    service = "",
-    methodName = "",
-    options: ClientCallOptions = NO_OPTIONS,
-    prepared = -1,
-  ): Promise<ClientCallResult> | typeof RETRY_LATER | typeof USE_TCP {
-    if (this.#failed !== null || this.#fabricFailed() || this.#serverClosed()) return USE_TCP;
-    const metaBytes = options === NO_OPTIONS
+  submit(spec: CallSpec): Promise<ClientCallResult> | typeof FULL | typeof FAILED {
+    if (this.#failed !== null || this.#fabricFailed() || this.#serverClosed()) return FAILED;
+    const { request, attachment, path, timeoutMs, options } = spec;
+    const metaBytes = options === NO_CALL_OPTIONS
       ? 0
-      : prepared >= 0
-      ? prepared
+      : spec.preparedMeta >= 0
+      ? spec.preparedMeta
       : this.#writer.prepareMeta(options);
-    if (metaBytes < 0) return USE_TCP; // (the client checks the bound before it selects)
+    if (metaBytes < 0) return FAILED; // (the client checks the bound before it selects)
     const total = request.length + attachment.length;
     const bulk = path === "BULK" || total + metaBytes > this.#server.config.slotSize;
     const i = this.#slots.take(SLOT_CALL);
-    if (i === NO_FREE_SLOT) return RETRY_LATER;
+    if (i === NO_FREE_SLOT) return FULL;
     const slot = this.#slots.slot(i);
     if (bulk && !this.#writer.reserveBulk(slot, total)) {
       this.#slots.release(i);
-      return RETRY_LATER;
+      return FULL;
     }
     const deadline = timeoutMs > 0 ? turnNow() + timeoutMs : Infinity;
     const header = this.#header;
-    header.method = method;
+    header.method = spec.methodIndex;
     header.preferLazy = path === "LAZY";
     header.timeoutMs = timeoutMs;
-    header.logId = logId;
+    header.logId = spec.logId;
     header.metaBytes = metaBytes;
     const st = this.#writer.post(i, slot, header, request, attachment);
     if (st !== OK) {
       this.#slots.release(i);
       if (st === FAILED) this.fail(`fabric post failed: ${this.#endpoint.failureReason ?? "?"}`);
-      return st === FULL ? RETRY_LATER : USE_TCP;
+      return st === FULL ? FULL : FAILED;
     }
     // The call's record is its slot's: only the promise is new.
     const promise = newCallPromise();
@@ -288,10 +272,10 @@ export class ClientSession {
     slot.pending = true;
     slot.path = bulk ? "BULK" : path;
     slot.deadline = deadline;
-    slot.method = method;
+    slot.method = spec.methodIndex;
     slot.startedAt = (this.#sampleCount++ & LATENCY_SAMPLE_MASK) === 0 ? performance.now() : 0;
-    slot.service = service;
-    slot.methodName = methodName;
+    slot.service = spec.service;
+    slot.methodName = spec.method;
     slot.request = request;
     slot.options = options;
     this.#deadlines.add(deadline);
