@@ -3,34 +3,46 @@
  * checkouts, the runs alternating A, B, A, B… so both see the same machine; per runtime the median
  * of the rounds' figures and B ÷ A.
  *
- *   deno run -A bench/profile/one_thread_ab.ts --a /path/to/base --b . [--runtime deno|bun|both]
+ *   deno run -A bench/profile/one_thread_ab.ts [--a HEAD] [--b .] [--runtime deno|bun|both]
  *       [--rounds 5] [--calls 300000] [--window 1] [--out FILE.json]
  *
- * Both checkouts are run by this checkout's runtimes and script (`VERBUS_ROOT` picks the verbus
- * measured); each needs its `build/` (the helper). Prints one JSON line per runtime.
+ * A side is a checkout directory (which needs its `build/`, the helper) or a git revision of
+ * this repository, extracted and built in a temporary directory (`bench/common/revision_tree.ts`);
+ * default `--a HEAD --b .`. Both are run by this checkout's runtimes and script (`VERBUS_ROOT`
+ * picks the verbus measured); the side that goes first alternates between rounds. Prints one
+ * JSON line per runtime.
  * @module
  */
 import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { arg, numArg, runOneThread, runtimesArg } from "./common.ts";
 import { median } from "../common/median.ts";
+import { RevisionTrees } from "../common/revision_tree.ts";
 
-const a = resolve(arg("a", "")), b = resolve(arg("b", "."));
+const trees = new RevisionTrees(resolve(new URL("../..", import.meta.url).pathname));
 const rounds = Math.max(1, numArg("rounds", 5)), calls = numArg("calls", 300_000);
 const window = numArg("window", 1);
 const runtimes = runtimesArg();
-if (!arg("a", "")) throw new Error("--a DIR (the base checkout) is required");
 
 const once = (rt: "deno" | "bun", root: string): number =>
   runOneThread(rt, root, ["--calls", String(calls), "--window", String(window)])
     .us_per_call as number;
 
-const results = [];
-for (const rt of runtimes) {
+const results: Record<string, unknown>[] = [];
+let a = "", b = "";
+try {
+  a = trees.side(arg("a", "HEAD")).root;
+  b = trees.side(arg("b", ".")).root;
+  for (const rt of runtimes) measure(rt);
+} finally {
+  trees.close();
+}
+
+function measure(rt: "deno" | "bun"): void {
   const av: number[] = [], bv: number[] = [];
   for (let r = 0; r < rounds; r++) {
-    av.push(once(rt, a));
-    bv.push(once(rt, b));
+    if (r % 2 === 0) av.push(once(rt, a)), bv.push(once(rt, b));
+    else bv.push(once(rt, b)), av.push(once(rt, a));
   }
   const res = {
     runtime: rt,
