@@ -87,14 +87,10 @@ export class FabricLink {
     if (s === null || s.failed) return null;
     if (this.#streamsOf !== s) {
       const { server, client } = s.layouts;
-      const fs = new FabricStreams(
+      const fs = FabricStreams.between(
         s.endpoint,
-        {
-          localRing: client.streamRing,
-          localControl: client.control.offset,
-          remoteRing: server.streamRing,
-          remoteControl: server.control.offset,
-        },
+        client,
+        server,
         `${this.#channel.host}:${this.#channel.port}`,
         (reason) => s.fail(`stream pipe: ${reason}`),
         this.#channel._answerSink,

@@ -151,16 +151,12 @@ export class ServerSession implements ResponseSink {
     this.#sampledAt = new Float64Array(this.#server.config.slots);
     this.#lender = init.lender ?? new RequestLender(init.dispatcher);
     const where = `${init.peer.host}:${init.peer.port}`;
-    this.streams = new FabricStreams(
+    this.streams = FabricStreams.between(
       this.#endpoint,
-      {
-        localRing: this.#server.streamRing,
-        localControl: this.#server.control.offset,
-        remoteRing: this.#client.streamRing,
-        remoteControl: this.#client.control.offset,
-      },
+      this.#server,
+      this.#client,
       where,
-      (reason) => this.fail(`stream pipe: ${reason}`),
+      (r) => this.fail(`stream pipe: ${r}`),
     );
     sessionStreams.add(where, this.streams);
     const cfg = this.#server.config;

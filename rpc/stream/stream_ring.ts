@@ -41,7 +41,7 @@ import type { FabricEndpoint } from "../../transport/fabric.ts";
 import { FAILED, OK } from "../../transport/fabric.ts";
 import { ProtocolError } from "../../errors.ts";
 import { FrameParser } from "../protocol/frame_parser.ts";
-import type { Area } from "../region/layout.ts";
+import type { Area, RegionLayout } from "../region/layout.ts";
 import { CONTROL } from "../region/layout.ts";
 import { type AnswerSink, type StreamConn, StreamTable } from "./stream_table.ts";
 import { StreamError } from "./stream_error.ts";
@@ -121,6 +121,27 @@ export class FabricStreams implements StreamConn {
     this.#parser = new FrameParser(() => {
       throw new ProtocolError("a baidu_std call frame in the stream ring");
     }, { maxBodySize: this.#size * 64, onStreamFrame: (m, p) => this.table.onFrame(m, p) });
+  }
+
+  /**
+   * The pipe of a session whose own region is laid out as `local` and the peer's as `remote`
+   * (the inbound ring is `local.streamRing`, the outbound the peer's).
+   */
+  static between(
+    endpoint: FabricEndpoint,
+    local: RegionLayout,
+    remote: RegionLayout,
+    where: string,
+    onViolation: (reason: string) => void,
+    answers?: AnswerSink,
+  ): FabricStreams {
+    const place = {
+      localRing: local.streamRing,
+      localControl: local.control.offset,
+      remoteRing: remote.streamRing,
+      remoteControl: remote.control.offset,
+    };
+    return new FabricStreams(endpoint, place, where, onViolation, answers);
   }
 
   // ---- StreamConn (the table's output) ----
