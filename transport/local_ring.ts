@@ -57,8 +57,14 @@ export interface AgentRingHost {
    * producer's doorbell; a sleeping producer is woken by the next {@link flushWakes}.
    */
   respond(producer: number, slot: number, length: number): void;
-  /** Wakes the sleeping producers answered since the last call (one syscall each at most). */
-  flushWakes(): number;
+  /**
+   * Wakes the sleeping producers answered since they were last woken (one syscall each at most);
+   * with `maxDelayMs` > 0, a producer with most of its calls still running waits for a later
+   * flush, up to that long (see the host's documentation). Returns how many it woke.
+   */
+  flushWakes(maxDelayMs?: number): number;
+  /** Producers answered whose wake-up a {@link flushWakes} deferred. */
+  readonly wakesDeferred: number;
   /** Frees the table entries of dead or departed producers (about once a second). */
   sweep(): void;
   doorbell(): number;

@@ -3,6 +3,7 @@
  *
  *   node_modules/.bin/deno run -A bench/agent/run.ts [--runtime deno|bun|both] [--procs 8]
  *       [--rounds 2] [--seconds 5] [--window 32] [--bytes 16] [--idle-after-ms 0.2]
+ *       [--agent-idle-after-ms N (the agent's alone; default: --idle-after-ms)]
  *       [--out bench/results] [--name agent]
  *       [--fabric shm|verbs --server-addr A --client-addr B]   (verbs: in the Soft-RoCE VM,
  *                                                               `make bench-agent-vm`)
@@ -30,6 +31,7 @@ const RUNTIMES =
 const PROCS = numArg("procs", 8), ROUNDS = numArg("rounds", 2), SECONDS = numArg("seconds", 5);
 const WINDOW = numArg("window", 32), BYTES = numArg("bytes", 16);
 const IDLE = arg("idle-after-ms", "0.2"); // the agent client's and the agent's
+const AGENT_IDLE = arg("agent-idle-after-ms", IDLE); // the agent's alone, when given
 const OUT = resolve(arg("out", join(ROOT, "bench/results"))), NAME = arg("name", "agent");
 /** The remote leg: shm on this host (default), or verbs between two RDMA addresses (the VM's). */
 const FABRIC = arg("fabric", "shm");
@@ -102,9 +104,29 @@ function serverLoad(
   return { connections, shmSessions, threads };
 }
 
+/** CPU ms (user + kernel, all threads) `pid` used so far; 0 when it ended. */
+function cpuMs(pid: number | undefined): number {
+  try {
+    const s = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const f = s.slice(s.lastIndexOf(")") + 2).split(" ");
+    return (Number(f[11]) + Number(f[12])) * 10; // utime, stime in USER_HZ (100) ticks
+  } catch {
+    return 0;
+  }
+}
+
+/** µs of CPU per call over the measured window, per role and in all (server + agent + workers). */
+interface CpuPerCall {
+  server: number;
+  agent: number;
+  workers: number;
+  total: number;
+}
+
 interface Round {
   mode: "agent" | "direct";
   callsPerSec: number;
+  cpuUsPerCall: CpuPerCall;
   perProcess: number[];
   server: ReturnType<typeof serverLoad>;
   fabric: string;
@@ -124,7 +146,7 @@ async function round(rt: Rt, mode: Round["mode"], port: number, serverPid: numbe
       "--listen",
       name,
       "--idle-after-ms",
-      IDLE,
+      AGENT_IDLE,
     ])
     : null;
   if (agent) await until(agent, /listening on agent:/, "agent");
@@ -145,17 +167,34 @@ async function round(rt: Rt, mode: Round["mode"], port: number, serverPid: numbe
     ]));
   try {
     for (const [i, w] of workers.entries()) await until(w, /^ready$/m, `worker ${i}`);
+    // CPU per call: each role's CPU over [go + 10 %, go + 75 %] of the run (workers stop at
+    // 100 % by their own clocks), over the calls made in that window (calls/s × its length) —
+    // the steady figure on a host shared with others.
+    const roles = () => [
+      cpuMs(serverPid),
+      cpuMs(agent?.child.pid),
+      workers.reduce((a, w) => a + cpuMs(w.child.pid), 0),
+    ];
     writeFileSync(go, "");
-    await sleep(SECONDS * 500);
+    await sleep(SECONDS * 100);
+    const t0 = performance.now(), c0 = roles();
+    await sleep(SECONDS * 325);
     const server = serverLoad(serverPid, port);
+    await sleep(SECONDS * 325);
+    const c1 = roles(), window = (performance.now() - t0) / 1000;
     const results = await Promise.all(
       workers.map((w, i) => until(w, /result (\{.*\})/, `worker ${i}`, SECONDS * 1000 + 60_000)),
     );
     const parsed = results.map((m) => JSON.parse(m[1]));
     const perProcess = parsed.map((r) => Math.round(r.calls / r.seconds));
+    const callsPerSec = perProcess.reduce((a, b) => a + b, 0);
+    const us = (i: number) => ((c1[i] - c0[i]) * 1000) / (callsPerSec * window);
+    const cpuUsPerCall = { server: us(0), agent: us(1), workers: us(2), total: 0 };
+    cpuUsPerCall.total = cpuUsPerCall.server + cpuUsPerCall.agent + cpuUsPerCall.workers;
     return {
       mode,
-      callsPerSec: perProcess.reduce((a, b) => a + b, 0),
+      callsPerSec,
+      cpuUsPerCall,
       perProcess,
       server,
       fabric: `${parsed[0].fabric} (${parsed[0].via})`,
@@ -165,6 +204,17 @@ async function round(rt: Rt, mode: Round["mode"], port: number, serverPid: numbe
     await Promise.all(workers.map((w) => stop(w, "SIGKILL")));
     if (agent) await stop(agent);
   }
+}
+
+function cpuText(c: CpuPerCall): string {
+  return `${c.server.toFixed(2)} + ${c.agent.toFixed(2)} + ${c.workers.toFixed(2)} = ${
+    c.total.toFixed(2)
+  }`;
+}
+
+function medianOf(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 }
 
 const report: Record<string, unknown> = {
@@ -189,8 +239,10 @@ const md: string[] = [
   "server, agent and workers all on this machine, one runtime at a time. Server load sampled mid-run " +
   "(TCP connections = established ones on its port, /proc/net/tcp*; shm sessions = session objects it has mapped, /proc/<pid>/maps).",
   "",
-  "| runtime | mode | round | calls/s (sum) | server TCP conns | server shm sessions | server threads | fabric |",
-  "|---|---|---|---|---|---|---|---|",
+  "CPU per call = µs of CPU (user + kernel, all threads, /proc/PID/stat) of server, agent and workers from 10 % to 75 % of the run, over the calls made meanwhile.",
+  "",
+  "| runtime | mode | round | calls/s (sum) | CPU µs/call (server + agent + workers = total) | server TCP conns | server shm sessions | server threads | fabric |",
+  "|---|---|---|---|---|---|---|---|---|",
 ];
 for (const rt of RUNTIMES) {
   const server = start(rt, "cli/main.ts", [
@@ -210,14 +262,14 @@ for (const rt of RUNTIMES) {
         const x = await round(rt, mode, port, server.child.pid!);
         rounds.push(x);
         console.log(
-          `${rt} ${mode} round ${r + 1}: ${x.callsPerSec} calls/s, server ${
-            JSON.stringify(x.server)
-          }`,
+          `${rt} ${mode} round ${r + 1}: ${x.callsPerSec} calls/s, ${
+            cpuText(x.cpuUsPerCall)
+          } µs CPU/call, server ${JSON.stringify(x.server)}`,
         );
         md.push(
-          `| ${rt} | ${mode} | ${
-            r + 1
-          } | ${x.callsPerSec} | ${x.server.connections} | ${x.server.shmSessions} | ${x.server.threads} | ${x.fabric} |`,
+          `| ${rt} | ${mode} | ${r + 1} | ${x.callsPerSec} | ${
+            cpuText(x.cpuUsPerCall)
+          } | ${x.server.connections} | ${x.server.shmSessions} | ${x.server.threads} | ${x.fabric} |`,
         );
       }
     }
@@ -229,19 +281,26 @@ for (const rt of RUNTIMES) {
     const [x, y] = rounds.slice(2 * r, 2 * r + 2);
     return (x.mode === "agent" ? x : y).callsPerSec / (x.mode === "agent" ? y : x).callsPerSec;
   });
-  const sorted = [...paired].sort((a, b) => a - b);
-  const median = sorted.length % 2
-    ? sorted[(sorted.length - 1) / 2]
-    : (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2;
+  // CPU per call as direct ÷ agent: 1 = the agent costs no more CPU per call than direct calls.
+  const pairedCpu = Array.from({ length: ROUNDS }, (_, r) => {
+    const [x, y] = rounds.slice(2 * r, 2 * r + 2);
+    const [a, d] = x.mode === "agent" ? [x, y] : [y, x];
+    return d.cpuUsPerCall.total / a.cpuUsPerCall.total;
+  });
+  const median = medianOf(paired), medianCpu = medianOf(pairedCpu);
   (report.runtimes as Record<string, unknown>)[rt] = {
     rounds,
     pairedRatios: paired,
     medianRatio: median,
+    pairedCpuRatios: pairedCpu,
+    medianCpuRatio: medianCpu,
   };
   md.push(
     `| ${rt} | **agent / direct, per round** | | ${
       paired.map((x) => x.toFixed(2)).join(", ")
-    } (median **${median.toFixed(2)}**) | | | | |`,
+    } (median **${median.toFixed(2)}**) | CPU per call, direct ÷ agent: ${
+      pairedCpu.map((x) => x.toFixed(2)).join(", ")
+    } (median **${medianCpu.toFixed(2)}**) | | | | |`,
   );
 }
 mkdirSync(OUT, { recursive: true });

@@ -39,6 +39,7 @@ export const agentOptionsSchema: z.ZodObject<{
   reclaimMs: z.ZodDefault<z.ZodNumber>;
   sweepMs: z.ZodDefault<z.ZodNumber>;
   idleAfterMs: z.ZodDefault<z.ZodNumber>;
+  wakeDelayMs: z.ZodDefault<z.ZodNumber>;
   timeoutMs: z.ZodDefault<z.ZodNumber>;
   spillBytes: z.ZodDefault<z.ZodNumber>;
   client: z.ZodDefault<z.ZodRecord<z.ZodString, z.ZodUnknown>>;
@@ -67,6 +68,12 @@ export const agentOptionsSchema: z.ZodObject<{
   sweepMs: z.number().int().min(10).max(60_000).default(250),
   /** With no request for this long (ms), the agent sleeps in its futex instead of polling. */
   idleAfterMs: z.number().min(0).max(1000).default(0.2),
+  /**
+   * How long (ms) the wake-up of a sleeping producer may wait while most of its calls still run
+   * here: it is woken once at least half of its calls in flight are answered, or after this long
+   * (0: at once, after every batch of answers).
+   */
+  wakeDelayMs: z.number().min(0).max(100).default(0.2),
   /** The deadline of a forwarded call whose producer gave none. */
   timeoutMs: z.number().int().min(1).default(30_000),
   /** Options of the remote connection (`connect()`'s; validated there). */
@@ -88,7 +95,7 @@ export interface AgentStats {
   fabric: string;
 }
 
-const BATCH = 64;
+const BATCH = 256;
 
 /** A running agent. Create with {@link startAgent}; stop with {@link Agent.close}. */
 export class Agent {
@@ -106,6 +113,8 @@ export class Agent {
   #badRecords = 0;
   #running = true;
   #wakeScheduled = false;
+  /** The loop sleeps in the ring's futex (no turn of it flushes deferred wake-ups meanwhile). */
+  #asleep = false;
   readonly #done: Promise<void>;
 
   readonly #yieldCpu: () => void;
@@ -141,13 +150,14 @@ export class Agent {
 
   async #loop(): Promise<void> {
     const ring = this.#ring, out = this.#out, reclaim = this.#opts.reclaimMs;
+    const delay = this.#opts.wakeDelayMs;
     let lastSweep = 0, lastWork = 0;
     while (this.#running) {
       const seen = ring.doorbell();
       const now = performance.now();
       const n = ring.drain(out, now, reclaim);
       for (let i = 0; i < n; i++) this.#forward(out.producer[i], out.slot[i], out.length[i]);
-      ring.flushWakes(); // records the drain itself answered (rejected ones)
+      ring.flushWakes(delay); // answers whose wake-up was deferred, and rejected records
       if (now - lastSweep >= this.#opts.sweepMs) {
         lastSweep = now;
         ring.sweep();
@@ -158,7 +168,12 @@ export class Agent {
       if (now - lastWork < this.#opts.idleAfterMs) {
         if (n === 0) this.#yieldCpu();
         await new Promise((r) => setImmediate(r));
-      } else await ring.wait(seen, Math.min(this.#opts.sweepMs, reclaim));
+      } else {
+        ring.flushWakes(0); // nothing deferred past this turn: this loop may sleep long
+        this.#asleep = true;
+        await ring.wait(seen, Math.min(this.#opts.sweepMs, reclaim));
+        this.#asleep = false;
+      }
     }
   }
 
@@ -214,7 +229,8 @@ export class Agent {
 
   readonly #flush = () => {
     this.#wakeScheduled = false;
-    this.#ring.flushWakes();
+    // While the loop sleeps no later turn flushes what is deferred: wake everyone answered now.
+    this.#ring.flushWakes(this.#asleep ? 0 : this.#opts.wakeDelayMs);
   };
 
   /** Counters, and the ring's. */

@@ -19,7 +19,8 @@
  *  16 u16 error-code bytes  18 u16 error-text bytes  20 u32 0
  *  24 fabric | response | attachment | error code | error text
  * ```
- * Threading: any; encoders write into the caller's area and allocate nothing but string bytes.
+ * Threading: any; encoders write into the caller's area and allocate nothing but string bytes;
+ * decoders keep the last names they decoded (per module instance, so per thread).
  * @module
  */
 import { VerbusError, type VerbusErrorCode } from "../../errors.ts";
@@ -35,6 +36,33 @@ export const RESPONSE_HEADER = 24;
 const PATHS: readonly CallPath[] = ["EAGER", "LAZY", "BULK", "TCP_FALLBACK"];
 const enc = new TextEncoder();
 const dec = new TextDecoder("utf-8", { fatal: true });
+const lossy = new TextDecoder();
+
+/**
+ * The last strings decoded from bytes, kept with a copy of those bytes: a record naming the same
+ * service and method (or fabric) as the one before — nearly every record — costs a byte compare
+ * instead of a decoder call and a string.
+ */
+class LastText {
+  #bytes = new Uint8Array(0);
+  #text = "";
+  /** The string of `b` (decoded by `decode` unless `b` repeats the last bytes). */
+  get(b: Uint8Array, decode: (b: Uint8Array) => string): string {
+    const last = this.#bytes;
+    if (b.length === last.length) {
+      let i = 0;
+      while (i < b.length && b[i] === last[i]) i++;
+      if (i === b.length) return this.#text;
+    }
+    const text = decode(b);
+    this.#bytes = b.slice();
+    this.#text = text;
+    return text;
+  }
+}
+const lastService = new LastText(), lastMethod = new LastText(), lastFabric = new LastText();
+const strict = (b: Uint8Array) => dec.decode(b);
+const loose = (b: Uint8Array) => lossy.decode(b);
 
 /** A request as the agent decoded it (views into the slot: valid until it answers). */
 export interface AgentRequest {
@@ -124,14 +152,14 @@ export function decodeRequest(rec: Uint8Array): AgentRequest {
     );
   }
   let at = REQUEST_HEADER;
-  const text = (n: number, what: string) => {
+  const text = (n: number, what: string, last: LastText) => {
     try {
-      return dec.decode(rec.subarray(at, at += n));
+      return last.get(rec.subarray(at, at += n), strict);
     } catch {
       throw new VerbusError("PROTOCOL", `request record ${what} is not UTF-8`);
     }
   };
-  const service = text(s, "service"), method = text(m, "method");
+  const service = text(s, "service", lastService), method = text(m, "method", lastMethod);
   const request = rec.subarray(at, at += r);
   const attachment = rec.subarray(at, at += a);
   return {
@@ -223,8 +251,8 @@ export function decodeResponse(rec: Uint8Array): AgentAnswer {
     return bad("has inconsistent lengths");
   }
   let at = RESPONSE_HEADER;
-  const text = (n: number) => new TextDecoder().decode(rec.subarray(at, at += n));
-  const fabric = text(f);
+  const text = (n: number) => lossy.decode(rec.subarray(at, at += n));
+  const fabric = lastFabric.get(rec.subarray(at, at += f), loose);
   const response = rec.slice(at, at += r);
   const attachment = rec.slice(at, at += a);
   if (status === 0) return { ok: true, response, attachment, path: PATHS[path], fabric };

@@ -245,9 +245,15 @@ export abstract class AgentRingBase {
     this.wakeIfSleeping(word, sleepWord);
   }
 
-  /** Wakes the sleeper of doorbell `word` if its flag says it sleeps (one syscall, else none). */
+  /**
+   * Wakes the sleeper of doorbell `word` if its flag says it sleeps: one syscall, else none. The
+   * waker that clears the flag (1 → 0) is the only one to call the kernel, so many producers
+   * posting while the agent's wait returns cost one wake-up, not one each. Safe: the doorbell
+   * moved before this, and a sleeper that sets its flag re-reads the doorbell (and its futex
+   * wait compares it) before it sleeps.
+   */
   protected wakeIfSleeping(word: number, sleepWord: number): void {
-    if (this.#unmapped || Atomics.load(this.words, sleepWord) === 0) return;
+    if (this.#unmapped || Atomics.compareExchange(this.words, sleepWord, 1, 0) !== 1) return;
     let ptr = this.#pointers.get(word);
     if (!ptr) this.#pointers.set(word, ptr = this.mapping.pointerAt(word << 2) as NonNullPtr);
     this.helper.lib.symbols.vb_futex_wake(ptr, 1);

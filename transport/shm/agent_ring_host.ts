@@ -40,6 +40,7 @@ import { AgentRingPort } from "./agent_ring_port.ts";
 import { RING_FULL } from "./mpsc_ring.ts";
 import { effectiveUid, processAlive, ShmMapping } from "./shm_object.ts";
 import { SpillAllocator } from "./spill_allocator.ts";
+import { ProducerWakes } from "./agent_wakes.ts";
 
 /** The agent's side: creates the object, drains requests, answers them. */
 export class AgentRingHost extends AgentRingBase implements HostApi {
@@ -52,10 +53,12 @@ export class AgentRingHost extends AgentRingBase implements HostApi {
   #producersReclaimed = 0;
   #closed = false;
   #scratch: Uint8Array | null = null;
-  /** Producers answered since the last flushWakes, once each. */
-  readonly #toWake: Uint32Array;
-  readonly #toWakeFlag: Uint8Array;
-  #toWakeCount = 0;
+  /** The producers owed a wake-up for answers published to them. */
+  readonly #wakes: ProducerWakes;
+  readonly #wakeProducer = (p: number): void => {
+    const t = this.tableWord(p);
+    this.wakeIfSleeping(t + 1, t + 2);
+  };
   /** Per producer: its response half's ranges (agent-private bookkeeping). */
   readonly #spill: SpillAllocator[];
   /** Per slot (p × K + k): its request's spill offset, its answer's range (−1: none). */
@@ -87,8 +90,7 @@ export class AgentRingHost extends AgentRingBase implements HostApi {
     this.name = join(dir, `agent-${agentName}.json`);
     this.#inflight = new Uint32Array(sizes.producers);
     this.#stuck = new Int32Array(sizes.producers * sizes.slots);
-    this.#toWake = new Uint32Array(sizes.producers);
-    this.#toWakeFlag = new Uint8Array(sizes.producers);
+    this.#wakes = new ProducerWakes(sizes.producers);
   }
 
   /**
@@ -261,25 +263,23 @@ export class AgentRingHost extends AgentRingBase implements HostApi {
     Atomics.store(w, sw + 2, length);
     Atomics.store(w, sw, SLOT.READY);
     Atomics.add(w, this.tableWord(p) + 1, 1); // the doorbell moves now: no wake-up can be lost
-    if (this.#toWakeFlag[p] === 0) {
-      this.#toWakeFlag[p] = 1;
-      this.#toWake[this.#toWakeCount++] = p;
-    }
+    this.#wakes.answered(p);
   }
 
   /**
-   * Wakes the producers answered since the last call that sleep: one futex wake per producer
-   * per flush, however many of its calls were answered. Returns how many producers it looked at.
+   * Wakes the producers answered since they were last woken that sleep: one futex wake per
+   * producer, however many of its calls were answered. `maxDelayMs` > 0 batches further
+   * (`agent_wakes.ts`): a producer with most of its calls still running here waits for a later
+   * flush, up to that long (flush with 0 before sleeping). A producer polling its slots sees its
+   * answers at once either way. Returns how many producers it woke or looked at.
    */
-  flushWakes(): number {
-    const n = this.#toWakeCount;
-    for (let i = 0; i < n; i++) {
-      const p = this.#toWake[i], t = this.tableWord(p);
-      this.#toWakeFlag[p] = 0;
-      this.wakeIfSleeping(t + 1, t + 2);
-    }
-    this.#toWakeCount = 0;
-    return n;
+  flushWakes(maxDelayMs = 0): number {
+    return this.#wakes.flush(maxDelayMs, this.#inflight, this.#wakeProducer);
+  }
+
+  /** Producers answered and not yet woken (their wake-up waits for a later {@link flushWakes}). */
+  get wakesDeferred(): number {
+    return this.#wakes.deferred;
   }
 
   /** Gives back the table entries of dead or departed producers with nothing running. */

@@ -186,8 +186,26 @@ export class AgentRingPort extends AgentRingBase implements AgentRingProducer {
       if (this.ring.publish(pos, desc)) break;
       if (Atomics.load(w, sw) !== SLOT.POSTED) break; // LOST, but the agent has it anyway
     }
-    this.bump(H.doorbell, H.sleeping);
+    // The doorbell moves per post; the agent is woken (if it sleeps) once for the posts of this
+    // turn, at its end: a burst of calls costs one wake-up.
+    Atomics.add(w, H.doorbell, 1);
+    if (!this.#wakeOwed) {
+      this.#wakeOwed = true;
+      queueMicrotask(this.#wakeAgent);
+    }
     return true;
+  }
+
+  /** Posts made this turn owe the agent one wake-up ({@link post}). */
+  #wakeOwed = false;
+  readonly #wakeAgent = (): void => {
+    this.#wakeOwed = false;
+    if (!this.#closed) this.wakeIfSleeping(H.doorbell, H.sleeping);
+  };
+
+  /** Wake-ups of the agent this producer owes for posts of this turn: 0 or 1 (tests). */
+  get wakesOwed(): number {
+    return this.#wakeOwed ? 1 : 0;
   }
 
   /** Slot k's response length when READY (−1 otherwise; bounds-checked, spilled or not). */
