@@ -6,19 +6,19 @@
  * one-sided LAZY read), sends RECLAIMs in batches ({@link ReclaimBatcher}), expires calls past
  * their deadline ({@link CallDeadlines}) and keeps the server's control-page snapshot fresh
  * ({@link ServerSnapshot}). A slot returns to FREE only after its result was consumed and every
- * completion for it was reaped.
+ * completion for it was reaped. How the session ends (a failure, the server's notice, a close)
+ * is {@link SessionEnd}'s.
  *
  * Threading: one JS thread. Buffers handed to `submit` are copied before it returns.
  * @module
  */
-import { VerbusError } from "../../errors.ts";
 import { Completions, type FabricEndpoint, FAILED, FULL, OK } from "../../transport/fabric.ts";
 import { CONTROL, type RegionLayout, SESSION_CLOSED } from "../region/layout.ts";
 import { LATENCY_SAMPLE_EVERY, type TelemetrySnapshot } from "../region/telemetry.ts";
 import { CallDeadlines } from "./call_deadlines.ts";
 import { NO_FREE_SLOT, SLOT_CALL, SlotTable } from "./client_slots.ts";
 import { MethodTable } from "./method_table.ts";
-import { NoticeGrace } from "./notice_grace.ts";
+import { SessionEnd } from "./client_session_end.ts";
 import type { ClientCallOptions, ClientCallResult } from "../connect_options.ts";
 import { type CallSpec, NO_CALL_OPTIONS } from "./call_spec.ts";
 import { type CallHooks, type ClientSessionStats, newCallPromise, settle } from "./fabric_call.ts";
@@ -69,10 +69,8 @@ export class ClientSession {
   };
   /** The client's control page as u32 words (its state word says whether the server closed). */
   readonly #control: Int32Array;
-  readonly #onFail: (reason: string) => void;
-  #failed: string | null = null;
-  /** After a failure on this side: the wait for the server's notice before calls fail. */
-  readonly #grace = new NoticeGrace();
+  /** How the session ends (its reason is null while it runs). */
+  readonly #end: SessionEnd;
   #seenDoorbell = 0;
   /** Calls submitted, for sampling their latency (one in {@link LATENCY_SAMPLE_MASK} + 1). */
   #sampleCount = 0;
@@ -133,12 +131,18 @@ export class ClientSession {
       staging.snapshotView,
       init.refreshEvery,
     );
-    this.#onFail = init.onFail;
+    this.#end = new SessionEnd({
+      endpoint: this.#endpoint,
+      slots: this.#slots,
+      slotCount,
+      ended: (reason) => this.onEnded?.(reason),
+      onFail: init.onFail,
+    });
   }
 
   /** True once the session failed; every call then goes over TCP. */
   get failed(): boolean {
-    return this.#failed !== null;
+    return this.#end.reason !== null;
   }
 
   /** Calls in flight (including internal RECLAIMs). */
@@ -235,7 +239,7 @@ export class ClientSession {
    * answer (see {@link CallHooks.overflow}).
    */
   submit(spec: CallSpec): Promise<ClientCallResult> | typeof FULL | typeof FAILED {
-    if (this.#failed !== null || this.#fabricFailed() || this.#serverClosed()) return FAILED;
+    if (this.#end.reason !== null || this.#fabricFailed() || this.#serverClosed()) return FAILED;
     const { request, attachment, path, timeoutMs, options } = spec;
     const metaBytes = options === NO_CALL_OPTIONS
       ? 0
@@ -308,7 +312,7 @@ export class ClientSession {
 
   /** Reaps completions and responses; returns how many calls completed. */
   progress(): number {
-    if (this.#failed !== null || this.#fabricFailed()) return 0;
+    if (this.#end.reason !== null || this.#fabricFailed()) return 0;
     this.#seenDoorbell = this.#endpoint.doorbell();
     if (this.#serverClosed()) return 0;
     this.#writer.ringOwed(); // requests submitted since the last doorbell: tell the server first
@@ -319,14 +323,14 @@ export class ClientSession {
       else done += this.#reader.readCompleted(cq.wrId[k], cq.status[k]);
     }
     const slots = this.#slots;
-    for (let k = 0; k < slots.busyCount && this.#failed === null; k++) {
+    for (let k = 0; k < slots.busyCount && this.#end.reason === null; k++) {
       const i = slots.busyAt(k);
       if (!this.#reader.isReady(i)) continue;
       const before = slots.busyCount;
       done += this.#reader.read(i);
       if (slots.busyCount < before) k--; // slot i was swapped out of the busy list
     }
-    if (this.#reclaims.pending > 0 && slots.freeCount > 0 && this.#failed === null) {
+    if (this.#reclaims.pending > 0 && slots.freeCount > 0 && this.#end.reason === null) {
       this.#reclaims.send();
     }
     this.#deadlines.countRound();
@@ -360,60 +364,26 @@ export class ClientSession {
 
   /** Posts a one-sided read of the server's control page into staging. */
   refreshSnapshot(): void {
-    if (this.#failed === null) this.#snapshot.refresh();
+    if (this.#end.reason === null) this.#snapshot.refresh();
   }
 
   /** Whether the session's Watch call is open: a failure here then waits for the server's notice. */
   set watching(open: boolean) {
-    this.#grace.watching = open;
+    this.#end.watching = open;
   }
 
-  /**
-   * The server ended the session (the answer of its Watch, `reason` its own words): the calls it
-   * never took (`untaken`, `[slot, seq]`; a slot whose seq moved on is another call) are redone
-   * over TCP, the rest fail as in {@link fail} — naming the server's reason, also when this side
-   * had already failed and was waiting for the notice.
-   */
+  /** The server ended the session (its Watch answered): see {@link SessionEnd.serverEnded}. */
   serverEnded(reason: string, untaken: readonly (readonly [number, number])[]): void {
-    const waited = this.#grace.running;
-    if (this.#failed !== null && !waited) return;
-    const redo = new VerbusError("FULL", `not taken before the server ended the session: TCP`);
-    for (const [i, seq] of untaken) {
-      if (i < this.#client.config.slots && this.#slots.slot(i).seq === seq) {
-        this.#slots.reject(i, redo); // FULL: redone over TCP through the hooks
-      }
-    }
-    if (waited) return this.#rejectAll(this.#grace.notice(reason)!);
-    this.#grace.watching = false; // the notice came: nothing more to wait for
-    this.fail(`the server ended the session: ${reason}`);
+    this.#end.serverEnded(reason, untaken);
   }
 
-  /**
-   * Fails the session: later calls go over TCP; the calls in flight reject at once, or while the
-   * Watch is open once the server's notice came (`notice_grace.ts`). Safe twice.
-   */
+  /** Fails the session: later calls go over TCP (see {@link SessionEnd.fail}). Safe twice. */
   fail(reason: string): void {
-    if (this.#failed !== null) return;
-    this.#failed = reason;
-    this.onEnded?.(reason);
-    this.#endpoint.fail(reason);
-    if (this.#slots.busyCount === 0 || !this.#grace.begin(reason, (r) => this.#rejectAll(r))) {
-      this.#rejectAll(reason);
-    }
-    this.#onFail(reason);
-  }
-
-  #rejectAll(reason: string): void {
-    this.#slots.rejectAll(() => new VerbusError("FABRIC", `fabric session failed: ${reason}`));
+    this.#end.fail(reason);
   }
 
   /** Closes the session and its endpoint (calls in flight reject). Safe twice. */
   close(): void {
-    if (this.#failed === null) {
-      this.#failed = "closed";
-      this.onEnded?.("closed");
-      this.#slots.rejectAll(() => new VerbusError("FABRIC", "fabric session closed"));
-    } else this.#grace.end(); // its calls fail now, naming what this side saw
-    this.#endpoint.close();
+    this.#end.close();
   }
 }
