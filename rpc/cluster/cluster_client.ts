@@ -70,6 +70,20 @@ function breaksConnection(e: unknown): boolean {
     (e.code === "CONNECT_FAILED" || e.code === "CONNECTION_CLOSED");
 }
 
+/**
+ * One cluster call as its attempts read it (one record per call, shared by the attempt and its
+ * backup): what to call, the caller's options, the deadline on the `performance.now()` scale,
+ * and the balancer's request, whose `excluded` set holds the servers tried so far.
+ */
+interface ClusterCall {
+  readonly service: string;
+  readonly method: string;
+  readonly request: Uint8Array;
+  readonly options: ClusterCallOptions;
+  readonly deadline: number;
+  readonly select: SelectRequest;
+}
+
 /** See the module documentation. Create with `connect(NAMING_URL, options)`. */
 export class ClusterClient extends ClientBase<ClusterCallResult> {
   readonly #naming: NamingService;
@@ -131,6 +145,7 @@ export class ClusterClient extends ClientBase<ClusterCallResult> {
       ...(options.requestCode !== undefined ? { requestCode: BigInt(options.requestCode) } : {}),
     };
     const tried = select.excluded as Set<string>;
+    const call: ClusterCall = { service, method, request, options, deadline, select };
     let lastError: unknown;
     while (tried.size <= this.#o.maxRetry) {
       if (this.#recover?.reject(this.#members.inRotation)) throw this.#rejection();
@@ -143,15 +158,7 @@ export class ClusterClient extends ClientBase<ClusterCallResult> {
       tried.add(address);
       if (tried.size > 1) this.#retries++;
       try {
-        const r = await this.#attemptWithBackup(
-          address,
-          service,
-          method,
-          request,
-          options,
-          deadline,
-          select,
-        );
+        const r = await this.#attemptWithBackup(address, call);
         this.#answered[r.server] = (this.#answered[r.server] ?? 0) + 1;
         this.#lastFabric = r.fabric;
         return r;
@@ -187,17 +194,10 @@ export class ClusterClient extends ClientBase<ClusterCallResult> {
    * The attempt on `address`, and — when it is idempotent, backups are on and it is slow — a
    * copy on another server; the first answer wins, a failure waits for the other.
    */
-  #attemptWithBackup(
-    address: string,
-    service: string,
-    method: string,
-    request: Uint8Array,
-    options: ClusterCallOptions,
-    deadline: number,
-    select: SelectRequest,
-  ): Promise<ClusterCallResult> {
+  #attemptWithBackup(address: string, call: ClusterCall): Promise<ClusterCallResult> {
+    const { options, deadline, select } = call;
     const tried = select.excluded as Set<string>;
-    const first = this.#attempt(address, service, method, request, options, deadline, tried);
+    const first = this.#attempt(address, call);
     const after = this.#o.backupRequestMs;
     if (after === undefined || !options.idempotent || tried.size > this.#o.maxRetry) return first;
     return new Promise<ClusterCallResult>((resolve, reject) => {
@@ -222,22 +222,15 @@ export class ClusterClient extends ClientBase<ClusterCallResult> {
         this.#backups++;
         this.#retries++;
         pending++;
-        settle(this.#attempt(backup, service, method, request, options, deadline, tried));
+        settle(this.#attempt(backup, call));
       }, after);
       settle(first);
     });
   }
 
-  /** One attempt on `address` through its shared client. */
-  async #attempt(
-    address: string,
-    service: string,
-    method: string,
-    request: Uint8Array,
-    options: ClusterCallOptions,
-    deadline: number,
-    tried: ReadonlySet<string>,
-  ): Promise<ClusterCallResult> {
+  /** One attempt of `call` on `address` through its shared client. */
+  async #attempt(address: string, call: ClusterCall): Promise<ClusterCallResult> {
+    const { service, method, request, options, deadline } = call;
     const m = this.#members.get(address);
     const left = Math.ceil(deadline - performance.now());
     if (!m || left <= 0) {
@@ -262,7 +255,7 @@ export class ClusterClient extends ClientBase<ClusterCallResult> {
         timeoutMs: remaining,
       });
       this.#members.callEnded(m, true, (performance.now() - t0) * 1000);
-      return { ...r, server: address, attempts: tried.size };
+      return { ...r, server: address, attempts: call.select.excluded.size };
     } catch (e) {
       // As brpc's breaker: every failure counts, the server's own error answers too, except
       // ELIMIT (it shed the call unrun, at its concurrency limit).
