@@ -84,10 +84,17 @@ export interface CpuMicros {
   system: number;
 }
 
-/** µs of CPU (user + kernel) per call: `cpu` spent on `calls` calls (null when none were made). */
-export function microsPerCall(cpu: CpuMicros[], calls: number): number | null {
+/**
+ * µs of CPU per call: `cpu` spent on `calls` calls (null when none were made); user + kernel, or
+ * only the kernel's part (`part` "system").
+ */
+export function microsPerCall(
+  cpu: CpuMicros[],
+  calls: number,
+  part: "all" | "system" = "all",
+): number | null {
   if (!(calls > 0)) return null;
-  const total = cpu.reduce((a, c) => a + c.user + c.system, 0);
+  const total = cpu.reduce((a, c) => a + (part === "all" ? c.user : 0) + c.system, 0);
   return +(total / calls).toFixed(3);
 }
 

@@ -79,6 +79,8 @@ export function cpuRows(rows: Row[]): {
   client_us: number;
   server_us: number;
   total_us: number;
+  /** The kernel's part of the total (null: not reported). */
+  kernel_share: number | null;
   qps: number;
   perRound: number[];
 }[] {
@@ -99,6 +101,13 @@ export function cpuRows(rows: Row[]): {
           client_us: m((r) => r.cpu_client_us!),
           server_us: m((r) => r.cpu_server_us!),
           total_us: m((r) => cpuTotal(r)!),
+          kernel_share: g.every((r) => typeof r.cpu_client_kernel_us === "number")
+            ? +median(
+              g.map((r) =>
+                (r.cpu_client_kernel_us! + (r.cpu_server_kernel_us ?? 0)) / cpuTotal(r)!
+              ),
+            ).toFixed(2)
+            : null,
           qps: Math.round(median(g.map((r) => r.qps))),
           perRound: g.map((r) => cpuTotal(r)!),
         });
@@ -108,7 +117,21 @@ export function cpuRows(rows: Row[]): {
   return out;
 }
 
-/** The markdown section "CPU per call": the target, the rows, the per-round ratios. */
+/** Each ratio of {@link cpuRoundRatios}: the median over the rounds (null where no round had it). */
+export function cpuRatios(rows: Row[]): Record<string, Record<string, number | null>> {
+  const per = roundsOf(rows).map((k) => cpuRoundRatios(rows.filter((r) => r.round === k)));
+  const out: Record<string, Record<string, number | null>> = {};
+  for (const [key, fields] of Object.entries(per[0] ?? {})) {
+    out[key] = {};
+    for (const f of Object.keys(fields)) {
+      const xs = per.map((s) => s[key]?.[f]).filter((x): x is number => typeof x === "number");
+      out[key][f] = xs.length ? +median(xs).toFixed(2) : null;
+    }
+  }
+  return out;
+}
+
+/** The markdown section "CPU per call": the target, the rows, the ratios. */
 export function cpuMarkdown(rows: Row[]): string {
   const fmt = (x: number | null) => (x === null ? "—" : String(x));
   const rounds = roundsOf(rows).length;
@@ -128,12 +151,18 @@ export function cpuMarkdown(rows: Row[]): string {
       } | ${t.goal} | ${t.met === null ? "—" : t.met ? "yes" : "no"} |`
     ),
     "",
-    "| runtime | clients × in flight | system | clients µs/call | server µs/call | total µs/call | calls/s |",
-    "|---|---|---|---|---|---|---|",
+    "| runtime | clients × in flight | system | clients µs/call | server µs/call | total µs/call | kernel share | calls/s |",
+    "|---|---|---|---|---|---|---|---|",
     ...cpuRows(rows).map((r) =>
       `| ${r.runtime} | ${r.clients} × 32 | ${r.system} | ${r.client_us} | ${r.server_us} | ${r.total_us}${
         rounds > 1 ? ` (${r.perRound.join(", ")})` : ""
-      } | ${r.qps} |`
+      } | ${fmt(r.kernel_share)} | ${r.qps} |`
+    ),
+    "",
+    "| CPU per call ratio (median over the rounds of each round's) | value |",
+    "|---|---|",
+    ...Object.entries(cpuRatios(rows)).flatMap(([k, v]) =>
+      Object.entries(v).map(([k2, v2]) => `| ${k}: ${k2} | ${fmt(v2)} |`)
     ),
   ].join("\n");
 }

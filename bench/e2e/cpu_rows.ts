@@ -98,10 +98,12 @@ export function runSynced(
   });
 }
 
-/** CPU per call of one row: µs (user + kernel) per call of the clients and of the server. */
+/** CPU per call of one row: µs (user + kernel) per call of the clients and of the server, and the kernel's part of each. */
 export interface CpuPerCall {
   cpu_client_us: number | null;
   cpu_server_us: number | null;
+  cpu_client_kernel_us: number | null;
+  cpu_server_kernel_us: number | null;
 }
 
 /**
@@ -116,17 +118,26 @@ export function cpuPerCall(results: readonly BenchLine[], server: CpuMicros): Cp
   return {
     cpu_client_us: all ? microsPerCall(cpus, calls) : null,
     cpu_server_us: microsPerCall([server], calls),
+    cpu_client_kernel_us: all ? microsPerCall(cpus, calls, "system") : null,
+    cpu_server_kernel_us: microsPerCall([server], calls, "system"),
   };
 }
 
 /** The CPU per call of baseline runs (the shm ring: each run reports both of its sides). */
 export function baselineCpuPerCall(runs: readonly Record<string, unknown>[]): CpuPerCall {
   const calls = runs.reduce((a, r) => a + Number(r.calls ?? 0), 0);
-  const side = (k: string) => {
+  const side = (k: string, part: "all" | "system" = "all") => {
     const cpus = runs.map((r) => r[k] as CpuMicros | undefined);
-    return cpus.every((c): c is CpuMicros => c !== undefined) ? microsPerCall(cpus, calls) : null;
+    return cpus.every((c): c is CpuMicros => c !== undefined)
+      ? microsPerCall(cpus, calls, part)
+      : null;
   };
-  return { cpu_client_us: side("cpu_us"), cpu_server_us: side("server_cpu_us") };
+  return {
+    cpu_client_us: side("cpu_us"),
+    cpu_server_us: side("server_cpu_us"),
+    cpu_client_kernel_us: side("cpu_us", "system"),
+    cpu_server_kernel_us: side("server_cpu_us", "system"),
+  };
 }
 
 /** One client's figures, as `verbus call --async-bench` and the ring baseline report them. */

@@ -30,6 +30,9 @@ export interface Row {
   cpu_client_us?: number | null;
   /** µs of CPU (user + kernel) per call of the server over the same calls. */
   cpu_server_us?: number | null;
+  /** The kernel's part of {@link cpu_client_us} and {@link cpu_server_us}. */
+  cpu_client_kernel_us?: number | null;
+  cpu_server_kernel_us?: number | null;
   /** The round it was measured in (0-based). */
   round: number;
 }

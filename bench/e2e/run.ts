@@ -41,7 +41,7 @@ import {
   cpuPerCall,
   runSynced,
 } from "./cpu_rows.ts";
-import { cpuMarkdown, cpuRows, cpuTargets } from "./cpu_report.ts";
+import { cpuMarkdown, cpuRatios, cpuRows, cpuTargets } from "./cpu_report.ts";
 
 // deno-lint-ignore no-explicit-any
 const g = globalThis as any;
@@ -376,7 +376,7 @@ const cpuNote =
 const md = cpuOnly
   ? `${header} ${cpuNote}\n\n${cpuMarkdown(real)}`
   : `${markdown(real, header)}\n\n${cpuMarkdown(real)}`;
-const cpu = { targets: cpuTargets(real), rows: cpuRows(real) };
+const cpu = { targets: cpuTargets(real), rows: cpuRows(real), ratios: cpuRatios(real) };
 if (cpuOnly) {
   writeFileSync(join(ROOT, "bench/results/e2e-cpu.md"), md + "\n");
   writeFileSync(

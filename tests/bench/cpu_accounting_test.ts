@@ -97,7 +97,12 @@ test("runSynced: the server read once all clients are ready and once all printed
   }
   assertEquals(server, { user: 4000, system: 1000 });
   // clients: (4000 + 4000) µs over 2000 calls; server: 5000 µs over the same 2000
-  assertEquals(cpuPerCall(results, server), { cpu_client_us: 4, cpu_server_us: 2.5 });
+  assertEquals(cpuPerCall(results, server), {
+    cpu_client_us: 4,
+    cpu_server_us: 2.5,
+    cpu_client_kernel_us: 1.5, // (1000 + 2000) µs of kernel time over 2000 calls
+    cpu_server_kernel_us: 0.5,
+  });
 });
 
 test("runSynced: a client that ends without figures fails the row, naming it", async () => {
@@ -120,10 +125,14 @@ test("CPU per call: a side not reported is unknown (null), not free; the ring su
   assertEquals(cpuPerCall([withCpu, without], { user: 400, system: 0 }), {
     cpu_client_us: null,
     cpu_server_us: 2,
+    cpu_client_kernel_us: null,
+    cpu_server_kernel_us: 0,
   });
   assertEquals(cpuPerCall([], { user: 1, system: 0 }), {
     cpu_client_us: null,
     cpu_server_us: null,
+    cpu_client_kernel_us: null,
+    cpu_server_kernel_us: null,
   });
   const ring = (calls: number, c: number, s: number) => ({
     calls,
@@ -133,6 +142,8 @@ test("CPU per call: a side not reported is unknown (null), not free; the ring su
   assertEquals(baselineCpuPerCall([ring(1000, 500, 1000), ring(3000, 1500, 1000)]), {
     cpu_client_us: 0.5,
     cpu_server_us: 0.5,
+    cpu_client_kernel_us: 0,
+    cpu_server_kernel_us: 0.5,
   });
 });
 
@@ -147,6 +158,8 @@ const cpuRow = (round: number, system: string, clients: number, c: number, s: nu
   qps: 1000,
   cpu_client_us: c,
   cpu_server_us: s,
+  cpu_client_kernel_us: c / 2,
+  cpu_server_kernel_us: 0,
 });
 
 test("shm ÷ TCP CPU per call: within each round, then the median; target ≤ 0.33; unmeasured shows —", () => {
@@ -165,9 +178,15 @@ test("shm ÷ TCP CPU per call: within each round, then the median; target ≤ 0.
   assertEquals(t.map((x) => [x.value, x.met]), [[null, null], [0.3, true]]);
   assertEquals(t[1].perRound, [0.25, 0.5, 0.3]);
   const md = cpuMarkdown(rows);
-  assert(md.includes("| deno | 4 × 32 | verbus shm | 1 | 0.25 | 1.2 (1, 2, 1.2) | 1000 |"), md);
+  // kernel share: half the clients' CPU over both sides': 0.375 of 1, 0.75 of 2, 0.5 of 1.2
+  assert(
+    md.includes("| deno | 4 × 32 | verbus shm | 1 | 0.25 | 1.2 (1, 2, 1.2) | 0.38 | 1000 |"),
+    md,
+  );
   assert(md.includes("4 × 32 | deno | 0.3 (0.25, 0.5, 0.3) | ≤ 0.33 | yes |"), md);
   assert(md.includes("1 × 32 | deno | — (—, —, —) | ≤ 0.33 | — |"), md);
+  assert(md.includes("| deno 4 × 32: shm_vs_tcp_cpu | 0.3 |"), md);
+  assert(md.includes("| deno 4 × 32: ring_vs_tcp_cpu | — |"), md);
 });
 
 test("clients run at once as one row: calls/s summed, the mean weighted by calls, median p50, worst tails", () => {
