@@ -39,6 +39,11 @@ export interface FabricProbe<Report> {
 export interface FabricTestSettings {
   /** What `client.fabric` says when a session runs over it. */
   readonly label: string;
+  /**
+   * Where the test matrix (scripts/test.sh) runs the suites over it: on the host (shm; URMA
+   * over the simulated liburma) or inside the Soft-RoCE VM (verbs, on rxe0 → rxe1).
+   */
+  readonly where: "host" | "vm";
   /** The address the test server listens on (the client connects to it). */
   readonly host: string;
   /** Spread into the server's fabric options (`fabrics`, `providerOptions`). */

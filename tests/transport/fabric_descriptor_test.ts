@@ -45,7 +45,7 @@ const loopFabric: FabricDescriptor<"loop", "loop", LoopReport> = {
       report: { usable: true, note: "in memory, this process only" },
     }),
   doctor: (r) => [`loop         ${r.usable ? `usable (${r.note})` : "not usable"}`],
-  testSettings: () => ({ label: "loop", host: "127.0.0.1", server: {}, client: {} }),
+  testSettings: () => ({ label: "loop", where: "host", host: "127.0.0.1", server: {}, client: {} }),
 };
 
 test("the registry: one descriptor per kind, in the kind list's order, each in its own folder", async () => {

@@ -24,5 +24,11 @@ export const shmFabric: FabricDescriptor<"shm", "shm", ShmCapabilities> = {
   doctor: (shm) => [
     `shm          ${shm.usable ? "usable (POSIX shm + mmap + Atomics)" : `not usable: ${shm.reason}`}`,
   ],
-  testSettings: () => ({ label: "shm", host: "127.0.0.1", server: {}, client: {} }),
+  testSettings: () => ({
+    label: "shm",
+    where: "host",
+    host: "127.0.0.1",
+    server: {},
+    client: {},
+  }),
 };

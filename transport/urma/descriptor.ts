@@ -32,6 +32,7 @@ export const urmaFabric: FabricDescriptor<"urma", "urma", UrmaCapabilities> = {
   },
   testSettings: (ctx) => ({
     label: "urma (simulated)",
+    where: "host",
     host: "127.0.0.1",
     server: { fabrics: ["urma"], providerOptions: { urma: { library: ctx.libraryPaths.urma } } },
     client: { fabric: "urma", providerOptions: { urma: { library: ctx.libraryPaths.urma } } },

@@ -31,6 +31,7 @@ export const verbsFabric: FabricDescriptor<"verbs", "rdma", RdmaCapabilities> = 
   doctor: doctorLines,
   testSettings: () => ({
     label: "verbs",
+    where: "vm",
     host: VM_SERVER,
     server: { fabrics: ["verbs"], providerOptions: { verbs: { addr: VM_SERVER } } },
     client: { fabric: "verbs", providerOptions: { verbs: { sourceAddr: VM_CLIENT } } },
