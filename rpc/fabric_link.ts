@@ -124,7 +124,9 @@ export class FabricLink {
     const driven: Driven = {
       endpoint: s.endpoint,
       step: () => this.#step(s),
-      wantsTurn: () => false, // answers are announced; local work counts as work in step()
+      // Answers are announced; local work counts as work in step(); a stream post that found
+      // the send queue full retries next turn.
+      wantsTurn: () => this.#streamsOf === s && this.#streams!.wantsTurn,
       seenDoorbell: () => s.seenDoorbell,
       expectsInbound: () => s.inflight > 0 || this.#streamsActive(s),
       msToDeadline: (max) => s.msToDeadline(max),

@@ -218,7 +218,10 @@ export class ServerSession implements ResponseSink {
     const streamed = this.streams.pump(); // the client's stream frames, credit for ours
     if (this.#closed !== null) return streamed; // the client broke the stream pipe
     const db = this.#endpoint.doorbell();
-    if (db === this.#seenDoorbell) return streamed;
+    if (db === this.#seenDoorbell) {
+      if (this.streams.wantsTurn) this.#seenDoorbell = -1; // a stream post waits for room
+      return streamed;
+    }
     this.#inPoll = true;
     this.#seenDoorbell = db;
     // The client tells us how far up the ring it has used slots (its free list is a stack, so

@@ -70,6 +70,12 @@ export interface StreamRingStats {
 
 const INITIAL_SCRATCH = 64 * 1024;
 
+/**
+ * Largest one-sided write the pipe posts: every fabric takes writes of this size (verbs and URMA
+ * copy a write through a bounce ring of at least 256 KiB and refuse one past half of it).
+ */
+const MAX_WRITE = 64 * 1024;
+
 /** The stream pipe of one fabric session. See the module documentation. */
 export class FabricStreams implements StreamConn {
   /** The session's streams (open them on this table). */
@@ -94,6 +100,10 @@ export class FabricStreams implements StreamConn {
   #queuedBytes = 0;
   /** The tail was advanced but its word not yet posted (the post found the queue full). */
   #tailOwed = false;
+  /** A post found the send queue full: the session wants another turn to retry. */
+  #sendFull = false;
+  /** The credit's write found the send queue full. */
+  #creditOwed = false;
   #kickOwed = false;
   #scratch = new Uint8Array(INITIAL_SCRATCH);
   #ended: string | null = null;
@@ -207,11 +217,18 @@ export class FabricStreams implements StreamConn {
       this.#credit = credit;
       work++;
     }
+    this.#sendFull = false;
+    if (this.#creditOwed) (this.#creditOwed = false, this.#returnCredit());
     if (this.#queuedBytes > 0 || this.#tailOwed) {
       this.#drain();
       if (this.#queuedBytes === 0) this.table.writable();
     }
     return work;
+  }
+
+  /** A post found the send queue full: drive the session again soon (nothing will announce it). */
+  get wantsTurn(): boolean {
+    return this.#sendFull && this.#ended === null;
   }
 
   /** Wants the engine's turns: streams are open (the session must be driven while idle of calls). */
@@ -269,8 +286,9 @@ export class FabricStreams implements StreamConn {
       this.#head,
       0,
     );
-    if (st === FAILED) return this.end(`fabric post failed: ${this.#ep.failureReason ?? "?"}`);
+    if (st === FAILED) return this.end(this.#refused("the credit's write"));
     if (st === OK) this.#oweKick();
+    else this.#creditOwed = this.#sendFull = true;
   }
 
   /** Appends `n` bytes of `src` (a whole frame) to the pipe, or queues them (copied when scratch). */
@@ -310,10 +328,11 @@ export class FabricStreams implements StreamConn {
       const free = size - ((this.#tail - this.#credit) >>> 0);
       if (free === 0) break;
       const at = this.#tail & (size - 1);
-      const n = Math.min(to - p, free, size - at);
+      const n = Math.min(to - p, free, size - at, MAX_WRITE);
       const st = this.#ep.write(0, base + at, src.subarray(p, p + n), 0);
       if (st !== OK) {
-        if (st === FAILED) this.end(`fabric post failed: ${this.#ep.failureReason ?? "?"}`);
+        if (st === FAILED) this.end(this.#refused(`a write of ${n} bytes`));
+        else this.#sendFull = true; // the send queue: room comes back with completions
         break;
       }
       this.#tail = (this.#tail + n) >>> 0;
@@ -328,8 +347,9 @@ export class FabricStreams implements StreamConn {
   /** Publishes the tail (ordered after the bytes it covers). */
   #publish(): void {
     const st = this.#ep.writeU32(0, this.#place.remoteControl + CONTROL.streamTail, this.#tail, 0);
-    if (st === FAILED) return this.end(`fabric post failed: ${this.#ep.failureReason ?? "?"}`);
-    if (st === OK) {
+    if (st === FAILED) return this.end(this.#refused("the tail's write"));
+    if (st !== OK) this.#sendFull = true;
+    else {
       this.#tailOwed = false;
       this.#oweKick();
     }
@@ -340,6 +360,12 @@ export class FabricStreams implements StreamConn {
     if (this.#kickOwed) return;
     this.#kickOwed = true;
     queueMicrotask(this.#kick);
+  }
+
+  /** Why the pipe ended after the fabric refused `what`. */
+  #refused(what: string): string {
+    const why = this.#ep.failureReason;
+    return `the ${this.fabric} fabric refused ${what}${why ? `: ${why}` : ""}`;
   }
 
   readonly #kick = (): void => {
