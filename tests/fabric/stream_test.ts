@@ -2,10 +2,12 @@
  * brpc streams over the fabric session (rpc/stream/stream_ring.ts), over the fabric the run
  * selects (shm, simulated URMA, verbs in the VM): a stream opened through a client with a live
  * session rides it (`stream.carrier`) with messages both ways and large messages across the
- * ring's wrap; a reader that stops reading stops the writer and bounds what is held; the demo's
- * Count reports the stream's fabric; a session that fails ends its streams with a clear error and
- * later streams go over TCP; hostile bytes in the stream ring (a tail past the ring, bytes that
- * are not stream frames, frames for unknown streams) end that session's streams only.
+ * ring's wrap; a reader that stops reading stops the writer and bounds what is held; a session
+ * that fails ends its streams with a clear error and later streams go over TCP; a frame for an
+ * unknown stream is answered RST and the session goes on; a peer that breaks the ring (a tail
+ * past it, credit for bytes never written, bytes that are not stream frames, a call frame) fails
+ * that session only, its streams ended kind protocol. (The demo's Count reporting the stream's
+ * fabric: tests/cli/stream_count_test.ts.)
  */
 import type { Handler } from "../../rpc/protocol/dispatch.ts";
 import { acceptStream } from "../../rpc/stream/accept.ts";
@@ -144,14 +146,24 @@ test("a session that fails ends its streams (connection), the next stream goes o
   }
 });
 
+const NONE = new Uint8Array(0), TAIL = CONTROL.streamTail;
+
 /** A whole baidu_std call frame (not a stream frame). */
 const CALL_FRAME = encodeFrame({ correlationId: 1 }, te.encode("call"));
 
-/** Writes `bytes` into the server's stream ring through the client's endpoint, then `tail`. */
-function inject(c: Awaited<ReturnType<typeof client>>, bytes: Uint8Array, tail: number): void {
+/**
+ * Writes `bytes` into the server's stream ring through the client's endpoint, then `value` into
+ * the control word `word` of the server's page (the tail, or the credit of the server's writes).
+ */
+function inject(
+  c: Awaited<ReturnType<typeof client>>,
+  bytes: Uint8Array,
+  value: number,
+  word: number = CONTROL.streamTail,
+): void {
   const s = c.session!, { server } = s.layouts;
   if (bytes.length > 0) s.endpoint.write(0, server.streamRing.offset, bytes, 0);
-  s.endpoint.writeU32(0, server.control.offset + CONTROL.streamTail, tail, 0);
+  s.endpoint.writeU32(0, server.control.offset + word, value, 0);
   s.endpoint.flush();
   s.endpoint.kick();
 }
@@ -178,10 +190,11 @@ test("hostile stream frames: an unknown stream id is answered RST and the sessio
 });
 
 for (
-  const [what, bytes, tail, why] of [
-    ["a tail past the ring", new Uint8Array(0), 1 << 20, /ahead, past the 262144-byte ring/],
-    ["bytes that are not stream frames", te.encode("GARBAGE!".repeat(8)), 64, /no stream frames/],
-    ["a call frame in the ring", CALL_FRAME, CALL_FRAME.length, /call frame/],
+  const [what, bytes, value, word, why] of [
+    ["a tail past the ring", NONE, 1 << 20, TAIL, /ahead, past the 262144-byte ring/],
+    ["bytes that are not stream frames", te.encode("GARBAGE!".repeat(8)), 64, TAIL, /no stream/],
+    ["a call frame in the ring", CALL_FRAME, CALL_FRAME.length, TAIL, /call frame/],
+    ["credit for bytes never written", NONE, 1 << 20, CONTROL.streamCredit, /more than were/],
   ] as const
 ) {
   test(`hostile stream ring: ${what} fails that session only, its streams end (protocol), the server serves on`, async () => {
@@ -193,7 +206,7 @@ for (
       await openStream(other, "S", "Echo", new Uint8Array(0)); // a stream of another session
       await openStream(c, "S", "Echo", new Uint8Array(0));
       const victim = seen[1];
-      inject(c, bytes, tail);
+      inject(c, bytes, value, word);
       const e = await victim.ended;
       assertEquals(e?.kind, "protocol");
       assert(why.test(e!.message), e!.message);
