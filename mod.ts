@@ -84,6 +84,8 @@ export type {
 // The plain baidu_std channel (TCP only; also talks to stock brpc servers).
 export { Channel, ChannelOptionsSchema, connect as connectChannel } from "./rpc/channel.ts";
 export type { CallOptions, CallResult, ChannelOptions } from "./rpc/channel.ts";
+// brpc's RDMA mode (option brpcRdma): open the device ahead of a client's first connection.
+export { prepareBrpcRdma } from "./rpc/brpc_rdma.ts";
 
 // Server.
 export { borrowsRequest, serve, ServeOptionsSchema, Server, typedMethod } from "./rpc/server.ts";

@@ -21,11 +21,12 @@ import {
   brpcRdmaOptionsSchema,
   clientHandshake,
   openBrpcQp,
-  prepareBrpcRdma,
+  prepareBrpcRdma as prepareDevice,
   serverHandshake,
   setBrpcRdmaDriver,
 } from "../transport/brpc_rdma/mod.ts";
-import type { BrpcRdmaOptions } from "../transport/brpc_rdma/mod.ts";
+import type { BrpcRdmaOptions, BrpcRdmaOptionsInput } from "../transport/brpc_rdma/mod.ts";
+import { parseOptions } from "../util/options.ts";
 import { tcp } from "../transport/tcp/mod.ts";
 import type { TcpConn } from "../transport/tcp/tcp.ts";
 import type { Logger } from "./protocol/dispatch.ts";
@@ -35,7 +36,22 @@ import { type BrpcUbringOptions, isUbringConn, ubringDial } from "./brpc_ubring.
 
 // Connections on the verbs hub's shared CQ are driven by this thread's progress engine.
 setBrpcRdmaDriver(driveOnEngine);
-export { prepareBrpcRdma };
+
+/**
+ * Opens the RDMA device of brpc's RDMA mode ahead of a client's first connection (libibverbs
+ * loaded, the device's hub open, the GID for `localIp` picked, `preparedQps` QPs prepared), so
+ * that connection only brings a QP up. `options`: as the channel's `brpcRdma`; `localIp`: the
+ * address the channel's TCP connections leave from (picks the device and GID when `device` is
+ * not named). Resolves with the device's name; rejects with INVALID_OPTIONS for bad options and
+ * with NoRdmaError (code NO_DEVICE…) when this host cannot. `serve()` does this by itself.
+ */
+export function prepareBrpcRdma(
+  options: BrpcRdmaOptionsInput = {},
+  localIp = "0.0.0.0",
+): Promise<string> {
+  const o = parseOptions(brpcRdmaOptionsSchema, options, "invalid brpcRdma options");
+  return prepareDevice(o, localIp);
+}
 
 /**
  * `serve()` with `brpcRdma`: opens the device and prepares QPs before the server listens, so the
@@ -48,7 +64,7 @@ export async function prepareBrpcRdmaServer(
   logger: Logger,
 ): Promise<void> {
   try {
-    await prepareBrpcRdma(options, host);
+    await prepareDevice(options, host);
   } catch (e) {
     logger.warn(
       `brpc-rdma server: the RDMA device could not be opened ahead (${

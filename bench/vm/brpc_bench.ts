@@ -11,10 +11,11 @@
  * anything. Writes bench/results/brpc-rdma-vm-<runtime>.{md,json}.
  * @module
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { VerbsHub } from "../../transport/verbs/hub.ts";
 import { join } from "node:path";
 import { RUNTIME } from "../../ffi/runtime.ts";
-import { brpcRdmaOptionsSchema, prepareBrpcRdma } from "../../rpc/brpc_rdma.ts";
+import { prepareBrpcRdma } from "../../rpc/brpc_rdma.ts";
 import { connect as connectChannel } from "../../rpc/channel.ts";
 import { connect } from "../../rpc/client.ts";
 import { demoService } from "../../examples/demo/service.ts";
@@ -41,24 +42,46 @@ async function serial(call: Call): Promise<number> {
   return median(t);
 }
 
+/** CPU time (user + system) of process `pid` so far, µs (clock ticks of 10 ms). */
+function cpuUs(pid: number | "self"): number {
+  const st = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const f = st.slice(st.lastIndexOf(")") + 2).split(" ");
+  return (Number(f[11]) + Number(f[12])) * 10_000;
+}
+
+/** Completion-channel sleeps of this process's verbs hubs so far. */
+function hubSleeps(): number {
+  return VerbsHub.all().reduce((n, h) => n + h.counters.sleeps, 0);
+}
+
+/** Per call of the last flight: CPU µs of the client and the server, client hub sleeps. */
+const perCall = { client: 0, server: 0, sleeps: 0 };
+let serverPid = 0;
+
 async function flight(call: Call): Promise<number> {
   const req = new Uint8Array(64).fill(7);
   let next = 0;
+  const c0 = cpuUs("self"), s0 = cpuUs(serverPid), h0 = hubSleeps();
   const t0 = performance.now();
   await Promise.all(Array.from({ length: FLIGHT }, async () => {
     while (next++ < BATCH) await call(req);
   }));
-  return BATCH / ((performance.now() - t0) / 1000);
+  const rate = BATCH / ((performance.now() - t0) / 1000);
+  perCall.client = (cpuUs("self") - c0) / BATCH;
+  perCall.server = (cpuUs(serverPid) - s0) / BATCH;
+  perCall.sleeps = (hubSleeps() - h0) / BATCH;
+  return rate;
 }
 
 async function main(): Promise<void> {
   const srv = await spawnServerRole("bench/vm/brpc_bench.ts", ["--serve"]);
+  serverPid = srv.pid;
   const addr = `${SERVER}:${srv.port}`;
   // The device opened first (as a client would ahead of its first connection), then the first
   // handshake timed alone: the TCP connect, the hellos, one QP brought up on each side.
   const clientRdma = { device: "rxe0", handshakeTimeoutMs: 30_000 };
   let t0 = performance.now();
-  await prepareBrpcRdma(brpcRdmaOptionsSchema.parse(clientRdma), CLIENT);
+  await prepareBrpcRdma(clientRdma, CLIENT);
   const deviceOpenMs = performance.now() - t0;
   t0 = performance.now();
   const brpc = await connectChannel(addr, { brpcRdma: clientRdma, timeoutMs: 30_000 });
@@ -78,12 +101,17 @@ async function main(): Promise<void> {
   };
   const names = Object.keys(modes);
   const lat: Record<string, number[]> = {}, rate: Record<string, number[]> = {};
+  const cpuC: Record<string, number[]> = {}, cpuS: Record<string, number[]> = {};
+  const sleeps: Record<string, number[]> = {};
   for (const n of names) await serial(modes[n]); // warm-up
   for (let round = 0; round < ROUNDS; round++) {
     for (let k = 0; k < names.length; k++) {
       const n = names[(round + k) % names.length];
       (lat[n] ??= []).push(await serial(modes[n]));
       (rate[n] ??= []).push(await flight(modes[n]));
+      (cpuC[n] ??= []).push(perCall.client);
+      (cpuS[n] ??= []).push(perCall.server);
+      (sleeps[n] ??= []).push(perCall.sleeps);
     }
   }
   await brpc.close();
@@ -94,6 +122,9 @@ async function main(): Promise<void> {
     mode: n,
     rtt_us: Math.round(median(lat[n])),
     calls_per_s: Math.round(median(rate[n])),
+    cpu_us_per_call_client: +median(cpuC[n]).toFixed(1),
+    cpu_us_per_call_server: +median(cpuS[n]).toFixed(1),
+    client_hub_sleeps_per_call: +median(sleeps[n]).toFixed(3),
   }));
   const t = rows.find((r) => r.mode === "tcp")!;
   const b = rows.find((r) => r.mode === "brpc-rdma")!;
@@ -121,9 +152,11 @@ async function main(): Promise<void> {
     `${result.what}; ${ROUNDS} alternating rounds, medians. Serial: ${SERIAL} calls one at a time;`,
     `in flight: ${BATCH} calls, ${FLIGHT} at a time. One server process serves all three modes.`,
     "",
-    "| mode | RTT µs (median) | calls/s, 32 in flight |",
-    "|---|---:|---:|",
-    ...rows.map((r) => `| ${r.mode} | ${r.rtt_us} | ${r.calls_per_s} |`),
+    "| mode | RTT µs (median) | calls/s, 32 in flight | CPU µs/call client | CPU µs/call server | client hub sleeps/call |",
+    "|---|---:|---:|---:|---:|---:|",
+    ...rows.map((r) =>
+      `| ${r.mode} | ${r.rtt_us} | ${r.calls_per_s} | ${r.cpu_us_per_call_client} | ${r.cpu_us_per_call_server} | ${r.client_hub_sleeps_per_call} |`
+    ),
     "",
     `brpc-rdma / tcp: RTT ×${result.ratios.rtt_brpc_over_tcp}, calls/s ×${result.ratios.rate_brpc_over_tcp};`,
     `brpc-rdma / verbs fabric: RTT ×${result.ratios.rtt_brpc_over_verbs}, calls/s ×${result.ratios.rate_brpc_over_verbs}.`,

@@ -48,9 +48,9 @@ export function _setBrpcQpFactory(factory: BrpcQpFactory | null): void {
 
 /**
  * Opens the RDMA device of `options` now, off any connection's path (libibverbs loaded, the
- * device's hub open, the GID for `host` picked) and prepares `options.preparedQps` QPs in the
- * background. Resolves with the device name; rejects (NoRdmaError) when this host cannot. With a
- * test factory set, resolves "" at once.
+ * device's hub open, the GID for `host` picked) and prepares `options.preparedQps` QPs (later
+ * handshakes take them and the pool refills after each). Resolves with the device name once both
+ * are done; rejects (NoRdmaError) when this host cannot. With a test factory set, resolves "" at once.
  */
 export async function prepareBrpcRdma(options: BrpcRdmaOptions, host: string): Promise<string> {
   if (override !== null) return "";

@@ -3,8 +3,9 @@
  * once per (options, local address) and kept, the device's verbs hub (`hub.ts`: the context, one
  * completion channel and one CQ for the process), and a pool of QPs prepared ahead (brpc's
  * `rdma_prepared_qp_cnt`): created on the hub's CQ with their PD and registered receive blocks and
- * send slots, so a handshake only brings one up. The pool is refilled after each take, one QP per
- * macrotask, off the handshake's path.
+ * send slots, so a handshake only brings one up. The pool is refilled once the handshake that took
+ * one has ended (creating a QP and registering its memory holds the JS thread: not while a
+ * handshake waits for its peer), one QP per macrotask.
  *
  * {@link prepareBrpcDevice} does all of that ahead (a server at `serve()`, a client before its
  * first connection): loads libibverbs, opens the device and its hub, searches the GID table and
@@ -45,7 +46,12 @@ export interface Prepared {
 /** Contexts opened only to search GID tables (the hub opens its own for the QPs). */
 const searchContexts = new Map<string, Context>();
 const picks = new Map<string, BrpcDevicePick>();
-const pools = new Map<string, { shape: PreparedShape; qps: Prepared[]; filling: boolean }>();
+interface Pool {
+  readonly qps: Prepared[];
+  /** Set while a refill is scheduled or running. */
+  filling: boolean;
+}
+const pools = new Map<string, Pool>();
 
 /** The IPv4-mapped GID of `ip` ("::ffff:a.b.c.d"), or null when `ip` is not IPv4. */
 function ipv4Gid(ip: string): Uint8Array | null {
@@ -134,45 +140,51 @@ function poolKey(p: BrpcDevicePick, s: PreparedShape): string {
   return `${p.hub.ctx.deviceName}|${p.port}|${p.gidIndex}|${s.sqSize}|${s.rqSize}|${s.blockSize}`;
 }
 
-/**
- * Takes a prepared QP of `shape` on `pick`, or null when the pool is empty; then refills the pool
- * to `want` QPs in the background with `make` (one per macrotask; a failure stops the refill).
- */
+function poolOf(pick: BrpcDevicePick, shape: PreparedShape): Pool {
+  const key = poolKey(pick, shape);
+  let pool = pools.get(key);
+  if (pool === undefined) pools.set(key, pool = { qps: [], filling: false });
+  return pool;
+}
+
+/** Takes a prepared QP of `shape` on `pick`, or null when the pool is empty (see {@link refillPool}). */
 export function takePrepared<T extends Prepared>(
   pick: BrpcDevicePick,
   shape: PreparedShape,
-  want: number,
-  make: () => T,
 ): T | null {
-  const key = poolKey(pick, shape);
-  let pool = pools.get(key);
-  if (pool === undefined) pools.set(key, pool = { shape, qps: [], filling: false });
-  const got = (pool.qps.shift() as T | undefined) ?? null;
-  refill(pool, want, make);
-  return got;
+  return (poolOf(pick, shape).qps.shift() as T | undefined) ?? null;
 }
 
-function refill(
-  pool: { qps: Prepared[]; filling: boolean },
+/**
+ * Refills the pool of `shape` on `pick` to `want` QPs made by `make`, from the next macrotask
+ * on, one per macrotask. Call it when the handshake that took a QP has ended (creating a QP and
+ * registering its memory holds the JS thread: not while a handshake waits for its peer).
+ */
+export function refillPool(
+  pick: BrpcDevicePick,
+  shape: PreparedShape,
   want: number,
   make: () => Prepared,
 ): void {
+  const pool = poolOf(pick, shape);
   if (pool.filling || pool.qps.length >= want) return;
   pool.filling = true;
-  const one = () => {
-    if (pool.qps.length >= want) {
-      pool.filling = false;
-      return;
-    }
-    try {
+  setImmediate(() => void fill(pool, want, make));
+}
+
+/** Makes QPs until the pool holds `want` (one per macrotask); a failure ends it (the next take retries). */
+async function fill(pool: Pool, want: number, make: () => Prepared): Promise<void> {
+  pool.filling = true;
+  try {
+    while (pool.qps.length < want) {
       pool.qps.push(make());
-    } catch {
-      pool.filling = false; // the next take tries again
-      return;
+      await new Promise((r) => setImmediate(r));
     }
-    setImmediate(one);
-  };
-  setImmediate(one);
+  } catch {
+    /* the next take tries again */
+  } finally {
+    pool.filling = false;
+  }
 }
 
 /** QPs prepared and not taken yet, over all pools (tests, stats). */
@@ -184,8 +196,8 @@ export function preparedCount(): number {
 
 /**
  * Opens the device for `o` ahead of the first connection (libibverbs loaded, device context and
- * hub open, GID picked for `host`) and starts filling the pool with `make`. Rejects with
- * NoRdmaError when this host cannot; resolves once the device is open (the pool fills after).
+ * hub open, GID picked for `host`) and fills the pool with `o.preparedQps` QPs made by `make`.
+ * Resolves once both are done; rejects with NoRdmaError when this host cannot open the device.
  */
 export async function prepareBrpcDevice<T extends Prepared>(
   o: BrpcRdmaOptions,
@@ -193,10 +205,7 @@ export async function prepareBrpcDevice<T extends Prepared>(
   make: (pick: BrpcDevicePick) => T,
 ): Promise<BrpcDevicePick> {
   const pick = await pickBrpcDevice(o, host);
-  const shape = { sqSize: o.sqSize, rqSize: o.rqSize, blockSize: o.blockSize };
-  const key = poolKey(pick, shape);
-  let pool = pools.get(key);
-  if (pool === undefined) pools.set(key, pool = { shape, qps: [], filling: false });
-  refill(pool, o.preparedQps, () => make(pick));
+  const pool = poolOf(pick, { sqSize: o.sqSize, rqSize: o.rqSize, blockSize: o.blockSize });
+  if (!pool.filling) await fill(pool, o.preparedQps, () => make(pick));
   return pick;
 }

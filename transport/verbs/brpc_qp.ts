@@ -36,6 +36,7 @@ import {
   type BrpcDevicePick,
   pickBrpcDevice,
   prepareBrpcDevice,
+  refillPool,
   takePrepared,
 } from "./brpc_device.ts";
 import { wcStatusStr } from "./cq.ts";
@@ -65,13 +66,15 @@ export async function openBrpcQp(o: BrpcRdmaOptions, local: NetAddress): Promise
   const pick = await pickBrpcDevice(o, local.host);
   const shape = { sqSize: o.sqSize, rqSize: o.rqSize, blockSize: o.blockSize };
   const make = () => new VerbsBrpcQp(pick, o);
-  return takePrepared(pick, shape, o.preparedQps, make) ?? make();
+  const qp = takePrepared<VerbsBrpcQp>(pick, shape) ?? make();
+  qp.settled = () => refillPool(pick, shape, o.preparedQps, make);
+  return qp;
 }
 
 /**
  * Opens the device for `o` now (libibverbs, context, hub, GID for `host`) and prepares
- * `o.preparedQps` QPs in the background. Resolves with the device name once it is open; rejects
- * with NoRdmaError when this host cannot.
+ * `o.preparedQps` QPs. Resolves with the device name once both are done; rejects with
+ * NoRdmaError when this host cannot.
  */
 export async function prepareBrpcQps(o: BrpcRdmaOptions, host: string): Promise<string> {
   const pick = await prepareBrpcDevice(o, host, (p) => new VerbsBrpcQp(p, o));
@@ -90,6 +93,8 @@ class VerbsBrpcQp implements BrpcQp, HubMember {
   readonly readiness: ReadinessToken;
   readonly ownImm = true;
   announce = false;
+  /** Called once when the handshake that took it ended (established: attached; or closed). */
+  settled: (() => void) | null = null;
   /** The device port (brpc `-rdma_port`). */
   readonly port: number;
   readonly #pick: BrpcDevicePick;
@@ -164,6 +169,13 @@ class VerbsBrpcQp implements BrpcQp, HubMember {
   attach(sink: BrpcCompletionSink, announce: boolean): void {
     this.#sink = sink;
     this.announce = announce;
+    this.#settle();
+  }
+
+  #settle(): void {
+    const f = this.settled;
+    this.settled = null;
+    f?.();
   }
 
   bringUp(remote: BrpcHello, slots: number, slotSize: number): void {
@@ -296,6 +308,7 @@ class VerbsBrpcQp implements BrpcQp, HubMember {
     if (this.#closed) return;
     this.#closed = true;
     this.#sink = null;
+    this.#settle();
     // Later completions of this QP are the hub's strays; the PD closes its QP and MRs.
     if (this.#joined) this.#pick.hub.leave(this, this.#cqes);
     this.#joined = false;
