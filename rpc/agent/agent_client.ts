@@ -133,7 +133,7 @@ export class AgentClient extends ClientBase<AgentCallResult> {
     };
     let port: AgentRingProducer;
     try {
-      port = await this.#ensurePort();
+      port = this.#port ?? await this.#ensurePort(); // joined: no await (a turn per call)
     } catch (e) {
       // No agent by that name, or every producer entry of its ring taken: our own connection.
       if (
@@ -275,7 +275,10 @@ export class AgentClient extends ClientBase<AgentCallResult> {
             break;
           }
         }
-        if (now - lastWork < this.#o.idleAfterMs) {
+        // Poll on only with one call in flight: the agent defers the wake-up of a producer with
+        // more until half of them are answered, so polling between would spend this process's
+        // CPU (and the core the agent needs) on answers that come in batches anyway.
+        if (now - lastWork < this.#o.idleAfterMs && this.#inflight <= 1) {
           this.#yieldCpu(); // answers are due: poll, giving the core away between looks
           await new Promise((r) => setImmediate(r));
           continue;
