@@ -113,6 +113,8 @@ export class Agent {
   #badRecords = 0;
   #running = true;
   #wakeScheduled = false;
+  /** Calls forwarded to the remote server and not answered yet. */
+  #remoteRunning = 0;
   /** The loop sleeps in the ring's futex (no turn of it flushes deferred wake-ups meanwhile). */
   #asleep = false;
   readonly #done: Promise<void>;
@@ -166,7 +168,9 @@ export class Agent {
       // Poll on while work came lately (giving the core away between looks, as the progress
       // engine does), then sleep in the doorbell's futex.
       if (now - lastWork < this.#opts.idleAfterMs) {
-        if (n === 0) this.#yieldCpu();
+        // Calls forwarded and unanswered: the remote client's progress loop polls (and yields)
+        // in this same thread; a second yield per turn would only give the core away twice.
+        if (n === 0 && this.#remoteRunning === 0) this.#yieldCpu();
         await new Promise((r) => setImmediate(r));
       } else {
         ring.flushWakes(0); // nothing deferred past this turn: this loop may sleep long
@@ -188,6 +192,7 @@ export class Agent {
       return;
     }
     this.#forwarded++;
+    this.#remoteRunning++;
     this.#remote.call(req.service, req.method, req.request, {
       attachment: req.attachment,
       timeoutMs: req.timeoutMs || this.#opts.timeoutMs,
@@ -195,6 +200,7 @@ export class Agent {
       expectedResponseBytes: req.expectedResponseBytes || undefined,
       logId: req.logId,
     }).then((r) => {
+      this.#remoteRunning--;
       // In the slot when it fits, else in the producer's spill area.
       const area = ring.responseArea(p, k, responseBytes(r));
       let len = area ? encodeResponse(area, r) : -1;
@@ -211,6 +217,7 @@ export class Agent {
       }
       this.#answer(p, k, len);
     }, (e) => {
+      this.#remoteRunning--;
       this.#failed++;
       this.#answer(p, k, encodeError(ring.responseArea(p, k)!, e));
     });
