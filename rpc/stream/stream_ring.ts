@@ -64,7 +64,7 @@ export interface StreamRingStats {
   bytesOut: number;
   /** Bytes taken from this side's ring. */
   bytesIn: number;
-  /** Times a frame waited in the queue for credit. */
+  /** Times a frame waited in the queue (for the reader's credit, or room in the send queue). */
   creditWaits: number;
 }
 
@@ -92,7 +92,7 @@ export class FabricStreams implements StreamConn {
   /** Producer: bytes appended to the peer's ring, and the credit last seen (mod 2^32). */
   #tail = 0;
   #credit = 0;
-  /** Consumer: bytes taken from this side's ring (mod 2^32), and the credit last returned. */
+  /** Consumer: bytes taken from this side's ring (mod 2^32), returned as credit each round. */
   #head = 0;
   /** Frames (or their rests) waiting for credit, in order; `#queuedAt` into the first. */
   #queue: Uint8Array[] = [];

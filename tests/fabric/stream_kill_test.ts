@@ -21,7 +21,7 @@ test(
   async () => {
     const child = await spawnScript(otherRuntime(), SCRIPT, {
       args: ["server"],
-      timeoutMs: 60_000,
+      timeoutMs: 120_000,
     });
     try {
       const c = await client({ port: child.port } as Server);
@@ -45,7 +45,7 @@ test(
       await child.kill("SIGKILL");
     }
   },
-  { timeoutMs: 120_000 },
+  { timeoutMs: 240_000 },
 );
 
 test(
@@ -59,7 +59,7 @@ test(
       const child = await spawnScript(otherRuntime(), SCRIPT, {
         args: ["client", String(server.port)],
         ready: /streaming on \d+ over /,
-        timeoutMs: 60_000,
+        timeoutMs: 120_000,
       });
       try {
         assert(!/over tcp/.test(child.output()), child.output());
@@ -87,5 +87,5 @@ test(
       await server.close();
     }
   },
-  { timeoutMs: 120_000 },
+  { timeoutMs: 240_000 },
 );

@@ -42,36 +42,40 @@ function streamService(seen: Stream[]) {
   return { S: { Echo: echo, Hold: hold } };
 }
 
-test("a stream through a client on the fabric rides the session: messages both ways, large ones across the ring's wrap", async () => {
-  const seen: Stream[] = [];
-  const { server } = await startServer({}, streamService(seen));
-  const c = await client(server);
-  try {
-    assertEquals(c.fabric, FABRIC_LABEL);
-    const { stream, response } = await openStream(c, "S", "Echo", te.encode("hi"));
-    assertEquals(td.decode(response), "accepted hi");
-    assertEquals(stream.carrier, c.fabric);
-    assertEquals(seen[0].carrier, c.fabric);
-    for (let i = 0; i < 200; i++) await stream.write(te.encode(`m${i}`));
-    for (let i = 0; i < 200; i++) assertEquals(td.decode((await stream.read())!), `m${i}`);
-    // Larger than the 256 KiB ring: the frame crosses the wrap in pieces.
-    for (const n of [100_000, 700_000, 3 * 1024 * 1024]) {
-      const big = pattern(n, n & 0xff);
-      await stream.write(big);
-      const back = (await stream.read())!;
-      assertEquals(back.length, n);
-      assertEquals(back, big);
+test(
+  "a stream through a client on the fabric rides the session: messages both ways, large ones across the ring's wrap",
+  async () => {
+    const seen: Stream[] = [];
+    const { server } = await startServer({}, streamService(seen));
+    const c = await client(server);
+    try {
+      assertEquals(c.fabric, FABRIC_LABEL);
+      const { stream, response } = await openStream(c, "S", "Echo", te.encode("hi"));
+      assertEquals(td.decode(response), "accepted hi");
+      assertEquals(stream.carrier, c.fabric);
+      assertEquals(seen[0].carrier, c.fabric);
+      for (let i = 0; i < 200; i++) await stream.write(te.encode(`m${i}`));
+      for (let i = 0; i < 200; i++) assertEquals(td.decode((await stream.read())!), `m${i}`);
+      // Larger than the 256 KiB ring: the frame crosses the wrap in pieces.
+      for (const n of [100_000, 700_000, 3 * 1024 * 1024]) {
+        const big = pattern(n, n & 0xff);
+        await stream.write(big);
+        const back = (await stream.read())!;
+        assertEquals(back.length, n);
+        assertEquals(back, big);
+      }
+      stream.close();
+      assertEquals(await stream.ended, undefined);
+      assertEquals(await seen[0].ended, undefined);
+      // Nothing went over the TCP connection's streams.
+      assertEquals((await c.channel._streams()).stats.opened, 0);
+    } finally {
+      await c.close();
+      await server.close();
     }
-    stream.close();
-    assertEquals(await stream.ended, undefined);
-    assertEquals(await seen[0].ended, undefined);
-    // Nothing went over the TCP connection's streams.
-    assertEquals((await c.channel._streams()).stats.opened, 0);
-  } finally {
-    await c.close();
-    await server.close();
-  }
-});
+  },
+  { timeoutMs: 120_000 },
+); // 3 MiB over Soft-RoCE in the emulated VM takes ~30 s
 
 test("a reader that stops reading stops the writer: the window bounds what is held, reading resumes it", async () => {
   const seen: Stream[] = [];
