@@ -110,9 +110,10 @@ export class BurstClock {
 
 /**
  * Runs N calls with W in flight (or as many as fit in `seconds`), after `warmup` calls left out;
- * reports mean/p50/p99/p99.9/qps, this process's CPU time over them (`cpu_us`), the latency quantiles ({@link BENCH_QUANTILES}), per-path counts,
- * through a cluster the calls each server answered (`servers`), and through an agent how the
- * calls went (`via`: "agent", or "agent+direct" when some took the client's fallback).
+ * reports mean/p50/p99/p99.9/qps, this process's CPU time over them (`cpu_us`: µs user and
+ * kernel, all threads), the latency quantiles ({@link BENCH_QUANTILES}), per-path counts, through
+ * a cluster the calls each server answered (`servers`), and through an agent how the calls went
+ * (`via`: "agent", or "agent+direct" when some took the client's fallback).
  */
 export async function runBench(client: RpcClient, spec: BenchSpec): Promise<OpReport> {
   const req = request(spec);
