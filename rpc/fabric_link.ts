@@ -3,12 +3,14 @@
  * its place in the process's progress engine (`session/engine.ts`, which the link holds while
  * calls are in flight), the callers waiting for a free slot, and re-negotiation. A session that was ESTABLISHED and then failed (the server closed it, a QP
  * error…) is negotiated again on the same TCP channel after `reestablishMs` (doubling up to 30 s
- * while attempts fail); calls meanwhile go over TCP, and no call ever waits for it.
+ * while attempts fail, each wait spread by ±20 % so that the clients of a restarted server do not
+ * all negotiate in the same millisecond); calls meanwhile go over TCP, and no call ever waits for it.
  *
  * Ownership and threading: one link per {@link Client}, on its JS thread; it owns the session
  * and closes it.
  * @module
  */
+import { backoffMs } from "../util/backoff.ts";
 import type { Channel } from "./channel.ts";
 import type { ConnectSettings } from "./connect_options.ts";
 import type { ClientSession } from "./session/client_session.ts";
@@ -34,7 +36,8 @@ export class FabricLink {
   /** The re-negotiation in flight, and when the next one may start (0 = failure not noticed). */
   #renegotiation: Promise<void> | null = null;
   #renegotiateAt = 0;
-  #backoffMs: number;
+  /** Re-negotiations that failed in a row since the session last failed. */
+  #failures = 0;
   /** Callers of `waitForSlot`, woken as calls complete. */
   readonly #slotWaiters: (() => void)[] = [];
   /** The stream pipe of the current session (made on first use) and that session. */
@@ -57,7 +60,6 @@ export class FabricLink {
     this.#outcome = outcome;
     this.#engine = engine;
     this.#onNewSession = onNewSession;
-    this.#backoffMs = settings.reestablishMs;
     engine.configure(settings.progress);
     if (outcome.session) this.#register(outcome.session);
   }
@@ -175,7 +177,7 @@ export class FabricLink {
     const now = performance.now();
     if (now < this.#renegotiateAt) return;
     if (this.#renegotiateAt === 0) { // first notice: wait the back-off once before trying
-      this.#renegotiateAt = now + this.#backoffMs;
+      this.#renegotiateAt = now + this.#delay();
       return;
     }
     this.#renegotiation = (async () => {
@@ -193,12 +195,17 @@ export class FabricLink {
         this.#register(outcome.session);
         this.#onNewSession();
         this.#renegotiateAt = 0;
-        this.#backoffMs = this.#settings.reestablishMs;
+        this.#failures = 0;
       } else {
-        this.#backoffMs = Math.min(MAX_BACKOFF_MS, this.#backoffMs * 2);
-        this.#renegotiateAt = performance.now() + this.#backoffMs;
+        this.#failures++;
+        this.#renegotiateAt = performance.now() + this.#delay();
       }
     })().finally(() => (this.#renegotiation = null));
+  }
+
+  /** The wait before the next attempt: `reestablishMs` doubled per failed attempt, jittered. */
+  #delay(): number {
+    return backoffMs(this.#failures + 1, this.#settings.reestablishMs, MAX_BACKOFF_MS);
   }
 
   /** Waits for a re-negotiation in flight, leaves the engine and closes the session. Safe twice. */

@@ -14,7 +14,7 @@
  * back fast without news are spaced by `retryMs`. A failure (no agent, a status other than 200,
  * a body that is not the JSON array, no answer within the wait plus `timeoutMs`) keeps the last
  * list and is retried after `retryMs` (brpc's `-consul_retry_interval_ms`, 500), doubling to
- * `maxBackoffMs`.
+ * `maxBackoffMs`, each delay spread by ±20 % so that clients do not retry in step.
  *
  * The agent: the `consulAgent` option, else `CONSUL_HTTP_ADDR` (Consul's own variable), else
  * brpc's default `http://127.0.0.1:8500`. An ACL token: `consulToken`, else `CONSUL_HTTP_TOKEN`
@@ -26,13 +26,13 @@
 import { z } from "zod";
 import { VerbusError } from "../../errors.ts";
 import { parseOptions } from "../../util/options.ts";
+import { backoffMs } from "../../util/backoff.ts";
 import { getEnv } from "../../util/runtime.ts";
 import type { NamingOptions, NamingService, NamingWatcher, ServerNode } from "./naming.ts";
 import { serverNode } from "./naming.ts";
 import {
   afterScheme,
   asVerbusError,
-  backoffMs,
   commonOptions,
   follow,
   uniqueServers,

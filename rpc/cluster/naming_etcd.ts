@@ -20,6 +20,7 @@
  * @module
  */
 import { VerbusError } from "../../errors.ts";
+import { backoffMs } from "../../util/backoff.ts";
 import {
   b64,
   deadline,
@@ -223,7 +224,7 @@ export class EtcdNamingService implements NamingService {
           : new VerbusError("PROTOCOL", `etcd naming ${this.url}: ${e}`, { cause: e });
         this.#log(`etcd naming ${this.url}: ${err.message} (keeping the last list; retrying)`);
         for (const w of [...this.#watchers]) w.onError?.(err);
-        await sleep(backoff(failures, this.#maxBackoffMs), stop);
+        await sleep(backoffMs(failures, 100, this.#maxBackoffMs), stop);
       }
     }
   }
@@ -352,12 +353,6 @@ function sortedNodes(nodes: Map<string, ServerNode>): ServerNode[] {
   return [...byAddress.values()].sort((a, b) =>
     a.address < b.address ? -1 : a.address > b.address ? 1 : 0
   );
-}
-
-/** 100 ms doubling per failure up to `max`, with ±20 % jitter (servers do not retry in step). */
-function backoff(failures: number, max: number): number {
-  const base = Math.min(max, 100 * 2 ** Math.min(failures - 1, 20));
-  return Math.round(base * (0.8 + 0.4 * Math.random()));
 }
 
 /** Sleeps `ms`, or less when `signal` fires (the timer is released either way). */

@@ -75,11 +75,6 @@ export function sameServers(a: readonly ServerNode[], b: readonly ServerNode[]):
   return true;
 }
 
-/** Doubling delays from `baseMs` after each failure in a row, never over `capMs`. */
-export function backoffMs(failures: number, baseMs: number, capMs: number): number {
-  return Math.min(capMs, baseMs * 2 ** Math.min(30, Math.max(0, failures - 1)));
-}
-
 /** `error` as a VerbusError: itself, or `code` with `what` and its text (the cause kept). */
 export function asVerbusError(
   error: unknown,
