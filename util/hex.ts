@@ -1,24 +1,26 @@
 /**
  * Hex codecs for the few binary values that travel inside JSON (nonces, EIDs, segment
- * descriptors). Setup path only: these allocate. Pure; any thread.
+ * descriptors): the platform's `Uint8Array.prototype.toHex` / `Uint8Array.fromHex` (both
+ * runtimes have them: Deno 2.9, Bun 1.4), with this project's error on bad input. Setup path
+ * only: these allocate. Pure; any thread.
  * @module
  */
 
-/** Lower-case hex of `bytes` (two digits a byte). */
+/** Lower-case hex of `bytes` (two digits a byte). The caller keeps `bytes`. */
 export function toHex(bytes: Uint8Array): string {
-  let s = "";
-  for (let i = 0; i < bytes.length; i++) s += (bytes[i] < 16 ? "0" : "") + bytes[i].toString(16);
-  return s;
+  return bytes.toHex();
 }
 
-/** Bytes of a hex string the caller validated (even length, [0-9a-f]); throws on anything else. */
+/**
+ * Bytes of a hex string (even length, digits of either case) in a new array; anything else
+ * throws a RangeError quoting the start of the input.
+ */
 export function fromHex(hex: string): Uint8Array {
-  if (hex.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(hex)) {
+  try {
+    return Uint8Array.fromHex(hex);
+  } catch {
     throw new RangeError(`not a hex byte string: "${hex.slice(0, 40)}"`);
   }
-  const out = new Uint8Array(hex.length >> 1);
-  for (let i = 0; i < out.length; i++) out[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);
-  return out;
 }
 
 /** True when two byte strings are equal (length and content). */
