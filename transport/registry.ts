@@ -15,7 +15,7 @@ import type {
   FabricDescriptor,
   RegisteredDescriptor,
 } from "./fabric_descriptor.ts";
-import { type FabricKind, FABRICS } from "./fabric_kinds.ts";
+import { type FabricKind, fabricNameSchema, FABRICS } from "./fabric_kinds.ts";
 import type { ClientFabricProvider, FabricModule, ServerFabricProvider } from "./provider.ts";
 import { shmFabric } from "./shm/descriptor.ts";
 import { urmaFabric } from "./urma/descriptor.ts";
@@ -46,7 +46,8 @@ export function fabricDescriptor(kind: FabricKind): RegisteredDescriptor {
 
 /**
  * The registered descriptors followed by `extra` (descriptors a caller gives beside them, such as
- * a test's throw-away fabric), or a string naming an extra kind that is already taken.
+ * a test's throw-away fabric), or a string naming an extra kind that is already taken or is not
+ * a fabric name (hellos carry it: lowercase, at most 16 characters, never `tcp` or `auto`).
  */
 export function fabricsWith(
   extra: readonly AnyFabricDescriptor[] = [],
@@ -54,6 +55,10 @@ export function fabricsWith(
   if (extra.length === 0) return FABRIC_DESCRIPTORS;
   const all: AnyFabricDescriptor[] = [...FABRIC_DESCRIPTORS];
   for (const d of extra) {
+    if (!fabricNameSchema.safeParse(d.kind).success) {
+      return `fabric kind ${JSON.stringify(d.kind)} is not a fabric name (lowercase, at most 16 ` +
+        `characters, not tcp or auto)`;
+    }
     if (all.some((x) => x.kind === d.kind)) return `fabric ${d.kind} is given twice`;
     all.push(d);
   }

@@ -201,6 +201,18 @@ test("a fabric nobody gave is refused by name in serve's and connect's options",
     VerbusError,
     "fabric shm is given twice",
   );
+  for (const kind of ["tcp", "Loop", "a b"]) {
+    await assertRejects(
+      () =>
+        serve({
+          port: 0,
+          services: {},
+          fabric: { fabrics: ["shm"], extraFabrics: [{ ...carryingLoop, kind }] },
+        }),
+      VerbusError,
+      `fabric kind "${kind}" is not a fabric name`,
+    );
+  }
   const server = await serve({ port: 0, host: "127.0.0.1", services: {}, logger: { warn() {} } });
   try {
     await assertRejects(
