@@ -11,8 +11,7 @@
  * anything. Writes bench/results/brpc-rdma-vm-<runtime>.{md,json}.
  * @module
  */
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { VerbsHub } from "../../transport/verbs/hub.ts";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { RUNTIME } from "../../ffi/runtime.ts";
 import { prepareBrpcRdma } from "../../rpc/brpc_rdma.ts";
@@ -21,6 +20,7 @@ import { connect } from "../../rpc/client.ts";
 import { demoService } from "../../examples/demo/service.ts";
 import { serve } from "../../rpc/server.ts";
 import { ROOT, spawnServerRole, VM_BENCH_REGION } from "./vm_common.ts";
+import { type Call, flight, median, serial } from "./brpc_bench_calls.ts";
 
 // deno-lint-ignore no-explicit-any
 const g = globalThis as any;
@@ -28,50 +28,7 @@ const args: string[] = RUNTIME === "deno" ? g.Deno.args : g.process.argv.slice(2
 const SERVER = "10.77.0.2", CLIENT = "10.77.0.1";
 const ROUNDS = 5, SERIAL = 400, FLIGHT = 32, BATCH = 3000;
 
-type Call = (req: Uint8Array) => Promise<unknown>;
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-
-async function serial(call: Call): Promise<number> {
-  const req = new Uint8Array(64).fill(7);
-  const t: number[] = [];
-  for (let i = 0; i < SERIAL; i++) {
-    const t0 = performance.now();
-    await call(req);
-    t.push((performance.now() - t0) * 1000);
-  }
-  return median(t);
-}
-
-/** CPU time (user + system) of process `pid` so far, µs (clock ticks of 10 ms). */
-function cpuUs(pid: number | "self"): number {
-  const st = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const f = st.slice(st.lastIndexOf(")") + 2).split(" ");
-  return (Number(f[11]) + Number(f[12])) * 10_000;
-}
-
-/** Completion-channel sleeps of this process's verbs hubs so far. */
-function hubSleeps(): number {
-  return VerbsHub.all().reduce((n, h) => n + h.counters.sleeps, 0);
-}
-
-/** Per call of the last flight: CPU µs of the client and the server, client hub sleeps. */
-const perCall = { client: 0, server: 0, sleeps: 0 };
 let serverPid = 0;
-
-async function flight(call: Call): Promise<number> {
-  const req = new Uint8Array(64).fill(7);
-  let next = 0;
-  const c0 = cpuUs("self"), s0 = cpuUs(serverPid), h0 = hubSleeps();
-  const t0 = performance.now();
-  await Promise.all(Array.from({ length: FLIGHT }, async () => {
-    while (next++ < BATCH) await call(req);
-  }));
-  const rate = BATCH / ((performance.now() - t0) / 1000);
-  perCall.client = (cpuUs("self") - c0) / BATCH;
-  perCall.server = (cpuUs(serverPid) - s0) / BATCH;
-  perCall.sleeps = (hubSleeps() - h0) / BATCH;
-  return rate;
-}
 
 async function main(): Promise<void> {
   const srv = await spawnServerRole("bench/vm/brpc_bench.ts", ["--serve"]);
@@ -103,15 +60,16 @@ async function main(): Promise<void> {
   const lat: Record<string, number[]> = {}, rate: Record<string, number[]> = {};
   const cpuC: Record<string, number[]> = {}, cpuS: Record<string, number[]> = {};
   const sleeps: Record<string, number[]> = {};
-  for (const n of names) await serial(modes[n]); // warm-up
+  for (const n of names) await serial(modes[n], SERIAL); // warm-up
   for (let round = 0; round < ROUNDS; round++) {
     for (let k = 0; k < names.length; k++) {
       const n = names[(round + k) % names.length];
-      (lat[n] ??= []).push(await serial(modes[n]));
-      (rate[n] ??= []).push(await flight(modes[n]));
-      (cpuC[n] ??= []).push(perCall.client);
-      (cpuS[n] ??= []).push(perCall.server);
-      (sleeps[n] ??= []).push(perCall.sleeps);
+      (lat[n] ??= []).push(await serial(modes[n], SERIAL));
+      const f = await flight(modes[n], FLIGHT, BATCH, serverPid);
+      (rate[n] ??= []).push(f.callsPerS);
+      (cpuC[n] ??= []).push(f.clientCpu);
+      (cpuS[n] ??= []).push(f.serverCpu);
+      (sleeps[n] ??= []).push(f.sleeps);
     }
   }
   await brpc.close();
