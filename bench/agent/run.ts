@@ -19,7 +19,7 @@
  * @module
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { arg, numArg, sleep } from "../common/args.ts";
@@ -115,6 +115,20 @@ function cpuMs(pid: number | undefined): number {
   }
 }
 
+/** Context switches `pid`'s threads made by waiting (voluntary: futex sleeps, mostly) so far. */
+function waits(pid: number | undefined): number {
+  let n = 0;
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        const st = readFileSync(`/proc/${pid}/task/${tid}/status`, "utf8");
+        n += Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(st)?.[1] ?? 0);
+      } catch { /* the thread ended */ }
+    }
+  } catch { /* the process ended */ }
+  return n;
+}
+
 /** µs of CPU per call over the measured window, per role and in all (server + agent + workers). */
 interface CpuPerCall {
   server: number;
@@ -127,6 +141,8 @@ interface Round {
   mode: "agent" | "direct";
   callsPerSec: number;
   cpuUsPerCall: CpuPerCall;
+  /** Voluntary context switches (sleeps) per call, same window and roles. */
+  waitsPerCall: CpuPerCall;
   perProcess: number[];
   server: ReturnType<typeof serverLoad>;
   fabric: string;
@@ -174,6 +190,9 @@ async function round(rt: Rt, mode: Round["mode"], port: number, serverPid: numbe
       cpuMs(serverPid),
       cpuMs(agent?.child.pid),
       workers.reduce((a, w) => a + cpuMs(w.child.pid), 0),
+      waits(serverPid),
+      waits(agent?.child.pid),
+      workers.reduce((a, w) => a + waits(w.child.pid), 0),
     ];
     writeFileSync(go, "");
     await sleep(SECONDS * 100);
@@ -191,10 +210,14 @@ async function round(rt: Rt, mode: Round["mode"], port: number, serverPid: numbe
     const us = (i: number) => ((c1[i] - c0[i]) * 1000) / (callsPerSec * window);
     const cpuUsPerCall = { server: us(0), agent: us(1), workers: us(2), total: 0 };
     cpuUsPerCall.total = cpuUsPerCall.server + cpuUsPerCall.agent + cpuUsPerCall.workers;
+    const per = (i: number) => (c1[i] - c0[i]) / (callsPerSec * window);
+    const waitsPerCall = { server: per(3), agent: per(4), workers: per(5), total: 0 };
+    waitsPerCall.total = waitsPerCall.server + waitsPerCall.agent + waitsPerCall.workers;
     return {
       mode,
       callsPerSec,
       cpuUsPerCall,
+      waitsPerCall,
       perProcess,
       server,
       fabric: `${parsed[0].fabric} (${parsed[0].via})`,
@@ -206,10 +229,10 @@ async function round(rt: Rt, mode: Round["mode"], port: number, serverPid: numbe
   }
 }
 
-function cpuText(c: CpuPerCall): string {
-  return `${c.server.toFixed(2)} + ${c.agent.toFixed(2)} + ${c.workers.toFixed(2)} = ${
-    c.total.toFixed(2)
-  }`;
+function cpuText(c: CpuPerCall, digits = 2): string {
+  return `${c.server.toFixed(digits)} + ${c.agent.toFixed(digits)} + ${
+    c.workers.toFixed(digits)
+  } = ${c.total.toFixed(digits)}`;
 }
 
 function medianOf(xs: number[]): number {
@@ -239,10 +262,10 @@ const md: string[] = [
   "server, agent and workers all on this machine, one runtime at a time. Server load sampled mid-run " +
   "(TCP connections = established ones on its port, /proc/net/tcp*; shm sessions = session objects it has mapped, /proc/<pid>/maps).",
   "",
-  "CPU per call = µs of CPU (user + kernel, all threads, /proc/PID/stat) of server, agent and workers from 10 % to 75 % of the run, over the calls made meanwhile.",
+  "CPU per call = µs of CPU (user + kernel, all threads, /proc/PID/stat) of server, agent and workers from 10 % to 75 % of the run, over the calls made meanwhile; sleeps per call = their voluntary context switches (/proc/PID/task/*/status: futex sleeps, mostly) over the same calls.",
   "",
-  "| runtime | mode | round | calls/s (sum) | CPU µs/call (server + agent + workers = total) | server TCP conns | server shm sessions | server threads | fabric |",
-  "|---|---|---|---|---|---|---|---|---|",
+  "| runtime | mode | round | calls/s (sum) | CPU µs/call (server + agent + workers = total) | sleeps/call (same) | server TCP conns | server shm sessions | server threads | fabric |",
+  "|---|---|---|---|---|---|---|---|---|---|",
 ];
 for (const rt of RUNTIMES) {
   const server = start(rt, "cli/main.ts", [
@@ -267,8 +290,8 @@ for (const rt of RUNTIMES) {
           } µs CPU/call, server ${JSON.stringify(x.server)}`,
         );
         md.push(
-          `| ${rt} | ${mode} | ${r + 1} | ${x.callsPerSec} | ${
-            cpuText(x.cpuUsPerCall)
+          `| ${rt} | ${mode} | ${r + 1} | ${x.callsPerSec} | ${cpuText(x.cpuUsPerCall)} | ${
+            cpuText(x.waitsPerCall, 3)
           } | ${x.server.connections} | ${x.server.shmSessions} | ${x.server.threads} | ${x.fabric} |`,
         );
       }
@@ -300,7 +323,7 @@ for (const rt of RUNTIMES) {
       paired.map((x) => x.toFixed(2)).join(", ")
     } (median **${median.toFixed(2)}**) | CPU per call, direct ÷ agent: ${
       pairedCpu.map((x) => x.toFixed(2)).join(", ")
-    } (median **${medianCpu.toFixed(2)}**) | | | | |`,
+    } (median **${medianCpu.toFixed(2)}**) | | | | | |`,
   );
 }
 mkdirSync(OUT, { recursive: true });
