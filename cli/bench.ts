@@ -10,7 +10,7 @@ import { writeFileSync } from "node:fs";
 import { stderr } from "node:process";
 import { isatty } from "node:tty";
 import { z } from "zod";
-import { FABRICS, probeHost, RUNTIME, runtimeVersion } from "../mod.ts";
+import { FABRIC_DESCRIPTORS, FABRICS, probeHost, RUNTIME, runtimeVersion } from "../mod.ts";
 import { simulatorPath } from "./doctor.ts";
 import { EXIT_FAILED, parseCommandLine, usageError } from "./options.ts";
 import { plainIssue } from "./plain_issue.ts";
@@ -233,9 +233,15 @@ export async function main(args: string[]): Promise<number> {
     }
   }
   const urma = o.urma === "sim" ? simulatorPath() : o.urma;
+  // without --fabrics: the usable fabrics that serve offers by default, and those whose library
+  // was named (as verbus serve chooses)
+  const named: Partial<Record<string, string>> = urma ? { urma } : {};
+  const offered = new Set(
+    FABRIC_DESCRIPTORS.filter((d) => d.servedByDefault || named[d.kind]).map((d) => d.kind),
+  );
   const fabrics = o.fabrics ??
     (await probeHost(urma)).fabrics.filter((f): f is (typeof FABRICS)[number] =>
-      (FABRICS as readonly string[]).includes(f) && (f !== "urma" || urma !== undefined)
+      offered.has(f as (typeof FABRICS)[number])
     );
   const workloads = o.paths.filter((p): p is Workload => p !== "tcp");
   // --paths tcp alone: the ECHO workload over TCP only
