@@ -6,7 +6,7 @@
  * CLI only; the main JS thread.
  * @module
  */
-import { encodeEchoMessage } from "../examples/demo/mod.ts";
+import { decodeEchoMessage, encodeEchoMessage } from "../examples/demo/mod.ts";
 import { type CallPath, connectChannel } from "../mod.ts";
 import { fromHex, toHex } from "../util/hex.ts";
 import type { CallArgs, CallOptions } from "./call_options.ts";
@@ -83,6 +83,22 @@ export async function runMethod(call: MethodCaller, o: MethodSpec): Promise<OpRe
 }
 
 /**
+ * A `--brpc-echo` op's report from its `runMethod` report: the answer's message as the result
+ * (what `--brpc-echo` prints without --brpc-rdma / --brpc-ubring), or a failure naming an answer
+ * that is not an EchoResponse.
+ */
+export function echoReport(r: OpReport): OpReport {
+  if (!r.ok) return { ...r, op: "brpc-echo" };
+  try {
+    const hex = (r.result as { response_hex: string }).response_hex;
+    return { ...r, op: "brpc-echo", result: decodeEchoMessage(fromHex(hex), "EchoResponse") };
+  } catch (e) {
+    const { result: _, ...rest } = r;
+    return { ...rest, ok: false, op: "brpc-echo", error: (e as Error).message };
+  }
+}
+
+/**
  * `verbus call --brpc-rdma` / `--brpc-ubring`: a channel in brpc's RDMA or UBRing mode (it stays
  * on TCP, saying why, when either side cannot), running the `--method` and `--brpc-echo` ops in
  * the order given (others are left to the caller to refuse). Returns the exit code.
@@ -113,7 +129,7 @@ export async function runBrpcMode(o: CallArgs, emit: (r: OpReport) => void): Pro
           method: "example.EchoService/Echo",
           "body-hex": toHex(encodeEchoMessage(op.arg)),
         });
-        reports.push({ ...r, op: "brpc-echo" });
+        reports.push(echoReport(r));
       }
     }
   } finally {

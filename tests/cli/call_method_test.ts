@@ -5,7 +5,7 @@
  * `test.PerfTestService/Test` (example/rdma_performance/test.proto), its bytes written out by
  * hand from the .proto.
  */
-import { runBrpcMode, runMethod } from "../../cli/call_method.ts";
+import { echoReport, runBrpcMode, runMethod } from "../../cli/call_method.ts";
 import { parseCallArgs } from "../../cli/call_options.ts";
 import type { OpReport } from "../../cli/call.ts";
 import { demoService } from "../../examples/demo/mod.ts";
@@ -73,6 +73,23 @@ test("verbus call --method: response hex and attachment size, via the client and
     assertEquals(reports.length, 1);
     assertEquals(reports[0].result, { response_hex: "0a026869", attachment_bytes: 20000 });
     assertEquals(reports[0].fabric, "tcp"); // no RDMA device on this host
+    // --brpc-echo in brpc mode prints the answer's message, as it does without the mode.
+    const echoed: OpReport[] = [];
+    console.error = () => {};
+    try {
+      rc = await runBrpcMode(
+        parseCallArgs(["--port", String(server.port), "--brpc-echo", "hello", "--brpc-rdma"]),
+        (x) => void echoed.push(x),
+      );
+    } finally {
+      console.error = warn;
+    }
+    assertEquals(rc, 0);
+    assertEquals(echoed.map((r) => [r.op, r.ok, r.result]), [["brpc-echo", true, "hello"]]);
+    assertEquals(
+      echoReport({ ...echoed[0], result: { response_hex: "ff", attachment_bytes: 0 } }).ok,
+      false,
+    );
     const bad = await runMethod(
       () => Promise.reject(new Error("x")),
       parseCallArgs([
