@@ -17,6 +17,12 @@ import { count } from "./plural.ts";
 
 const round = (x: number) => Math.round(x * 10) / 10;
 
+/**
+ * `ms` as seconds to 0.1 ms, printed exactly in JSON (0.4391, where dividing a rounded ms count
+ * by 1000 gave 0.43910000000000005).
+ */
+export const secondsOf = (ms: number): number => Math.round(ms * 10) / 10_000;
+
 /** Parameters of `--async-bench`. */
 export interface BenchSpec {
   n: number;
@@ -178,7 +184,7 @@ export async function runBench(client: RpcClient, spec: BenchSpec): Promise<OpRe
       count: done,
       failed,
       window: spec.window,
-      seconds: round(secs * 1000) / 1000,
+      seconds: secondsOf(secs * 1000),
       // the mean beside the quantiles: a bimodal distribution (most calls fast, some slow) shows
       mean_us: done === 0 ? 0 : round((sum / done) * 1000),
       p50_us: pick(0.5),

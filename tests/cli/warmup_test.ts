@@ -5,7 +5,7 @@
  * warm-up one call at a time left them cold (the e2e rows of 32 in flight measured JIT tier-up).
  * @module
  */
-import { runBench, warmUp } from "../../cli/call_ops.ts";
+import { runBench, secondsOf, warmUp } from "../../cli/call_ops.ts";
 import type { Client } from "../../rpc/client.ts";
 import { assertEquals, test } from "../harness.ts";
 
@@ -56,4 +56,12 @@ test("runBench warms up with the window and leaves the warm-up out of its figure
   assertEquals(peakBeforeMeasuring, 4, "the warm-up ran 4 in flight");
   assertEquals(c.made, 52);
   assertEquals((r.result as { count: number }).count, 20);
+});
+
+test("--async-bench seconds print exactly, to 0.1 ms (no 0.43910000000000005 in the JSON)", () => {
+  assertEquals(JSON.stringify({ seconds: secondsOf(439.1) }), '{"seconds":0.4391}');
+  for (let tenths = 0; tenths < 200_000; tenths += 7) {
+    const text = String(secondsOf(tenths / 10));
+    assertEquals(text.replace(/^\d+\.?/, "").length <= 4, true, `${tenths / 10} ms → ${text}`);
+  }
 });
