@@ -15,8 +15,8 @@
  * messages echoed back on the stream they came on.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { connect } from "../../rpc/channel.ts";
-import { serve } from "../../rpc/server.ts";
+import { type Channel, connect } from "../../rpc/channel.ts";
+import { serve, type Server } from "../../rpc/server.ts";
 import { acceptStream, acceptStreams } from "../../rpc/stream/accept.ts";
 import { openStream, openStreams } from "../../rpc/stream/open.ts";
 import type { Stream } from "../../rpc/stream/stream.ts";
@@ -67,26 +67,25 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-test("verbus client → stock brpc streaming_echo_server", async () => {
+type Started = ReturnType<typeof start>;
+
+/**
+ * Runs `fn` with the stock brpc server `bin` (from `dir`) serving on a free port and a verbus
+ * channel to it; a failure carries the server's output; the channel and the server are closed
+ * after.
+ */
+async function withBrpcServer(
+  bin: string,
+  dir: string | undefined,
+  fn: (ch: Channel, srv: Started) => Promise<void>,
+): Promise<void> {
   const port = await freePort();
-  const srv = start("streaming_echo_server", [`--port=${port}`]);
+  const srv = start(bin, [`--port=${port}`], dir);
   try {
     await until("server listening", () => /is serving on port/.test(srv.log()));
     const ch = await connect({ host: "127.0.0.1", port });
     try {
-      const { stream, response } = await openStream(ch, ECHO, "Echo", encodeEchoMessage("verbus"));
-      assertEquals(decodeEchoMessage(response, "EchoResponse"), "Accepted stream");
-      for (let i = 0; i < 3; i++) {
-        await stream.write(te.encode("abcdefghijklmnopqrstuvwxyz"));
-        await stream.write(te.encode("0123456789"));
-      }
-      const big = new Uint8Array(3 << 20).fill(0x41);
-      for (let i = 0; i < 4; i++) await stream.write(big); // past the 2 MiB window: feedback
-      await until("all consumed", () => stream.unconsumedBytes === 0);
-      stream.close();
-      await until("the server's on_closed", () => /is closed/.test(srv.log()));
-      const got = srv.log().match(/msg\[\d+\]=(abcdefghijklmnopqrstuvwxyz|0123456789)/g) ?? [];
-      assertEquals(got.length, 6, srv.log());
+      await fn(ch, srv);
     } finally {
       await ch.close();
     }
@@ -96,6 +95,46 @@ test("verbus client → stock brpc streaming_echo_server", async () => {
     srv.child.kill("SIGINT");
     await srv.exited;
   }
+}
+
+/**
+ * Runs `fn` with the stock brpc client `bin` (from `dir`) calling the verbus server `server`; a
+ * failure carries the client's output; the client is killed and the server closed after.
+ */
+async function withBrpcClient(
+  bin: string,
+  dir: string | undefined,
+  server: Server,
+  fn: (cli: Started) => Promise<void>,
+): Promise<void> {
+  const cli = start(bin, [`--server=127.0.0.1:${server.port}`], dir);
+  try {
+    await fn(cli);
+  } catch (e) {
+    throw new Error(`${(e as Error).message}\n--- client output ---\n${cli.log()}`, { cause: e });
+  } finally {
+    cli.child.kill("SIGKILL");
+    await cli.exited;
+    await server.close();
+  }
+}
+
+test("verbus client → stock brpc streaming_echo_server", async () => {
+  await withBrpcServer("streaming_echo_server", DIR, async (ch, srv) => {
+    const { stream, response } = await openStream(ch, ECHO, "Echo", encodeEchoMessage("verbus"));
+    assertEquals(decodeEchoMessage(response, "EchoResponse"), "Accepted stream");
+    for (let i = 0; i < 3; i++) {
+      await stream.write(te.encode("abcdefghijklmnopqrstuvwxyz"));
+      await stream.write(te.encode("0123456789"));
+    }
+    const big = new Uint8Array(3 << 20).fill(0x41);
+    for (let i = 0; i < 4; i++) await stream.write(big); // past the 2 MiB window: feedback
+    await until("all consumed", () => stream.unconsumedBytes === 0);
+    stream.close();
+    await until("the server's on_closed", () => /is closed/.test(srv.log()));
+    const got = srv.log().match(/msg\[\d+\]=(abcdefghijklmnopqrstuvwxyz|0123456789)/g) ?? [];
+    assertEquals(got.length, 6, srv.log());
+  });
 }, { skip: SKIP, timeoutMs: 60_000 });
 
 test("stock brpc streaming_echo_client → verbus server", async () => {
@@ -118,8 +157,7 @@ test("stock brpc streaming_echo_client → verbus server", async () => {
       },
     },
   });
-  const cli = start("streaming_echo_client", [`--server=127.0.0.1:${server.port}`]);
-  try {
+  await withBrpcClient("streaming_echo_client", DIR, server, async (cli) => {
     await until("4 messages", () => got.length >= 4);
     assertEquals(got.slice(0, 4), [
       "abcdefghijklmnopqrstuvwxyz",
@@ -132,42 +170,23 @@ test("stock brpc streaming_echo_client → verbus server", async () => {
     assert(e !== null && /writable=false/.test(e.message), `write was not refused: ${e}`);
     cli.child.kill("SIGINT"); // asked to quit: the client closes its stream
     assertEquals(await streams[0].ended, undefined);
-  } catch (e) {
-    throw new Error(`${(e as Error).message}\n--- client output ---\n${cli.log()}`, { cause: e });
-  } finally {
-    cli.child.kill("SIGKILL");
-    await cli.exited;
-    await server.close();
-  }
+  });
 }, { skip: SKIP, timeoutMs: 60_000 });
 
 test("verbus openStreams(3) → stock brpc streaming_batch_echo_server", async () => {
-  const port = await freePort();
-  const srv = start("streaming_batch_echo_server", [`--port=${port}`], BATCH);
-  try {
-    await until("server listening", () => /is serving on port/.test(srv.log()));
-    const ch = await connect({ host: "127.0.0.1", port });
-    try {
-      const { streams, response } = await openStreams(ch, ECHO, "Echo", encodeEchoMessage("v"), 3);
-      assertEquals(decodeEchoMessage(response, "EchoResponse"), "Accepted stream");
-      for (const [i, s] of streams.entries()) await s.write(te.encode(`to stream ${i}`));
-      for (const [i, s] of streams.entries()) {
-        assertEquals(td.decode((await s.read())!), `to stream ${i}`); // echoed on its own stream
-      }
-      for (const s of streams) s.close();
-      await until(
-        "the server's on_closed x3",
-        () => (srv.log().match(/is closed/g) ?? []).length >= 3,
-      );
-    } finally {
-      await ch.close();
+  await withBrpcServer("streaming_batch_echo_server", BATCH, async (ch, srv) => {
+    const { streams, response } = await openStreams(ch, ECHO, "Echo", encodeEchoMessage("v"), 3);
+    assertEquals(decodeEchoMessage(response, "EchoResponse"), "Accepted stream");
+    for (const [i, s] of streams.entries()) await s.write(te.encode(`to stream ${i}`));
+    for (const [i, s] of streams.entries()) {
+      assertEquals(td.decode((await s.read())!), `to stream ${i}`); // echoed on its own stream
     }
-  } catch (e) {
-    throw new Error(`${(e as Error).message}\n--- server output ---\n${srv.log()}`, { cause: e });
-  } finally {
-    srv.child.kill("SIGINT");
-    await srv.exited;
-  }
+    for (const s of streams) s.close();
+    await until(
+      "the server's on_closed x3",
+      () => (srv.log().match(/is closed/g) ?? []).length >= 3,
+    );
+  });
 }, { skip: SKIP_BATCH, timeoutMs: 60_000 });
 
 test("stock brpc streaming_batch_echo_client → verbus acceptStreams", async () => {
@@ -193,8 +212,7 @@ test("stock brpc streaming_batch_echo_client → verbus acceptStreams", async ()
       },
     },
   });
-  const cli = start("streaming_batch_echo_client", [`--server=127.0.0.1:${server.port}`], BATCH);
-  try {
+  await withBrpcClient("streaming_batch_echo_client", BATCH, server, async (cli) => {
     await until("a message on each stream", () => got.every((g) => g.length >= 1));
     assertEquals(got.map((g) => g[0]), ["abcdefghijklmnopqrstuvwxyz", "0123456789", "hello world"]);
     await until(
@@ -203,11 +221,5 @@ test("stock brpc streaming_batch_echo_client → verbus acceptStreams", async ()
     );
     cli.child.kill("SIGINT");
     assertEquals(await all[0].ended, undefined); // the client closes its first stream
-  } catch (e) {
-    throw new Error(`${(e as Error).message}\n--- client output ---\n${cli.log()}`, { cause: e });
-  } finally {
-    cli.child.kill("SIGKILL");
-    await cli.exited;
-    await server.close();
-  }
+  });
 }, { skip: SKIP_BATCH, timeoutMs: 60_000 });
