@@ -4,25 +4,12 @@
  * demo op, the fault flags, the lifecycle demos and bad options named in the error. (The
  * single-file binary is tested in binary_test.ts.)
  */
-import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { assert, assertEquals, test } from "../harness.ts";
 import { RUNTIME } from "../../ffi/runtime.ts";
-import { otherRuntime, REPO_ROOT, runtimeBinary, withChild } from "../util/proc.ts";
-
-function verbus(args: string[], runtime = RUNTIME as "deno" | "bun") {
-  const bin = runtimeBinary(runtime);
-  const argv = runtime === "deno"
-    ? ["run", "-A", join(REPO_ROOT, "cli/main.ts"), ...args]
-    : [join(REPO_ROOT, "cli/main.ts"), ...args];
-  const r = spawnSync(bin, argv, { cwd: REPO_ROOT, encoding: "utf8", timeout: 120_000 });
-  return { code: r.status, out: r.stdout ?? "", err: r.stderr ?? "" };
-}
-
-function lines(out: string): Record<string, unknown>[] {
-  return out.trim().split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
-}
+import { otherRuntime, REPO_ROOT, withChild } from "../util/proc.ts";
+import { jsonLines as lines, verbus } from "../util/verbus_cli.ts";
 
 // Long enough that a reclaim in flight never races the sweep; short enough for --lifecycle-timeout.
 const SERVE = ["--object-ttl-ms", "1500"];

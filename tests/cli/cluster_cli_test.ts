@@ -7,23 +7,10 @@
  * cell of `verbus bench --ns`; `--max-retry` reaches the cluster (0: a dead server's turn
  * fails, default: retried elsewhere); what does not go with `--ns` is a usage error.
  */
-import { spawnSync } from "node:child_process";
-import { join } from "node:path";
 import { assert, assertEquals, test } from "../harness.ts";
 import { RUNTIME } from "../../ffi/runtime.ts";
-import { type Child, otherRuntime, REPO_ROOT, runtimeBinary, withChild } from "../util/proc.ts";
-
-function verbus(args: string[]) {
-  const bin = runtimeBinary(RUNTIME as "deno" | "bun");
-  const main = join(REPO_ROOT, "cli/main.ts");
-  const argv = RUNTIME === "deno" ? ["run", "-A", main, ...args] : [main, ...args];
-  const r = spawnSync(bin, argv, { cwd: REPO_ROOT, encoding: "utf8", timeout: 120_000 });
-  return { code: r.status, out: r.stdout ?? "", err: r.stderr ?? "" };
-}
-
-function lines(out: string): Record<string, unknown>[] {
-  return out.trim().split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
-}
+import { type Child, otherRuntime, withChild } from "../util/proc.ts";
+import { jsonLines as lines, verbus } from "../util/verbus_cli.ts";
 
 /** Runs `fn` with two `verbus serve` of the other runtime and their `list://` URL. */
 function withTwo(fn: (url: string, addrs: string[]) => Promise<void>): Promise<void> {

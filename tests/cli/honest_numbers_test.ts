@@ -5,26 +5,13 @@
  * 0.0 µs over thousands of calls); a forced path is named as forced beside the path that ran;
  * bench rows give the mean and p99.9 beside p50 and p99.
  */
-import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { RUNTIME } from "../../ffi/runtime.ts";
 import { assert, assertEquals, test } from "../harness.ts";
-import { otherRuntime, REPO_ROOT, runtimeBinary, withChild } from "../util/proc.ts";
-
-function verbus(args: string[]) {
-  const bin = runtimeBinary(RUNTIME as "deno" | "bun");
-  const argv = RUNTIME === "deno"
-    ? ["run", "-A", join(REPO_ROOT, "cli/main.ts"), ...args]
-    : [join(REPO_ROOT, "cli/main.ts"), ...args];
-  const r = spawnSync(bin, argv, { cwd: REPO_ROOT, encoding: "utf8", timeout: 120_000 });
-  return { code: r.status, out: r.stdout ?? "", err: r.stderr ?? "" };
-}
-
-function jsonLines(out: string): Record<string, unknown>[] {
-  return out.trim().split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
-}
+import { otherRuntime, withChild } from "../util/proc.ts";
+import { jsonLines, verbus } from "../util/verbus_cli.ts";
 
 test(
   `call --stats (${RUNTIME} → ${otherRuntime()} serve): measured calls counted, none shown as 0`,

@@ -5,19 +5,10 @@
  * later call of the run goes over TCP; what the help says, line for line.
  * @module
  */
-import { spawnSync } from "node:child_process";
-import { join } from "node:path";
 import { assert, assertEquals, test } from "../harness.ts";
 import { RUNTIME } from "../../ffi/runtime.ts";
-import { otherRuntime, REPO_ROOT, runtimeBinary, withChild } from "../util/proc.ts";
-
-function verbus(args: string[]) {
-  const bin = runtimeBinary(RUNTIME as "deno" | "bun");
-  const main = join(REPO_ROOT, "cli/main.ts");
-  const argv = RUNTIME === "deno" ? ["run", "-A", main, ...args] : [main, ...args];
-  const r = spawnSync(bin, argv, { cwd: REPO_ROOT, encoding: "utf8", timeout: 60_000 });
-  return { code: r.status, out: r.stdout ?? "", err: r.stderr ?? "" };
-}
+import { otherRuntime, withChild } from "../util/proc.ts";
+import { verbus } from "../util/verbus_cli.ts";
 
 const OPS = ["--ping", "--echo", "x", "--put", "k", "v", "--get", "k", "--mget", "k,k", "--profile", "1"];
 

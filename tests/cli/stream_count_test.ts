@@ -5,24 +5,14 @@
  * stream's fabric: shm with the client's shm session, tcp with `--fabric tcp`; usage errors for a
  * bad count and for targets without streams).
  */
-import { spawnSync } from "node:child_process";
-import { join } from "node:path";
 import { countIndexOf, demoService, encodeCountRequest } from "../../examples/demo/mod.ts";
 import { connect } from "../../rpc/channel.ts";
 import { RpcError } from "../../rpc/errors.ts";
 import { serve } from "../../rpc/server.ts";
 import { openStream } from "../../rpc/stream/open.ts";
-import { RUNTIME } from "../../ffi/runtime.ts";
 import { assert, assertEquals, assertRejects, test } from "../harness.ts";
-import { otherRuntime, REPO_ROOT, runtimeBinary, withChild } from "../util/proc.ts";
-
-function verbus(args: string[]) {
-  const bin = runtimeBinary(RUNTIME as "deno" | "bun");
-  const main = join(REPO_ROOT, "cli/main.ts");
-  const argv = RUNTIME === "deno" ? ["run", "-A", main, ...args] : [main, ...args];
-  const r = spawnSync(bin, argv, { cwd: REPO_ROOT, encoding: "utf8", timeout: 120_000 });
-  return { code: r.status, out: r.stdout ?? "", err: r.stderr ?? "" };
-}
+import { otherRuntime, withChild } from "../util/proc.ts";
+import { verbus } from "../util/verbus_cli.ts";
 
 test("verbus.Demo/Count streams count messages of the size asked, in order", async () => {
   const server = await serve({ port: 0, fabric: false, services: demoService() });
