@@ -67,11 +67,18 @@ export interface AgentRingHost {
   readonly wakesDeferred: number;
   /** Frees the table entries of dead or departed producers (about once a second). */
   sweep(): void;
+  /** True while producer entry `producer` is held by a live process. */
+  producerLive(producer: number): boolean;
+  /** Publishes how many answers the agent holds for want of spill room. */
+  setHeld(n: number): void;
   doorbell(): number;
   /** Sleeps off-thread until a producer posts or `timeoutMs` passes. */
   wait(seen: number, timeoutMs: number): Promise<boolean>;
   wake(): void;
-  /** delivered, reclaimed, garbage, rejected, producersReclaimed, attached, recovered. */
+  /**
+   * delivered, reclaimed, garbage, rejected, producersReclaimed, attached, recovered, spilled,
+   * spillInUse, held.
+   */
   counters(): Record<string, number>;
   /** Marks the ring CLOSED, unlinks and unmaps it. Safe twice. */
   close(): void;

@@ -7,9 +7,12 @@
  * Loop: drain the ring (producers' posted requests), decode each record (bounds-checked: a bad
  * record is answered with an error naming what was wrong), forward it with `Client.call` — which
  * picks EAGER / LAZY / BULK / TCP for the remote leg like any client — and write the answer back
- * into the producer's slot. Idle, the loop sleeps in one futex wait on the ring's doorbell
- * (producers wake it only while it sleeps); about every `sweepMs` it gives back the table entries
- * of producers that died or left, and reclaims ring positions claimed and never published.
+ * into the producer's slot (or its spill area's response half when larger; when that half is full
+ * of answers not consumed yet, the answer waits in `held_answers.ts` and is written, in order, as
+ * soon as the producer releases earlier ones — only an answer larger than the whole half fails).
+ * Idle, the loop sleeps in one futex wait on the ring's doorbell (producers wake it only while it
+ * sleeps); about every `sweepMs` it gives back the table entries of producers that died or left
+ * (dropping answers held for them), and reclaims ring positions claimed and never published.
  *
  * Threading: the JS thread that started it (the remote client's progress engine shares it).
  * @module
@@ -25,9 +28,10 @@ import {
 } from "../../transport/local_ring.ts";
 import { cpuYielder } from "../../transport/cpu.ts";
 import { parseOptions } from "../../util/options.ts";
-import { type Client, connectDirect as connect } from "../direct_client.ts";
+import { type Client, type ClientCallResult, connectDirect as connect } from "../direct_client.ts";
 import type { ClientOptions } from "../connect_options.ts";
 import { decodeRequest, encodeError, encodeResponse, responseBytes } from "./record.ts";
+import { HeldAnswers } from "./held_answers.ts";
 
 /** Options of {@link startAgent}; unknown keys are rejected and messages name the field. */
 export const agentOptionsSchema: z.ZodObject<{
@@ -96,6 +100,8 @@ export interface AgentStats {
 }
 
 const BATCH = 256;
+/** While answers are held, the longest the loop sleeps before it looks for room again. */
+const HELD_RETRY_MS = 20;
 
 /** A running agent. Create with {@link startAgent}; stop with {@link Agent.close}. */
 export class Agent {
@@ -113,6 +119,8 @@ export class Agent {
   #badRecords = 0;
   #running = true;
   #wakeScheduled = false;
+  /** Answers waiting for room in their producer's response half. */
+  readonly #held = new HeldAnswers<ClientCallResult>();
   /** Calls forwarded to the remote server and not answered yet. */
   #remoteRunning = 0;
   /** The loop sleeps in the ring's futex (no turn of it flushes deferred wake-ups meanwhile). */
@@ -159,12 +167,15 @@ export class Agent {
       const now = performance.now();
       const n = ring.drain(out, now, reclaim);
       for (let i = 0; i < n; i++) this.#forward(out.producer[i], out.slot[i], out.length[i]);
+      const sweep = now - lastSweep >= this.#opts.sweepMs;
+      // Held answers first (before the sweep: a gone producer's are dropped, its entry freed).
+      const placed = this.#held.size > 0 ? this.#placeHeld(sweep) : 0;
       ring.flushWakes(delay); // answers whose wake-up was deferred, and rejected records
-      if (now - lastSweep >= this.#opts.sweepMs) {
+      if (sweep) {
         lastSweep = now;
         ring.sweep();
       }
-      if (n > 0) lastWork = now;
+      if (n > 0 || placed > 0) lastWork = now;
       // Poll on while work came lately (giving the core away between looks, as the progress
       // engine does), then sleep in the doorbell's futex.
       if (now - lastWork < this.#opts.idleAfterMs) {
@@ -175,7 +186,9 @@ export class Agent {
       } else {
         ring.flushWakes(0); // nothing deferred past this turn: this loop may sleep long
         this.#asleep = true;
-        await ring.wait(seen, Math.min(this.#opts.sweepMs, reclaim));
+        // Holding answers: a producer's release rings the doorbell; the bound is a safety net.
+        const most = this.#held.size > 0 ? HELD_RETRY_MS : this.#opts.sweepMs;
+        await ring.wait(seen, Math.min(most, reclaim));
         this.#asleep = false;
       }
     }
@@ -201,26 +214,61 @@ export class Agent {
       logId: req.logId,
     }).then((r) => {
       this.#remoteRunning--;
-      // In the slot when it fits, else in the producer's spill area.
-      const area = ring.responseArea(p, k, responseBytes(r));
-      let len = area ? encodeResponse(area, r) : -1;
-      if (len < 0) {
-        len = encodeError(
-          ring.responseArea(p, k)!,
-          new VerbusError(
-            "BOUNDS",
-            `the response (${r.response.length} bytes) does not fit the agent's ${ring.slotData}-byte slot nor the ${ring.maxRecord}-byte spill half${
-              ring.maxRecord > ring.slotData ? " (or it is full)" : ""
-            }`,
+      if (responseBytes(r) > ring.maxRecord) {
+        this.#answer(
+          p,
+          k,
+          encodeError(
+            ring.responseArea(p, k)!,
+            new VerbusError(
+              "BOUNDS",
+              `the response (${r.response.length} bytes) does not fit the agent's ${ring.slotData}-byte slot nor the ${ring.maxRecord}-byte spill half`,
+            ),
           ),
         );
+      } else if (!this.#place(p, k, r)) {
+        // The producer's response half is full of answers it has not consumed yet: hold this
+        // one (in order) until it consumes some; its release rings this loop's doorbell.
+        this.#held.push(p, k, r);
+        this.#ring.setHeld(this.#held.size);
       }
-      this.#answer(p, k, len);
     }, (e) => {
       this.#remoteRunning--;
       this.#failed++;
       this.#answer(p, k, encodeError(ring.responseArea(p, k)!, e));
     });
+  }
+
+  /**
+   * Writes answer `r` (no larger than a spill half) of slot (p, k) and publishes it: in the slot
+   * when it fits, else in p's response half. False when the half has no room now, or when
+   * earlier answers of p are held (they go first).
+   */
+  #place(p: number, k: number, r: ClientCallResult, held = false): boolean {
+    const ring = this.#ring, bytes = responseBytes(r);
+    if (!held && bytes > ring.slotData && this.#held.has(p)) return false;
+    const area = ring.responseArea(p, k, bytes);
+    if (!area) return false;
+    this.#answer(p, k, encodeResponse(area, r));
+    return true;
+  }
+
+  /**
+   * Writes the held answers that fit now; drops (answers empty) those of producers that died or
+   * left, so nothing stays held for them and their entries can be reclaimed. Returns how many
+   * it wrote.
+   */
+  #placeHeld(sweep: boolean): number {
+    const held = this.#held, ring = this.#ring;
+    if (sweep) {
+      for (const p of held.producers()) {
+        if (ring.producerLive(p)) continue;
+        for (const h of held.drop(p)) this.#answer(p, h.k, 0);
+      }
+    }
+    const n = held.place((p, k, r) => this.#place(p, k, r, true));
+    ring.setHeld(held.size);
+    return n;
   }
 
   /**

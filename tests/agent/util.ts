@@ -1,8 +1,8 @@
 /**
  * Helpers of the agent tests: a server in this process (the demo service over a KV store that
- * counts every put, plus `test.Agent/Hold`, which answers only when the test lets it), the agent
- * as a child process through the CLI, producer children, and a bounded wait that fails naming
- * what it waited for.
+ * counts every put, plus `test.Agent/Hold` and `HoldLarge`, which answer only when the test lets
+ * them), the agent as a child process through the CLI, producer children, and a bounded wait
+ * that fails naming what it waited for.
  * @module
  */
 import { spawn, spawnSync } from "node:child_process";
@@ -12,6 +12,7 @@ import { userInfo } from "node:os";
 import { agentDirectory } from "../../transport/shm/agent_directory.ts";
 import { demoService } from "../../examples/demo/service.ts";
 import { KvStore } from "../../examples/demo/kv_store.ts";
+import { generateLargeObject } from "../../examples/demo/large_object.ts";
 import { RUNTIME, type RuntimeName } from "../../ffi/runtime.ts";
 import { serve, type Server } from "../../rpc/server.ts";
 import { type AgentClient, connectAgent } from "../../rpc/agent/agent_client.ts";
@@ -48,6 +49,13 @@ export async function startTestServer(
       ...demoService({ kv }),
       "test.Agent": {
         Hold: (req) => new Promise<Uint8Array>((r) => waiting.push(() => r(req))),
+        // Held too; answers the demo's large object of the u32 (LE) size the request names.
+        HoldLarge: (req) =>
+          new Promise<Uint8Array>((r) =>
+            waiting.push(() =>
+              r(generateLargeObject(new DataView(req.buffer, req.byteOffset).getUint32(0, true)))
+            )
+          ),
       },
     },
     ...options,

@@ -85,6 +85,7 @@ const COUNTERS = [
   "recovered",
   "spilled",
   "spillInUse",
+  "held",
 ];
 /** Header states. */
 export const STATE_READY = 1, STATE_CLOSED = 2;

@@ -282,6 +282,20 @@ export class AgentRingHost extends AgentRingBase implements HostApi {
     return this.#wakes.deferred;
   }
 
+  /**
+   * True while producer entry p is held by a live process (false: free, left, or its process
+   * died) — the agent drops what it holds for a producer that is gone.
+   */
+  producerLive(p: number): boolean {
+    const owner = Atomics.load(this.words, this.tableWord(p));
+    return owner > 0 && processAlive(owner);
+  }
+
+  /** Publishes how many answers the agent holds for want of spill room (the `held` counter). */
+  setHeld(n: number): void {
+    if (!this.#closed) Atomics.store(this.words, H.counters + 9, n);
+  }
+
   /** Gives back the table entries of dead or departed producers with nothing running. */
   sweep(): void {
     const w = this.words;

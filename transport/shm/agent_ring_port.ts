@@ -186,14 +186,20 @@ export class AgentRingPort extends AgentRingBase implements AgentRingProducer {
       if (this.ring.publish(pos, desc)) break;
       if (Atomics.load(w, sw) !== SLOT.POSTED) break; // LOST, but the agent has it anyway
     }
-    // The doorbell moves per post; the agent is woken (if it sleeps) once for the posts of this
-    // turn, at its end: a burst of calls costs one wake-up.
-    Atomics.add(w, H.doorbell, 1);
+    this.#ringAgent();
+    return true;
+  }
+
+  /**
+   * Moves the agent's doorbell; the agent is woken (if it sleeps) once for the rings of this
+   * turn, at its end: a burst of calls costs one wake-up.
+   */
+  #ringAgent(): void {
+    Atomics.add(this.words, H.doorbell, 1);
     if (!this.#wakeOwed) {
       this.#wakeOwed = true;
       queueMicrotask(this.#wakeAgent);
     }
-    return true;
   }
 
   /** Posts made this turn owe the agent one wake-up ({@link post}). */
@@ -231,8 +237,13 @@ export class AgentRingPort extends AgentRingBase implements AgentRingProducer {
   /** Gives slot k back to this producer (READY → FREE) and frees its request spill range. */
   release(k: number): void {
     this.#freeSpill(k);
+    const spilled = this.#respOff[k] >= 0;
     this.#respOff[k] = -1;
     Atomics.store(this.words, this.slotWord(this.#index, k), SLOT.FREE);
+    // A spilled answer consumed frees room in the response half, which an agent holding answers
+    // for want of room waits for: ring its doorbell once the slot is FREE (the agent frees the
+    // range when it sees FREE), woken at the end of this turn if it sleeps.
+    if (spilled && !this.#closed) this.#ringAgent();
   }
 
   /** This producer's doorbell (pass to {@link wait}). */
