@@ -144,6 +144,12 @@ export class ResponseReader {
       this.#slots.release(i);
       return 0;
     }
+    // A BULK request's source extent is done with (the server answered, so it has the payload):
+    // give it back before taking the read's, which would otherwise overwrite (and leak) it.
+    if (slot.stagingOffset >= 0) {
+      this.#staging.free(slot.stagingOffset);
+      slot.stagingOffset = -1;
+    }
     const stagingOffset = this.#staging.alloc(size);
     if (stagingOffset < 0) {
       this.#reclaims.queue(slot.object, slot.generation);

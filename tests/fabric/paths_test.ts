@@ -68,6 +68,27 @@ test("EAGER, LAZY, BULK and TCP_FALLBACK each carry exact bytes and report their
   }
 });
 
+test("BULK requests answered by reference give their staging back: many times the staging area, all BULK", async () => {
+  // Each call holds a staging extent for its request and one for the read of its answer; the
+  // request's must go back when the answer arrives, or staging fills and every later answer is
+  // redone over TCP. 24 × 300 KB each way is several times the 2 MiB staging area.
+  const { server } = await startServer();
+  const c = await client(server);
+  try {
+    const big = pattern(300_000, 5);
+    const paths: string[] = [];
+    for (let k = 0; k < 24; k++) {
+      const r = await c.call("test.Fabric", "Echo", big);
+      assertEquals(r.response, big);
+      paths.push(r.path);
+    }
+    assertEquals(paths, Array(24).fill("BULK"), "no call redone over TCP");
+  } finally {
+    await c.close();
+    await server.close();
+  }
+});
+
 test("KV_GET of a stored value: inline when it fits the slot (EAGER), by reference when not (LAZY)", async () => {
   const { server } = await startServer();
   const c = await client(server);
