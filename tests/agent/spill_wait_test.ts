@@ -52,6 +52,16 @@ test(
           assertEquals(verifyLargeObject(KIB64, r.response), -1, "LargeGet bytes");
         }
       }));
+      // An answer larger than the whole half never fits: it fails at once, saying so.
+      let msg = "";
+      await c.call("verbus.Demo", "LargeGet", encodeKeyRequest("big:3m"), {
+        expectedResponseBytes: 3 << 20,
+      }).catch((e) => (msg = e.message));
+      assert(
+        msg.includes("(3145728 bytes) does not fit") && msg.includes("2097152-byte spill half") &&
+          !msg.includes("full"),
+        msg,
+      );
       const ring = c.stats().ring!;
       assert(ring.spilled >= 96 + 256, `answers spilled: ${JSON.stringify(ring)}`);
       assertEquals(ring.held, 0, "nothing held once all are answered");
