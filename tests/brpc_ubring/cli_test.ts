@@ -7,7 +7,8 @@
 import { RUNTIME } from "../../ffi/runtime.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 import { type Child, otherRuntime, withChild } from "../util/proc.ts";
-import { perfTestCall, verbus } from "./util.ts";
+import { verbus } from "../util/verbus_cli.ts";
+import { assertPerfTestAnswered, perfTestCall } from "./util.ts";
 
 test(
   `verbus call --brpc-ubring (${RUNTIME}) to verbus serve --brpc-ubring (${otherRuntime()})`,
@@ -16,13 +17,7 @@ test(
     await withChild(otherRuntime(), "cli/main.ts", serve, async (c: Child) => {
       assert(/brpc-ubring/.test(c.output()), c.output());
       const r = perfTestCall(c.port);
-      assertEquals(r.code, 0, r.err + r.out);
-      const line = JSON.parse(r.out.trim().split("\n").find((l) => l.startsWith("{"))!);
-      assertEquals([line.ok, line.fabric, line.result.attachment_bytes], [
-        true,
-        "brpc-ubring",
-        4000,
-      ], r.out);
+      assertPerfTestAnswered(r);
     });
   },
   { timeoutMs: 60_000 },

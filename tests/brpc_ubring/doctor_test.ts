@@ -7,7 +7,8 @@
 import { serve } from "../../rpc/server.ts";
 import { brpcUbringCapability } from "../../transport/brpc_ubring/probe.ts";
 import { assert, assertEquals, test } from "../harness.ts";
-import { logger, ubringObjects, verbusAsync } from "./util.ts";
+import { verbusAsync } from "../util/verbus_cli.ts";
+import { logger, ubringObjects } from "./util.ts";
 import { startPeerServer } from "./ubring_peer.ts";
 
 const at = (port: number) => ({ host: "127.0.0.1", port });

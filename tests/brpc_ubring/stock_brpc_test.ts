@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { RUNTIME } from "../../ffi/runtime.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 import { type Child, withChild } from "../util/proc.ts";
-import { perfTestCall } from "./util.ts";
+import { assertPerfTestAnswered, perfTestCall } from "./util.ts";
 
 const DIR = (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env
   .VERBUS_BRPC_UBRING_DIR;
@@ -94,13 +94,7 @@ test(
         srv.stderr!.on("data", on);
       });
       const r = perfTestCall(port);
-      assertEquals(r.code, 0, r.err + r.out);
-      const line = JSON.parse(r.out.trim().split("\n").find((l) => l.startsWith("{"))!);
-      assertEquals([line.ok, line.fabric, line.result.attachment_bytes], [
-        true,
-        "brpc-ubring",
-        4000,
-      ], r.out);
+      assertPerfTestAnswered(r);
     } finally {
       srv.kill("SIGTERM");
       await new Promise((r) => srv.once("exit", r));

@@ -1,9 +1,7 @@
 /** Helpers of the brpc UBRing tests. */
-import { execFile, spawnSync } from "node:child_process";
 import { readdirSync } from "node:fs";
-import { join } from "node:path";
-import { RUNTIME } from "../../ffi/runtime.ts";
-import { REPO_ROOT, runtimeBinary } from "../util/proc.ts";
+import { assertEquals } from "../harness.ts";
+import { jsonLines, verbus, type VerbusRun } from "../util/verbus_cli.ts";
 
 /** `n` bytes of a pattern seeded by `seed`. */
 export function bytes(n: number, seed: number): Uint8Array {
@@ -30,15 +28,6 @@ export async function until(cond: () => boolean, ms = 5000): Promise<void> {
 /** The UBRing objects in /dev/shm. */
 export const ubringObjects = () => readdirSync("/dev/shm").filter((n) => n.startsWith("UBRING_"));
 
-/** Runs this runtime's `verbus ARGS`. */
-export function verbus(args: string[]) {
-  const bin = runtimeBinary(RUNTIME as "deno" | "bun");
-  const main = join(REPO_ROOT, "cli/main.ts");
-  const argv = RUNTIME === "deno" ? ["run", "-A", main, ...args] : [main, ...args];
-  const r = spawnSync(bin, argv, { cwd: REPO_ROOT, encoding: "utf8", timeout: 120_000 });
-  return { code: r.status, out: r.stdout ?? "", err: r.stderr ?? "" };
-}
-
 /** `verbus call --brpc-ubring --method test.PerfTestService/Test` with a 4000-byte attachment. */
 export function perfTestCall(port: number) {
   return verbus([
@@ -56,17 +45,17 @@ export function perfTestCall(port: number) {
   ]);
 }
 
-/** Like {@link verbus}, without blocking this process (a peer in this process can answer). */
-export function verbusAsync(
-  args: string[],
-): Promise<{ code: number | null; out: string; err: string }> {
-  const bin = runtimeBinary(RUNTIME as "deno" | "bun");
-  const main = join(REPO_ROOT, "cli/main.ts");
-  const argv = RUNTIME === "deno" ? ["run", "-A", main, ...args] : [main, ...args];
-  return new Promise((resolve) => {
-    execFile(bin, argv, { cwd: REPO_ROOT, encoding: "utf8", timeout: 120_000 }, (e, out, err) => {
-      const code = e === null ? 0 : typeof e.code === "number" ? e.code : null;
-      resolve({ code, out: String(out ?? ""), err: String(err ?? "") });
-    });
-  });
+/** Asserts that a {@link perfTestCall} run answered over brpc-ubring with its 4000 bytes. */
+export function assertPerfTestAnswered(r: VerbusRun): void {
+  assertEquals(r.code, 0, r.err + r.out);
+  const line = jsonLines(r.out)[0] as {
+    ok: boolean;
+    fabric: string;
+    result: Record<string, unknown>;
+  };
+  assertEquals([line.ok, line.fabric, line.result.attachment_bytes], [
+    true,
+    "brpc-ubring",
+    4000,
+  ], r.out);
 }

@@ -3,7 +3,7 @@
  * runtime or the other one, and reads its `--json` output lines.
  * @module
  */
-import { spawnSync } from "node:child_process";
+import { execFile, spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { RUNTIME, type RuntimeName } from "../../ffi/runtime.ts";
 import { REPO_ROOT, runtimeBinary } from "./proc.ts";
@@ -41,6 +41,25 @@ export function verbus(
     ...(opts.env ? { env: opts.env } : {}),
   });
   return { code: r.status, out: r.stdout ?? "", err: r.stderr ?? "" };
+}
+
+/**
+ * Like {@link verbus} (this runtime, killed after 120 s), without blocking this process: a peer
+ * in this process can answer it.
+ */
+export function verbusAsync(args: string[]): Promise<VerbusRun> {
+  const argv = verbusArgv(args);
+  return new Promise((resolve) => {
+    execFile(
+      runtimeBinary(RUNTIME as RuntimeName),
+      argv,
+      { cwd: REPO_ROOT, encoding: "utf8", timeout: 120_000 },
+      (e, out, err) => {
+        const code = e === null ? 0 : typeof e.code === "number" ? e.code : null;
+        resolve({ code, out: String(out ?? ""), err: String(err ?? "") });
+      },
+    );
+  });
 }
 
 /** The JSON objects among `out`'s lines (those starting with `{`), in order. */
