@@ -13,14 +13,14 @@ import { assert, assertEquals, assertRejects, test } from "../harness.ts";
 import { otherRuntime, spawnScript } from "../util/proc.ts";
 import { client, startServer, until } from "./util.ts";
 
-const SCRIPT = "tests/fabric/stream_peer.ts";
+const SCRIPT = "tests/stream/stream_peer.ts"; // with --fabric: on the fabric this run selects
 const td = new TextDecoder();
 
 test(
   "the server process is killed mid-stream: the client's fabric stream fails with kind connection",
   async () => {
     const child = await spawnScript(otherRuntime(), SCRIPT, {
-      args: ["server"],
+      args: ["server", "--fabric"],
       timeoutMs: 120_000,
     });
     try {
@@ -57,7 +57,7 @@ test(
     });
     try {
       const child = await spawnScript(otherRuntime(), SCRIPT, {
-        args: ["client", String(server.port)],
+        args: ["client", String(server.port), "--fabric"],
         ready: /streaming on \d+ over /,
         timeoutMs: 120_000,
       });
