@@ -17,6 +17,7 @@ import { StreamError } from "../../rpc/stream/stream_error.ts";
 import { CONTROL } from "../../rpc/region/layout.ts";
 import { encodeFrame } from "../../rpc/protocol/frame.ts";
 import { encodeStreamFrame, FRAME_DATA } from "../../rpc/protocol/stream_frame.ts";
+import { streamEchoHandler } from "../fixtures/stream_echo.ts";
 import { assert, assertEquals, assertRejects, test } from "../harness.ts";
 import { client, FABRIC_LABEL, pattern, startServer, until } from "./util.ts";
 
@@ -26,15 +27,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** `S.Echo` echoes every message and closes when the client does; `S.Hold` reads nothing. */
 function streamService(seen: Stream[]) {
-  const echo: Handler = (req, ctx) => {
-    const s = acceptStream(ctx);
-    seen.push(s);
-    (async () => {
-      for await (const m of s) await s.write(m);
-      s.close();
-    })().catch(() => {});
-    return te.encode(`accepted ${td.decode(req)}`);
-  };
+  const echo = streamEchoHandler(seen);
   const hold: Handler = (_req, ctx) => {
     seen.push(acceptStream(ctx, { maxUnreadBytes: 8 * 1024 * 1024 }));
     return new Uint8Array(0);

@@ -11,6 +11,7 @@ import { acceptStream, acceptStreams } from "../../rpc/stream/accept.ts";
 import { openStream, openStreams } from "../../rpc/stream/open.ts";
 import type { Stream } from "../../rpc/stream/stream.ts";
 import { StreamError } from "../../rpc/stream/stream_error.ts";
+import { streamEchoHandler } from "../fixtures/stream_echo.ts";
 import { assert, assertEquals, assertRejects, test } from "../harness.ts";
 
 const te = new TextEncoder();
@@ -32,22 +33,9 @@ export async function withStreamServer(
   }
 }
 
-/** An echo handler: every message written back; closes when the client closes. */
-function echoHandler(seen: Stream[] = []): Handler {
-  return (req, ctx) => {
-    const s = acceptStream(ctx);
-    seen.push(s);
-    (async () => {
-      for await (const m of s) await s.write(m);
-      s.close();
-    })().catch(() => {});
-    return te.encode(`accepted ${td.decode(req)}`);
-  };
-}
-
 test("a stream opened by a call: the answer, messages both ways, close from the client", async () => {
   const seen: Stream[] = [];
-  await withStreamServer(echoHandler(seen), async (ch) => {
+  await withStreamServer(streamEchoHandler(seen), async (ch) => {
     const { stream, response } = await openStream(ch, "S", "M", te.encode("hi"));
     assertEquals(td.decode(response), "accepted hi");
     assert(stream.open);
@@ -78,7 +66,7 @@ test("server-streaming: writes made before the answer follow it, then a close", 
 });
 
 test("a 3 MiB message goes in segments and arrives whole", async () => {
-  await withStreamServer(echoHandler(), async (ch) => {
+  await withStreamServer(streamEchoHandler(), async (ch) => {
     const { stream } = await openStream(ch, "S", "M", new Uint8Array(0), {
       stream: { maxBufSize: 8 << 20 },
     });
