@@ -119,7 +119,7 @@ async function main(): Promise<void> {
     `brpc-rdma / tcp: RTT ×${result.ratios.rtt_brpc_over_tcp}, calls/s ×${result.ratios.rate_brpc_over_tcp};`,
     `brpc-rdma / verbs fabric: RTT ×${result.ratios.rtt_brpc_over_verbs}, calls/s ×${result.ratios.rate_brpc_over_verbs}.`,
     "",
-    `Client device open (libibverbs, rxe0's hub, GID, QPs prepared after): ${result.deviceOpenMs} ms;`,
+    `Client device open (libibverbs, rxe0's hub, GID, preparedQps QPs): ${result.deviceOpenMs} ms;`,
     `then the first brpc-rdma connection (TCP connect + handshake, the server's device opened at serve()): ${result.firstHandshakeMs} ms.`,
     "",
     "Made by `bash bench/vm/brpc_bench.sh` in the Soft-RoCE VM. Emulated hardware: compare ratios only.",
