@@ -7,7 +7,17 @@
  * @module
  */
 import { median } from "../common/median.ts";
-import { CLIENTS, type Row, type Target } from "./report.ts";
+import {
+  CLIENTS,
+  eachRound,
+  medianOverRounds,
+  type RoundRatios,
+  roundsOf,
+  type Row,
+  type Target,
+  targetOf,
+  targetTable,
+} from "./report.ts";
 
 const TCP = "verbus TCP", SHM = "verbus shm", RING = "shm ring (promise per call)";
 
@@ -23,7 +33,7 @@ export function cpuTotal(r: Row | undefined): number | null {
 const caseOf = (clients: number) => clients > 1 ? `ECHO 64 B, ${clients} clients` : "ECHO 64 B";
 
 /** The CPU ratios of one round's rows, keyed `"deno 4 × 32"` → `{shm_vs_tcp_cpu, …}`. */
-export function cpuRoundRatios(rows: Row[]): Record<string, Record<string, number | null>> {
+export function cpuRoundRatios(rows: Row[]): RoundRatios {
   const total = (rt: string, clients: number, system: string) =>
     cpuTotal(
       rows.find((r) =>
@@ -47,25 +57,20 @@ export function cpuRoundRatios(rows: Row[]): Record<string, Record<string, numbe
   return out;
 }
 
-const roundsOf = (rows: Row[]) => [...new Set(rows.map((r) => r.round))].sort((a, b) => a - b);
-
 /** Issue 35's target, shm ÷ TCP CPU per call ≤ 0.33 at 1 × 32 and {@link CLIENTS} × 32: the median over the rounds. */
 export function cpuTargets(rows: Row[]): Target[] {
-  const per = roundsOf(rows).map((k) => cpuRoundRatios(rows.filter((r) => r.round === k)));
+  const per = eachRound(rows, cpuRoundRatios);
   const out: Target[] = [];
   for (const rt of ["deno", "bun"]) {
     for (const clients of [1, CLIENTS]) {
       const perRound = per.map((s) => s[`${rt} ${clients} × 32`]?.shm_vs_tcp_cpu ?? null);
-      const xs = perRound.filter((x): x is number => x !== null);
-      const value = xs.length ? +median(xs).toFixed(2) : null;
-      out.push({
-        target: `shm ÷ verbus TCP CPU per call (clients + server), ${clients} × 32`,
-        runtime: rt,
-        value,
+      out.push(targetOf(
+        `shm ÷ verbus TCP CPU per call (clients + server), ${clients} × 32`,
+        rt,
         perRound,
-        goal: "≤ 0.33",
-        met: value === null ? null : value <= 0.33,
-      });
+        "≤ 0.33",
+        (v) => v <= 0.33,
+      ));
     }
   }
   return out;
@@ -118,17 +123,8 @@ export function cpuRows(rows: Row[]): {
 }
 
 /** Each ratio of {@link cpuRoundRatios}: the median over the rounds (null where no round had it). */
-export function cpuRatios(rows: Row[]): Record<string, Record<string, number | null>> {
-  const per = roundsOf(rows).map((k) => cpuRoundRatios(rows.filter((r) => r.round === k)));
-  const out: Record<string, Record<string, number | null>> = {};
-  for (const [key, fields] of Object.entries(per[0] ?? {})) {
-    out[key] = {};
-    for (const f of Object.keys(fields)) {
-      const xs = per.map((s) => s[key]?.[f]).filter((x): x is number => typeof x === "number");
-      out[key][f] = xs.length ? +median(xs).toFixed(2) : null;
-    }
-  }
-  return out;
+export function cpuRatios(rows: Row[]): RoundRatios {
+  return medianOverRounds(eachRound(rows, cpuRoundRatios));
 }
 
 /** The markdown section "CPU per call": the target, the rows, the ratios. */
@@ -143,13 +139,7 @@ export function cpuMarkdown(rows: Row[]): string {
     "(/proc/PID/stat), divided by the calls the clients counted." +
     (rounds > 1 ? ` Median over ${rounds} rounds (each round's total in brackets).` : ""),
     "",
-    "| target | runtime | value | goal | met |",
-    "|---|---|---|---|---|",
-    ...cpuTargets(rows).map((t) =>
-      `| ${t.target} | ${t.runtime} | ${fmt(t.value)}${
-        rounds > 1 ? ` (${t.perRound.map(fmt).join(", ")})` : ""
-      } | ${t.goal} | ${t.met === null ? "—" : t.met ? "yes" : "no"} |`
-    ),
+    ...targetTable(cpuTargets(rows), rounds),
     "",
     "| runtime | clients × in flight | system | clients µs/call | server µs/call | total µs/call | kernel share | calls/s |",
     "|---|---|---|---|---|---|---|---|",

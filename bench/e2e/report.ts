@@ -83,20 +83,27 @@ export function roundSummary(rows: Row[]): Record<string, Record<string, number 
   return out;
 }
 
+/** Ratios of one round: `{ [row key]: { [ratio name]: value (null: a row missing) } }`. */
+export type RoundRatios = Record<string, Record<string, number | null>>;
+
 /** The rounds present in `rows`, in order. */
-function roundsOf(rows: Row[]): number[] {
+export function roundsOf(rows: Row[]): number[] {
   return [...new Set(rows.map((r) => r.round))].sort((a, b) => a - b);
 }
 
-/** {@link roundSummary} of each round, in round order. */
-function perRound(rows: Row[]): Record<string, Record<string, number | null>>[] {
-  return roundsOf(rows).map((k) => roundSummary(rows.filter((r) => r.round === k)));
+/** `ratiosOf` applied to each round's rows on its own, in round order. */
+export function eachRound(rows: Row[], ratiosOf: (round: Row[]) => RoundRatios): RoundRatios[] {
+  return roundsOf(rows).map((k) => ratiosOf(rows.filter((r) => r.round === k)));
 }
 
 /** Each ratio of {@link roundSummary}: the median over the rounds (null where no round had it). */
-export function summary(rows: Row[]): Record<string, Record<string, number | null>> {
-  const per = perRound(rows);
-  const out: Record<string, Record<string, number | null>> = {};
+export function summary(rows: Row[]): RoundRatios {
+  return medianOverRounds(eachRound(rows, roundSummary));
+}
+
+/** Each ratio of the first round's keys: the median over the rounds `per` (null where none had it). */
+export function medianOverRounds(per: RoundRatios[]): RoundRatios {
+  const out: RoundRatios = {};
   for (const [key, fields] of Object.entries(per[0] ?? {})) {
     out[key] = {};
     for (const f of Object.keys(fields)) {
@@ -107,9 +114,39 @@ export function summary(rows: Row[]): Record<string, Record<string, number | nul
   return out;
 }
 
+/**
+ * A target whose round values are `perRound`: the median of those measured (2 decimals), met when
+ * `ok` holds for it (null: no round measured it).
+ */
+export function targetOf(
+  target: string,
+  runtime: string,
+  perRound: (number | null)[],
+  goal: string,
+  ok: (v: number) => boolean,
+): Target {
+  const xs = perRound.filter((x): x is number => x !== null);
+  const value = xs.length ? +median(xs).toFixed(2) : null;
+  return { target, runtime, value, perRound, goal, met: value === null ? null : ok(value) };
+}
+
+/** The markdown table of `ts` (each round's value in brackets when there were `rounds` > 1). */
+export function targetTable(ts: Target[], rounds: number): string[] {
+  const fmt = (x: number | null) => (x === null ? "—" : String(x));
+  return [
+    "| target | runtime | value | goal | met |",
+    "|---|---|---|---|---|",
+    ...ts.map((t) =>
+      `| ${t.target} | ${t.runtime} | ${fmt(t.value)}${
+        rounds > 1 ? ` (${t.perRound.map(fmt).join(", ")})` : ""
+      } | ${t.goal} | ${t.met === null ? "—" : t.met ? "yes" : "no"} |`
+    ),
+  ];
+}
+
 /** Issue 11's targets, each a ratio of one round's rows; median over the rounds. */
 export function targets(rows: Row[]): Target[] {
-  const per = perRound(rows);
+  const per = eachRound(rows, roundSummary);
   const spec: [string, string, string, string, (v: number) => boolean][] = [
     [
       "shm EAGER p50 at 1 in flight ÷ shm ping-pong p50",
@@ -151,16 +188,7 @@ export function targets(rows: Row[]): Target[] {
   for (const rt of ["deno", "bun"]) {
     for (const [target, key, field, goal, ok] of spec) {
       const perRound = per.map((s) => s[`${rt} ${key}`]?.[field] ?? null);
-      const xs = perRound.filter((x): x is number => x !== null);
-      const value = xs.length ? +median(xs).toFixed(2) : null;
-      out.push({
-        target,
-        runtime: rt,
-        value,
-        perRound,
-        goal,
-        met: value === null ? null : ok(value),
-      });
+      out.push(targetOf(target, rt, perRound, goal, ok));
     }
   }
   return out;
@@ -215,13 +243,7 @@ export function markdown(rows: Row[], header: string): string {
       ? `Each value is the median over ${rounds} rounds of its ratio within one round (each round's value in brackets).`
       : "One round: each value is the ratio of two rows of this run.",
     "",
-    "| target | runtime | value | goal | met |",
-    "|---|---|---|---|---|",
-    ...targets(rows).map((t) =>
-      `| ${t.target} | ${t.runtime} | ${fmt(t.value)}${
-        rounds > 1 ? ` (${t.perRound.map(fmt).join(", ")})` : ""
-      } | ${t.goal} | ${t.met === null ? "—" : t.met ? "yes" : "no"} |`
-    ),
+    ...targetTable(targets(rows), rounds),
     "",
     "## Rows",
     "",
