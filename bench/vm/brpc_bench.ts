@@ -144,6 +144,8 @@ if (args.includes("--serve")) {
       fabrics: ["verbs"],
       providerOptions: { verbs: { addr: SERVER, port: 0, mode: "event" } },
       region: VM_BENCH_REGION,
+      // VERBUS_BENCH_NO_SPIN=1 (brpc_rdma_ab.ts --no-spin): the engine sleeps as soon as a turn finds nothing.
+      progress: g.process.env.VERBUS_BENCH_NO_SPIN === "1" ? { spinUs: 0, idleAfterMs: 0 } : {},
     },
     brpcRdma: { device: "rxe1", handshakeTimeoutMs: 30_000 },
     logger: { warn: (m) => console.error(`bench server: ${m}`) },

@@ -19,6 +19,7 @@ import { join, resolve } from "node:path";
 import { RUNTIME } from "../../ffi/runtime.ts";
 import { prepareBrpcRdma } from "../../rpc/brpc_rdma.ts";
 import { connect as connectChannel } from "../../rpc/channel.ts";
+import { ProgressEngine } from "../../rpc/session/engine.ts";
 import { type Call, flight, type FlightResult, median, serial } from "./brpc_bench_calls.ts";
 import { ROOT, spawnServerRole } from "./vm_common.ts";
 
@@ -55,7 +56,14 @@ function spawnA(): Promise<Server> {
   });
 }
 
+/** `--no-spin`: B's engines (this client's and B's server's) sleep as soon as a turn finds nothing. */
+const NO_SPIN = args.includes("--no-spin");
+
 async function main(): Promise<void> {
+  if (NO_SPIN) {
+    g.process.env.VERBUS_BENCH_NO_SPIN = "1";
+    (await ProgressEngine.forThread()).configure({ spinUs: 0, idleAfterMs: 0 });
+  }
   const aMod = await import(join(A, "rpc/channel.ts"));
   const [srvA, srvB] = [
     await spawnA(),
@@ -138,7 +146,9 @@ async function main(): Promise<void> {
     },
   };
   const md = [
-    `# brpc's RDMA mode, A/B in one client process (${RUNTIME}, Soft-RoCE VM)`,
+    `# brpc's RDMA mode, A/B in one client process (${RUNTIME}, Soft-RoCE VM${
+      NO_SPIN ? ", B's engines without spin" : ""
+    })`,
     "",
     `A: ${A} (before); B: ${ROOT} (after). verbus.Demo/Echo 64 B, rxe0 -> rxe1, qemu TCG (emulated,`,
     `shared host: only the ratios of one round mean anything). ${ROUNDS} rounds, modes alternating;`,
@@ -163,11 +173,12 @@ async function main(): Promise<void> {
     "",
   ].join("\n");
   mkdirSync(join(ROOT, "bench/results"), { recursive: true });
+  const tag = NO_SPIN ? "-nospin" : "";
   writeFileSync(
-    join(ROOT, `bench/results/brpc-rdma-ab-vm-${RUNTIME}.json`),
+    join(ROOT, `bench/results/brpc-rdma-ab-vm-${RUNTIME}${tag}.json`),
     JSON.stringify(result, null, 2) + "\n",
   );
-  writeFileSync(join(ROOT, `bench/results/brpc-rdma-ab-vm-${RUNTIME}.md`), md);
+  writeFileSync(join(ROOT, `bench/results/brpc-rdma-ab-vm-${RUNTIME}${tag}.md`), md);
   console.log(md);
   g.process.exit(0);
 }

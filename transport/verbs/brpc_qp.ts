@@ -283,7 +283,11 @@ class VerbsBrpcQp implements BrpcQp, HubMember {
     if (status === 0 && !this.#closed) this.#repost(b);
   }
 
-  /** Own loop (no engine): drains the hub (every member's completions go to its sink). */
+  /**
+   * Own loop (no driver set): drains the hub (every member's completions go to its sink) and
+   * reposts this QP's freed blocks. A block another connection's drain freed is reposted, and its
+   * credit returned, at this connection's next poll — at most its wait's timeout later.
+   */
   poll(sink: BrpcCompletionSink): number {
     if (this.#closed) return 0;
     if (this.#sink === null) this.attach(sink, false);

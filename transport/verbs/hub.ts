@@ -17,6 +17,9 @@
  * with its QP's token is counted (`counters.wrongImm`) and the QP's own endpoint is the one
  * announced — a lying peer can only make its own session look busy.
  *
+ * brpc's RDMA connections are members too (`brpc_qp.ts`): their receives carry data and their
+ * immediates are brpc's credits (`ownImm`: not checked against the token).
+ *
  * Each session keeps its own PD (an rkey reaches only its own session's memory); the CQ and
  * the channel belong to the context, not to a PD, so they are shared safely.
  *
