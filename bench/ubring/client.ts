@@ -9,12 +9,15 @@
  * `ubring`: a baidu_std channel in brpc's UBRing mode (to `ubring_performance_server --use_ubring`
  * or `verbus serve --brpc-ubring`); `shm`: the verbus client over verbus's shm fabric (to `verbus
  * serve`). One JSON line: `{"calls","seconds","callsPerSec","p50Us","avgUs","p90Us","p99Us",
- * "errors","transport"}`.
+ * "errors","transport","cpuUsPerCall","paths"}` — `cpuUsPerCall`: this process's user + kernel CPU
+ * (`/proc/self/stat`) over the measured window ÷ its calls; `paths` (shm mode): calls per path
+ * since connect, warm-up included (a TCP_FALLBACK count shows calls redone over TCP).
  * @module
  */
 import { connect as connectChannel } from "../../rpc/channel.ts";
 import { connect } from "../../rpc/client.ts";
 import { arg, exit, numArg } from "../common/args.ts";
+import { procUsage } from "../common/proc_cpu.ts";
 
 const MODE = arg("mode", "ubring");
 const PORT = numArg("port", 0);
@@ -30,7 +33,12 @@ const attachment = ATTACHMENT > 0 ? new Uint8Array(ATTACHMENT).fill(7) : undefin
 const opts = attachment ? { attachment } : undefined;
 
 async function open(): Promise<
-  { call: Call; transport: () => string; close: () => Promise<void> }
+  {
+    call: Call;
+    transport: () => string;
+    paths: () => Record<string, number> | undefined;
+    close: () => Promise<void>;
+  }
 > {
   const addr = `127.0.0.1:${PORT}`;
   if (MODE === "ubring") {
@@ -38,6 +46,7 @@ async function open(): Promise<
     return {
       call: () => ch.call("test.PerfTestService", "Test", body, opts),
       transport: () => ch.transport,
+      paths: () => undefined,
       close: () => ch.close(),
     };
   }
@@ -45,6 +54,7 @@ async function open(): Promise<
   return {
     call: () => c.call("test.PerfTestService", "Test", body, opts),
     transport: () => c.fabric,
+    paths: () => ({ ...c.stats().calls }),
     close: () => c.close(),
   };
 }
@@ -56,7 +66,11 @@ const c = await open();
 const lat: number[] = [];
 let errors = 0, measuring = false, stop = false;
 const warmEnd = performance.now() + WARMUP_MS;
-let start = 0;
+let start = 0, cpu0 = 0;
+const cpuMs = () => {
+  const u = procUsage("self", { switches: false });
+  return u.user + u.sys;
+};
 await Promise.all(Array.from({ length: DEPTH }, async () => {
   while (!stop) {
     const t0 = performance.now();
@@ -70,11 +84,13 @@ await Promise.all(Array.from({ length: DEPTH }, async () => {
     if (!measuring && now >= warmEnd) {
       measuring = true;
       start = now;
+      cpu0 = cpuMs();
     }
     if (measuring && now - start >= SECONDS * 1000) stop = true;
   }
 }));
 const seconds = (performance.now() - start) / 1000;
+const cpuUsPerCall = Math.round((cpuMs() - cpu0) * 1000 / Math.max(1, lat.length));
 lat.sort((a, b) => a - b);
 console.log(JSON.stringify({
   calls: lat.length,
@@ -86,6 +102,8 @@ console.log(JSON.stringify({
   p99Us: Math.round(pct(lat, 0.99)),
   errors,
   transport: c.transport(),
+  cpuUsPerCall,
+  paths: c.paths(),
 }));
 await c.close();
 exit(0);
