@@ -22,7 +22,8 @@
 import { VerbusError } from "../../errors.ts";
 import { StateMachine } from "../../util/state_machine.ts";
 import type { ShmMapping } from "../shm/shm_object.ts";
-import { TimedReader } from "../tcp/timed_reader.ts";
+import { awaitServerHello, ending, refused, sniffHello } from "../tcp/hello_steps.ts";
+import { errorLine as msg, TimedReader } from "../tcp/timed_reader.ts";
 import type { TcpConn } from "../tcp/tcp.ts";
 import {
   ackSaysRing,
@@ -103,19 +104,11 @@ export interface UbringOutcome<S extends string> {
   history: readonly { from: S; to: S; reason?: string }[];
 }
 
-const msg = (e: unknown) => (e instanceof Error ? e.message : String(e)).split("\n")[0];
-
 const outcome = <S extends string>(
   m: StateMachine<S>,
   conn: TcpConn | null,
   extra: Partial<UbringOutcome<S>> = {},
-): UbringOutcome<S> => ({
-  state: m.state,
-  reason: m.history.at(-1)?.reason,
-  conn,
-  history: m.history,
-  ...extra,
-});
+): UbringOutcome<S> => ({ ...ending(m), conn, ...extra });
 
 /** Reads the 62 bytes after the magic and decodes the hello (a string: why it is not one). */
 async function readHello(
@@ -129,6 +122,16 @@ async function readHello(
   all.set(rest, 2);
   return decodeHello(all);
 }
+
+/** The UBRing hello as the client waits for it. */
+const UBRING_HELLO = {
+  mode: "UBRing",
+  helloName: "a UBRing hello",
+  magicLen: 2,
+  isMagic: isHelloMagic,
+  show: showBytes,
+  readRest: (r: TimedReader, magic: Uint8Array) => readHello(r, magic, "server hello"),
+};
 
 /** What a side holds during its handshake, released unless the connection takes it. */
 class Held {
@@ -181,22 +184,8 @@ export async function ubringClientHandshake(
   if (!tcp.write(encodeHello(hello))) return fail("the connection closed before the hello");
   m.to("C_HELLO_WAIT");
   const r = new TimedReader(tcp, Date.now() + options.handshakeTimeoutMs);
-  let remote: UbringHello;
-  try {
-    const magic = await r.read(2, "server hello");
-    if (!isHelloMagic(magic)) {
-      return fail(
-        `the server answered ${showBytes(magic)}, not a UBRing hello (no UBRing mode there?)`,
-        true,
-      );
-    }
-    const h = await readHello(r, magic, "server hello");
-    if (typeof h === "string") return fail(h);
-    remote = h;
-  } catch (e) {
-    if (r.timedOut) return fail(msg(e));
-    return fail(`${msg(e)} (a server without UBRing mode closes on the hello)`, true);
-  }
+  const remote = await awaitServerHello(r, UBRING_HELLO);
+  if (refused(remote)) return fail(remote.reason, remote.notModeServer);
   let why = versionRefusal(remote);
   if (why === null) {
     m.to("C_MAP_REMOTE_SHM");
@@ -259,21 +248,17 @@ export async function ubringServerHandshake(
     m.to("FAILED", reason);
     return outcome(m, null);
   };
-  const reader = new TimedReader(tcp, sniffTimeoutMs > 0 ? Date.now() + sniffTimeoutMs : Infinity);
-  let magic: Uint8Array;
-  try {
-    magic = await reader.read(2, "first bytes");
-  } catch (e) {
-    return fail(msg(e));
-  }
-  onFirstBytes?.();
-  if (!isHelloMagic(magic)) {
-    const rest = reader.reader.release();
-    if (rest.length > 0) tcp.unread(rest);
-    tcp.unread(magic);
-    return { state: "NOT_UBRING", conn: tcp, history: [] };
-  }
-  reader.deadline = Date.now() + options.handshakeTimeoutMs;
+  const sniffed = await sniffHello(
+    tcp,
+    2,
+    isHelloMagic,
+    sniffTimeoutMs,
+    options.handshakeTimeoutMs,
+    onFirstBytes,
+  );
+  if ("error" in sniffed) return fail(sniffed.error);
+  if (!sniffed.hello) return { state: "NOT_UBRING", conn: tcp, history: [] };
+  const { magic, reader } = sniffed;
   let remote: UbringHello;
   try {
     const h = await readHello(reader, magic, "client hello");

@@ -8,7 +8,9 @@
 import { RawReader } from "./raw_reader.ts";
 import type { TcpConn } from "./tcp.ts";
 
-const msg = (e: unknown) => (e instanceof Error ? e.message : String(e)).split("\n")[0];
+/** The first line of `e`'s message (or of `e` as text): what a handshake's log line says. */
+export const errorLine = (e: unknown): string =>
+  (e instanceof Error ? e.message : String(e)).split("\n")[0];
 
 /** Reads with a deadline: past it the TCP connection is closed (the read then rejects). */
 export class TimedReader {
@@ -32,7 +34,7 @@ export class TimedReader {
       return await this.reader.read(n);
     } catch (e) {
       throw new Error(
-        this.#timedOut ? `no ${what} within the handshake timeout` : `${what}: ${msg(e)}`,
+        this.#timedOut ? `no ${what} within the handshake timeout` : `${what}: ${errorLine(e)}`,
       );
     } finally {
       clearTimeout(timer);
