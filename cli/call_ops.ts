@@ -174,8 +174,15 @@ export async function runBench(client: RpcClient, spec: BenchSpec): Promise<OpRe
   let sum = 0;
   for (let i = 0; i < done; i++) sum += sorted[i];
   const one = onePath(paths);
+  const ok = failed === 0 && done > 0;
   return {
-    ok: failed === 0 && done > 0,
+    ok,
+    // a failed bench says how many failed and the first error (the line a person reads shows it)
+    ...(ok ? {} : {
+      error: done === 0
+        ? "no call completed"
+        : `${failed} of ${done} calls failed${firstError ? `; first: ${firstError}` : ""}`,
+    }),
     op: `bench:${spec.op}`,
     path: one,
     fabric: [...fabrics].join("+") || client.fabric, // what the calls took ("tcp+shm": both)

@@ -35,6 +35,9 @@ import { FABRIC_SERVICE } from "./session/hello.ts";
 import { answerStreamCall } from "./stream/accept.ts";
 import { StreamTable } from "./stream/stream_table.ts";
 
+/** Room kept for an answer's RpcMeta (headers, trailers) under `maxBodySize` (at most 1/16). */
+const ANSWER_META_ROOM = 64 * 1024;
+
 /** The per-connection limits (validated by the server's options schema). */
 export interface ConnectionLimits {
   readonly maxBodySize: number;
@@ -125,6 +128,9 @@ export class ServerConnection implements ResponseSink {
   readonly #host: ConnectionHost;
   readonly #parser: FrameParser;
   readonly #maxInflight: number;
+  /** The largest answer body this side sends: its own `maxBodySize` less room for the meta. */
+  readonly #maxAnswer: number;
+  readonly #metaRoom: number;
   /** Its end: the fabric session negotiated on it listens; a signal for handlers that ask. */
   readonly lifetime: EndNotice = new EndNotice();
   /** Its brpc streams (`rpc/stream/`): handlers accept them with `acceptStream(ctx)`. */
@@ -166,6 +172,8 @@ export class ServerConnection implements ResponseSink {
     this.#host = host;
     this.peer = conn.remoteAddress;
     this.#maxInflight = limits.maxInflightPerConnection;
+    this.#metaRoom = Math.min(ANSWER_META_ROOM, limits.maxBodySize >>> 4);
+    this.#maxAnswer = limits.maxBodySize - this.#metaRoom;
     this.#receivedAt = Date.now();
     const dispatcher = host.dispatcher;
     const streams = this.streams = new StreamTable(conn, addr(this.peer));
@@ -323,6 +331,15 @@ export class ServerConnection implements ResponseSink {
     const st = call.meta.streamSettings;
     if (st !== undefined && answerStreamCall(this.streams, call, response, errorCode, errorText)) {
       return;
+    }
+    const body = response.length + (call.responseAttachment?.length ?? 0);
+    if (errorCode === 0 && body > this.#maxAnswer) {
+      // A peer with the same limit would refuse the frame and break the connection, failing
+      // every call on it: this answer alone fails, naming the sizes.
+      errorCode = ERESPONSE;
+      errorText = `the answer (${body} bytes) exceeds max_body_size ${
+        this.#maxAnswer + this.#metaRoom
+      } less ${this.#metaRoom} bytes for its meta`;
     }
     if (errorCode === 0) {
       const meta = this.#okMeta;

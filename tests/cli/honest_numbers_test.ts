@@ -118,6 +118,43 @@ test(
 );
 
 test(
+  `call --async-bench (${RUNTIME}): a bench whose calls fail says how many and the first error`,
+  async () => {
+    await withChild(
+      otherRuntime(),
+      "cli/main.ts",
+      // a 64 MiB answer is past the server's own max_body_size (64 MiB less room for the meta):
+      // each such call fails at the server (ERESPONSE, the sizes named)
+      { args: ["serve", "--port", "0", "--fabric", "none"] },
+      async (srv) => {
+        const args = [
+          "call",
+          "--port",
+          String(srv.port),
+          "--async-bench",
+          "6",
+          "--async-window",
+          "2",
+        ];
+        const bad = [...args, "--bench-op", "large-get", "--bench-bytes", String(64 << 20)];
+        const t = verbus(bad);
+        assertEquals(t.code, 1, t.out + t.err);
+        assert(
+          /FAIL bench:large-get .*6 of 6 calls failed; first: .*67108864 bytes/.test(t.out),
+          t.out,
+        );
+        const j = jsonLines(verbus([...bad, "--json"]).out)[0];
+        assertEquals([j.ok, j.result.failed, j.result.count], [false, 6, 6], JSON.stringify(j));
+        assert(String(j.error).startsWith("6 of 6 calls failed; first: "), String(j.error));
+        const good = jsonLines(verbus([...args, "--bench-op", "echo", "--json"]).out)[0];
+        assertEquals([good.ok, good.error], [true, undefined], JSON.stringify(good));
+      },
+    );
+  },
+  { timeoutMs: 120_000 },
+);
+
+test(
   `bench rows (${RUNTIME}): mean and p99.9 beside p50 and p99, in --json, the table and --markdown`,
   async () => {
     await withChild(

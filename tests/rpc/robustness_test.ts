@@ -12,7 +12,7 @@ import {
 } from "../../rpc/protocol/frame.ts";
 import { encodeRpcMeta, type RpcMeta } from "../../rpc/protocol/rpc_meta.ts";
 import { type Handler, serve } from "../../rpc/server.ts";
-import { EREQUEST } from "../../rpc/errors.ts";
+import { EREQUEST, ERESPONSE, RpcError } from "../../rpc/errors.ts";
 import { tcp } from "../../transport/tcp/mod.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 
@@ -180,7 +180,10 @@ test("garbage, broken and truncated frames close only their own connection", asy
         log.some((l) => l.includes("max_body_size=1048576")),
     );
     const firstLines = log.length;
-    assert(firstLines >= 5 && firstLines < mustClose.length, `one line per kind:\n${log.join("\n")}`);
+    assert(
+      firstLines >= 5 && firstLines < mustClose.length,
+      `one line per kind:\n${log.join("\n")}`,
+    );
     for (let i = 0; i < 100 && server.stats().connections > 1; i++) await sleep(10);
     assertEquals(server.stats().connections, 1, "only the good connection is left");
     await good.close();
@@ -190,7 +193,11 @@ test("garbage, broken and truncated frames close only their own connection", asy
       assert(m !== null, `a summary line: ${l}`);
       return n + Number(m![1]);
     }, 0);
-    assertEquals(firstLines + repeats, mustClose.length, `every bad connection:\n${log.join("\n")}`);
+    assertEquals(
+      firstLines + repeats,
+      mustClose.length,
+      `every bad connection:\n${log.join("\n")}`,
+    );
   } finally {
     await good.close();
     await server.close();
@@ -221,6 +228,43 @@ test("a flood of pipelined frames in one write is answered completely", async ()
     assertEquals(got[1999], "2000:m1999");
     assertEquals(new Set(got).size, 2000);
   } finally {
+    await server.close();
+  }
+});
+
+test("an answer past the server's max_body_size fails that call only (ERESPONSE naming the sizes); the connection serves on", async () => {
+  const big = new Uint8Array(2 << 20);
+  const server = await serve({
+    port: 0,
+    services: {
+      "t.S": {
+        ...services["t.S"],
+        Big: () => big,
+        BigAttachment: (_req, ctx) => {
+          ctx.responseAttachment = big;
+          return new Uint8Array(0);
+        },
+      },
+    },
+    logger: { warn: () => {} },
+    maxBodySize: 1 << 20,
+  });
+  // The client accepts far larger frames: without the server's check the 2 MiB answer would be
+  // sent and the call would succeed; a client with the server's own limit would break.
+  const c = await connect({ host: "127.0.0.1", port: server.port }, { maxBodySize: 8 << 20 });
+  try {
+    for (const method of ["Big", "BigAttachment"]) {
+      const e = await c.call("t.S", method, te.encode("x")).then(() => null, (e) => e as RpcError);
+      assert(e instanceof RpcError, `${method}: ${e}`);
+      assertEquals(e.errorCode, ERESPONSE);
+      assert(
+        e.errorText.includes(`${2 << 20} bytes`) && e.errorText.includes(`${1 << 20}`),
+        e.errorText,
+      );
+    }
+    assertEquals(td.decode((await c.call("t.S", "Echo", te.encode("after"))).response), "after");
+  } finally {
+    await c.close();
     await server.close();
   }
 });
