@@ -15,7 +15,8 @@
  * @module
  */
 import { StateMachine } from "../../util/state_machine.ts";
-import { TimedReader } from "../tcp/timed_reader.ts";
+import { awaitServerHello, ending, refused, sniffHello } from "../tcp/hello_steps.ts";
+import { errorLine as msg, TimedReader } from "../tcp/timed_reader.ts";
 import type { TcpConn } from "../tcp/tcp.ts";
 import {
   ACK_LEN,
@@ -90,8 +91,6 @@ export interface HandshakeOutcome<S extends string> {
   history: readonly { from: S; to: S; reason?: string }[];
 }
 
-const msg = (e: unknown) => (e instanceof Error ? e.message : String(e)).split("\n")[0];
-
 function localHello(qp: BrpcQp): BrpcHello {
   return {
     helloVer: HELLO_VER,
@@ -125,13 +124,17 @@ const outcome = <S extends string>(
   m: StateMachine<S>,
   conn: TcpConn | null,
   extra: Partial<HandshakeOutcome<S>> = {},
-): HandshakeOutcome<S> => ({
-  state: m.state,
-  reason: m.history.at(-1)?.reason,
-  conn,
-  history: m.history,
-  ...extra,
-});
+): HandshakeOutcome<S> => ({ ...ending(m), conn, ...extra });
+
+/** The RDMA hello as the client waits for it. */
+const RDMA_HELLO = {
+  mode: "RDMA",
+  helloName: "an RDMA hello",
+  magicLen: 4,
+  isMagic: isHelloMagic,
+  show: showMagic,
+  readRest: readHello,
+};
 
 /**
  * The client side, on a TCP connection just opened. Resolves (never rejects) with the outcome;
@@ -170,22 +173,8 @@ export async function clientHandshake(
   }
   m.to("C_HELLO_WAIT");
   const r = new TimedReader(tcp, deadline);
-  let remote: BrpcHello;
-  try {
-    const magic = await r.read(4, "server hello");
-    if (!isHelloMagic(magic)) {
-      return fail(
-        `the server answered ${showMagic(magic)}, not an RDMA hello (no RDMA mode there?)`,
-        true,
-      );
-    }
-    const h = await readHello(r, magic);
-    if (typeof h === "string") return fail(h);
-    remote = h;
-  } catch (e) {
-    if (r.timedOut) return fail(msg(e));
-    return fail(`${msg(e)} (a server without RDMA mode closes on the hello)`, true);
-  }
+  const remote = await awaitServerHello(r, RDMA_HELLO);
+  if (refused(remote)) return fail(remote.reason, remote.notModeServer);
   let why = helloRefusal(remote);
   if (why === null) {
     m.to("C_BRINGUP_QP");
@@ -238,22 +227,17 @@ export async function serverHandshake(
     m.to("FAILED", reason);
     return outcome(m, null);
   };
-  const sniff = new TimedReader(tcp, sniffTimeoutMs > 0 ? Date.now() + sniffTimeoutMs : Infinity);
-  let magic: Uint8Array;
-  try {
-    magic = await sniff.read(4, "first bytes");
-  } catch (e) {
-    return fail(msg(e));
-  }
-  onFirstBytes?.();
-  if (!isHelloMagic(magic)) {
-    const rest = sniff.reader.release();
-    if (rest.length > 0) tcp.unread(rest);
-    tcp.unread(magic);
-    return { state: "NOT_RDMA", conn: tcp, history: [] };
-  }
-  const reader = sniff;
-  reader.deadline = Date.now() + options.handshakeTimeoutMs;
+  const sniffed = await sniffHello(
+    tcp,
+    4,
+    isHelloMagic,
+    sniffTimeoutMs,
+    options.handshakeTimeoutMs,
+    onFirstBytes,
+  );
+  if ("error" in sniffed) return fail(sniffed.error);
+  if (!sniffed.hello) return { state: "NOT_RDMA", conn: tcp, history: [] };
+  const { magic, reader } = sniffed;
   let remote: BrpcHello;
   try {
     const h = await readHello(reader, magic);
@@ -285,7 +269,7 @@ export async function serverHandshake(
   } catch (e) {
     return fail(msg(e));
   }
-  const left = sniff.reader.release();
+  const left = reader.reader.release();
   if (!ackSaysRdma(ack)) {
     qp?.close();
     tcp.unread(left);
