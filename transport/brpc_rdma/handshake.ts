@@ -126,7 +126,7 @@ const outcome = <S extends string>(
   extra: Partial<HandshakeOutcome<S>> = {},
 ): HandshakeOutcome<S> => ({ ...ending(m), conn, ...extra });
 
-/** The RDMA hello as the client waits for it. */
+/** The RDMA hello, as the server sniffs it and the client waits for it. */
 const RDMA_HELLO = {
   mode: "RDMA",
   helloName: "an RDMA hello",
@@ -229,8 +229,7 @@ export async function serverHandshake(
   };
   const sniffed = await sniffHello(
     tcp,
-    4,
-    isHelloMagic,
+    RDMA_HELLO,
     sniffTimeoutMs,
     options.handshakeTimeoutMs,
     onFirstBytes,

@@ -123,7 +123,7 @@ async function readHello(
   return decodeHello(all);
 }
 
-/** The UBRing hello as the client waits for it. */
+/** The UBRing hello, as the server sniffs it and the client waits for it. */
 const UBRING_HELLO = {
   mode: "UBRing",
   helloName: "a UBRing hello",
@@ -250,8 +250,7 @@ export async function ubringServerHandshake(
   };
   const sniffed = await sniffHello(
     tcp,
-    2,
-    isHelloMagic,
+    UBRING_HELLO,
     sniffTimeoutMs,
     options.handshakeTimeoutMs,
     onFirstBytes,

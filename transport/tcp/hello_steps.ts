@@ -26,15 +26,14 @@ export type Sniffed =
   | { readonly error: string };
 
 /**
- * The server's first step: waits (up to `sniffTimeoutMs`, 0 = no limit) for the first
- * `magicLen` bytes and calls `onFirstBytes` once they came. A hello's magic (`isMagic`) gives
+ * The server's first step: waits (up to `sniffTimeoutMs`, 0 = no limit) for the first bytes, as
+ * many as `shape`'s magic, and calls `onFirstBytes` once they came. A hello's magic gives
  * the reader, its deadline now `handshakeTimeoutMs` away; anything else is a plain baidu_std
  * peer, its bytes put back on `tcp`; no bytes (closed, or the sniff timed out) is an error.
  */
 export async function sniffHello(
   tcp: TcpConn,
-  magicLen: number,
-  isMagic: (b: Uint8Array) => boolean,
+  shape: Pick<HelloShape<unknown>, "magicLen" | "isMagic">,
   sniffTimeoutMs: number,
   handshakeTimeoutMs: number,
   onFirstBytes?: () => void,
@@ -42,12 +41,12 @@ export async function sniffHello(
   const reader = new TimedReader(tcp, sniffTimeoutMs > 0 ? Date.now() + sniffTimeoutMs : Infinity);
   let magic: Uint8Array;
   try {
-    magic = await reader.read(magicLen, "first bytes");
+    magic = await reader.read(shape.magicLen, "first bytes");
   } catch (e) {
     return { error: errorLine(e) };
   }
   onFirstBytes?.();
-  if (!isMagic(magic)) {
+  if (!shape.isMagic(magic)) {
     const rest = reader.reader.release();
     if (rest.length > 0) tcp.unread(rest);
     tcp.unread(magic);
@@ -63,7 +62,7 @@ export interface HelloRefused {
   readonly notModeServer: boolean;
 }
 
-/** How one handshake's hello looks, for {@link awaitServerHello}. */
+/** How one handshake's hello looks, for {@link sniffHello} and {@link awaitServerHello}. */
 export interface HelloShape<H> {
   /** The mode as said in reasons ("RDMA", "UBRing"). */
   readonly mode: string;
