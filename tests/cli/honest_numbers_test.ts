@@ -144,7 +144,8 @@ test(
           t.out,
         );
         const j = jsonLines(verbus([...bad, "--json"]).out)[0];
-        assertEquals([j.ok, j.result.failed, j.result.count], [false, 6, 6], JSON.stringify(j));
+        const r = j.result as { failed: number; count: number };
+        assertEquals([j.ok, r.failed, r.count], [false, 6, 6], JSON.stringify(j));
         assert(String(j.error).startsWith("6 of 6 calls failed; first: "), String(j.error));
         const good = jsonLines(verbus([...args, "--bench-op", "echo", "--json"]).out)[0];
         assertEquals([good.ok, good.error], [true, undefined], JSON.stringify(good));
