@@ -8,13 +8,14 @@
  *   - verbus → verbus    `client.ts --mode shm` → `verbus serve` over verbus's shm fabric
  * brpc's client prints its QPS in whole thousands, its average and p90/p99 latency but no p50:
  * its rows give calls/s as depth ÷ average latency (Little's law, closed loop) beside its QPS,
- * and no p50. Writes bench/results/ubring.{md,json} with the brpc commit (`--brpc-commit`, else
+ * and the p50 its latency recorder gives over its HTTP port near the end (see `brpcClient`). Writes bench/results/ubring.{md,json} with the brpc commit (`--brpc-commit`, else
  * read from `--brpc-src`'s git), the host's load average before and after, and the arguments.
  *
  *   run.ts --brpc DIR [--brpc-src SRC | --brpc-commit C] [--seconds 3] [--runtime deno|bun|both]
  * @module
  */
 import { spawn, spawnSync } from "node:child_process";
+import { type AddressInfo, createServer } from "node:net";
 import { existsSync, writeFileSync } from "node:fs";
 import { loadavg as osLoadavg } from "node:os";
 import { join, resolve } from "node:path";
@@ -88,9 +89,32 @@ function startServer(
   });
 }
 
-/** brpc's client against `port`: its printed figures. */
-function brpcClient(port: number, depth: number, attachment: number): Omit<Row, "row" | "runtime"> {
-  const r = spawnSync(join(DIR, "ubring_performance_client"), [
+/** A TCP port free right now (for brpc's client's built-in HTTP server). */
+function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const srv = createServer();
+    srv.once("error", rej);
+    srv.listen(0, "127.0.0.1", () => {
+      const port = (srv.address() as AddressInfo).port;
+      srv.close(() => res(port));
+    });
+  });
+}
+
+/**
+ * brpc's client against `port`: its printed figures, and its p50. The client prints no p50, but
+ * its latency recorder's first exposed percentile is computed with `--bvar_latency_p1` when read
+ * (the variable keeps the name it got at static init, `client_latency_80`), over a 10 s window:
+ * read over the client's HTTP port (`--dummy_port`) shortly before its test ends, it is the p50
+ * of the run so far. Absent (—) when that read fails.
+ */
+async function brpcClient(
+  port: number,
+  depth: number,
+  attachment: number,
+): Promise<Omit<Row, "row" | "runtime">> {
+  const dummy = await freePort();
+  const p = spawn(join(DIR, "ubring_performance_client"), [
     "--use_ubring",
     `--servers=127.0.0.1:${port}`,
     "--thread_num=1",
@@ -98,9 +122,26 @@ function brpcClient(port: number, depth: number, attachment: number): Omit<Row, 
     `--attachment_size=${attachment}`,
     ...(attachment > 0 ? ["--echo_attachment"] : []),
     `--test_seconds=${SECONDS}`,
-    "--dummy_port=0",
-  ], { encoding: "utf8", timeout: (SECONDS + 60) * 1000 });
-  const out = `${r.stdout}${r.stderr}`;
+    `--dummy_port=${dummy}`,
+    "--bvar_latency_p1=50",
+  ], { stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  p.stdout!.on("data", (d) => out += d);
+  p.stderr!.on("data", (d) => out += d);
+  const exited = new Promise<void>((r) => p.once("exit", () => r()));
+  const kill = setTimeout(() => p.kill("SIGKILL"), (SECONDS + 60) * 1000);
+  let p50Us: number | undefined;
+  await new Promise((r) => setTimeout(r, Math.max(0, SECONDS * 1000 - 300)));
+  try {
+    // brpc answers a client it takes for a browser with HTML that hides this variable: be curl.
+    const text = await (await fetch(`http://127.0.0.1:${dummy}/vars/client_latency_80`, {
+      headers: { "user-agent": "curl/8.0" },
+    })).text();
+    const m = /client_latency_80 : (\d+)/.exec(text);
+    if (m) p50Us = Number(m[1]);
+  } catch { /* the client already ended or serves no variables: no p50 */ }
+  await exited;
+  clearTimeout(kill);
   const m = /Avg-Latency: ([\d.]+), 90th-Latency: ([\d.]+), 99th-Latency: ([\d.]+).*QPS: (\d+)k/
     .exec(out);
   if (!m) throw new Error(`ubring_performance_client printed no figures:\n${out}`);
@@ -110,6 +151,7 @@ function brpcClient(port: number, depth: number, attachment: number): Omit<Row, 
     attachment,
     callsPerSec: Math.round(depth / (avg / 1e6)),
     brpcQpsK: Number(m[4]),
+    p50Us,
     avgUs: avg,
     p90Us: Number(m[2]),
     p99Us: Number(m[3]),
@@ -151,7 +193,7 @@ const brpcServer = await startServer(
 );
 try {
   for (const [d, a] of cells) {
-    const r = { row: "brpc → brpc", runtime: "c++", ...brpcClient(brpcServer.port, d, a) };
+    const r = { row: "brpc → brpc", runtime: "c++", ...(await brpcClient(brpcServer.port, d, a)) };
     rows.push(r);
     note(r);
   }
@@ -176,7 +218,7 @@ for (const rt of RUNTIMES) {
   );
   try {
     for (const [d, a] of cells) {
-      const r = { row: "brpc → verbus", runtime: rt, ...brpcClient(ub.port, d, a) };
+      const r = { row: "brpc → verbus", runtime: rt, ...(await brpcClient(ub.port, d, a)) };
       rows.push(r);
       note(r);
     }
@@ -212,7 +254,8 @@ const md = [
   "(2 cores shared with other work: figures show the shape, not the machine's best).",
   "",
   "Calls/s of brpc-client rows: depth ÷ its average latency (its own QPS, in whole thousands, beside);",
-  "brpc's client prints no p50. Attachments are echoed back. `make bench-ubring BRPC_UBRING_DIR=…`.",
+  "their p50 is brpc's latency recorder's (`--bvar_latency_p1=50`, read from the client's `/vars` near",
+  "the end of its test). Attachments are echoed back. `make bench-ubring BRPC_UBRING_DIR=…`.",
   "",
   "| row | runtime | depth | attachment | calls/s | brpc QPS | p50 µs | avg µs | p90 µs | p99 µs |",
   "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
