@@ -35,7 +35,9 @@ const DEPTHS = arg("depths", "1,32").split(",").map(Number);
 const ATTACHMENT = numArg("attachment", 65536);
 const OUT = arg("out", "");
 for (const s of SIDES) {
-  if (s.root !== ROOT) copyFileSync(join(ROOT, "bench/ubring/client.ts"), join(s.root, "bench/ubring/client.ts"));
+  if (s.root !== ROOT) {
+    copyFileSync(join(ROOT, "bench/ubring/client.ts"), join(s.root, "bench/ubring/client.ts"));
+  }
 }
 
 /** One client run against a fresh server of the same side. */
@@ -52,7 +54,13 @@ async function cell(rt: string, root: string, depth: number): Promise<Cell> {
   const srv = await startServe([bin, args], root);
   try {
     const cli: [string, string[]] = rt === "deno"
-      ? [RUNTIME_BIN.deno, ["run", "-A", "--config", join(root, "deno.json"), join(root, "bench/ubring/client.ts")]]
+      ? [RUNTIME_BIN.deno, [
+        "run",
+        "-A",
+        "--config",
+        join(root, "deno.json"),
+        join(root, "bench/ubring/client.ts"),
+      ]]
       : [RUNTIME_BIN.bun, [join(root, "bench/ubring/client.ts")]];
     cli[1].push("--mode", "shm", "--port", String(srv.port), "--depth", String(depth));
     cli[1].push("--attachment", String(ATTACHMENT), "--seconds", String(SECONDS));
@@ -101,14 +109,17 @@ const lines = [
 const ratios: string[] = [];
 for (const rt of RUNTIMES) {
   for (const depth of DEPTHS) {
-    const of = (side: number) => results.filter((r) => r.rt === rt && r.depth === depth && r.side === side);
+    const of = (side: number) =>
+      results.filter((r) => r.rt === rt && r.depth === depth && r.side === side);
     for (const side of [0, 1]) {
       const rs = of(side).map((r) => r.cell);
       const m = (k: keyof Cell) => Math.round(median(rs.map((c) => c[k] as number)));
       const paths = Object.entries(rs.at(-1)?.paths ?? {}).filter(([, n]) => n > 0)
         .map(([p, n]) => `${p} ${n}`).join(", ");
       lines.push(
-        `| ${rt} | ${depth} | ${"AB"[side]} | ${m("callsPerSec")} | ${m("p50Us")} | ${m("clientCpuUs")} | ${m("serverCpuUs")} | ${paths} |`,
+        `| ${rt} | ${depth} | ${"AB"[side]} | ${m("callsPerSec")} | ${m("p50Us")} | ${
+          m("clientCpuUs")
+        } | ${m("serverCpuUs")} | ${paths} |`,
       );
     }
     const a = of(0), b = of(1);
