@@ -2,11 +2,12 @@
  * The FFI layer on the host (no RDMA needed): backend memory access, callbacks, the loader's
  * env/bundled/system order and its error listing every path, the helper's layout check.
  */
+import { spawnSync } from "node:child_process";
 import { rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { assert, assertEquals, assertThrows, test } from "../harness.ts";
-import { LayoutMismatchError, LibraryLoadError } from "../../errors.ts";
+import { LayoutMismatchError } from "../../errors.ts";
 import { ffi } from "../../ffi/ffi.ts";
 import { ALL_HELPER_LAYOUTS, loadHelper } from "../../ffi/helper.ts";
 import { checkLayouts, layoutMismatches, parseLayoutTable } from "../../ffi/layouts/layout.ts";
@@ -15,7 +16,6 @@ import { loadLibrary, probeLibrary } from "../../ffi/loader.ts";
 import { RUNTIME } from "../../ffi/runtime.ts";
 import { cstringArg } from "../../ffi/strings.ts";
 import { HELPER_SPEC } from "../../ffi/symbols/helper.ts";
-import { LIBURMA_SPEC } from "../../ffi/symbols/liburma.ts";
 
 function setEnv(name: string, value: string | undefined): void {
   // deno-lint-ignore no-explicit-any
@@ -72,31 +72,41 @@ test("callbacks: libc qsort calls a JavaScript comparator", async () => {
   lib.close();
 });
 
-test("loader: env override first, then bundled, then sonames; failure lists every path and why", async () => {
-  setEnv("VERBUS_LIBURMA", "/nonexistent/liburma.so.0");
-  try {
-    const r = await probeLibrary(LIBURMA_SPEC);
-    assert(!r.ok, "no liburma on this host");
-    const err = r.error;
-    assert(err instanceof LibraryLoadError, "typed error");
-    assertEquals(err.code, "LIBRARY_NOT_FOUND");
-    assertEquals(err.attempts[0], {
-      source: "env",
-      path: "/nonexistent/liburma.so.0",
-      reason: "file not found",
-    });
-    assertEquals(err.attempts.filter((a) => a.source === "system").map((a) => a.path), [
-      "liburma.so.0",
-      "/usr/lib64/liburma.so.0",
-    ]);
-    assert(
-      err.message.includes("no liburma found: tried") &&
-        err.message.includes("/nonexistent/liburma.so.0"),
-      err.message,
-    );
-  } finally {
-    setEnv("VERBUS_LIBURMA", undefined);
-  }
+test("loader: env override first, then bundled, then sonames; failure lists every path and why", () => {
+  // In a process of its own (fixtures/probe_liburma.ts): a suite that already loaded the
+  // simulated liburma would find it by its SONAME.
+  const fixture = new URL("./fixtures/probe_liburma.ts", import.meta.url).pathname;
+  // deno-lint-ignore no-explicit-any
+  const g = globalThis as any;
+  const [cmd, args] = RUNTIME === "deno"
+    ? [g.Deno.execPath(), ["run", "-A", fixture]]
+    : [g.process.execPath, [fixture]];
+  const run = spawnSync(cmd, args, {
+    encoding: "utf8",
+    timeout: 60_000,
+    env: { ...g.process.env, VERBUS_LIBURMA: "/nonexistent/liburma.so.0" },
+  });
+  assertEquals(run.status, 0, `fixture failed: ${run.stderr}`);
+  const r = JSON.parse(run.stdout.trim().split("\n").pop()!);
+  assert(!r.ok, "no liburma on this host");
+  assert(r.typed, "typed error");
+  assertEquals(r.code, "LIBRARY_NOT_FOUND");
+  assertEquals(r.attempts[0], {
+    source: "env",
+    path: "/nonexistent/liburma.so.0",
+    reason: "file not found",
+  });
+  assertEquals(
+    r.attempts.filter((a: { source: string }) => a.source === "system").map((a: { path: string }) =>
+      a.path
+    ),
+    ["liburma.so.0", "/usr/lib64/liburma.so.0"],
+  );
+  assert(
+    r.message.includes("no liburma found: tried") &&
+      r.message.includes("/nonexistent/liburma.so.0"),
+    r.message,
+  );
 });
 
 test("loader: a broken env override is recorded with dlopen's reason, and the bundled helper is used", async () => {
