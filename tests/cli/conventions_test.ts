@@ -40,6 +40,23 @@ function envNoColorEmpty(): Record<string, string> {
   return { ...g.process.env, NO_COLOR: "" };
 }
 
+/**
+ * The environment of a person's terminal: the platform (`node:util` styleText) gives no colour
+ * under `CI` (CI runs set it) or without a `TERM` it knows, so those are a terminal's own.
+ */
+function terminalEnv(): Record<string, string> {
+  return { ...envNoColorEmpty(), TERM: "xterm-256color" };
+}
+
+/**
+ * `argv` as one command line for `script -c`, run without `CI` (`env -u`: a child's env given
+ * to Deno's spawnSync is laid over the parent's, so leaving it out of the object is not enough).
+ */
+function terminalCommand(args: string[]): string {
+  return ["env", "-u", "CI", runtimeBinary(RUNTIME as "deno" | "bun"), ...argv(args)]
+    .map((a) => `'${a}'`).join(" ");
+}
+
 const ESC = "\x1b[";
 
 test("verbus --version (and --json) says the version of package.json and deno.json", () => {
@@ -158,15 +175,14 @@ test("verbus serve stopped by SIGTERM the moment it is ready stops gracefully", 
 const hasScript = existsSync("/usr/bin/script");
 
 test("color only on a terminal, never with NO_COLOR; none when piped", () => {
-  const cmd = [runtimeBinary(RUNTIME as "deno" | "bun"), ...argv(["help"])]
-    .map((a) => `'${a}'`).join(" ");
+  const cmd = terminalCommand(["help"]);
   const tty = (env: Record<string, string>) =>
     spawnSync("script", ["-qec", cmd, "/dev/null"], { encoding: "utf8", env, timeout: 60_000 })
       .stdout ?? "";
-  const colored = tty(envNoColorEmpty());
+  const colored = tty(terminalEnv());
   assert(colored.includes("usage:"), colored);
   assert(colored.includes(ESC), "a terminal without NO_COLOR gets color");
-  const plain = tty({ ...envNoColorEmpty(), NO_COLOR: "1" });
+  const plain = tty({ ...terminalEnv(), NO_COLOR: "1" });
   assert(plain.includes("usage:") && !plain.includes(ESC), "NO_COLOR=1: no escape codes");
   const piped = verbus(["help"], envNoColorEmpty());
   assert(piped.out.includes("usage:") && !piped.out.includes(ESC), "a pipe gets no color");
@@ -183,11 +199,10 @@ test("FORCE_COLOR colors even a pipe (FORCE_COLOR=0 never, not on a terminal eit
   const plain = verbus(["call", "--frobnicate"], { ...envNoColorEmpty(), NO_COLOR: "1" });
   assert(!plain.err.includes(ESC), plain.err);
   if (!hasScript) return;
-  const cmd = [runtimeBinary(RUNTIME as "deno" | "bun"), ...argv(["help"])]
-    .map((a) => `'${a}'`).join(" ");
+  const cmd = terminalCommand(["help"]);
   const tty = spawnSync("script", ["-qec", cmd, "/dev/null"], {
     encoding: "utf8",
-    env: { ...envNoColorEmpty(), FORCE_COLOR: "0" },
+    env: { ...terminalEnv(), FORCE_COLOR: "0" },
     timeout: 60_000,
   }).stdout ?? "";
   assert(tty.includes("usage:") && !tty.includes(ESC), "FORCE_COLOR=0 on a terminal: no color");
