@@ -85,6 +85,7 @@ export class ClientSession {
     doorbells: 0,
     completed: 0,
     lazyReads: 0,
+    lazyWaits: 0,
     reclaimsSent: 0,
     staleObjects: 0,
     completionBatches: 0,
@@ -122,6 +123,7 @@ export class ClientSession {
       reclaims: this.#reclaims,
       lifecycle: this.lifecycle,
       stats: this.stats,
+      slotCount,
       fail: (reason) => this.fail(reason),
     });
     this.#deadlines = new CallDeadlines(this.#slots);
@@ -235,8 +237,7 @@ export class ClientSession {
    * slot, no BULK or staging room, or the send queue is full: retry after progress, or go over
    * TCP) or {@link FAILED} (the session is down: the call goes over TCP). The request and
    * attachment bytes are copied before return; `service`, `method`, `request` and `options` are
-   * kept (not copied) until the call settles, for a TCP redo when the server has no room for the
-   * answer (see {@link CallHooks.overflow}).
+   * kept (not copied) until the call settles, for a TCP redo (see {@link CallHooks.overflow}).
    */
   submit(spec: CallSpec): Promise<ClientCallResult> | typeof FULL | typeof FAILED {
     if (this.#end.reason !== null || this.#fabricFailed() || this.#serverClosed()) return FAILED;
@@ -330,6 +331,8 @@ export class ClientSession {
       done += this.#reader.read(i);
       if (slots.busyCount < before) k--; // slot i was swapped out of the busy list
     }
+    // LAZY reads that waited for staging: the completions and answers above gave some back.
+    if (this.#end.reason === null) done += this.#reader.postWaiting();
     if (this.#reclaims.pending > 0 && slots.freeCount > 0 && this.#end.reason === null) {
       this.#reclaims.send();
     }

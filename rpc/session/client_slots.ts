@@ -60,7 +60,7 @@ export interface ClientSlot {
   method: number;
   /** `performance.now()` at submit for a call whose latency is sampled, else 0. */
   startedAt: number;
-  /** What a TCP redo of the call needs (the server had no room): the caller's own arguments. */
+  /** What a TCP redo of the call needs (see `reject`): the caller's own arguments. */
   service: string;
   methodName: string;
   request: Uint8Array;
@@ -74,6 +74,10 @@ export interface ClientSlot {
   /** The LAZY reference being read: object id and generation. */
   object: number;
   generation: number;
+  /** Offset of the referenced object in the server's region (what the read reads). */
+  objectOffset: number;
+  /** `performance.now()` when the LAZY read began waiting for staging room; 0 = it never waited. */
+  waitedSince: number;
   /** Response and attachment bytes inside that object. */
   responseBytes: number;
   attachmentBytes: number;
@@ -102,6 +106,8 @@ function newSlot(): ClientSlot {
     lazyReadBytes: 0,
     object: 0,
     generation: 0,
+    objectOffset: 0,
+    waitedSince: 0,
     responseBytes: 0,
     attachmentBytes: 0,
     answerMeta: undefined,
@@ -232,8 +238,11 @@ export class SlotTable {
   }
 
   /**
-   * Settles slot `i`'s call with `error`: FULL (the server had no room) redoes the call over TCP
-   * through the hooks, FABRIC is counted as a fabric error. Call before `release`.
+   * Settles slot `i`'s call with `error`: FULL redoes the call over TCP through the hooks — for a
+   * call the server never took (the session ended before it did) and, still, for an answer the
+   * server's full object pool could not hold (EOVERCROWDED: the handler ran, so that call runs
+   * twice; a LAZY answer with no staging room waits instead) —; FABRIC is counted as a fabric
+   * error. Call before `release`.
    */
   reject(i: number, error: unknown): void {
     const slot = this.slot(i);

@@ -26,7 +26,8 @@ export interface CallHooks {
   /** A call failed with a fabric error (counted against the session's error budget). */
   fabricError(): void;
   /**
-   * The server could not take the call (object pool full, no staging room): redo it over TCP.
+   * Redo the call over TCP: the server never took it (the session ended before it did), or its
+   * object pool had no room for the answer (EOVERCROWDED; the handler ran).
    * Returns the promise of the TCP call; the fabric call's promise follows it.
    */
   overflow(
@@ -79,6 +80,8 @@ export interface ClientSessionStats {
   completionBatches: number;
   /** LAZY objects read one-sided. */
   lazyReads: number;
+  /** LAZY reads that had to wait for staging room (posted later, in order; never redone over TCP). */
+  lazyWaits: number;
   /** RECLAIM batches posted. */
   reclaimsSent: number;
   /** LAZY reads that found the object changed (stale generation). */

@@ -89,9 +89,10 @@ export class RequestWriter {
 
   /**
    * Reserves `bytes` in the server's BULK area and as much staging for slot `slot`; false (and
-   * nothing reserved) when either has no room now.
+   * nothing reserved) when either has no room now, or LAZY reads are waiting for staging.
    */
   reserveBulk(slot: ClientSlot, bytes: number): boolean {
+    if (this.#staging.waiting > 0) return false; // LAZY reads wait for staging: they go first
     const bulkOffset = this.bulkArea.alloc(bytes);
     if (bulkOffset < 0) return false;
     const stagingOffset = this.#staging.alloc(bytes);

@@ -6,7 +6,14 @@
  *   settles at once;
  * - OBJECT (LAZY): the object is read one-sided into staging (wr id = slot index); when that
  *   read completes, header and trailer generations are checked, the data copied out, the
- *   reference queued for RECLAIM, and the call settles.
+ *   reference queued for RECLAIM, and the call settles. With no staging room now the read waits
+ *   in a preallocated FIFO (one entry per slot) and is posted, in arrival order, as soon as reads
+ *   in flight and BULK requests give staging back ({@link ResponseReader.postWaiting}); the
+ *   object stays in the server's pool meanwhile (it is RECLAIMed only after the read; the server
+ *   frees an unreclaimed object after its TTL, 30 s by default, and a read after that fails the
+ *   call saying so). The server has run such a call: it is never redone over TCP. An answer
+ *   larger than the whole staging area can never be read: that call fails (ERESPONSE, naming
+ *   both sizes).
  * An answer's metadata block (response headers, trailers, error details; `meta_block.ts`) is
  * read with its descriptor; one too long or malformed fails that call only (PROTOCOL).
  * The slot is released once its result was copied out and no completion for it is outstanding.
@@ -17,7 +24,7 @@
  */
 import { VerbusError } from "../../errors.ts";
 import { type FabricEndpoint, FAILED, OK, SIGNALED } from "../../transport/fabric.ts";
-import { EOVERCROWDED, RpcError } from "../errors.ts";
+import { EOVERCROWDED, ERESPONSE, RpcError } from "../errors.ts";
 import { DESC_WORDS, FREE, KIND_INLINE, KIND_OBJECT, READY, RESP } from "../region/descriptors.ts";
 import type { RegionLayout } from "../region/layout.ts";
 import {
@@ -32,6 +39,7 @@ import type { ReclaimBatcher } from "./reclaim_batcher.ts";
 import type { StagingArea } from "./staging_area.ts";
 import { copyOut } from "./copy_out.ts";
 import { type MetaBlock, metaBlockBound, readMetaBlock } from "./meta_block.ts";
+import { SlotQueue } from "./slot_queue.ts";
 
 const dec = new TextDecoder();
 const EMPTY = new Uint8Array(0);
@@ -46,6 +54,8 @@ export interface ResponseReaderInit {
   reclaims: ReclaimBatcher;
   lifecycle: ObjectLifecycleProbe;
   stats: ClientSessionStats;
+  /** Slots of the session (bounds the LAZY reads that can wait for staging). */
+  slotCount: number;
   /** Fails the whole session (a fabric error or a server that broke the protocol). */
   fail(reason: string): void;
 }
@@ -64,6 +74,8 @@ export class ResponseReader {
   /** The client's response ring, as u32 words (Int32 for Atomics). */
   readonly #ring: Int32Array;
   #readsPosted = 0;
+  /** LAZY reads waiting for staging room, oldest first. */
+  readonly #waiting: SlotQueue;
   /** The largest metadata block an answer may carry (the server derives it the same way). */
   readonly #metaBound: number;
 
@@ -78,6 +90,7 @@ export class ResponseReader {
     this.#stats = init.stats;
     this.#fail = init.fail;
     this.#metaBound = metaBlockBound(init.server.config.slotSize);
+    this.#waiting = new SlotQueue(init.slotCount);
     const local = init.endpoint.local, ring = init.client.responseRing;
     this.#ring = new Int32Array(local.buffer, local.byteOffset + ring.offset, ring.size >> 2);
   }
@@ -137,6 +150,8 @@ export class ResponseReader {
     }
     slot.object = r[b + RESP.object] >>> 0;
     slot.generation = r[b + RESP.generation] >>> 0;
+    slot.objectOffset = off;
+    slot.waitedSince = 0;
     slot.responseBytes = len;
     slot.attachmentBytes = att;
     if (!slot.pending) { // abandoned (timed out): give the object back without reading it
@@ -150,19 +165,68 @@ export class ResponseReader {
       this.#staging.free(slot.stagingOffset);
       slot.stagingOffset = -1;
     }
-    const stagingOffset = this.#staging.alloc(size);
-    if (stagingOffset < 0) {
+    const capacity = this.#staging.capacity;
+    if (size > capacity) { // no wait can make room: the call fails (the server ran it: no redo)
       this.#reclaims.queue(slot.object, slot.generation);
       this.#slots.reject(
         i,
-        new VerbusError("FULL", `no staging room for a ${size}-byte LAZY result`),
+        new RpcError(
+          ERESPONSE,
+          `the LAZY answer (${size} bytes with its object framing) is larger than this client's ` +
+            `staging area (${capacity} bytes; raise region.stagingSize): the server ran the ` +
+            `call, it is not redone`,
+        ),
       );
       this.#slots.release(i);
       return 1;
     }
+    if (this.#waiting.length === 0) {
+      const stagingOffset = this.#staging.alloc(size);
+      if (stagingOffset >= 0) return this.#postRead(i, stagingOffset, size);
+    }
+    // No room now (or older reads wait): wait in order; the object stays in the server's pool.
+    this.#waiting.push(i); // (cannot be full: one entry per slot, a slot is queued at most once)
+    this.#staging.waiting = this.#waiting.length;
+    slot.waitedSince = performance.now();
+    this.#stats.lazyWaits++;
+    this.#readsPosted++; // progress: the read is posted once staging comes back
+    return 0;
+  }
+
+  /**
+   * Posts the LAZY reads waiting for staging room, oldest first, while room is there (the
+   * session calls it every progress round, after completions gave staging back); a waiting call
+   * whose caller gave up gives its object back unread. Returns how many calls it completed.
+   */
+  postWaiting(): number {
+    const q = this.#waiting;
+    if (q.length === 0) return 0;
+    let done = 0;
+    while (q.length > 0) {
+      const i = q.peek(), slot = this.#slots.slot(i);
+      if (!slot.pending) { // abandoned (timed out) while it waited
+        q.shift();
+        this.#reclaims.queue(slot.object, slot.generation);
+        this.#slots.release(i);
+        continue;
+      }
+      const size = OBJECT_OVERHEAD_BYTES + slot.responseBytes + slot.attachmentBytes;
+      const stagingOffset = this.#staging.alloc(size);
+      if (stagingOffset < 0) break;
+      q.shift();
+      done += this.#postRead(i, stagingOffset, size);
+    }
+    this.#staging.waiting = q.length;
+    return done;
+  }
+
+  /** Posts slot `i`'s LAZY read into the staging extent at `stagingOffset`; returns 0 or 1 (failed). */
+  #postRead(i: number, stagingOffset: number, size: number): number {
+    const slot = this.#slots.slot(i);
     slot.stagingOffset = stagingOffset;
     slot.lazyReadBytes = size;
-    const st = this.#endpoint.read(i, this.#staging.view(stagingOffset, size), off, SIGNALED);
+    const view = this.#staging.view(stagingOffset, size);
+    const st = this.#endpoint.read(i, view, slot.objectOffset, SIGNALED);
     if (st !== OK) {
       this.#slots.reject(i, new VerbusError("FABRIC", `LAZY read failed to post (status ${st})`));
       this.#slots.release(i);
@@ -194,6 +258,8 @@ export class ResponseReader {
     const local = this.#endpoint.local, slots = this.#slots;
     if (status !== 0) {
       const text = dec.decode(local.subarray(off, off + len));
+      // EOVERCROWDED (the server's object pool had no room for the answer) is still redone over
+      // TCP (FULL), although the handler ran: see client_slots.ts `reject`.
       slots.reject(
         i,
         status === EOVERCROWDED
@@ -233,11 +299,17 @@ export class ResponseReader {
     if (!this.#lifecycle.skipReclaim) this.#reclaims.queue(slot.object, slot.generation);
     if (!verifyObject(bytes, slot.generation, total)) {
       this.#stats.staleObjects++;
+      const waited = slot.waitedSince > 0
+        ? `; the read waited ${(performance.now() - slot.waitedSince).toFixed(0)} ms for ` +
+          `staging room, and the server frees an unreclaimed object after its TTL ` +
+          `(objectTtlMs): the server ran the call, it is not redone`
+        : "";
       this.#slots.reject(
         i,
         new VerbusError(
           "FABRIC",
-          `LAZY object ${slot.object} changed under the read (generation ${slot.generation})`,
+          `LAZY object ${slot.object} changed under the read (generation ${slot.generation})` +
+            waited,
         ),
       );
       this.#slots.release(i);

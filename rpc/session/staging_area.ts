@@ -40,6 +40,17 @@ export class StagingArea {
   }
 
   /**
+   * LAZY reads waiting for room (the response reader sets it): while some wait, a new BULK
+   * request takes no staging (its submit is FULL and waits), so the waiting reads come first.
+   */
+  waiting = 0;
+
+  /** Bytes that can be handed out at all (an extent larger than this never fits). */
+  get capacity(): number {
+    return this.#extents.capacity;
+  }
+
+  /**
    * Reserves `len` bytes; returns the extent's offset, or a negative number (`AREA_EXHAUSTED`)
    * when there is no room.
    */
