@@ -11,7 +11,9 @@ export NO_COLOR=1 VERBUS_DENO=$PWD/node_modules/.bin/deno VERBUS_BUN=$PWD/node_m
 mkdir -p build/test-results
 ibv_devices || true
 rc=0
-mapfile -t VM_FABRICS < <(node_modules/.bin/deno run -A scripts/fabric_matrix.ts vm)
+# No process substitution here: the guest has no /dev/fd. Fabric names are single words.
+vm_list=$(node_modules/.bin/deno run -A scripts/fabric_matrix.ts vm) || { echo "fabric_matrix failed"; exit 1; }
+read -r -d '' -a VM_FABRICS <<< "$vm_list" || true
 for rt in deno bun; do
   if [ "$rt" = deno ]; then cmd=(node_modules/.bin/deno run -A tests/run.ts); else cmd=(node_modules/.bin/bun tests/run.ts); fi
   echo "=== VM suite on $rt ==="
