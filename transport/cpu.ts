@@ -3,7 +3,7 @@
  * busy-polling (`sched_yield` through libc), so on an oversubscribed host the side that waits lets
  * the side it waits for run; and what the host's CPUs look like — how many cores this process may
  * use, and how many tasks are runnable right now (`/proc/loadavg`), from which the progress loop
- * sizes its spin (`rpc/session/spin_policy.ts`). Control path to build; the returned functions
+ * sizes its spin (`rpc/session/engine/spin_policy.ts`). Control path to build; the returned functions
  * are cheap enough for the data path (`runnableTasks` reads a file: call it rarely, ~10 Hz).
  * @module
  */

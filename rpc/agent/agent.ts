@@ -1,7 +1,7 @@
 /**
  * The same-host agent (`verbus agent`): ONE connection to a remote verbus server — over the best
  * fabric the two hosts share, through {@link connect} — shared by every local process that joins
- * its shared-memory ring (`transport/local_ring.ts`). N processes then cost the server one
+ * its shared-memory ring (`transport/agent_ring/mod.ts`). N processes then cost the server one
  * session, one QP, one region instead of N.
  *
  * Loop: drain the ring (producers' posted requests), decode each record (bounds-checked: a bad
@@ -25,11 +25,11 @@ import {
   type AgentRingSizes,
   createAgentRing,
   type DrainBuffers,
-} from "../../transport/local_ring.ts";
+} from "../../transport/agent_ring/mod.ts";
 import { cpuYielder } from "../../transport/cpu.ts";
 import { parseOptions } from "../../util/options.ts";
-import { type Client, type ClientCallResult, connectDirect as connect } from "../direct_client.ts";
-import type { ClientOptions } from "../connect_options.ts";
+import { type Client, type ClientCallResult, connectDirect as connect } from "../client/direct_client.ts";
+import type { ClientOptions } from "../client/client_options.ts";
 import { decodeRequest, encodeError, encodeResponse, responseBytes } from "./record.ts";
 import { HeldAnswers } from "./held_answers.ts";
 

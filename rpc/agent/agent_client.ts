@@ -16,13 +16,13 @@
 import { setImmediate } from "node:timers";
 import type { z } from "zod";
 import { TimeoutError, VerbusError } from "../../errors.ts";
-import { type AgentRingProducer, joinAgentRing } from "../../transport/local_ring.ts";
+import { type AgentRingProducer, joinAgentRing } from "../../transport/agent_ring/mod.ts";
 import { cpuYielder } from "../../transport/cpu.ts";
 import { parseOptions } from "../../util/options.ts";
-import type { ClientCallOptions, ClientOptions } from "../connect_options.ts";
-import type { Client } from "../direct_client.ts";
-import { ClientBase } from "../rpc_client.ts";
-import type { CallPath } from "../selector.ts";
+import type { ClientCallOptions, ClientOptions } from "../client/client_options.ts";
+import type { Client } from "../client/direct_client.ts";
+import { ClientBase } from "../client/rpc_client.ts";
+import type { CallPath } from "../client/selector.ts";
 import {
   type AgentCallResult,
   type AgentClientOptions,
@@ -323,7 +323,7 @@ export class AgentClient extends ClientBase<AgentCallResult> {
     options: ClientCallOptions,
   ): Promise<AgentCallResult> {
     this.#directCalls++;
-    this.#direct ??= import("../direct_client.ts").then((m) =>
+    this.#direct ??= import("../client/direct_client.ts").then((m) =>
       m.connectDirect(this.#o.fallback!, this.#o.fallbackOptions as ClientOptions)
     );
     const r = await (await this.#direct).call(service, method, request, options);

@@ -6,8 +6,8 @@
  * @module
  */
 import { z } from "zod";
-import type { ClientCallResult } from "../connect_options.ts";
-import type { CallPath } from "../selector.ts";
+import type { ClientCallResult } from "../client/client_options.ts";
+import type { CallPath } from "../client/selector.ts";
 
 /** Options of `connect("agent:NAME", options)`. */
 export const agentClientOptionsSchema: z.ZodObject<{

@@ -1,6 +1,6 @@
 /**
  * Answers the agent holds until their producer's spill area has room: an answer larger than a
- * slot goes into the producer's response half (`transport/shm/agent_ring_host.ts`), and with
+ * slot goes into the producer's response half (`transport/agent_ring/agent_ring_host.ts`), and with
  * many large answers in flight the half can be full of answers the producer has not consumed yet.
  * Such an answer is not failed: it waits here, per producer in the order the remote answers came,
  * and is written as soon as the producer consumes (releases) earlier ones. Only an answer larger

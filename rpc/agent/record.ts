@@ -1,5 +1,5 @@
 /**
- * The records a producer and the agent exchange in a ring slot (`transport/local_ring.ts` moves
+ * The records a producer and the agent exchange in a ring slot (`transport/agent_ring/mod.ts` moves
  * them as opaque bytes). The agent treats every request as hostile: each length is checked
  * against the record's real size before any byte is read, and a bad record is answered with an
  * error response naming what was wrong.
@@ -26,7 +26,7 @@
 import { VerbusError, type VerbusErrorCode } from "../../errors.ts";
 import { RpcError } from "../errors.ts";
 import type { Int64 } from "../protocol/rpc_meta.ts";
-import type { CallPath } from "../selector.ts";
+import type { CallPath } from "../client/selector.ts";
 
 const VERSION = 1;
 /** Bytes of a request record's fixed part. */

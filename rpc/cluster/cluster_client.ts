@@ -25,9 +25,9 @@ import { TimeoutError, VerbusError } from "../../errors.ts";
 import { parseOptions } from "../../util/options.ts";
 import { ELIMIT, ELOGOFF, EOVERCROWDED, RpcError } from "../errors.ts";
 import { CircuitBreaker } from "./breaker.ts";
-import type { ClientCallResult, ClientOptions } from "../connect_options.ts";
-import type { Client } from "../direct_client.ts";
-import { ClientBase } from "../rpc_client.ts";
+import type { ClientCallResult, ClientOptions } from "../client/client_options.ts";
+import type { Client } from "../client/direct_client.ts";
+import { ClientBase } from "../client/rpc_client.ts";
 import { type LoadBalancer, loadBalancer, type SelectRequest } from "./balancer.ts";
 import { ClusterMembers, type Member, type MemberBreaker } from "./cluster_members.ts";
 import {

@@ -9,8 +9,8 @@
  * Threading: the JS thread of its cluster client. Timers never keep a process alive.
  * @module
  */
-import type { Client } from "../direct_client.ts";
-import type { ClientOptions } from "../connect_options.ts";
+import type { Client } from "../client/direct_client.ts";
+import type { ClientOptions } from "../client/client_options.ts";
 import type { LoadBalancer } from "./balancer.ts";
 import type { ServerNode } from "./naming.ts";
 import type { ServerLease, ServerPool } from "./server_pool.ts";

@@ -14,8 +14,8 @@
  * Threading: one pool per JS thread ({@link ServerPool.forThread}); its clients belong to it.
  * @module
  */
-import { type Client, connectDirect } from "../direct_client.ts";
-import type { ClientOptions } from "../connect_options.ts";
+import { type Client, connectDirect } from "../client/direct_client.ts";
+import type { ClientOptions } from "../client/client_options.ts";
 
 /** One user's hold on a server's shared client. */
 export interface ServerLease {

@@ -15,8 +15,8 @@
  * @module
  */
 import { ClosedError } from "../../errors.ts";
-import type { ClientOptions } from "../connect_options.ts";
-import type { Client } from "../direct_client.ts";
+import type { ClientOptions } from "../client/client_options.ts";
+import type { Client } from "../client/direct_client.ts";
 import { type ServerLease, ServerPool } from "./server_pool.ts";
 
 /** The methods that start calls: refused once the view is closed. */

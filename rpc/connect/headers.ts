@@ -20,7 +20,7 @@
  * @module
  */
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { ClientCallOptions } from "../connect_options.ts";
+import type { ClientCallOptions } from "../client/client_options.ts";
 import type { CallContext } from "../protocol/dispatch.ts";
 
 /** The header that carries `log_id` (as in brpc's HTTP protocol). */

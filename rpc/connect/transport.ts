@@ -18,7 +18,7 @@
  *   server may still run it, and its late answer is dropped).
  * - Errors become `ConnectError`s with the codes of `codes.ts`.
  *
- * What it talks to is what `connect()` (rpc/client.ts) would make of its address, by the same
+ * What it talks to is what `connect()` (rpc/client/client.ts) would make of its address, by the same
  * dispatch: `{ host, port }` or `target: "HOST:PORT"` — one server; `target: "agent:NAME"` — the
  * same-host agent; `target: "list://…"` (any naming-service URL: `file://`, `dns://`, `etcd://`,
  * `consul://` …) — every server it names, through the cluster client (the options are then the
@@ -60,9 +60,9 @@ import type { AgentClient } from "../agent/agent_client.ts";
 import type { AgentClientOptions } from "../agent/agent_client_options.ts";
 import type { ClusterCallOptions, ClusterClient } from "../cluster/cluster_client.ts";
 import type { ClusterOptions } from "../cluster/cluster_options.ts";
-import { addressKind, type Client, connect, type RpcClient } from "../client.ts";
-import type { CallResult } from "../channel_call.ts";
-import type { ClientOptions } from "../connect_options.ts";
+import { addressKind, type Client, connect, type RpcClient } from "../client/client.ts";
+import type { CallResult } from "../tcp/channel_call.ts";
+import type { ClientOptions } from "../client/client_options.ts";
 import { connectErrorOf } from "./codes.ts";
 import { appendFields, callOptionsOf } from "./headers.ts";
 import { requiredCheck } from "./required.ts";

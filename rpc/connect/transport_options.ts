@@ -1,6 +1,6 @@
 /**
  * The options of `createVerbusTransport()` (`transport.ts`), one schema per kind of target as
- * `connect()` (rpc/client.ts) dispatches them — one server (`host`/`port` or `HOST:PORT`), the
+ * `connect()` (rpc/client/client.ts) dispatches them — one server (`host`/`port` or `HOST:PORT`), the
  * same-host agent (`agent:NAME`), a naming service (`SCHEME://…`: the cluster's options) — and
  * {@link transportTarget}, which validates them at once and says what to connect to.
  *
@@ -16,9 +16,9 @@ import {
   agentClientOptionsSchema,
 } from "../agent/agent_client_options.ts";
 import { type ClusterOptions, clusterOptionsSchema } from "../cluster/cluster_options.ts";
-import { addressKind } from "../client.ts";
-import { parseAddress } from "../channel_options.ts";
-import { type ClientOptions, connectOptionsSchema } from "../connect_options.ts";
+import { addressKind } from "../client/client.ts";
+import { parseAddress } from "../tcp/channel_options.ts";
+import { type ClientOptions, connectOptionsSchema } from "../client/client_options.ts";
 
 export const interceptorSchema: z.ZodCustom<Interceptor, Interceptor> = z.custom<Interceptor>(
   (v) => typeof v === "function",

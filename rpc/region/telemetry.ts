@@ -49,7 +49,7 @@
  * @module
  */
 import { VerbusError } from "../../errors.ts";
-import type { CallPath } from "../selector.ts";
+import type { CallPath } from "../client/selector.ts";
 
 /** Named indices of the telemetry block (see the module layout). */
 export const TELEMETRY = Object.freeze(

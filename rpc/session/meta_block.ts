@@ -18,7 +18,7 @@
  * decoded maps and details are fresh objects the receiver owns.
  * @module
  */
-import type { ClientCallOptions } from "../connect_options.ts";
+import type { ClientCallOptions } from "../client/client_options.ts";
 import {
   copyEncodedMeta,
   decodeRpcMeta,

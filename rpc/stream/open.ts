@@ -14,8 +14,8 @@
  * Threading: the JS thread of the channel.
  * @module
  */
-import type { CallOptions } from "../channel_call.ts";
-import type { Channel } from "../channel.ts";
+import type { CallOptions } from "../tcp/channel_call.ts";
+import type { Channel } from "../tcp/channel.ts";
 import { VerbusError } from "../../errors.ts";
 import { FrameParser } from "../protocol/frame_parser.ts";
 import type { RpcMeta } from "../protocol/rpc_meta.ts";

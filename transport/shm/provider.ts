@@ -27,7 +27,7 @@ import {
 } from "./handshake.ts";
 import { type NotifyRef, PeerNotifyPage, ProcessNotifyPage } from "./notify_page.ts";
 import { hostBootId } from "../host.ts";
-import { removeStaleAgentRings } from "./agent_leftovers.ts";
+import { removeStaleAgentRings } from "../agent_ring/agent_leftovers.ts";
 import { removeStaleShmObjects } from "./shm_object.ts";
 
 /** shm's provider options (`providerOptions.shm`): none today; undefined or `{}`. */

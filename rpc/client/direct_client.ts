@@ -1,0 +1,381 @@
+/**
+ * The direct client: one server, through a baidu_std {@link Channel} (TCP: control plane and
+ * fallback) plus, when the handshake succeeds, a fabric session that carries calls on the fastest
+ * path. Every call picks
+ * its path with the selector (forced path, fabric health, error count, the server's published
+ * pressure, sizes) and reports the path it really took.
+ *
+ * Async API (`rpc_client.ts`, shared by every client kind): `submit` (start a call, get a
+ * handle) / `progress` (advance) / `poll` (result if done) / `wait` (promise), and `call` on top.
+ * Users reach it through `connect()` (`client.ts`), which picks the client kind by address.
+ *
+ * Threading: a client belongs to the JS thread that created it.
+ * @module
+ */
+import { setImmediate } from "node:timers";
+import { type CallOptions, type Channel, connect as connectChannel } from "../tcp/channel.ts";
+import {
+  type BatchCall,
+  channelOptionsOf,
+  type ClientCallOptions,
+  type ClientCallResult,
+  type ClientOptions,
+  connectOptionsSchema,
+  type ConnectSettings,
+  faultsSchema,
+} from "./client_options.ts";
+import { parseOptions } from "../../util/options.ts";
+import { libraryLogger } from "../../util/log.ts";
+import { ENOSERVICE, RpcError } from "../errors.ts";
+import { ClientBase } from "./rpc_client.ts";
+import { FabricLink } from "./fabric_link.ts";
+import type { TelemetrySnapshot } from "../region/telemetry.ts";
+import { type ClientStats, formatClientStats, PATHS } from "./client_stats.ts";
+import {
+  type CallPath,
+  type SelectInput,
+  type SelectorConfig,
+  selectorConfigSchema,
+  selectPathOnly,
+} from "./selector.ts";
+import type { ClientSession } from "../session/client/client_session.ts";
+import { type CallSpec, copyCallSpec, newCallSpec, NO_CALL_OPTIONS } from "../session/client/call_spec.ts";
+import { FAILED, FULL } from "../../transport/fabric.ts";
+import type { CallHooks } from "../session/client/fabric_call.ts";
+import { establishFabric, type FabricOutcome } from "../session/handshake/client_handshake.ts";
+import { ProgressEngine } from "../session/engine/engine.ts";
+import type { FabricStreams } from "../stream/stream_ring.ts";
+
+export { connectOptionsSchema, faultsSchema };
+export type { BatchCall, ClientCallOptions, ClientCallResult, ClientOptions, ClientStats };
+const EMPTY = new Uint8Array(0);
+const NO_OPTIONS: ClientCallOptions = NO_CALL_OPTIONS;
+
+/** A client connected to one server. Create with `connect()` (`client.ts`) or {@link connectDirect}. */
+export class Client extends ClientBase<ClientCallResult> {
+  readonly #channel: Channel;
+  readonly #settings: ConnectSettings;
+  readonly #selector: SelectorConfig;
+  readonly #fabric: FabricLink;
+  /** Fabric errors counted against the session (the selector moves to TCP past a threshold). */
+  #errors: number;
+  #fallbacks = 0;
+  /** Calls whose headers were past the fabric's metadata bound (sent over TCP). */
+  #metaOverBoundCalls = 0;
+  readonly #calls: Record<CallPath, number> = { EAGER: 0, LAZY: 0, BULK: 0, TCP_FALLBACK: 0 };
+  readonly #latencyUs: Record<CallPath, number> = { EAGER: 0, LAZY: 0, BULK: 0, TCP_FALLBACK: 0 };
+  /** Calls measured into each path's EWMA. */
+  readonly #latencyN: Record<CallPath, number> = { EAGER: 0, LAZY: 0, BULK: 0, TCP_FALLBACK: 0 };
+  /** The selector's input, refilled per call (no object per call). */
+  readonly #selectInput: SelectInput = {
+    forcePath: undefined,
+    fabricUp: false,
+    errorCount: 0,
+    requestBytes: 0,
+    expectedResponseBytes: undefined,
+    snapshot: undefined,
+    requestFitsSlot: true,
+  };
+  /** The fabric call's record, refilled per call (no object per call). */
+  readonly #spec: CallSpec = newCallSpec();
+  /** What the fabric session reports per call (one object for the client's life). */
+  readonly #hooks: CallHooks;
+
+  /** @internal use {@link connect}. */
+  constructor(
+    channel: Channel,
+    settings: ConnectSettings,
+    outcome: FabricOutcome,
+    engine: ProgressEngine,
+  ) {
+    super();
+    this.#channel = channel;
+    this.#settings = settings;
+    this.#selector = selectorConfigSchema.parse(settings.selector);
+    this.#errors = settings.faults.errors;
+    // A fresh session starts with a clean record.
+    this.#fabric = new FabricLink(
+      channel,
+      settings,
+      outcome,
+      engine,
+      () => {
+        this.#errors = settings.faults.errors;
+        if (this.#fabric.session) this.#fabric.session.hooks = this.#hooks;
+      },
+    );
+    // deno-lint-ignore no-this-alias
+    const client = this;
+    this.#hooks = {
+      get fabricLabel() {
+        return client.#fabric.outcome.fabricLabel;
+      },
+      completed(path, startedAt) {
+        client.#calls[path]++;
+        if (startedAt > 0) client.#recordLatency(path, startedAt);
+      },
+      fabricError() {
+        client.#errors++;
+      },
+      overflow(service, method, request, options) {
+        return client.#tcp(service, method, request, options, true); // server pool full: TCP
+      },
+    };
+    if (this.#fabric.session) this.#fabric.session.hooks = this.#hooks;
+    // The channel counts the TCP calls it carries without a fabric session (see `call`).
+    channel._observe((ms) => {
+      this.#calls.TCP_FALLBACK++;
+      this.#foldLatency("TCP_FALLBACK", ms * 1000);
+    });
+  }
+
+  /** The TCP channel (control plane / fallback). */
+  get channel(): Channel {
+    return this.#channel;
+  }
+
+  /**
+   * @internal The stream pipe of the live fabric session (streams opened through this client
+   * ride it), or null: streams go over the TCP connection.
+   */
+  _fabricStreams(): FabricStreams | null {
+    return this.#fabric.streams();
+  }
+
+  /** The fabric carrying fast-path calls ("shm", …) or "tcp". */
+  get fabric(): string {
+    const s = this.#fabric.session;
+    return s && !s.failed ? this.#fabric.outcome.fabricLabel : "tcp";
+  }
+
+  /** How the handshake ended and why. */
+  get handshake(): FabricOutcome["summary"] {
+    return this.#fabric.outcome.summary;
+  }
+
+  /**
+   * Makes one call and resolves with its answer and the path it took. A fabric call costs its
+   * promise and its result: it is posted before this returns, and its slot's record carries it.
+   */
+  call(
+    service: string,
+    method: string,
+    request: Uint8Array,
+    options: ClientCallOptions = NO_OPTIONS,
+  ): Promise<ClientCallResult> {
+    // No fabric session: straight to the channel, which builds the result and counts the call
+    // (no promise of this layer, no copy of the result).
+    if (this.#fabric.current() === null) {
+      return this.#channel._callTagged(service, method, request, options);
+    }
+    try {
+      const attachment = options.attachment ?? EMPTY;
+      const s = this.#fabric.current();
+      // Headers (request_id, user_fields) ride in the request's metadata block; one past the
+      // session's bound sends the call over TCP, saying why.
+      const metaBytes = s === null || options === NO_OPTIONS ? 0 : s.metaBytes(options);
+      const forcePath = options.forcePath ??
+        (metaBytes < 0 ? this.#metaOverBound(-metaBytes, s!.metaBound) : this.#settings.forcePath);
+      const m = s ? s.methodIndex(service, method) : -1;
+      const bytes = request.length + attachment.length + (metaBytes > 0 ? metaBytes : 0);
+      const sel = this.#selectInput;
+      sel.forcePath = forcePath;
+      sel.fabricUp = s !== null && !s.failed && m >= 0;
+      sel.errorCount = this.#errors;
+      sel.requestBytes = bytes;
+      sel.expectedResponseBytes = options.expectedResponseBytes;
+      sel.snapshot = s?.snapshot ?? undefined;
+      sel.requestFitsSlot = s ? bytes <= s.slotSize : true;
+      const path = selectPathOnly(sel, this.#selector);
+      if (path === "TCP_FALLBACK" || !s) {
+        return this.#tcp(
+          service,
+          method,
+          request,
+          options,
+          s !== null && forcePath !== "TCP_FALLBACK",
+        );
+      }
+      const spec = this.#spec; // reused: submit reads it before it returns
+      spec.service = service;
+      spec.method = method;
+      spec.methodIndex = m;
+      spec.request = request;
+      spec.attachment = attachment;
+      spec.path = path;
+      spec.timeoutMs = options.timeoutMs ?? this.#settings.timeoutMs;
+      spec.logId = options.logId ?? 0;
+      spec.options = options;
+      spec.preparedMeta = metaBytes; // encoded just above: submit writes it without encoding again
+      const p = s.submit(spec);
+      if (typeof p === "object") {
+        this.#fabric.startLoop();
+        return p;
+      }
+      if (p === FULL && s.inflight > 0 && !s.failed) {
+        return this.#callWhenSlotFree(s, copyCallSpec(spec));
+      }
+      if (p === FAILED) this.#errors++;
+      return this.#tcp(service, method, request, options, true);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /**
+   * A call whose headers make a metadata block of `size` bytes, past the session's `bound`: it
+   * goes over TCP (returns that path). Logged the first time, and then every 1000th time, with
+   * the count.
+   */
+  #metaOverBound(size: number, bound: number): "TCP_FALLBACK" {
+    if (this.#metaOverBoundCalls++ % 1000 === 0) {
+      const line = `a call's headers make a ${size}-byte metadata block, past the fabric's ` +
+        `bound of ${bound} bytes: it goes over TCP (${this.#metaOverBoundCalls} such call(s) so far)`;
+      (this.#settings.logger ?? libraryLogger()).warn(line);
+    }
+    return "TCP_FALLBACK";
+  }
+
+  /** No free slot (or BULK space) right now: waits for calls in flight to finish (backpressure). */
+  async #callWhenSlotFree(s: ClientSession, spec: CallSpec): Promise<ClientCallResult> {
+    let p: ReturnType<ClientSession["submit"]> = FULL;
+    while (p === FULL && s.inflight > 0 && !s.failed) {
+      await this.#fabric.waitForSlot();
+      p = s.submit(spec);
+    }
+    if (typeof p === "object") {
+      this.#fabric.startLoop();
+      return await p;
+    }
+    if (p === FAILED) this.#errors++;
+    return await this.#tcp(spec.service, spec.method, spec.request, spec.options, true);
+  }
+
+  /**
+   * Makes many calls at once. Every call that goes over the fabric is posted before one shared
+   * doorbell — one flush and one wake-up of the server for the whole batch —, so a caller with
+   * many requests ready pays the notification once. Resolves like `Promise.all`: the answers in
+   * order, or the first error. Calls that must wait for a free slot, and TCP calls, proceed as
+   * `call()` does. The caller's request bytes are copied before this returns; main thread only.
+   */
+  override callMany(calls: readonly BatchCall[]): Promise<ClientCallResult[]> {
+    const s = this.#fabric.current();
+    s?.cork();
+    try {
+      return Promise.all(calls.map((c) => this.call(c.service, c.method, c.request, c.options)));
+    } finally {
+      s?.uncork();
+    }
+  }
+
+  async #tcp(
+    service: string,
+    method: string,
+    request: Uint8Array,
+    options: CallOptions,
+    fallback: boolean,
+  ): Promise<ClientCallResult> {
+    const t0 = performance.now();
+    if (fallback) this.#fallbacks++;
+    const r = await this.#channel.call(service, method, request, options);
+    this.#calls.TCP_FALLBACK++;
+    this.#recordLatency("TCP_FALLBACK", t0);
+    return { ...r, path: "TCP_FALLBACK", fabric: "tcp" };
+  }
+
+  /** Folds the latency of a call that started at `t0` (`performance.now()`) into `path`'s EWMA. */
+  #recordLatency(path: CallPath, t0: number): void {
+    this.#foldLatency(path, (performance.now() - t0) * 1000);
+  }
+
+  /** Folds a latency of `us` microseconds into `path`'s EWMA. */
+  #foldLatency(path: CallPath, us: number): void {
+    this.#latencyUs[path] = this.#latencyN[path]++ === 0
+      ? us
+      : this.#latencyUs[path] * 0.9 + us * 0.1;
+  }
+
+  /** Advances the fabric session once; returns how many calls completed. */
+  progress(): number {
+    return this.#fabric.session?.progress() ?? 0;
+  }
+  /** Refreshes the server snapshot now (one-sided read of its control page) and waits for it. */
+  async refreshServerSnapshot(): Promise<TelemetrySnapshot | null> {
+    const s = this.#fabric.session;
+    if (!s || s.failed) return null;
+    s.refreshSnapshot();
+    for (let i = 0; i < 1000 && s.snapshotPending; i++) {
+      s.progress();
+      await new Promise((r) => setImmediate(r));
+    }
+    return s.snapshot;
+  }
+
+  /** The fabric session (object-lifecycle seam, counters), or null on TCP. */
+  get session(): ClientSession | null {
+    return this.#fabric.session;
+  }
+
+  /** Sends queued RECLAIMs and waits until no fabric call is in flight. */
+  async drain(timeoutMs = 5000): Promise<void> {
+    const s = this.#fabric.session;
+    if (!s) return;
+    const end = performance.now() + timeoutMs;
+    while ((s.inflight > 0 || s.pendingReclaims > 0) && !s.failed && performance.now() < end) {
+      s.flushReclaims();
+      s.progress();
+      await new Promise((r) => setImmediate(r));
+    }
+  }
+
+  /** Local counters plus the server's last control-page snapshot. */
+  stats(): ClientStats {
+    return {
+      fabric: this.fabric,
+      handshake: this.handshake,
+      calls: { ...this.#calls },
+      fallbacks: this.#fallbacks,
+      errors: this.#errors,
+      latencyUs: Object.fromEntries(
+        PATHS.map((p) => [p, Math.round(this.#latencyUs[p] * 10) / 10]),
+      ) as Record<CallPath, number>,
+      latencySamples: { ...this.#latencyN },
+      session: this.#fabric.session ? { ...this.#fabric.session.stats } : null,
+      server: this.#fabric.session?.snapshot ?? null,
+    };
+  }
+
+  /** Human-readable stats. */
+  formatStats(): string {
+    return formatClientStats(this.stats());
+  }
+
+  /** Closes the fabric session and the channel. Safe twice. */
+  async close(): Promise<void> {
+    await this.#fabric.close();
+    await this.#channel.close();
+  }
+}
+
+/**
+ * Connects to one verbus (or brpc) server: TCP first, then the fabric handshake (unless
+ * `fabric: "tcp"`). A refused or failed handshake leaves the client on TCP, with the reason in
+ * `client.handshake`. Options are validated (INVALID_OPTIONS names the bad field).
+ */
+export async function connectDirect(
+  address: string | { host: string; port: number },
+  options: ClientOptions = {},
+): Promise<Client> {
+  const settings = parseOptions(connectOptionsSchema, options, "connect() options");
+  const channel = await connectChannel(address, channelOptionsOf(settings));
+  let outcome: FabricOutcome;
+  try {
+    outcome = await establishFabric(channel, settings);
+  } catch (e) {
+    await channel.close();
+    throw e;
+  }
+  return new Client(channel, settings, outcome, await ProgressEngine.forThread());
+}
+
+export { ENOSERVICE, RpcError };

@@ -1,0 +1,89 @@
+/**
+ * One call on a fabric session, client side: what it settles with ({@link FabricResult}), the
+ * hooks through which the session tells its owner what became of calls ({@link CallHooks}), and
+ * the one allocation a call makes — its promise ({@link newCallPromise}). Everything else a call
+ * needs lives in its slot's preallocated record (`client_slots.ts`).
+ *
+ * Ownership and threading: created by the session on its JS thread; the result's byte arrays are
+ * fresh copies the caller owns.
+ * @module
+ */
+import type { ClientCallOptions, ClientCallResult } from "../../client/client_options.ts";
+import type { CallPath } from "../../client/selector.ts";
+
+/** The outcome of a fabric call (the public result shape). The byte arrays are copies: the caller owns them. */
+export type FabricResult = ClientCallResult;
+
+/**
+ * What the session reports to its owner (the {@link Client}), per call, without a closure per
+ * call. Set once with `ClientSession.hooks`; every method runs on the session's thread.
+ */
+export interface CallHooks {
+  /** Label of the fabric, put into every result's `fabric`. */
+  readonly fabricLabel: string;
+  /** A call completed on `path`; `startedAt` is its `performance.now()` at submit, or 0 (not sampled). */
+  completed(path: CallPath, startedAt: number): void;
+  /** A call failed with a fabric error (counted against the session's error budget). */
+  fabricError(): void;
+  /**
+   * Redo the call over TCP: the server never took it (the session ended before it did), or its
+   * object pool had no room for the answer (EOVERCROWDED; the handler ran).
+   * Returns the promise of the TCP call; the fabric call's promise follows it.
+   */
+  overflow(
+    service: string,
+    method: string,
+    request: Uint8Array,
+    options: ClientCallOptions,
+  ): Promise<ClientCallResult>;
+}
+
+/** Hooks that count nothing and send overflowing calls nowhere (a session without an owner). */
+export const NO_HOOKS: CallHooks = {
+  fabricLabel: "fabric",
+  completed() {},
+  fabricError() {},
+  overflow: () => Promise.reject(new Error("no TCP channel to overflow to")),
+};
+
+/** The settle functions of the last {@link newCallPromise}, read right after it returns. */
+export const settle = {
+  resolve: null as ((r: ClientCallResult | Promise<ClientCallResult>) => void) | null,
+  reject: null as ((e: unknown) => void) | null,
+};
+
+function executor(
+  resolve: (r: ClientCallResult | Promise<ClientCallResult>) => void,
+  reject: (e: unknown) => void,
+): void {
+  settle.resolve = resolve;
+  settle.reject = reject;
+}
+
+/**
+ * A call's promise (the one allocation per call beyond its result), through one shared executor
+ * (no closure per call); its settle functions are in {@link settle} until the next call.
+ */
+export function newCallPromise(): Promise<ClientCallResult> {
+  return new Promise<ClientCallResult>(executor);
+}
+
+/** Counters of a client session (`ClientSession.stats`; updated in place, copy to snapshot). */
+export interface ClientSessionStats {
+  /** Calls posted. */
+  submitted: number;
+  /** Doorbells rung for requests (a batch of calls submitted together rings one). */
+  doorbells: number;
+  /** Calls answered (every answer the session settled a call with). */
+  completed: number;
+  /** progress() rounds that completed at least one call (completed ÷ this = answers per batch). */
+  completionBatches: number;
+  /** LAZY objects read one-sided. */
+  lazyReads: number;
+  /** LAZY reads that had to wait for staging room (posted later, in order; never redone over TCP). */
+  lazyWaits: number;
+  /** RECLAIM batches posted. */
+  reclaimsSent: number;
+  /** LAZY reads that found the object changed (stale generation). */
+  staleObjects: number;
+}
