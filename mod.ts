@@ -65,14 +65,14 @@ export {
   connectOptionsSchema,
   faultsSchema,
   type RpcClient,
-} from "./rpc/client.ts";
+} from "./rpc/client/client.ts";
 export type {
   BatchCall,
   ClientCallOptions,
   ClientCallResult,
   ClientOptions,
   ClientStats,
-} from "./rpc/client.ts";
+} from "./rpc/client/client.ts";
 // Many servers: connect("list://…" | "etcd://…" | …, { lb, … }) gives a ClusterClient.
 export type {
   ClusterCallOptions,
@@ -82,13 +82,13 @@ export type {
   ClusterStats,
 } from "./rpc/cluster/cluster_client.ts";
 // The plain baidu_std channel (TCP only; also talks to stock brpc servers).
-export { Channel, ChannelOptionsSchema, connect as connectChannel } from "./rpc/channel.ts";
-export type { CallOptions, CallResult, ChannelOptions } from "./rpc/channel.ts";
+export { Channel, ChannelOptionsSchema, connect as connectChannel } from "./rpc/tcp/channel.ts";
+export type { CallOptions, CallResult, ChannelOptions } from "./rpc/tcp/channel.ts";
 // brpc's RDMA mode (option brpcRdma): open the device ahead of a client's first connection.
-export { prepareBrpcRdma } from "./rpc/brpc_rdma.ts";
+export { prepareBrpcRdma } from "./rpc/brpc/brpc_rdma.ts";
 
 // Server.
-export { borrowsRequest, serve, ServeOptionsSchema, Server, typedMethod } from "./rpc/server.ts";
+export { borrowsRequest, serve, ServeOptionsSchema, Server, typedMethod } from "./rpc/server/server.ts";
 export type {
   CallContext,
   Handler,
@@ -97,7 +97,7 @@ export type {
   ServeOptionsOf,
   ServerStats,
   ServiceMap,
-} from "./rpc/server.ts";
+} from "./rpc/server/server.ts";
 // brpc Streaming RPC on the TCP connection: a client opens a stream with a call, the handler
 // accepts it; wire-compatible with stock brpc (StreamCreate / StreamAccept).
 export { acceptStream, acceptStreams, callHasStream } from "./rpc/stream/accept.ts";
@@ -150,8 +150,8 @@ export {
   REQUEST_ID_HEADER,
   requestHeadersOf,
 } from "./rpc/connect/headers.ts";
-export { fabricHostOptionsSchema } from "./rpc/session/fabric_host.ts";
-export type { FabricHostOptions } from "./rpc/session/fabric_host.ts";
+export { fabricHostOptionsSchema } from "./rpc/session/server/fabric_host.ts";
+export type { FabricHostOptions } from "./rpc/session/server/fabric_host.ts";
 
 // Paths, region and telemetry.
 export {
@@ -159,8 +159,8 @@ export {
   DEFAULT_SELECTOR_CONFIG,
   selectorConfigSchema,
   selectPath,
-} from "./rpc/selector.ts";
-export type { CallPath, Selection, SelectorConfig } from "./rpc/selector.ts";
+} from "./rpc/client/selector.ts";
+export type { CallPath, Selection, SelectorConfig } from "./rpc/client/selector.ts";
 export { computeLayout, parseRegionConfig, regionConfigSchema } from "./rpc/region/layout.ts";
 export type { RegionConfig, RegionConfigInput, RegionLayout } from "./rpc/region/layout.ts";
 export { formatTelemetry } from "./rpc/region/telemetry.ts";

@@ -244,7 +244,7 @@ const CLEAN: SourceGraph = {
   "transport/registry.ts": { imports: ["zod", "transport/provider.ts"], lines: 10 },
   "transport/shm/provider.ts": { imports: ["transport/proof.ts", "ffi/libc.ts"], lines: 10 },
   "transport/tcp/tcp.ts": { imports: ["errors.ts"], lines: 10 },
-  "rpc/client.ts": { imports: ["transport/registry.ts", "transport/tcp/mod.ts"], lines: 400 },
+  "rpc/client/client.ts": { imports: ["transport/registry.ts", "transport/tcp/mod.ts"], lines: 400 },
   "cli/call.ts": { imports: ["mod.ts", "examples/demo/mod.ts", "cli/options.ts"], lines: 10 },
   "cli/options.ts": { imports: ["util/options.ts", "zod"], lines: 10 },
   "cli/main.ts": { imports: ["cli/call.ts", "cli/options.ts"], lines: 10 },
@@ -253,24 +253,24 @@ const CLEAN: SourceGraph = {
     imports: ["mod.ts", "errors.ts", "examples/demo/codec.ts"],
     lines: 10,
   },
-  "mod.ts": { imports: ["rpc/client.ts", "transport/registry.ts", "ffi/loader.ts"], lines: 10 },
+  "mod.ts": { imports: ["rpc/client/client.ts", "transport/registry.ts", "ffi/loader.ts"], lines: 10 },
 };
 
 /** One graph with exactly one violation of each rule (file, import). */
 const BROKEN: Record<RuleId, [string, SourceFacts, string?]> = {
   "rpc-below": [
-    "rpc/session/progress.ts",
+    "rpc/session/engine/progress.ts",
     { imports: ["transport/verbs/qp.ts"], lines: 1 },
     "transport/verbs/qp.ts",
   ],
-  "rpc-not-above": ["rpc/session/client_session.ts", {
+  "rpc-not-above": ["rpc/session/client/client_session.ts", {
     imports: ["examples/demo/service.ts"],
     lines: 1,
   }, "examples/demo/service.ts"],
   "transport-below": ["transport/verbs/provider.ts", {
-    imports: ["rpc/session/hello.ts"],
+    imports: ["rpc/session/handshake/hello.ts"],
     lines: 1,
-  }, "rpc/session/hello.ts"],
+  }, "rpc/session/handshake/hello.ts"],
   "fabric-isolation": ["transport/urma/endpoint.ts", {
     imports: ["transport/verbs/send_queue.ts"],
     lines: 1,
@@ -292,7 +292,7 @@ const BROKEN: Record<RuleId, [string, SourceFacts, string?]> = {
     { imports: ["mod.ts", "cli/options.ts", "cli/main.ts"], lines: 10 },
     "cli/main.ts",
   ],
-  "file-size": ["rpc/session/client_session.ts", { imports: [], lines: 664 }],
+  "file-size": ["rpc/session/client/client_session.ts", { imports: [], lines: 664 }],
 };
 
 test("layering checker: a clean graph passes", () => {

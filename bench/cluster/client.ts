@@ -21,8 +21,8 @@
  * @module
  */
 import process from "node:process";
-import { connect } from "../../rpc/client.ts";
-import type { RpcClient } from "../../rpc/rpc_client.ts";
+import { connect } from "../../rpc/client/client.ts";
+import type { RpcClient } from "../../rpc/client/rpc_client.ts";
 import { arg, exit, numArg } from "../common/args.ts";
 import { median } from "../common/median.ts";
 

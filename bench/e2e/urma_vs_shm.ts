@@ -10,7 +10,7 @@
  * @module
  */
 import { fileURLToPath } from "node:url";
-import { connect } from "../../rpc/client.ts";
+import { connect } from "../../rpc/client/client.ts";
 import { RUNTIME, type RuntimeName } from "../../ffi/runtime.ts";
 import { spawnScript } from "../../tests/util/proc.ts";
 

@@ -17,7 +17,7 @@
  * beyond a cap (JSC takes no samples while the thread is outside JS).
  *
  * `file` is matched against the frame's location: the path relative to the profiled checkout
- * (`rpc/client.ts`), or the url as the runtime reports it for runtime code (`ext:core/01_core.js`,
+ * (`rpc/client/client.ts`), or the url as the runtime reports it for runtime code (`ext:core/01_core.js`,
  * `node:url`, empty for natives and the pseudo-frames `(garbage collector)`, `(idle)`, `(program)`).
  * `fn` (optional) is matched against the function name (private methods keep their `#`; anonymous
  * functions are `""` on Deno and `""` or `anonymous` on Bun). `side` (optional) limits a rule to

@@ -64,7 +64,7 @@ export function progressArgs(): { spinUs?: number; idleAfterMs?: number } {
 
 /** Where the progress engine of that same checkout is (`stalls.ts` reads its counters). */
 export function engineUrl(): string {
-  return modUrl().replace(/mod\.ts$/, "rpc/session/engine.ts");
+  return modUrl().replace(/mod\.ts$/, "rpc/session/engine/engine.ts");
 }
 
 /**

@@ -14,8 +14,8 @@
  * since connect, warm-up included (a TCP_FALLBACK count shows calls redone over TCP).
  * @module
  */
-import { connect as connectChannel } from "../../rpc/channel.ts";
-import { connect } from "../../rpc/client.ts";
+import { connect as connectChannel } from "../../rpc/tcp/channel.ts";
+import { connect } from "../../rpc/client/client.ts";
 import { arg, exit, numArg } from "../common/args.ts";
 import { procUsage } from "../common/proc_cpu.ts";
 

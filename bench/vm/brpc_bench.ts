@@ -14,11 +14,11 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { RUNTIME } from "../../ffi/runtime.ts";
-import { prepareBrpcRdma } from "../../rpc/brpc_rdma.ts";
-import { connect as connectChannel } from "../../rpc/channel.ts";
-import { connect } from "../../rpc/client.ts";
+import { prepareBrpcRdma } from "../../rpc/brpc/brpc_rdma.ts";
+import { connect as connectChannel } from "../../rpc/tcp/channel.ts";
+import { connect } from "../../rpc/client/client.ts";
 import { demoService } from "../../examples/demo/service.ts";
-import { serve } from "../../rpc/server.ts";
+import { serve } from "../../rpc/server/server.ts";
 import { ROOT, spawnServerRole, VM_BENCH_REGION } from "./vm_common.ts";
 import { type Call, flight, median, serial } from "./brpc_bench_calls.ts";
 

@@ -4,7 +4,7 @@
  *   SR_SHARE=/work ../shared/softroce/run-in-vm.sh \
  *     'cd /work/main && node_modules/.bin/deno run -A bench/vm/brpc_rdma_ab.ts --a /work/base'
  *
- * The client loads checkout A's `rpc/channel.ts` beside this tree's; each side's server is its own
+ * The client loads checkout A's `rpc/tcp/channel.ts` beside this tree's; each side's server is its own
  * tree's `bench/vm/brpc_bench.ts --serve` (rxe1). Modes, in alternating order each round: A's
  * brpc-rdma channel to A's server, this tree's (B) to B's server, and B's TCP channel to B's
  * server (the yardstick). verbus.Demo/Echo 64 B; serial RTT (median µs), calls/s at 32 in flight,
@@ -17,9 +17,9 @@ import { spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { RUNTIME } from "../../ffi/runtime.ts";
-import { prepareBrpcRdma } from "../../rpc/brpc_rdma.ts";
-import { connect as connectChannel } from "../../rpc/channel.ts";
-import { ProgressEngine } from "../../rpc/session/engine.ts";
+import { prepareBrpcRdma } from "../../rpc/brpc/brpc_rdma.ts";
+import { connect as connectChannel } from "../../rpc/tcp/channel.ts";
+import { ProgressEngine } from "../../rpc/session/engine/engine.ts";
 import { type Call, flight, type FlightResult, median, serial } from "./brpc_bench_calls.ts";
 import { ROOT, spawnServerRole } from "./vm_common.ts";
 
@@ -64,7 +64,7 @@ async function main(): Promise<void> {
     g.process.env.VERBUS_BENCH_NO_SPIN = "1";
     (await ProgressEngine.forThread()).configure({ spinUs: 0, idleAfterMs: 0 });
   }
-  const aMod = await import(join(A, "rpc/channel.ts"));
+  const aMod = await import(join(A, "rpc/tcp/channel.ts"));
   const [srvA, srvB] = [
     await spawnA(),
     await spawnServerRole("bench/vm/brpc_bench.ts", ["--serve"]),

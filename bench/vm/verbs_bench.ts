@@ -16,10 +16,10 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { RUNTIME } from "../../ffi/runtime.ts";
-import { type Client, connect } from "../../rpc/client.ts";
+import { type Client, connect } from "../../rpc/client/client.ts";
 import { encodeKeyRequest } from "../../examples/demo/codec.ts";
 import { demoService } from "../../examples/demo/service.ts";
-import { serve } from "../../rpc/server.ts";
+import { serve } from "../../rpc/server/server.ts";
 import { endpointPingPong } from "./endpoint_pingpong.ts";
 import { spawnServerRole, VM_BENCH_REGION } from "./vm_common.ts";
 import { median } from "../common/median.ts";

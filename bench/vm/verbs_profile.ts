@@ -30,7 +30,7 @@ const SERVER = "10.77.0.2", CLIENT = "10.77.0.1", SERVICE = "bench.VmProfile";
 const ROOT = (env("VERBUS_ROOT") ?? new URL("../..", import.meta.url).pathname).replace(/\/$/, "");
 const lib = (p: string) => import(new URL(`file://${ROOT}/${p}`).href);
 const { serve, connect, RUNTIME } = await lib("mod.ts");
-const { ProgressEngine } = await lib("rpc/session/engine.ts");
+const { ProgressEngine } = await lib("rpc/session/engine/engine.ts");
 const { VerbsHub } = await lib("transport/verbs/hub.ts");
 const enc = new TextEncoder(), dec = new TextDecoder();
 const now = () => performance.timeOrigin + performance.now();

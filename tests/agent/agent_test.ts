@@ -10,7 +10,7 @@
  * - hostile producers scribbling on the ring: the agent and the honest producers survive.
  */
 import { assert, assertEquals, test } from "../harness.ts";
-import { connect } from "../../rpc/client.ts";
+import { connect } from "../../rpc/client/client.ts";
 import { startAgent } from "../../rpc/agent/agent.ts";
 import type { VerbusError } from "../../errors.ts";
 import { DemoClient } from "../../examples/demo/client.ts";
@@ -28,8 +28,8 @@ import {
   waitFor,
 } from "./util.ts";
 import { agentValue } from "./util_values.ts";
-import { AgentRingPort } from "../../transport/shm/agent_ring_port.ts";
-import { H } from "../../transport/shm/agent_ring.ts";
+import { AgentRingPort } from "../../transport/agent_ring/agent_ring_port.ts";
+import { H } from "../../transport/agent_ring/agent_ring.ts";
 
 const enc = new TextEncoder();
 

@@ -1,11 +1,11 @@
 /**
- * The MPSC ring (transport/shm/mpsc_ring.ts) in one process, producer and consumer over the same
+ * The MPSC ring (transport/agent_ring/mpsc_ring.ts) in one process, producer and consumer over the same
  * words: FULL is returned, descriptors are delivered once and in claim order, a position claimed
  * and never published is reclaimed after the timeout (counted) and a late publish to it is LOST,
  * and garbage — wrong lap tags, descriptors out of range, a wild tail — is counted and survived.
  */
 import { assert, assertEquals, test } from "../harness.ts";
-import { MpscRing, RING_FULL } from "../../transport/shm/mpsc_ring.ts";
+import { MpscRing, RING_FULL } from "../../transport/agent_ring/mpsc_ring.ts";
 
 const N = 8;
 function ring(): { a: MpscRing; b: MpscRing; words: Int32Array } {

@@ -4,7 +4,7 @@
  * @module
  */
 import { assert, assertEquals, test } from "../harness.ts";
-import { SpillAllocator } from "../../transport/shm/spill_allocator.ts";
+import { SpillAllocator } from "../../transport/agent_ring/spill_allocator.ts";
 
 test("ranges are 64-byte grains, first fit; past the size: −1", () => {
   const a = new SpillAllocator(4096);

@@ -10,7 +10,7 @@
 import { assert, assertEquals, test } from "../harness.ts";
 import { RUNTIME, type RuntimeName } from "../../ffi/runtime.ts";
 import type { Child } from "../util/proc.ts";
-import { AgentRingPort } from "../../transport/shm/agent_ring_port.ts";
+import { AgentRingPort } from "../../transport/agent_ring/agent_ring_port.ts";
 import { verifyLargeObject } from "../../examples/demo/large_object.ts";
 import {
   decodeGetResponse,

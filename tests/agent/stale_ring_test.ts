@@ -10,10 +10,10 @@ import { existsSync, unlinkSync, writeFileSync } from "node:fs";
 import { pid } from "node:process";
 import { userInfo } from "node:os";
 import { assert, assertEquals, test } from "../harness.ts";
-import { H, MAGIC, VERSION } from "../../transport/shm/agent_ring.ts";
-import { removeStaleAgentRings } from "../../transport/shm/agent_leftovers.ts";
+import { H, MAGIC, VERSION } from "../../transport/agent_ring/agent_ring.ts";
+import { removeStaleAgentRings } from "../../transport/agent_ring/agent_leftovers.ts";
 import { ShmMapping } from "../../transport/shm/shm_object.ts";
-import { serve } from "../../rpc/server.ts";
+import { serve } from "../../rpc/server/server.ts";
 import { agentName, agentRecordFile } from "./util.ts";
 
 /** A pid that ran and exited (reaped): no process has it now. */

@@ -9,12 +9,12 @@ import { spawn, spawnSync } from "node:child_process";
 import { unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { userInfo } from "node:os";
-import { agentDirectory } from "../../transport/shm/agent_directory.ts";
+import { agentDirectory } from "../../transport/agent_ring/agent_directory.ts";
 import { demoService } from "../../examples/demo/service.ts";
 import { KvStore } from "../../examples/demo/kv_store.ts";
 import { generateLargeObject } from "../../examples/demo/large_object.ts";
 import { RUNTIME, type RuntimeName } from "../../ffi/runtime.ts";
-import { serve, type Server } from "../../rpc/server.ts";
+import { serve, type Server } from "../../rpc/server/server.ts";
 import { type AgentClient, connectAgent } from "../../rpc/agent/agent_client.ts";
 import { type Child, REPO_ROOT, runtimeBinary, spawnScript } from "../util/proc.ts";
 

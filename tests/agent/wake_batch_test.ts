@@ -9,9 +9,9 @@
  * - many laps of the ring under batched posts and answers: every call delivered once, none lost.
  */
 import { assert, assertEquals, test } from "../harness.ts";
-import { createAgentRing, type DrainBuffers, joinAgentRing } from "../../transport/local_ring.ts";
-import type { AgentRingPort } from "../../transport/shm/agent_ring_port.ts";
-import { H } from "../../transport/shm/agent_ring.ts";
+import { createAgentRing, type DrainBuffers, joinAgentRing } from "../../transport/agent_ring/mod.ts";
+import type { AgentRingPort } from "../../transport/agent_ring/agent_ring_port.ts";
+import { H } from "../../transport/agent_ring/agent_ring.ts";
 import { agentName } from "./util.ts";
 
 const SIZES = { entries: 16, producers: 2, slots: 8, slotBytes: 256, spillBytes: 0 };

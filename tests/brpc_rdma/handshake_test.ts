@@ -5,8 +5,8 @@
  * sizes, a bogus QPN or GID, zeroed versions, a lying ACK: each ends in FALLBACK_TCP or FAILED
  * with the reason, within the handshake timeout — never a crash or a hang.
  */
-import { connect } from "../../rpc/channel.ts";
-import { type Handler, serve } from "../../rpc/server.ts";
+import { connect } from "../../rpc/tcp/channel.ts";
+import { type Handler, serve } from "../../rpc/server/server.ts";
 import { encodeFrame, FrameParser } from "../../rpc/protocol/frame.ts";
 import { clientHandshake } from "../../transport/brpc_rdma/handshake.ts";
 import { _setBrpcQpFactory } from "../../transport/brpc_rdma/mod.ts";

@@ -6,8 +6,8 @@
  * the fallbacks: no RDMA on this host, a plain client, a server without RDMA mode.
  */
 import { ConnectionClosedError } from "../../errors.ts";
-import { connect } from "../../rpc/channel.ts";
-import { type Handler, serve } from "../../rpc/server.ts";
+import { connect } from "../../rpc/tcp/channel.ts";
+import { type Handler, serve } from "../../rpc/server/server.ts";
 import { _setBrpcQpFactory } from "../../transport/brpc_rdma/mod.ts";
 import { assert, assertEquals, assertRejects, test } from "../harness.ts";
 import { fakeFactory, type FakeQp, RNR_RETRY_EXC_ERR } from "./fake_qp.ts";

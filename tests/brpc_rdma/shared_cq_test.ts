@@ -5,8 +5,8 @@
  * waits on a completion queue of its own — while credits run out and come back; at close every
  * QP leaves the shared CQ.
  */
-import { connect } from "../../rpc/channel.ts";
-import { type Handler, serve } from "../../rpc/server.ts";
+import { connect } from "../../rpc/tcp/channel.ts";
+import { type Handler, serve } from "../../rpc/server/server.ts";
 import { _setBrpcQpFactory } from "../../transport/brpc_rdma/mod.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 import { fakeFactory } from "./fake_qp.ts";

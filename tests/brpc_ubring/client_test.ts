@@ -9,7 +9,7 @@
  * error and the next call reconnects; the peer's close is acknowledged; a peer without heartbeat
  * is dropped. Both runtimes.
  */
-import { connect } from "../../rpc/channel.ts";
+import { connect } from "../../rpc/tcp/channel.ts";
 import { brpcUbringOptionsSchema } from "../../transport/brpc_ubring/options.ts";
 import { ubringClientHandshake } from "../../transport/brpc_ubring/handshake.ts";
 import { tcp } from "../../transport/tcp/mod.ts";

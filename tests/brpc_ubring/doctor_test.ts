@@ -4,7 +4,7 @@
  * versions), is no UBRing server (a plain verbus server) or cannot be reached — each said with
  * why. Both runtimes.
  */
-import { serve } from "../../rpc/server.ts";
+import { serve } from "../../rpc/server/server.ts";
 import { brpcUbringCapability } from "../../transport/brpc_ubring/probe.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 import { verbusAsync } from "../util/verbus_cli.ts";

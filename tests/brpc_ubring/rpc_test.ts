@@ -5,8 +5,8 @@
  * the next call reconnects), and the fallbacks: a plain TCP client of a UBRing server, a UBRing
  * client of a plain server. Both runtimes.
  */
-import { connect } from "../../rpc/channel.ts";
-import { type Handler, serve } from "../../rpc/server.ts";
+import { connect } from "../../rpc/tcp/channel.ts";
+import { type Handler, serve } from "../../rpc/server/server.ts";
 import { assertEquals, test } from "../harness.ts";
 import { bytes, logger, ubringObjects } from "./util.ts";
 

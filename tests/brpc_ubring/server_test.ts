@@ -7,9 +7,9 @@
  * server serves the next client; plain TCP clients of a UBRing server, and UBRing clients of a
  * plain server, are served over TCP. Both runtimes.
  */
-import { connect } from "../../rpc/channel.ts";
+import { connect } from "../../rpc/tcp/channel.ts";
 import { encodeFrame } from "../../rpc/protocol/frame.ts";
-import { type Handler, serve, type Server } from "../../rpc/server.ts";
+import { type Handler, serve, type Server } from "../../rpc/server/server.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 import { bytes, logger, ubringObjects, until } from "./util.ts";
 import { MiB, peerClient, type PeerClientConfig } from "./ubring_peer.ts";

@@ -6,9 +6,9 @@
  * bad count and for targets without streams).
  */
 import { countIndexOf, demoService, encodeCountRequest } from "../../examples/demo/mod.ts";
-import { connect } from "../../rpc/channel.ts";
+import { connect } from "../../rpc/tcp/channel.ts";
 import { RpcError } from "../../rpc/errors.ts";
-import { serve } from "../../rpc/server.ts";
+import { serve } from "../../rpc/server/server.ts";
 import { openStream } from "../../rpc/stream/open.ts";
 import { assert, assertEquals, assertRejects, test } from "../harness.ts";
 import { otherRuntime, withChild } from "../util/proc.ts";

@@ -6,7 +6,7 @@
  * @module
  */
 import { runBench, secondsOf, warmUp } from "../../cli/call_ops.ts";
-import type { Client } from "../../rpc/client.ts";
+import type { Client } from "../../rpc/client/client.ts";
 import { assertEquals, test } from "../harness.ts";
 
 /** A fake call that stays in flight for a timer tick, counting how many are in flight at once. */

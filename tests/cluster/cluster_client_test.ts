@@ -7,10 +7,10 @@
  * server that stalls; the options and the URL are checked.
  * @module
  */
-import { connect } from "../../rpc/client.ts";
+import { connect } from "../../rpc/client/client.ts";
 import type { ClusterClient } from "../../rpc/cluster/cluster_client.ts";
 import { ServerPool } from "../../rpc/cluster/server_pool.ts";
-import { serve, type Server } from "../../rpc/server.ts";
+import { serve, type Server } from "../../rpc/server/server.ts";
 import { VerbusError } from "../../errors.ts";
 import { assert, assertEquals, assertRejects, test } from "../harness.ts";
 

@@ -9,7 +9,7 @@
  * server that stalls. Skipped, with the reason, where etcd is not installed.
  * @module
  */
-import { connect } from "../../rpc/client.ts";
+import { connect } from "../../rpc/client/client.ts";
 import type { ClusterCallResult, ClusterClient } from "../../rpc/cluster/cluster_client.ts";
 import { ringPoints } from "../../rpc/cluster/lb_consistent_hashing.ts";
 import { murmurHash32 } from "../../rpc/cluster/murmurhash3.ts";

@@ -8,7 +8,7 @@
  */
 import { assert, assertEquals, assertRejects, test } from "../harness.ts";
 import { VerbusError } from "../../errors.ts";
-import { serve, type Server } from "../../rpc/server.ts";
+import { serve, type Server } from "../../rpc/server/server.ts";
 import { etcdNaming } from "../../rpc/cluster/naming_etcd.ts";
 import { b64, etcdPost, prefixEnd, unb64 } from "../../rpc/cluster/etcd_gateway.ts";
 import { advertisedAddress } from "../../rpc/cluster/etcd_register.ts";

@@ -11,10 +11,10 @@
  * @module
  */
 import { spawn } from "node:child_process";
-import { connect } from "../../rpc/client.ts";
+import { connect } from "../../rpc/client/client.ts";
 import type { ClusterCallResult, ClusterClient } from "../../rpc/cluster/cluster_client.ts";
 import { ServerPool } from "../../rpc/cluster/server_pool.ts";
-import { serve, type Server } from "../../rpc/server.ts";
+import { serve, type Server } from "../../rpc/server/server.ts";
 import { VerbusError } from "../../errors.ts";
 import { tcp } from "../../transport/tcp/mod.ts";
 import { decodeEchoMessage, encodeEchoMessage } from "../../examples/demo/brpc_echo.ts";

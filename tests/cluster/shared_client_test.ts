@@ -10,11 +10,11 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { VerbusError } from "../../errors.ts";
-import { Client, connect } from "../../rpc/client.ts";
+import { Client, connect } from "../../rpc/client/client.ts";
 import type { ClusterClient } from "../../rpc/cluster/cluster_client.ts";
 import { ServerPool } from "../../rpc/cluster/server_pool.ts";
 import { createVerbusTransport } from "../../rpc/connect/transport.ts";
-import { serve, type Server } from "../../rpc/server.ts";
+import { serve, type Server } from "../../rpc/server/server.ts";
 import {
   GreeterService,
   GreetRequestSchema,

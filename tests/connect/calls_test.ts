@@ -12,7 +12,7 @@ import { VerbusError } from "../../errors.ts";
 import { protoService, type VerbusHandlerContext } from "../../rpc/connect/service.ts";
 import { createVerbusTransport, type VerbusTransportOptions } from "../../rpc/connect/transport.ts";
 import type { CallContext } from "../../rpc/protocol/dispatch.ts";
-import { serve } from "../../rpc/server.ts";
+import { serve } from "../../rpc/server/server.ts";
 import {
   GreeterService,
   GreetRequestSchema,

@@ -17,7 +17,7 @@ import {
   type VerbusTransportOptions,
 } from "../../rpc/connect/transport.ts";
 import type { ClusterClient } from "../../rpc/cluster/cluster_client.ts";
-import { serve, type Server } from "../../rpc/server.ts";
+import { serve, type Server } from "../../rpc/server/server.ts";
 import { GreeterService } from "../../examples/greeter/gen/greeter/v1/greeter_pb.ts";
 import { SMALL_REGION } from "../fabric/util.ts";
 import { assert, assertEquals, assertRejects, assertThrows, test } from "../harness.ts";

@@ -11,7 +11,7 @@ import {
   FileDescriptorProtoSchema,
 } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { connect as connectChannel } from "../../rpc/channel.ts";
+import { connect as connectChannel } from "../../rpc/tcp/channel.ts";
 import { BRPC_ERROR_CODE_HEADER } from "../../rpc/connect/codes.ts";
 import { createVerbusTransport } from "../../rpc/connect/transport.ts";
 import {
@@ -33,7 +33,7 @@ import {
   GreetRequestSchema,
   GreetResponseSchema,
 } from "../../examples/greeter/gen/greeter/v1/greeter_pb.ts";
-import { serve } from "../../rpc/server.ts";
+import { serve } from "../../rpc/server/server.ts";
 import { greeterImpl } from "../../examples/greeter/service.ts";
 import { assert, assertEquals, assertRejects, test } from "../harness.ts";
 import { PLANES, withServer, withTransport } from "./util.ts";

@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { spawn, spawnSync } from "node:child_process";
 import { RUNTIME } from "../../ffi/runtime.ts";
-import { connect as connectChannel } from "../../rpc/channel.ts";
+import { connect as connectChannel } from "../../rpc/tcp/channel.ts";
 import { demoService } from "../../examples/demo/service.ts";
 import { decodeEchoMessage, encodeEchoMessage } from "../../examples/demo/brpc_echo.ts";
 import { createVerbusTransport } from "../../rpc/connect/transport.ts";

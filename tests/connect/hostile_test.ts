@@ -12,7 +12,7 @@ import {
   FileDescriptorProtoSchema,
 } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { connect as connectChannel } from "../../rpc/channel.ts";
+import { connect as connectChannel } from "../../rpc/tcp/channel.ts";
 import { EINTERNAL, EREQUEST, RpcError } from "../../rpc/errors.ts";
 import { internalErrorIdOf } from "../../rpc/protocol/internal_error.ts";
 import { GreeterService } from "../../examples/greeter/gen/greeter/v1/greeter_pb.ts";

@@ -10,10 +10,10 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { VerbusError } from "../../errors.ts";
-import { serve } from "../../rpc/server.ts";
-import type { FabricHostOptions } from "../../rpc/session/fabric_host.ts";
+import { serve } from "../../rpc/server/server.ts";
+import type { FabricHostOptions } from "../../rpc/session/server/fabric_host.ts";
 import type { ServerCall } from "../../rpc/protocol/dispatch.ts";
-import { ServerSession } from "../../rpc/session/server_session.ts";
+import { ServerSession } from "../../rpc/session/server/server_session.ts";
 import type { VerbusHandlerContext } from "../../rpc/connect/service.ts";
 import type { VerbusTransportOptions } from "../../rpc/connect/transport.ts";
 import {

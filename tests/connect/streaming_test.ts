@@ -10,7 +10,7 @@ import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/
 import { GreeterService } from "../../examples/greeter/gen/greeter/v1/greeter_pb.ts";
 import { greeterImpl } from "../../examples/greeter/service.ts";
 import { createVerbusTransport } from "../../rpc/connect/transport.ts";
-import { serve } from "../../rpc/server.ts";
+import { serve } from "../../rpc/server/server.ts";
 import type { VerbusHandlerContext } from "../../rpc/connect/service.ts";
 import { assert, assertEquals, assertRejects, test } from "../harness.ts";
 import { PLANES, withServer, withTransport } from "./util.ts";

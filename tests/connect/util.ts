@@ -5,14 +5,14 @@
  */
 import { create, createFileRegistry, type DescService } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
-import { serve, type ServeOptionsOf, type Server } from "../../rpc/server.ts";
+import { serve, type ServeOptionsOf, type Server } from "../../rpc/server/server.ts";
 import {
   createVerbusTransport,
   type VerbusTransport,
   type VerbusTransportOptions,
 } from "../../rpc/connect/transport.ts";
 import { SMALL_REGION } from "../fabric/util.ts";
-import type { FabricHostOptions } from "../../rpc/session/fabric_host.ts";
+import type { FabricHostOptions } from "../../rpc/session/server/fabric_host.ts";
 
 /**
  * Runs `fn` with a server of `services` (fabric: false = TCP only, like a stock brpc server;

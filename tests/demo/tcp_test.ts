@@ -6,8 +6,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { assert, assertEquals, assertRejects, test } from "../harness.ts";
-import { serve } from "../../rpc/server.ts";
-import { connect } from "../../rpc/channel.ts";
+import { serve } from "../../rpc/server/server.ts";
+import { connect } from "../../rpc/tcp/channel.ts";
 import { EREQUEST, RpcError } from "../../rpc/errors.ts";
 import {
   DemoClient,

@@ -50,7 +50,7 @@ test("the walkthroughs are there and cite the files a change touches", () => {
   }
   assertEquals(expand("transport/<fabric>/descriptor.ts").length, FABRICS.length);
   const oneCall = DOC.split("## The path of one call")[1].split("\n## ")[0];
-  for (const p of ["rpc/client.ts", "rpc/session/call_spec.ts", "rpc/session/client_session.ts"]) {
+  for (const p of ["rpc/client/client.ts", "rpc/session/client/call_spec.ts", "rpc/session/client/client_session.ts"]) {
     assert(citedPaths(oneCall).includes(p), `"The path of one call" names ${p}`);
   }
 });

@@ -5,7 +5,7 @@
  */
 import { readFileSync } from "node:fs";
 import { assert, assertEquals, test } from "../harness.ts";
-import { connect } from "../../rpc/client.ts";
+import { connect } from "../../rpc/client/client.ts";
 import { decodeGetResponse, encodeKeyRequest, encodePutRequest } from "../../examples/demo/codec.ts";
 import { verifyLargeObject } from "../../examples/demo/large_object.ts";
 import { otherRuntime, withChild } from "../util/proc.ts";

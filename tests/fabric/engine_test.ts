@@ -5,7 +5,7 @@
  * processes and runtimes).
  */
 import { assert, assertEquals, test } from "../harness.ts";
-import { ProgressEngine } from "../../rpc/session/engine.ts";
+import { ProgressEngine } from "../../rpc/session/engine/engine.ts";
 import { ProcessNotifyPage } from "../../transport/shm/notify_page.ts";
 import { otherRuntime, withChild } from "../util/proc.ts";
 import { stress } from "./stress.ts";

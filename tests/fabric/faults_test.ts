@@ -8,7 +8,7 @@
  */
 import { assert, assertEquals, test } from "../harness.ts";
 import { encodeKeyRequest } from "../../examples/demo/codec.ts";
-import type { Client } from "../../rpc/client.ts";
+import type { Client } from "../../rpc/client/client.ts";
 import { client, FABRIC_LABEL, pattern, startServer, until } from "./util.ts";
 
 async function paths(c: Client, n: number): Promise<string[]> {

@@ -10,10 +10,10 @@
  */
 import { readFileSync } from "node:fs";
 import { assert, assertEquals, test } from "../harness.ts";
-import { type Client, connect } from "../../rpc/client.ts";
+import { type Client, connect } from "../../rpc/client/client.ts";
 import { RUNTIME, type RuntimeName } from "../../ffi/runtime.ts";
 import { withChild } from "../util/proc.ts";
-import { serve } from "../../rpc/server.ts";
+import { serve } from "../../rpc/server/server.ts";
 import { pattern, SHM_ONLY } from "./util.ts";
 import { SMALL_REGION } from "../../bench/scale/common.ts";
 

@@ -7,7 +7,7 @@
  * long or malformed, either way — fails that call only, and the session and server go on.
  */
 import type { Handler, ServerCall } from "../../rpc/protocol/dispatch.ts";
-import { ServerSession } from "../../rpc/session/server_session.ts";
+import { ServerSession } from "../../rpc/session/server/server_session.ts";
 import { EINTERNAL, EREQUEST, RpcError } from "../../rpc/errors.ts";
 import { MetaBlockEncoder } from "../../rpc/session/meta_block.ts";
 import { VerbusError } from "../../errors.ts";

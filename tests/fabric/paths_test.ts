@@ -191,7 +191,7 @@ test("a fabric call past its deadline rejects with TIMEOUT; the session keeps wo
 
 test("log_id and the timeout travel the fabric descriptor to the handler's context", async () => {
   const seen: unknown[] = [];
-  const { serve } = await import("../../rpc/server.ts");
+  const { serve } = await import("../../rpc/server/server.ts");
   const s2 = await serve({
     port: 0,
     services: {
@@ -207,7 +207,7 @@ test("log_id and the timeout travel the fabric descriptor to the handler's conte
     },
     logger: { warn: () => {} },
   });
-  const { connect } = await import("../../rpc/client.ts");
+  const { connect } = await import("../../rpc/client/client.ts");
   const c = await connect({ host: "127.0.0.1", port: s2.port }, {
     region: { slots: 8, slotSize: 4096, bulkSize: 65536, objectSlabs: 2, stagingSize: 1 << 17 },
   });

@@ -9,7 +9,7 @@ import { pid } from "node:process";
 import { heldNotifyPages, heldSessionFds, liveSessionObjects } from "../util/shm.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 import { FLAG_BULK, METHOD_RECLAIM, READY, REQ } from "../../rpc/region/descriptors.ts";
-import type { Client } from "../../rpc/client.ts";
+import type { Client } from "../../rpc/client/client.ts";
 import { CONTROL } from "../../rpc/region/layout.ts";
 import { otherRuntime, spawnScript } from "../util/proc.ts";
 import {

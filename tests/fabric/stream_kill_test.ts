@@ -7,7 +7,7 @@
 import type { Stream } from "../../rpc/stream/stream.ts";
 import { acceptStream } from "../../rpc/stream/accept.ts";
 import { openStream } from "../../rpc/stream/open.ts";
-import type { Server } from "../../rpc/server.ts";
+import type { Server } from "../../rpc/server/server.ts";
 import { StreamError } from "../../rpc/stream/stream_error.ts";
 import { assert, assertEquals, assertRejects, test } from "../harness.ts";
 import { otherRuntime, spawnScript } from "../util/proc.ts";

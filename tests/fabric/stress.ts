@@ -6,7 +6,7 @@
  * @module
  */
 import { assertEquals } from "../harness.ts";
-import { type ClientOptions, connect } from "../../rpc/client.ts";
+import { type ClientOptions, connect } from "../../rpc/client/client.ts";
 import { pattern, SMALL_REGION } from "./util.ts";
 
 /** What a stress run talks to. */

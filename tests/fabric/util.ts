@@ -2,10 +2,10 @@
  * Helpers for the fabric suites: a small region (so many sessions fit), an in-process server with
  * the demo service, and a client connected to it.
  */
-import { type Client, type ClientOptions, connect } from "../../rpc/client.ts";
+import { type Client, type ClientOptions, connect } from "../../rpc/client/client.ts";
 import { demoService } from "../../examples/demo/service.ts";
-import { serve, type Server, type ServiceMap } from "../../rpc/server.ts";
-import type { FabricHostOptions } from "../../rpc/session/fabric_host.ts";
+import { serve, type Server, type ServiceMap } from "../../rpc/server/server.ts";
+import type { FabricHostOptions } from "../../rpc/session/server/fabric_host.ts";
 import { getEnv } from "../../ffi/runtime.ts";
 import type { FabricTestSettings } from "../../transport/fabric_descriptor.ts";
 import { fabricDescriptor, type FabricKind, FABRICS } from "../../transport/registry.ts";

@@ -1,6 +1,6 @@
 /**
  * The selector's example table: named inputs for every rule, boundary and precedence of
- * `rpc/selector.ts`, with the path each must get (checked by selector_test.ts).
+ * `rpc/client/selector.ts`, with the path each must get (checked by selector_test.ts).
  * @module
  */
 import {
@@ -8,7 +8,7 @@ import {
   DEFAULT_SELECTOR_CONFIG,
   type SelectInput,
   type SelectorConfig,
-} from "../../rpc/selector.ts";
+} from "../../rpc/client/selector.ts";
 
 /** One named example of the selection rules. */
 export interface SelectionRow {

@@ -15,7 +15,7 @@ import {
   type SelectorConfig,
   selectPath,
   selectPathOnly,
-} from "../../rpc/selector.ts";
+} from "../../rpc/client/selector.ts";
 import { selectionTable } from "./selection_table.ts";
 
 const cfg = DEFAULT_SELECTOR_CONFIG;

@@ -12,11 +12,11 @@ import {
   SLOT_FREE,
   SLOT_RECLAIM,
   SlotTable,
-} from "../../rpc/session/client_slots.ts";
-import { type CallHooks, newCallPromise, settle } from "../../rpc/session/fabric_call.ts";
+} from "../../rpc/session/client/client_slots.ts";
+import { type CallHooks, newCallPromise, settle } from "../../rpc/session/client/fabric_call.ts";
 import { VerbusError } from "../../errors.ts";
-import { ResponseTokens } from "../../rpc/session/response_tokens.ts";
-import { SNAPSHOT_BYTES, StagingArea } from "../../rpc/session/staging_area.ts";
+import { ResponseTokens } from "../../rpc/session/server/response_tokens.ts";
+import { SNAPSHOT_BYTES, StagingArea } from "../../rpc/session/client/staging_area.ts";
 
 function table(count: number) {
   const bulk = new BulkAllocator(64 * 1024, 64, count);

@@ -17,7 +17,7 @@ import {
   TELEMETRY_VERSION,
   telemetryView,
 } from "../../rpc/region/telemetry.ts";
-import { DEFAULT_SELECTOR_CONFIG, selectPath } from "../../rpc/selector.ts";
+import { DEFAULT_SELECTOR_CONFIG, selectPath } from "../../rpc/client/selector.ts";
 
 function fresh(): Telemetry {
   const t = new Telemetry(new Float64Array(TELEMETRY_SLOTS));

@@ -9,8 +9,8 @@
  * from the in-memory fake where one is needed).
  * @module
  */
-import { connect } from "../../rpc/channel.ts";
-import { type Handler, serve } from "../../rpc/server.ts";
+import { connect } from "../../rpc/tcp/channel.ts";
+import { type Handler, serve } from "../../rpc/server/server.ts";
 import { _setBrpcQpFactory } from "../../transport/brpc_rdma/mod.ts";
 import { encodeHello } from "../../transport/brpc_rdma/hello.ts";
 import { brpcRdmaOptionsSchema } from "../../transport/brpc_rdma/options.ts";

@@ -5,8 +5,8 @@
  * owns its requests still gets its own copy each call. Runs over shm.
  * @module
  */
-import { connect } from "../../rpc/client.ts";
-import { borrowsRequest, serve } from "../../rpc/server.ts";
+import { connect } from "../../rpc/client/client.ts";
+import { borrowsRequest, serve } from "../../rpc/server/server.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 
 const SIZE = 20_000;

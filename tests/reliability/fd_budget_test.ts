@@ -11,7 +11,7 @@
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { RUNTIME } from "../../ffi/runtime.ts";
-import { connect } from "../../rpc/channel.ts";
+import { connect } from "../../rpc/tcp/channel.ts";
 import { tcp } from "../../transport/tcp/mod.ts";
 import type { TcpConn } from "../../transport/tcp/tcp.ts";
 import { assert, test } from "../harness.ts";

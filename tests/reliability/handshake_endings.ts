@@ -6,11 +6,11 @@
  * (verbs: kernel PD / MR / CQ / QP / CM id counts).
  * @module
  */
-import { type Channel, connect as connectChannel } from "../../rpc/channel.ts";
-import { type ClientOptions, connect } from "../../rpc/client.ts";
+import { type Channel, connect as connectChannel } from "../../rpc/tcp/channel.ts";
+import { type ClientOptions, connect } from "../../rpc/client/client.ts";
 import { RpcError } from "../../rpc/errors.ts";
-import { serve, type Server } from "../../rpc/server.ts";
-import { ACK_OFF, ACK_ON, encodeAck, FABRIC_SERVICE } from "../../rpc/session/hello.ts";
+import { serve, type Server } from "../../rpc/server/server.ts";
+import { ACK_OFF, ACK_ON, encodeAck, FABRIC_SERVICE } from "../../rpc/session/handshake/hello.ts";
 import type { FabricKind } from "../../transport/registry.ts";
 import { assert, assertEquals, assertRejects } from "../harness.ts";
 import { fdTargets, sendHello, sleep, until, validHello } from "./util.ts";

@@ -6,11 +6,11 @@
  * @module
  */
 import { existsSync } from "node:fs";
-import { connect as connectChannel } from "../../rpc/channel.ts";
-import { connect } from "../../rpc/client.ts";
+import { connect as connectChannel } from "../../rpc/tcp/channel.ts";
+import { connect } from "../../rpc/client/client.ts";
 import { RpcError } from "../../rpc/errors.ts";
-import { serve, type Server } from "../../rpc/server.ts";
-import { ACK_OFF, ACK_ON, encodeAck, FABRIC_SERVICE } from "../../rpc/session/hello.ts";
+import { serve, type Server } from "../../rpc/server/server.ts";
+import { ACK_OFF, ACK_ON, encodeAck, FABRIC_SERVICE } from "../../rpc/session/handshake/hello.ts";
 import type { ShmOffer } from "../../transport/shm/handshake.ts";
 import type { ClientFabricProvider } from "../../transport/provider.ts";
 import { createClientProvider } from "../../transport/urma/provider.ts";

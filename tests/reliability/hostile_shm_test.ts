@@ -6,10 +6,10 @@
  * client refuses before it maps); a client killed mid-call leaves nothing behind.
  * @module
  */
-import { connect as connectChannel } from "../../rpc/channel.ts";
-import { connect } from "../../rpc/client.ts";
-import { serve, type Server } from "../../rpc/server.ts";
-import { ACK_ON, encodeAck, FABRIC_SERVICE } from "../../rpc/session/hello.ts";
+import { connect as connectChannel } from "../../rpc/tcp/channel.ts";
+import { connect } from "../../rpc/client/client.ts";
+import { serve, type Server } from "../../rpc/server/server.ts";
+import { ACK_ON, encodeAck, FABRIC_SERVICE } from "../../rpc/session/handshake/hello.ts";
 import { computeLayout } from "../../rpc/region/layout.ts";
 import { errno, loadLibc } from "../../ffi/libc.ts";
 import { cstringArg } from "../../ffi/strings.ts";

@@ -7,9 +7,9 @@
  * connection wrote its own line.
  * @module
  */
-import { connect } from "../../rpc/channel.ts";
-import { serve } from "../../rpc/server.ts";
-import { encodeHello, FABRIC_SERVICE } from "../../rpc/session/hello.ts";
+import { connect } from "../../rpc/tcp/channel.ts";
+import { serve } from "../../rpc/server/server.ts";
+import { encodeHello, FABRIC_SERVICE } from "../../rpc/session/handshake/hello.ts";
 import { tcp } from "../../transport/tcp/mod.ts";
 import { causeKey, peerText } from "../../util/log_text.ts";
 import { LogLimiter } from "../../util/log_limiter.ts";

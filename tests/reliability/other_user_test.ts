@@ -12,9 +12,9 @@ import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:
 import { join } from "node:path";
 import process from "node:process";
 import { userInfo } from "node:os";
-import { connect } from "../../rpc/client.ts";
+import { connect } from "../../rpc/client/client.ts";
 import { connectAgent } from "../../rpc/agent/agent_client.ts";
-import { serve } from "../../rpc/server.ts";
+import { serve } from "../../rpc/server/server.ts";
 import { demoService } from "../../examples/demo/mod.ts";
 import { VerbusError } from "../../errors.ts";
 import { assert, assertEquals, test } from "../harness.ts";

@@ -10,11 +10,11 @@
  * @module
  */
 import process from "node:process";
-import { connect as connectChannel } from "../../rpc/channel.ts";
-import { connect } from "../../rpc/client.ts";
-import { byeSchema, decodeHello, encodeBye, FABRIC_SERVICE } from "../../rpc/session/hello.ts";
-import { serve, type Server } from "../../rpc/server.ts";
-import type { ServerSession } from "../../rpc/session/server_session.ts";
+import { connect as connectChannel } from "../../rpc/tcp/channel.ts";
+import { connect } from "../../rpc/client/client.ts";
+import { byeSchema, decodeHello, encodeBye, FABRIC_SERVICE } from "../../rpc/session/handshake/hello.ts";
+import { serve, type Server } from "../../rpc/server/server.ts";
+import type { ServerSession } from "../../rpc/session/server/server_session.ts";
 import type { FaultKind } from "../../transport/faults.ts";
 import { SIM_PATH, SKIP_NO_SIM } from "../urma/util.ts";
 import { assert, assertEquals, test } from "../harness.ts";

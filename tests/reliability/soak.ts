@@ -18,7 +18,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import process from "node:process";
 import { RUNTIME } from "../../ffi/runtime.ts";
-import { type Client, connect } from "../../rpc/client.ts";
+import { type Client, connect } from "../../rpc/client/client.ts";
 import {
   decodeGetResponse,
   DEMO_SERVICE,

@@ -5,8 +5,8 @@
  * peer leaves; a peer that never reads is closed after `stallTimeoutMs`. On main this server grew
  * by ~40 × 16 MiB (answers queued without limit) and kept the peer.
  */
-import { connect } from "../../rpc/channel.ts";
-import { serve } from "../../rpc/server.ts";
+import { connect } from "../../rpc/tcp/channel.ts";
+import { serve } from "../../rpc/server/server.ts";
 import { encodeFrame } from "../../rpc/protocol/frame.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 import { connectMute, sleep, startFixture } from "./tcp_peers.ts";

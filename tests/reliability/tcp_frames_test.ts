@@ -4,12 +4,12 @@
  * that reason into the error of its pending calls; everyone else is served. On main the peer
  * only saw the connection close, with no reason on the wire.
  */
-import { connect } from "../../rpc/channel.ts";
+import { connect } from "../../rpc/tcp/channel.ts";
 import { ConnectionClosedError } from "../../errors.ts";
 import { EREQUEST } from "../../rpc/errors.ts";
 import { encodeFrame, FRAME_HEADER_SIZE, writeHeader } from "../../rpc/protocol/frame.ts";
 import { encodeRpcMeta } from "../../rpc/protocol/rpc_meta.ts";
-import { serve } from "../../rpc/server.ts";
+import { serve } from "../../rpc/server/server.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 import { connectWatcher, lastWord, sleep } from "./tcp_peers.ts";
 

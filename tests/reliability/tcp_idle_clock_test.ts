@@ -10,7 +10,7 @@
 import { ConnBase } from "../../transport/tcp/conn_base.ts";
 import type { NetAddress } from "../../transport/tcp/tcp.ts";
 import { ECLOSE } from "../../rpc/errors.ts";
-import { ServerConnection } from "../../rpc/server_connection.ts";
+import { ServerConnection } from "../../rpc/tcp/server_connection.ts";
 import { Dispatcher, type Handler } from "../../rpc/protocol/dispatch.ts";
 import { encodeFrame, FrameParser } from "../../rpc/protocol/frame.ts";
 import type { RpcMeta } from "../../rpc/protocol/rpc_meta.ts";

@@ -5,10 +5,10 @@
  * without running. The connections and calls within the limits are served as before. On main
  * there was no cap of either kind (every connection stayed open, every call ran).
  */
-import { connect } from "../../rpc/channel.ts";
+import { connect } from "../../rpc/tcp/channel.ts";
 import { ELIMIT } from "../../rpc/errors.ts";
 import { encodeFrame } from "../../rpc/protocol/frame.ts";
-import { serve } from "../../rpc/server.ts";
+import { serve } from "../../rpc/server/server.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 import { connectWatcher, lastWord, sleep, type Watcher } from "./tcp_peers.ts";
 

@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { RUNTIME } from "../../ffi/runtime.ts";
 import { FrameParser } from "../../rpc/protocol/frame.ts";
 import type { RpcMeta } from "../../rpc/protocol/rpc_meta.ts";
-import type { ServeOptions } from "../../rpc/server.ts";
+import type { ServeOptions } from "../../rpc/server/server.ts";
 import { tcp } from "../../transport/tcp/mod.ts";
 
 // deno-lint-ignore no-explicit-any

@@ -5,12 +5,12 @@
  * busy client is never taken for idle. On main a connection that sent half a header stayed open
  * indefinitely (there was no timer at all).
  */
-import { connect } from "../../rpc/channel.ts";
-import { connect as connectClient } from "../../rpc/client.ts";
+import { connect } from "../../rpc/tcp/channel.ts";
+import { connect as connectClient } from "../../rpc/client/client.ts";
 import { SHM_ONLY, SMALL_REGION } from "../fabric/util.ts";
 import { ECLOSE } from "../../rpc/errors.ts";
 import { encodeFrame } from "../../rpc/protocol/frame.ts";
-import { serve } from "../../rpc/server.ts";
+import { serve } from "../../rpc/server/server.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 import { connectWatcher, lastWord, sleep } from "./tcp_peers.ts";
 

@@ -6,7 +6,7 @@
  */
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { pid } from "node:process";
-import type { Channel } from "../../rpc/channel.ts";
+import type { Channel } from "../../rpc/tcp/channel.ts";
 import {
   type ClientHello,
   decodeHello,
@@ -15,7 +15,7 @@ import {
   HELLO_VERSION,
   type ServerHello,
   serverHelloSchema,
-} from "../../rpc/session/hello.ts";
+} from "../../rpc/session/handshake/hello.ts";
 import { runnableTasks } from "../../transport/cpu.ts";
 import { hostBootId } from "../../transport/host.ts";
 import type { FabricKind } from "../../transport/registry.ts";

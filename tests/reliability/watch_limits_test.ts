@@ -6,9 +6,9 @@
  * runtimes, shm.
  * @module
  */
-import { connect } from "../../rpc/client.ts";
-import { byeSchema, decodeHello, encodeBye, FABRIC_SERVICE } from "../../rpc/session/hello.ts";
-import { serve } from "../../rpc/server.ts";
+import { connect } from "../../rpc/client/client.ts";
+import { byeSchema, decodeHello, encodeBye, FABRIC_SERVICE } from "../../rpc/session/handshake/hello.ts";
+import { serve } from "../../rpc/server/server.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 import { until } from "./util.ts";
 

@@ -10,9 +10,9 @@ import {
   VerbusError,
 } from "../../errors.ts";
 import { RUNTIME } from "../../ffi/runtime.ts";
-import { connect } from "../../rpc/channel.ts";
+import { connect } from "../../rpc/tcp/channel.ts";
 import { RpcError } from "../../rpc/errors.ts";
-import { type Handler, serve } from "../../rpc/server.ts";
+import { type Handler, serve } from "../../rpc/server/server.ts";
 import { assert, assertEquals, assertRejects, test } from "../harness.ts";
 import { spawnScript } from "../util/proc.ts";
 

@@ -3,7 +3,7 @@
  * this one. Run the suite on both runtimes to cover both directions.
  */
 import { RUNTIME } from "../../ffi/runtime.ts";
-import { connect } from "../../rpc/channel.ts";
+import { connect } from "../../rpc/tcp/channel.ts";
 import { ENOMETHOD, RpcError } from "../../rpc/errors.ts";
 import { assertEquals, assertRejects, test } from "../harness.ts";
 import { otherRuntime, withChild } from "../util/proc.ts";

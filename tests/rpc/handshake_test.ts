@@ -8,9 +8,9 @@
 import { existsSync as pathExists } from "node:fs";
 import { liveSessionObjects, sessionObjectLive } from "../util/shm.ts";
 import { pid } from "node:process";
-import { type Channel, connect } from "../../rpc/channel.ts";
+import { type Channel, connect } from "../../rpc/tcp/channel.ts";
 import { RpcError } from "../../rpc/errors.ts";
-import { serve, type Server } from "../../rpc/server.ts";
+import { serve, type Server } from "../../rpc/server/server.ts";
 import {
   ACK_OFF,
   ACK_ON,
@@ -22,7 +22,7 @@ import {
   FABRIC_SERVICE,
   HELLO_VERSION,
   serverHelloSchema,
-} from "../../rpc/session/hello.ts";
+} from "../../rpc/session/handshake/hello.ts";
 import { assert, assertEquals, assertRejects, test } from "../harness.ts";
 
 const SMALL = {

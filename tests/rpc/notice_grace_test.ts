@@ -1,11 +1,11 @@
 /**
- * `rpc/session/notice_grace.ts`: a client session that failed on its side waits for the server's
+ * `rpc/session/client/notice_grace.ts`: a client session that failed on its side waits for the server's
  * notice only while its Watch is open, takes the server's reason (or its own, when the server
  * only reports that this client ended the session), and fails its calls at the latest after the
  * grace, or at once when the Watch ends.
  * @module
  */
-import { NOTICE_GRACE_MS, NoticeGrace } from "../../rpc/session/notice_grace.ts";
+import { NOTICE_GRACE_MS, NoticeGrace } from "../../rpc/session/client/notice_grace.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 
 test("no Watch open: no grace (the calls fail at once)", () => {

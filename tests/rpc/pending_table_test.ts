@@ -2,7 +2,7 @@
  * The channel's table of pending calls: slot by id, overflow for a call still pending when its
  * slot comes round again, growth past half full, oldest-first listing for expiry and close.
  */
-import { PendingCall, PendingTable } from "../../rpc/channel_call.ts";
+import { PendingCall, PendingTable } from "../../rpc/tcp/channel_call.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 
 const owner = { _expire() {} };

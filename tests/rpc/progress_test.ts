@@ -5,7 +5,7 @@
  */
 import { assert, assertEquals, test } from "../harness.ts";
 import { setImmediate } from "node:timers";
-import { ProgressLoop } from "../../rpc/session/progress.ts";
+import { ProgressLoop } from "../../rpc/session/engine/progress.ts";
 
 /** A loop over a fake step whose "answers" are instant: each submitted call completes at the next poll. */
 function harness(spinUs: number) {

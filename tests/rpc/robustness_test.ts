@@ -3,7 +3,7 @@
  * its own raw TCP connection, while a correct client has calls in flight. Only the offending
  * connection is closed (one log line each); everyone else keeps being served.
  */
-import { connect } from "../../rpc/channel.ts";
+import { connect } from "../../rpc/tcp/channel.ts";
 import {
   encodeFrame,
   FRAME_HEADER_SIZE,
@@ -11,7 +11,7 @@ import {
   writeHeader,
 } from "../../rpc/protocol/frame.ts";
 import { encodeRpcMeta, type RpcMeta } from "../../rpc/protocol/rpc_meta.ts";
-import { type Handler, serve } from "../../rpc/server.ts";
+import { type Handler, serve } from "../../rpc/server/server.ts";
 import { EREQUEST, ERESPONSE, RpcError } from "../../rpc/errors.ts";
 import { tcp } from "../../transport/tcp/mod.ts";
 import { assert, assertEquals, test } from "../harness.ts";

@@ -10,7 +10,7 @@ import {
 } from "@bufbuild/protobuf/wkt";
 import { BinaryReader, BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import { VerbusError } from "../../errors.ts";
-import { type Channel, connect } from "../../rpc/channel.ts";
+import { type Channel, connect } from "../../rpc/tcp/channel.ts";
 import {
   EINTERNAL,
   ELOGOFF,
@@ -29,7 +29,7 @@ import {
   serve,
   type Server,
   typedMethod,
-} from "../../rpc/server.ts";
+} from "../../rpc/server/server.ts";
 import { tcp } from "../../transport/tcp/mod.ts";
 import { internalErrorIdOf } from "../../rpc/protocol/internal_error.ts";
 import { assert, assertEquals, assertRejects, test } from "../harness.ts";

@@ -3,13 +3,13 @@
  * sleep, and the per-turn clock the data path reads instead of `performance.now()` per call.
  */
 import { assert, assertEquals, test } from "../harness.ts";
-import { OVERSUBSCRIBED_IDLE_AFTER_MS, spinPolicy } from "../../rpc/session/spin_policy.ts";
+import { OVERSUBSCRIBED_IDLE_AFTER_MS, spinPolicy } from "../../rpc/session/engine/spin_policy.ts";
 import {
   invalidateTurnClock,
   setTurnClock,
   turnDateNow,
   turnNow,
-} from "../../rpc/session/turn_clock.ts";
+} from "../../rpc/session/engine/turn_clock.ts";
 
 const base = { cores: 2, runnable: 2, peerAsleep: false, spinUs: 20, idleAfterMs: 5 };
 

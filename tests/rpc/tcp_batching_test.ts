@@ -5,7 +5,7 @@
  */
 import { ConnBase } from "../../transport/tcp/conn_base.ts";
 import type { NetAddress } from "../../transport/tcp/tcp.ts";
-import { ServerConnection } from "../../rpc/server_connection.ts";
+import { ServerConnection } from "../../rpc/tcp/server_connection.ts";
 import { Dispatcher, type Handler } from "../../rpc/protocol/dispatch.ts";
 import { FrameParser } from "../../rpc/protocol/frame.ts";
 import { RequestMetaCache } from "../../rpc/protocol/frame_fast.ts";

@@ -15,8 +15,8 @@
  * messages echoed back on the stream they came on.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { type Channel, connect } from "../../rpc/channel.ts";
-import { serve, type Server } from "../../rpc/server.ts";
+import { type Channel, connect } from "../../rpc/tcp/channel.ts";
+import { serve, type Server } from "../../rpc/server/server.ts";
 import { acceptStream, acceptStreams } from "../../rpc/stream/accept.ts";
 import { openStream, openStreams } from "../../rpc/stream/open.ts";
 import type { Stream } from "../../rpc/stream/stream.ts";

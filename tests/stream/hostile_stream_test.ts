@@ -21,7 +21,7 @@ import {
   FRAME_RST,
   type StreamFrameMeta,
 } from "../../rpc/protocol/stream_frame.ts";
-import { type Handler, serve } from "../../rpc/server.ts";
+import { type Handler, serve } from "../../rpc/server/server.ts";
 import { acceptStream } from "../../rpc/stream/accept.ts";
 import type { Stream } from "../../rpc/stream/stream.ts";
 import { tcp } from "../../transport/tcp/mod.ts";

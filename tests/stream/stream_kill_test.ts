@@ -3,8 +3,8 @@
  * stream ends with kind "connection" naming the peer, reads and writes fail at once instead of
  * waiting, nothing stays registered, and the survivor goes on (a new stream on a new connection).
  */
-import { connect } from "../../rpc/channel.ts";
-import { serve } from "../../rpc/server.ts";
+import { connect } from "../../rpc/tcp/channel.ts";
+import { serve } from "../../rpc/server/server.ts";
 import { acceptStream } from "../../rpc/stream/accept.ts";
 import { openStream } from "../../rpc/stream/open.ts";
 import type { Stream } from "../../rpc/stream/stream.ts";

@@ -8,8 +8,8 @@
  * @module
  */
 import process from "node:process";
-import { connect } from "../../rpc/channel.ts";
-import { serve, type Server, type ServiceMap } from "../../rpc/server.ts";
+import { connect } from "../../rpc/tcp/channel.ts";
+import { serve, type Server, type ServiceMap } from "../../rpc/server/server.ts";
 import { acceptStream } from "../../rpc/stream/accept.ts";
 import { openStream } from "../../rpc/stream/open.ts";
 import type { Stream } from "../../rpc/stream/stream.ts";

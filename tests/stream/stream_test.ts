@@ -3,10 +3,10 @@
  * its handler, messages both ways, large messages in segments, graceful close from either side,
  * reset, refusal, flow control (a reader that stops reading stops the writer; memory bounded).
  */
-import { type Channel, connect } from "../../rpc/channel.ts";
+import { type Channel, connect } from "../../rpc/tcp/channel.ts";
 import { RpcError } from "../../rpc/errors.ts";
 import type { Handler } from "../../rpc/protocol/dispatch.ts";
-import { serve, type Server } from "../../rpc/server.ts";
+import { serve, type Server } from "../../rpc/server/server.ts";
 import { acceptStream, acceptStreams } from "../../rpc/stream/accept.ts";
 import { openStream, openStreams } from "../../rpc/stream/open.ts";
 import type { Stream } from "../../rpc/stream/stream.ts";

@@ -7,11 +7,11 @@
  * with the reason — nothing hangs, the clients go on — while new sessions get a fresh JFC.
  */
 import { assert, assertEquals, test } from "../harness.ts";
-import { ProgressEngine } from "../../rpc/session/engine.ts";
+import { ProgressEngine } from "../../rpc/session/engine/engine.ts";
 import { Completions, OK, SIGNALED } from "../../transport/fabric.ts";
 import { type HubOptions, UrmaHub } from "../../transport/urma/hub.ts";
-import type { Client } from "../../rpc/client.ts";
-import type { Server } from "../../rpc/server.ts";
+import type { Client } from "../../rpc/client/client.ts";
+import type { Server } from "../../rpc/server/server.ts";
 import { otherRuntime, withChild } from "../util/proc.ts";
 import { stress } from "../fabric/stress.ts";
 import { client, pattern, startServer, until } from "../fabric/util.ts";

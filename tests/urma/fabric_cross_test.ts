@@ -4,7 +4,7 @@
  * BULK and 500 pipelined calls, then the server dies and calls go over TCP or fail cleanly.
  */
 import { assert, assertEquals, test } from "../harness.ts";
-import { connect } from "../../rpc/client.ts";
+import { connect } from "../../rpc/client/client.ts";
 import { otherRuntime, withChild } from "../util/proc.ts";
 import { loadSim, sessionObjects, SIM_ABI, SIM_PATH, simPathFor, skipCross } from "./util.ts";
 

@@ -18,7 +18,7 @@ export interface SourceFacts {
   lines: number;
   loads?: string[];
 }
-/** The import graph of a tree: repo-relative path (`rpc/client.ts`) → its facts. */
+/** The import graph of a tree: repo-relative path (`rpc/client/client.ts`) → its facts. */
 export type SourceGraph = Record<string, SourceFacts>;
 
 /** How an import binds: run at load, erased (type-only), or loaded later (`import("…")`). */

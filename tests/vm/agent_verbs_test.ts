@@ -6,7 +6,7 @@
  * server saw one connection: one QP for three processes.
  */
 import { assert, assertEquals, test } from "../harness.ts";
-import { connect } from "../../rpc/client.ts";
+import { connect } from "../../rpc/client/client.ts";
 import {
   agentName,
   producerResult,

@@ -8,10 +8,10 @@
  * solicited completions only); and the same peer as a brpc client of a verbus server. Both runtimes.
  */
 import { ConnectionClosedError } from "../../errors.ts";
-import { connect } from "../../rpc/channel.ts";
+import { connect } from "../../rpc/tcp/channel.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 import { CLIENT_ADDR, pattern, SERVER_ADDR, TEST_SERVICES } from "./fabric_verbs_util.ts";
-import { serve } from "../../rpc/server.ts";
+import { serve } from "../../rpc/server/server.ts";
 import { startBrpcPeer } from "./brpc_peer.ts";
 
 test("brpc-rdma client vs a protocol-description peer: hello, ACK, block limit, credits", async () => {

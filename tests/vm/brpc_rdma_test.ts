@@ -4,8 +4,8 @@
  * hellos' GIDs and QP numbers across the veth pair. Many calls in flight on small queues (credits
  * run out and come back), messages of several blocks, and a plain TCP client of the same server.
  */
-import { connect } from "../../rpc/channel.ts";
-import { serve } from "../../rpc/server.ts";
+import { connect } from "../../rpc/tcp/channel.ts";
+import { serve } from "../../rpc/server/server.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 import { pattern, SERVER_ADDR, TEST_SERVICES } from "./fabric_verbs_util.ts";
 

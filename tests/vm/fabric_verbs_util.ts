@@ -5,8 +5,8 @@
  * @module
  */
 import { execFileSync } from "node:child_process";
-import { type Client, type ClientOptions, connect } from "../../rpc/client.ts";
-import { serve, type Server } from "../../rpc/server.ts";
+import { type Client, type ClientOptions, connect } from "../../rpc/client/client.ts";
+import { serve, type Server } from "../../rpc/server/server.ts";
 
 /** Server and client addresses inside the Soft-RoCE VM. */
 export const SERVER_ADDR = "10.77.0.2", CLIENT_ADDR = "10.77.0.1";

@@ -5,7 +5,7 @@
  * session is never polled —, one parked wait serves every verbs session, and no wake-up is lost
  * under many sessions with random pauses across the spin and sleep thresholds.
  */
-import { ProgressEngine } from "../../rpc/session/engine.ts";
+import { ProgressEngine } from "../../rpc/session/engine/engine.ts";
 import { VerbsHub } from "../../transport/verbs/hub.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 import {
