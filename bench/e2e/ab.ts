@@ -3,7 +3,10 @@
  * noisy: only side-by-side ratios mean anything). Per round and case it starts a server of A and
  * drives it with a client of A (`verbus serve` / `verbus call --async-bench`, same runtime), then
  * the same for B; prints per case the median calls/s and p50 of each side and the medians of the
- * per-round B/A ratios (calls/s and p50).
+ * per-round B/A ratios (calls/s and p50), and µs of CPU per call (user + kernel) of the clients
+ * and of the server with the median per-round B/A ratio of their sum: the clients start their
+ * measured calls together (`--async-sync`) and report their own CPU; the server's is read from
+ * `/proc/PID/stat` over the same window (`cpu_rows.ts`, as the e2e CPU rows).
  *
  *   deno run -A bench/e2e/ab.ts [--a HEAD] [--b .] [--runtime deno|bun|both] [--rounds 5]
  *       [--calls 20000] [--warmup 5000] [--windows 1,32] [--fabric shm|tcp] [--clients 1]
@@ -31,6 +34,7 @@ import { childJson } from "../common/child_json.ts";
 import { median } from "../common/median.ts";
 import { RevisionTrees, type Side } from "../common/revision_tree.ts";
 import { verbusCli } from "../common/verbus_cli.ts";
+import { cpuPerCall, runSynced } from "./cpu_rows.ts";
 
 const ROOT = resolve(new URL("../..", import.meta.url).pathname);
 const trees = new RevisionTrees(ROOT);
@@ -50,10 +54,10 @@ function serve(rt: string, root: string): Promise<ServerProcess> {
   return startServe([bin, a], root);
 }
 
-type Result = { qps: number; p50_us: number; p99_us: number };
+type Result = { qps: number; p50_us: number; cpu_client_us: number; cpu_server_us: number };
 
-function client(rt: string, root: string, port: number, w: number, n: number): Promise<Result> {
-  const [bin, a] = cmd(
+function clientCmd(rt: string, root: string, port: number, w: number, n: number, sync: boolean) {
+  return cmd(
     rt,
     root,
     asyncBenchArgs({
@@ -64,18 +68,45 @@ function client(rt: string, root: string, port: number, w: number, n: number): P
       window: w,
       calls: n,
       warmup: WARMUP,
+      sync,
     }),
   );
-  return childJson([bin, a], root).then((j) => {
+}
+
+function client(rt: string, root: string, port: number, w: number, n: number): Promise<unknown> {
+  return childJson(clientCmd(rt, root, port, w, n, false), root).then((j) => {
     if (!j.ok) throw new Error(`client failed: ${JSON.stringify(j)}`);
-    return j.result as Result;
+    return j.result;
   });
 }
 
-/** `CLIENTS` clients at once: calls/s summed, p50 the median of theirs. */
-async function clients(rt: string, root: string, port: number, w: number, n: number) {
-  const rs = await Promise.all(Array.from({ length: CLIENTS }, () => client(rt, root, port, w, n)));
-  return { qps: rs.reduce((a, r) => a + r.qps, 0), p50_us: median(rs.map((r) => r.p50_us)) };
+/**
+ * `CLIENTS` clients started together (`--async-sync`): calls/s summed, p50 the median of theirs,
+ * CPU per call of the clients and of the server (`server` its pid) over the measured window.
+ */
+async function clients(
+  rt: string,
+  root: string,
+  server: ServerProcess,
+  w: number,
+  n: number,
+): Promise<Result> {
+  const cmds = Array.from(
+    { length: CLIENTS },
+    () => clientCmd(rt, root, server.port, w, n, true),
+  );
+  const { results, server: cpu } = await runSynced(cmds, server.pid, root);
+  for (const r of results) {
+    if (!r.ok) throw new Error(`client failed: ${JSON.stringify(r)}`);
+  }
+  const per = cpuPerCall(results, cpu);
+  const rs = results.map((r) => r.result as { qps: number; p50_us: number });
+  return {
+    qps: rs.reduce((a, r) => a + r.qps, 0),
+    p50_us: median(rs.map((r) => r.p50_us)),
+    cpu_client_us: per.cpu_client_us ?? NaN,
+    cpu_server_us: per.cpu_server_us ?? NaN,
+  };
 }
 
 /** Both sides; a side that cannot be made removes what the other left in the temporary directory. */
@@ -100,28 +131,32 @@ async function measure(): Promise<void> {
     for (const w of WINDOWS) {
       const qa: number[] = [], qb: number[] = [], pa: number[] = [], pb: number[] = [];
       const ratio: number[] = [], p50Ratio: number[] = [];
+      const ca: number[] = [], cb: number[] = [], cpuRatio: number[] = [];
+      const cpuOf = (x: Result) => x.cpu_client_us + x.cpu_server_us;
       for (let r = 0; r < ROUNDS; r++) {
         // Keyed by side, not by path: `--a X --b X` (an A/A run, the noise floor) measures X twice.
         const order = r % 2 === 0 ? (["A", "B"] as const) : (["B", "A"] as const);
-        const res: Record<"A" | "B", { qps: number; p50_us: number }> = {
-          A: { qps: NaN, p50_us: NaN },
-          B: { qps: NaN, p50_us: NaN },
-        };
+        const none = { qps: NaN, p50_us: NaN, cpu_client_us: NaN, cpu_server_us: NaN };
+        const res: Record<"A" | "B", Result> = { A: none, B: none };
         for (const side of order) {
           const root = side === "A" ? A : B;
           const s = await serve(rt, root);
           try {
-            await clients(rt, root, s.port, w, Math.min(2000, CALLS)); // warm-up
-            res[side] = await clients(rt, root, s.port, w, CALLS);
+            await client(rt, root, s.port, w, Math.min(2000, CALLS)); // warm-up
+            res[side] = await clients(rt, root, s, w, CALLS);
           } finally {
             await s.stop();
           }
         }
         qa.push(res.A.qps), qb.push(res.B.qps), pa.push(res.A.p50_us), pb.push(res.B.p50_us);
         ratio.push(res.B.qps / res.A.qps), p50Ratio.push(res.B.p50_us / res.A.p50_us);
+        ca.push(cpuOf(res.A)), cb.push(cpuOf(res.B)), cpuRatio.push(cpuOf(res.B) / cpuOf(res.A));
+        const cpuText = (x: Result) =>
+          `${cpuOf(x).toFixed(3)} (${x.cpu_client_us} + ${x.cpu_server_us})`;
         console.error(
-          `${rt} w=${w} round ${r}: A ${res.A.qps} B ${res.B.qps} calls/s ` +
-            `(load ${loadavg()[0].toFixed(2)})`,
+          `${rt} w=${w} round ${r}: A ${res.A.qps} B ${res.B.qps} calls/s, ` +
+            `p50 A ${res.A.p50_us} B ${res.B.p50_us} µs, CPU µs/call A ${cpuText(res.A)} ` +
+            `B ${cpuText(res.B)} (load ${loadavg()[0].toFixed(2)})`,
         );
       }
       const row = {
@@ -134,6 +169,10 @@ async function measure(): Promise<void> {
         b_over_a_qps: +median(ratio).toFixed(2),
         b_over_a_p50: +median(p50Ratio).toFixed(2),
         rounds_b_over_a_qps: ratio.map((x) => +x.toFixed(2)),
+        a_cpu_us: +median(ca).toFixed(3),
+        b_cpu_us: +median(cb).toFixed(3),
+        b_over_a_cpu: +median(cpuRatio).toFixed(2),
+        rounds_b_over_a_cpu: cpuRatio.map((x) => +x.toFixed(2)),
       };
       out.push(row);
       console.log(JSON.stringify(row));
