@@ -29,7 +29,7 @@ import type { Stream } from "./stream.ts";
 import { StreamError } from "./stream_error.ts";
 import type { StreamOptions } from "./stream_options.ts";
 import { StreamTable } from "./stream_table.ts";
-import { sessionStreams, STREAM_SESSION_FIELD } from "./stream_ring.ts";
+import { sessionStreams, STREAM_SESSION_FIELD } from "./session_streams.ts";
 
 const EMPTY = new Uint8Array(0);
 

@@ -24,7 +24,8 @@ import type { Stream } from "./stream.ts";
 import { StreamError } from "./stream_error.ts";
 import type { StreamOptions } from "./stream_options.ts";
 import type { StreamTable } from "./stream_table.ts";
-import { type FabricStreams, STREAM_SESSION_FIELD } from "./stream_ring.ts";
+import type { FabricStreams } from "./stream_ring.ts";
+import { STREAM_SESSION_FIELD } from "./session_streams.ts";
 
 /** Options of {@link openStream}: the opening call's, and the stream's under `stream`. */
 export interface OpenStreamOptions extends Omit<CallOptions, "streamSettings"> {

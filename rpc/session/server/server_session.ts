@@ -45,7 +45,8 @@ import { turnDateNow } from "../engine/turn_clock.ts";
 import { RequestLender } from "./request_lender.ts";
 import { RequestMetas } from "./request_metas.ts";
 import { EndNotice } from "../../../util/end_notice.ts";
-import { FabricStreams, sessionStreams } from "../../stream/stream_ring.ts";
+import { FabricStreams } from "../../stream/stream_ring.ts";
+import { sessionStreams } from "../../stream/session_streams.ts";
 
 const enc = new TextEncoder();
 const EMPTY = new Uint8Array(0);
