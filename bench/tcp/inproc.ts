@@ -16,7 +16,7 @@ import { ConnBase } from "../../transport/tcp/conn_base.ts";
 import type { NetAddress } from "../../transport/tcp/tcp.ts";
 import { ServerConnection } from "../../rpc/tcp/server_connection.ts";
 import { Dispatcher } from "../../rpc/protocol/dispatch.ts";
-import { RequestMetaCache } from "../../rpc/protocol/frame_fast.ts";
+import { encodeRequestFrameTo, RequestMetaCache } from "../../rpc/protocol/frame_fast.ts";
 
 // deno-lint-ignore no-explicit-any
 const g = globalThis as any;
@@ -72,7 +72,7 @@ const sinkOf = () => {
 };
 const sink = sinkOf();
 for (let i = 0; i < INFLIGHT; i++) {
-  cache.encodeTo(sink, "bench.Echo", "Echo", 30000, i + 1, req);
+  encodeRequestFrameTo(sink, cache.prefix("bench.Echo", "Echo", 30000), i + 1, req);
 }
 const requestChunk = sink.bytes().slice();
 

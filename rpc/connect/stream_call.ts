@@ -193,6 +193,18 @@ export interface StreamingTransport {
   client(): Promise<object>;
 }
 
+/** What one `Transport.stream` call gives besides its method ({@link transportStream}'s input). */
+export interface StreamCallInput<I extends DescMessage> {
+  /** The transport's interceptors (run around the call). */
+  interceptors: Interceptor[];
+  signal: AbortSignal | undefined;
+  timeoutMs: number | undefined;
+  header: HeadersInit | undefined;
+  /** The request messages. */
+  input: AsyncIterable<MessageInitShape<I>>;
+  contextValues: ContextValues | undefined;
+}
+
 /**
  * `Transport.stream` of `VerbusTransport`: Connect's `runStreamingCall` (interceptors, the
  * timeout and the signal) over {@link streamCall}. Streams need a direct connection to one server:
@@ -200,14 +212,10 @@ export interface StreamingTransport {
  */
 export function transportStream<I extends DescMessage, O extends DescMessage>(
   transport: StreamingTransport,
-  interceptors: Interceptor[],
   method: DescMethodStreaming<I, O>,
-  signal: AbortSignal | undefined,
-  timeoutMs: number | undefined,
-  header: HeadersInit | undefined,
-  input: AsyncIterable<MessageInitShape<I>>,
-  contextValues: ContextValues | undefined,
+  call: StreamCallInput<I>,
 ): Promise<StreamResponse<I, O>> {
+  const { interceptors, signal, timeoutMs, header, input, contextValues } = call;
   const where = `${method.parent.typeName}/${method.name}`;
   return runStreamingCall<I, O>({
     interceptors,

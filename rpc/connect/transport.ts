@@ -107,6 +107,17 @@ class Answer<I extends DescMessage, O extends DescMessage> implements UnaryRespo
 }
 
 /**
+ * What a unary call hands its sending step: a Connect `UnaryRequest` (through interceptors) or
+ * the transport's one reused record of the same fields (without).
+ */
+interface UnaryInput<I extends DescMessage, O extends DescMessage> {
+  method: DescMethodUnary<I, O>;
+  signal: AbortSignal | undefined;
+  header: HeadersInit | undefined;
+  message: MessageInitShape<I> | MessageShape<I>;
+}
+
+/**
  * A Connect `Transport` over a verbus {@link RpcClient} — a direct {@link Client} (the default),
  * an agent client or a cluster client, as its target says. Create with
  * {@link createVerbusTransport}.
@@ -126,6 +137,13 @@ export class VerbusTransport<C extends RpcClient = Client> implements Transport 
   #closed = false;
   /** Whether the target is a naming service (its client takes `idempotent`). */
   readonly #cluster: boolean;
+  /** A call without interceptors, refilled per call (no object per call): {@link UnaryInput}. */
+  readonly #bare: UnaryInput<DescMessage, DescMessage> = {
+    method: undefined as unknown as DescMethodUnary,
+    signal: undefined,
+    header: undefined,
+    message: undefined as unknown as MessageInitShape<DescMessage>,
+  };
 
   /** @internal Use {@link createVerbusTransport}. */
   constructor(
@@ -175,7 +193,12 @@ export class VerbusTransport<C extends RpcClient = Client> implements Transport 
     contextValues?: ContextValues,
   ): Promise<UnaryResponse<I, O>> {
     if (this.#interceptors.length === 0) {
-      return this.#unary(method, signal, timeoutMs, header, input, false);
+      const bare = this.#bare as unknown as UnaryInput<I, O>;
+      bare.method = method;
+      bare.signal = signal;
+      bare.header = header;
+      bare.message = input;
+      return this.#unary(bare, timeoutMs, false);
     }
     return runUnaryCall<I, O>({
       interceptors: this.#interceptors,
@@ -191,18 +214,20 @@ export class VerbusTransport<C extends RpcClient = Client> implements Transport 
         contextValues: contextValues ?? createContextValues(),
         message: input,
       },
-      next: (req) => this.#unary(req.method, req.signal, timeoutMs, req.header, req.message, true),
+      next: (req) => this.#unary(req, timeoutMs, true),
     });
   }
 
+  /**
+   * One unary call: `req` (read before the first await: the bare record is reused), sent with
+   * `timeoutMs`; `spreadable` answers with own fields (for interceptors) instead of an Answer.
+   */
   async #unary<I extends DescMessage, O extends DescMessage>(
-    method: DescMethodUnary<I, O>,
-    signal: AbortSignal | undefined,
+    req: UnaryInput<I, O>,
     timeoutMs: number | undefined,
-    header: HeadersInit | undefined,
-    input: MessageInitShape<I> | MessageShape<I>,
     spreadable: boolean,
   ): Promise<UnaryResponse<I, O>> {
+    const { method, signal, header, message: input } = req;
     const where = `${method.parent.typeName}/${method.name}`;
     if ((method.methodKind as string) !== "unary") throw streamingRefused(method);
     if (signal?.aborted) throw ConnectError.from(signal.reason, Code.Canceled);
@@ -269,8 +294,15 @@ export class VerbusTransport<C extends RpcClient = Client> implements Transport 
     input: AsyncIterable<MessageInitShape<I>>,
     contextValues?: ContextValues,
   ): Promise<StreamResponse<I, O>> {
-    const i = this.#interceptors;
-    return transportStream(this, i, method, signal, timeoutMs, header, input, contextValues);
+    const interceptors = this.#interceptors;
+    return transportStream(this, method, {
+      interceptors,
+      signal,
+      timeoutMs,
+      header,
+      input,
+      contextValues,
+    });
   }
 
   /** Closes the verbus client (calls in flight reject with Unavailable). Safe twice. */

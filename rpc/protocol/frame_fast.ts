@@ -4,8 +4,8 @@
  * with no RpcMeta object, no scratch encode and no copy of the meta.
  *
  * - {@link RequestMetaCache}: the encoded `request` field (service, method, timeout) per method,
- *   computed once; a request frame is then header + those bytes + `correlation_id` (+
- *   `attachment_size`) + payload + attachment.
+ *   computed once; a request frame ({@link encodeRequestFrameTo}) is then header + those bytes +
+ *   `correlation_id` (+ `attachment_size`) + payload + attachment.
  * - {@link encodeResponseFrameTo}: a successful answer's meta is only `correlation_id` (+
  *   `attachment_size`), written in place.
  *
@@ -173,21 +173,20 @@ export class RequestMetaCache {
     methods.set(method, { timeoutMs, bytes });
     return bytes;
   }
+}
 
-  /**
-   * Writes a request frame for `service.method` (no log/request ids) with `correlation_id` = `id`
-   * (a non-negative safe integer) into `sink`. Payload and attachment are copied; the caller keeps
-   * them. Throws `ProtocolError` when the body does not fit the u32 `body_size`.
-   */
-  encodeTo(
-    sink: FrameSink,
-    service: string,
-    method: string,
-    timeoutMs: number,
-    id: number,
-    payload: Uint8Array,
-    attachment: Uint8Array = EMPTY,
-  ): void {
-    writeFrame(sink, this.prefix(service, method, timeoutMs), id, payload, attachment);
-  }
+/**
+ * Writes a request frame whose meta is `prefix` (a {@link RequestMetaCache.prefix}: service,
+ * method, timeout; no log or request ids) and `correlation_id` = `id` (a non-negative safe
+ * integer) into `sink`. Payload and attachment are copied; the caller keeps them. Throws
+ * `ProtocolError` when the body does not fit the u32 `body_size`.
+ */
+export function encodeRequestFrameTo(
+  sink: FrameSink,
+  prefix: Uint8Array,
+  id: number,
+  payload: Uint8Array,
+  attachment: Uint8Array = EMPTY,
+): void {
+  writeFrame(sink, prefix, id, payload, attachment);
 }

@@ -19,26 +19,23 @@ import { brpcErrorName, RpcError } from "../errors.ts";
 import { parseOptions } from "../../util/options.ts";
 import { ChannelOptionsSchema, MAX_TIMER, parseAddress } from "./channel_options.ts";
 import { encodeFrameTo, FrameParser } from "../protocol/frame.ts";
-import { RequestMetaCache } from "../protocol/frame_fast.ts";
+import { encodeRequestFrameTo, RequestMetaCache } from "../protocol/frame_fast.ts";
 import type { RpcMeta, RpcRequestMeta } from "../protocol/rpc_meta.ts";
 import { StreamTable } from "../stream/stream_table.ts";
 import {
   type CallOptions,
   type CallResult,
+  type ChannelCall,
   connectionLost,
-  onTimeout,
+  copyChannelCall,
+  newChannelCall,
   PendingCall,
-  PendingTable,
   promiseOf,
   type TcpCallResult,
-  timedOut,
 } from "./channel_call.ts";
+import { PendingCalls } from "./pending_calls.ts";
 
 export type { CallOptions, CallResult, TcpCallResult };
-
-function onSweep(ch: Channel): void {
-  ch._sweep();
-}
 
 /** Called on every answer of a tagged call, with how long it took (ms); see `_callTagged`. */
 export type CallObserver = (tookMs: number) => void;
@@ -56,12 +53,14 @@ export class Channel {
   /** The server's port. */
   readonly port: number;
   readonly #options: z.output<typeof ChannelOptionsSchema>;
-  readonly #pending = new PendingTable();
+  readonly #pending: PendingCalls;
   // Reused for every request: encoded at once, never kept.
   readonly #req: RpcRequestMeta = { serviceName: "", methodName: "" };
   readonly #meta: RpcMeta = { request: this.#req, correlationId: 0 };
   /** Encoded request fields per method: plain calls encode no meta of their own. */
   readonly #prefixes = new RequestMetaCache();
+  /** The call being started, refilled per call (no object per call; see {@link ChannelCall}). */
+  readonly #call: ChannelCall = newChannelCall();
   #conn: TcpConn | null = null;
   /** The streams of the current connection (`rpc/stream/`). */
   #streams: StreamTable | null = null;
@@ -74,8 +73,6 @@ export class Channel {
   #connecting: Promise<TcpConn> | null = null;
   #nextId = 1;
   #closed = false;
-  /** The one timer for calls with the default timeout (armed for the oldest one's deadline). */
-  #sweepTimer: ReturnType<typeof setTimeout> | undefined = undefined;
   readonly #defaultTimeout: number;
   /** `performance.now()` read once per burst of calls (reset on the next microtask), or -1. */
   #clock = -1;
@@ -89,6 +86,7 @@ export class Channel {
     this.port = port;
     this.#options = options;
     this.#defaultTimeout = options.timeoutMs;
+    this.#pending = new PendingCalls(options.timeoutMs, `${host}:${port}`);
   }
 
   /** The time for deadlines: one clock read serves every call issued in the same microtask run. */
@@ -126,7 +124,13 @@ export class Channel {
     request: Uint8Array,
     options?: CallOptions,
   ): Promise<CallResult> {
-    return this.#start(service, method, request, options, false);
+    const c = this.#call;
+    c.service = service;
+    c.method = method;
+    c.request = request;
+    c.options = options;
+    c.tagged = false;
+    return this.#start(c);
   }
 
   /**
@@ -139,22 +143,21 @@ export class Channel {
     request: Uint8Array,
     options: CallOptions | undefined,
   ): Promise<TcpCallResult> {
-    return this.#start(service, method, request, options, true);
+    const c = this.#call;
+    c.service = service;
+    c.method = method;
+    c.request = request;
+    c.options = options;
+    c.tagged = true;
+    return this.#start(c);
   }
 
-  #start<T extends CallResult>(
-    service: string,
-    method: string,
-    request: Uint8Array,
-    options: CallOptions | undefined,
-    tagged: boolean,
-  ): Promise<T> {
+  /** Sends `c` now, or after connecting (then a copy: the reused record is refilled meanwhile). */
+  #start<T extends CallResult>(c: ChannelCall): Promise<T> {
     if (this.#closed) return Promise.reject(new ClosedError("channel"));
     const conn = this.#conn;
-    if (conn !== null && !conn.closed) {
-      return this.#send<T>(conn, service, method, request, options, tagged);
-    }
-    return this.#reconnectAndSend<T>(service, method, request, options, tagged);
+    if (conn !== null && !conn.closed) return this.#send<T>(conn, c);
+    return this.#reconnectAndSend<T>(copyChannelCall(c));
   }
 
   /** @internal Sets the callback told of every tagged call's answer (see `_callTagged`). */
@@ -162,16 +165,10 @@ export class Channel {
     this.#observer = observer;
   }
 
-  async #reconnectAndSend<T extends CallResult>(
-    service: string,
-    method: string,
-    request: Uint8Array,
-    options: CallOptions | undefined,
-    tagged: boolean,
-  ): Promise<T> {
+  async #reconnectAndSend<T extends CallResult>(c: ChannelCall): Promise<T> {
     const conn = await (this.#connecting ??= this.#open());
     if (this.#closed) throw new ClosedError("channel");
-    return this.#send<T>(conn, service, method, request, options, tagged);
+    return this.#send<T>(conn, c);
   }
 
   /** @internal Opens the first connection (used by {@link connect}). */
@@ -197,7 +194,11 @@ export class Channel {
     this.#conn = conn;
     this.#lastWord = undefined;
     let broken: VerbusError | undefined;
-    const streams = this.#streams = new StreamTable(conn, `${this.host}:${this.port}`, this.#onAnswer);
+    const streams = this.#streams = new StreamTable(
+      conn,
+      `${this.host}:${this.port}`,
+      this.#onAnswer,
+    );
     const parser = new FrameParser(
       (meta, payload, attachment) => this.#answer(meta, payload, attachment),
       // #answer reads the id and the response field at once and keeps neither.
@@ -223,18 +224,15 @@ export class Channel {
       if (this.#conn === conn) this.#conn = null;
       if (this.#pending.size === 0) return;
       const where = `${this.host}:${this.port}`;
-      this.#rejectAll(connectionLost(this.#pending.size, where, broken ?? err, this.#lastWord));
+      this.#pending.rejectAll(
+        connectionLost(this.#pending.size, where, broken ?? err, this.#lastWord),
+      );
     });
   }
 
-  #send<T extends CallResult>(
-    conn: TcpConn,
-    service: string,
-    method: string,
-    request: Uint8Array,
-    options: CallOptions | undefined,
-    tagged: boolean,
-  ): Promise<T> {
+  /** Frames `c` into `conn`'s output and records it as pending (reads `c` before returning). */
+  #send<T extends CallResult>(conn: TcpConn, c: ChannelCall): Promise<T> {
+    const options = c.options;
     let timeoutMs = this.#defaultTimeout;
     const req = this.#req;
     let attachment: Uint8Array = EMPTY;
@@ -255,39 +253,31 @@ export class Channel {
       this.#meta.userFields = options.userFields as Map<string, string> | undefined;
       this.#meta.streamSettings = options.streamSettings;
       attachment = options.attachment ?? EMPTY;
-    } else req.logId = req.requestId = this.#meta.userFields = this.#meta.streamSettings = undefined;
+    } else {
+      req.logId = req.requestId = undefined;
+      this.#meta.userFields = this.#meta.streamSettings = undefined;
+    }
     const id = this.#nextId++;
     if (this.#nextId > Number.MAX_SAFE_INTEGER) this.#nextId = 1;
+    const p = new PendingCall(this.#pending, id, c, timeoutMs, this.#now() + timeoutMs);
     try {
       const m = this.#meta;
-      if (req.logId === undefined && req.requestId === undefined && !m.userFields && !m.streamSettings) {
-        this.#prefixes.encodeTo(conn, service, method, timeoutMs, id, request, attachment);
+      if (
+        req.logId === undefined && req.requestId === undefined && !m.userFields && !m.streamSettings
+      ) {
+        const prefix = this.#prefixes.prefix(c.service, c.method, timeoutMs);
+        encodeRequestFrameTo(conn, prefix, id, c.request, attachment);
       } else {
-        req.serviceName = service;
-        req.methodName = method;
+        req.serviceName = c.service;
+        req.methodName = c.method;
         req.timeoutMs = timeoutMs;
         this.#meta.correlationId = id;
-        encodeFrameTo(conn, this.#meta, request, attachment);
+        encodeFrameTo(conn, this.#meta, c.request, attachment);
       }
     } catch (e) {
       return Promise.reject(e);
     }
-    const p = new PendingCall(
-      this,
-      id,
-      service,
-      method,
-      timeoutMs,
-      this.#now() + timeoutMs,
-      tagged,
-    );
     const promise = promiseOf<T>(p);
-    // Calls with the default timeout expire in send order: one channel timer serves them all
-    // (a timer per call costs ~1.5 µs on Deno). Other timeouts get a timer of their own.
-    if (timeoutMs !== this.#defaultTimeout) p.timer = setTimeout(onTimeout, timeoutMs, p);
-    else if (this.#sweepTimer === undefined) {
-      this.#sweepTimer = setTimeout(onSweep, timeoutMs, this);
-    }
     this.#pending.add(p);
     return promise;
   }
@@ -309,7 +299,7 @@ export class Channel {
   #answer(meta: RpcMeta, payload: Uint8Array, attachment: Uint8Array): void {
     const id = meta.correlationId;
     if (typeof id !== "number") return; // not one of ours
-    const p = this.#pending.get(id);
+    const p = this.#pending.take(id);
     if (p === undefined) {
       // Timed out already: drop the late answer. Id 0 (never a call's) is a verbus server's
       // reason for closing the connection.
@@ -320,8 +310,6 @@ export class Channel {
       }
       return;
     }
-    this.#pending.delete(p);
-    if (p.timer !== undefined) clearTimeout(p.timer);
     const r = meta.response;
     if (r !== undefined && r.errorCode) {
       const e = new RpcError(r.errorCode, r.errorText ?? "", {
@@ -354,46 +342,6 @@ export class Channel {
     }
   }
 
-  /** @internal Timer callback: the call's deadline passed. */
-  _expire(p: PendingCall): void {
-    if (this.#pending.get(p.id) !== p) return;
-    this.#pending.delete(p);
-    p.reject(timedOut(p, `${this.host}:${this.port}`));
-  }
-
-  /**
-   * @internal Channel timer callback: expires every default-timeout call whose deadline passed
-   * (oldest first), then re-arms for the oldest one left.
-   */
-  _sweep(): void {
-    this.#sweepTimer = undefined;
-    const now = performance.now();
-    const def = this.#defaultTimeout;
-    let next: PendingCall | undefined;
-    for (const p of this.#pending.inOrder()) {
-      if (p.timeoutMs !== def) continue;
-      if (p.deadline > now) {
-        next = p;
-        break;
-      }
-      this._expire(p);
-    }
-    if (next !== undefined) {
-      this.#sweepTimer = setTimeout(onSweep, Math.max(1, Math.ceil(next.deadline - now)), this);
-    }
-  }
-
-  #rejectAll(e: VerbusError): void {
-    const all = this.#pending.inOrder();
-    this.#pending.clear();
-    if (this.#sweepTimer !== undefined) clearTimeout(this.#sweepTimer);
-    this.#sweepTimer = undefined;
-    for (const p of all) {
-      if (p.timer !== undefined) clearTimeout(p.timer);
-      p.reject(e);
-    }
-  }
-
   /**
    * Closes the connection; pending calls reject with `ClosedError` (code CLOSED), later calls too.
    * Safe to call more than once.
@@ -401,7 +349,7 @@ export class Channel {
   close(): Promise<void> {
     if (this.#closed) return Promise.resolve();
     this.#closed = true;
-    this.#rejectAll(new ClosedError("channel"));
+    this.#pending.rejectAll(new ClosedError("channel"));
     const conn = this.#conn;
     this.#conn = null;
     conn?.close();

@@ -48,6 +48,43 @@ export interface TcpCallResult extends CallResult {
   fabric: "tcp";
 }
 
+/**
+ * One call as the channel's entry points hand it down to the frame writer and the pending table,
+ * instead of five positional arguments at every step. A channel fills one record per call and
+ * reuses it (no object per call): the call is framed and recorded before `call()` returns. A call
+ * that must wait for a connection first takes a copy ({@link copyChannelCall}), since the reused
+ * record is refilled by the calls made meanwhile. Ownership: the byte arrays stay the caller's (the
+ * frame copies them). One JS thread.
+ */
+export interface ChannelCall {
+  /** Full protobuf service name (RpcRequestMeta `service_name`). */
+  service: string;
+  /** Method name (RpcRequestMeta `method_name`). */
+  method: string;
+  /** The request payload. */
+  request: Uint8Array;
+  /** The caller's options, or undefined: the channel's defaults. */
+  options: CallOptions | undefined;
+  /** Resolve with a {@link TcpCallResult} and report the latency to the channel's observer. */
+  tagged: boolean;
+}
+
+/** A record with every field set (one shape for every record). */
+export function newChannelCall(): ChannelCall {
+  return {
+    service: "",
+    method: "",
+    request: new Uint8Array(0),
+    options: undefined,
+    tagged: false,
+  };
+}
+
+/** A copy of `call` for a call sent later (after a reconnect). */
+export function copyChannelCall(call: ChannelCall): ChannelCall {
+  return { ...call };
+}
+
 /** What a pending call's own timer calls back into. */
 export interface CallOwner {
   _expire(p: PendingCall): void;
@@ -59,17 +96,27 @@ export class PendingCall {
   reject!: (e: VerbusError) => void;
   /** Own timer, only for calls whose timeout differs from the channel default. */
   timer: ReturnType<typeof setTimeout> | undefined = undefined;
+  /** Service name (for the errors of this call). */
+  readonly service: string;
+  /** Method name (for the errors of this call). */
+  readonly method: string;
+  /** Resolve with a {@link TcpCallResult} and report to the channel's observer. */
+  readonly tagged: boolean;
+  /**
+   * The names and the tag come from `call` (read now: the record is reused); `deadline` is the
+   * `performance.now()` when the call times out.
+   */
   constructor(
     readonly owner: CallOwner,
     readonly id: number,
-    readonly service: string,
-    readonly method: string,
+    call: ChannelCall,
     readonly timeoutMs: number,
-    /** `performance.now()` when the call times out. */
     readonly deadline: number,
-    /** Resolve with a {@link TcpCallResult} and report to the channel's observer. */
-    readonly tagged: boolean,
-  ) {}
+  ) {
+    this.service = call.service;
+    this.method = call.method;
+    this.tagged = call.tagged;
+  }
 }
 
 /** The call whose promise is being created (the executor below runs synchronously). */

@@ -4,7 +4,11 @@
  * fall back (or re-encode) where the shortcut does not apply.
  */
 import { encodeFrame, FrameParser, type FrameSink } from "../../rpc/protocol/frame.ts";
-import { encodeResponseFrameTo, RequestMetaCache } from "../../rpc/protocol/frame_fast.ts";
+import {
+  encodeRequestFrameTo,
+  encodeResponseFrameTo,
+  RequestMetaCache,
+} from "../../rpc/protocol/frame_fast.ts";
 import { decodeRpcMeta, type RpcMeta } from "../../rpc/protocol/rpc_meta.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 
@@ -37,7 +41,8 @@ test("cached request frames are byte-identical to encodeFrame (ids, timeouts, at
       for (const [payload, att] of [[64, 0], [0, 0], [1000, 3], [70, 300]]) {
         for (const [service, method] of [["example.EchoService", "Echo"], ["a.B", "Ü"]]) {
           const s = sink();
-          cache.encodeTo(s, service, method, timeoutMs, id, pattern(payload, 1), pattern(att, 2));
+          const prefix = cache.prefix(service, method, timeoutMs);
+          encodeRequestFrameTo(s, prefix, id, pattern(payload, 1), pattern(att, 2));
           const meta: RpcMeta = {
             request: { serviceName: service, methodName: method, timeoutMs },
             correlationId: id,
@@ -64,7 +69,7 @@ test("the request cache re-encodes when the timeout of a method changes", () => 
   const small = new RequestMetaCache(2);
   for (let i = 0; i < 10; i++) small.prefix("s.S", `M${i}`, 1);
   const s = sink();
-  small.encodeTo(s, "s.S", "M3", 1, 9, pattern(4, 4));
+  encodeRequestFrameTo(s, small.prefix("s.S", "M3", 1), 9, pattern(4, 4));
   const meta: RpcMeta = {
     request: { serviceName: "s.S", methodName: "M3", timeoutMs: 1 },
     correlationId: 9,

@@ -2,11 +2,12 @@
  * The channel's table of pending calls: slot by id, overflow for a call still pending when its
  * slot comes round again, growth past half full, oldest-first listing for expiry and close.
  */
-import { PendingCall, PendingTable } from "../../rpc/tcp/channel_call.ts";
+import { newChannelCall, PendingCall, PendingTable } from "../../rpc/tcp/channel_call.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 
 const owner = { _expire() {} };
-const call = (id: number) => new PendingCall(owner, id, "s", "m", 1000, 0, false);
+const named = { ...newChannelCall(), service: "s", method: "m" };
+const call = (id: number) => new PendingCall(owner, id, named, 1000, 0);
 
 test("pending table: in-order traffic, a slow call overflowing, growth, listing", () => {
   const t = new PendingTable();

@@ -8,7 +8,7 @@ import type { NetAddress } from "../../transport/tcp/tcp.ts";
 import { ServerConnection } from "../../rpc/tcp/server_connection.ts";
 import { Dispatcher, type Handler } from "../../rpc/protocol/dispatch.ts";
 import { FrameParser } from "../../rpc/protocol/frame.ts";
-import { RequestMetaCache } from "../../rpc/protocol/frame_fast.ts";
+import { encodeRequestFrameTo, RequestMetaCache } from "../../rpc/protocol/frame_fast.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 
 /** A socket whose writes are kept (one entry per write call); `feed` is a read. */
@@ -72,7 +72,7 @@ function requests(n: number): Uint8Array {
   };
   const cache = new RequestMetaCache();
   for (let id = 1; id <= n; id++) {
-    cache.encodeTo(sink, "t.S", "Echo", 1000, id, new Uint8Array([id, id]));
+    encodeRequestFrameTo(sink, cache.prefix("t.S", "Echo", 1000), id, new Uint8Array([id, id]));
   }
   return buf.slice(0, used);
 }
