@@ -168,7 +168,7 @@ export type { TelemetrySnapshot } from "./rpc/region/telemetry.ts";
 
 // Fabrics: the one list of names, and what this host can do (`verbus doctor`).
 export { FABRIC_DESCRIPTORS, fabricKindSchema, FABRICS } from "./transport/registry.ts";
-export type { FabricKind, FabricReports } from "./transport/registry.ts";
+export type { FabricKind, FabricReports, RegisteredDescriptor } from "./transport/registry.ts";
 export type { FabricEndpoint } from "./transport/fabric.ts";
 export type {
   AnyFabricDescriptor,
@@ -176,7 +176,6 @@ export type {
   FabricProbe,
   FabricTestSettings,
   ProbeContext,
-  RegisteredDescriptor,
   TestContext,
 } from "./transport/fabric_descriptor.ts";
 export { fabricDoctorLines, probeHost } from "./transport/capabilities.ts";

@@ -24,7 +24,7 @@ import {
   type SourceGraph,
 } from "./util/import_graph.ts";
 import { findCycles, formatCycle } from "./util/import_cycles.ts";
-import { FABRICS } from "../transport/fabric_kinds.ts";
+import { FABRICS } from "../transport/registry.ts";
 
 export { codeOnly, parseImports, type SourceFacts, type SourceGraph } from "./util/import_graph.ts";
 /** One broken rule: which rule, which file, and what it imports (absent for the size rule). */

@@ -10,7 +10,7 @@
 import { probeHelper } from "../ffi/helper.ts";
 import { RUNTIME, runtimeVersion } from "../util/runtime.ts";
 import type { AnyFabricDescriptor, FabricProbe } from "./fabric_descriptor.ts";
-import type { FabricKind } from "./fabric_kinds.ts";
+import type { FabricKind } from "./registry.ts";
 import type { LibraryStatus } from "./library_status.ts";
 import { FABRIC_DESCRIPTORS, type FabricReports } from "./registry.ts";
 import { type BrpcRdmaCapability, brpcRdmaCapability } from "./brpc_rdma/probe.ts";

@@ -20,9 +20,7 @@
  */
 
 import type { ReadinessToken } from "./readiness.ts";
-import type { FabricKind } from "./fabric_kinds.ts";
-
-export type { FabricKind };
+import type { AnyFabricKind } from "./fabric_kinds.ts";
 
 /** Posted. */
 export const OK = 0;
@@ -62,8 +60,8 @@ export const RESERVED_WR_ID = {
 
 /** A connected fabric endpoint of one session. */
 export interface FabricEndpoint {
-  /** Which fabric this is. */
-  readonly kind: FabricKind;
+  /** Which fabric this is (a registered kind, or a fabric given beside them). */
+  readonly kind: AnyFabricKind;
   /** True when the fabric is a simulation (say so wherever results are reported). */
   readonly simulated: boolean;
   /** My registered region: the peer writes into / reads from it. Owned by the endpoint. */

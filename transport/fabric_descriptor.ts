@@ -9,7 +9,6 @@
  * @module
  */
 import { z } from "zod";
-import type { FabricKind } from "./fabric_kinds.ts";
 import type { LibraryStatus } from "./library_status.ts";
 import type { FabricModule } from "./provider.ts";
 
@@ -83,9 +82,6 @@ export interface FabricDescriptor<
   testSettings?(ctx: TestContext): FabricTestSettings;
 }
 
-/** A descriptor of one of the registered kinds, whatever its section and report. */
-// deno-lint-ignore no-explicit-any
-export type RegisteredDescriptor = FabricDescriptor<FabricKind, string, any>;
 /** A descriptor of any kind (a registered one, or one a test registers beside them). */
 // deno-lint-ignore no-explicit-any
 export type AnyFabricDescriptor = FabricDescriptor<string, string, any>;

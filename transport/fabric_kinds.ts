@@ -1,22 +1,19 @@
 /**
- * The names of the fast fabrics: a leaf (it imports only zod), so the fabric contract
- * (fabric.ts, provider.ts, readiness.ts) can name a fabric without importing the registry, the
- * list of the contract's own implementations. Each kind here has one descriptor in
- * `registry.ts` (the compiler names a kind without one); everything else (zod enums, CLI
- * choices, capabilities, doctor, the test matrix) derives from those two. A descriptor given
- * beside them (a test's throw-away fabric) is named by {@link fabricNameSchema}.
+ * What a fabric's name is: a leaf (it imports only zod), so the fabric contract (fabric.ts,
+ * provider.ts, readiness.ts) can name a fabric without importing the registry, the list of the
+ * contract's own implementations. Which fabrics exist is the registry's alone (`registry.ts`:
+ * `FABRICS` and `FabricKind` derive from its list of descriptors); here is only the shape of a
+ * name, which a registered fabric, a descriptor given beside them (a test's throw-away fabric)
+ * and a peer's hello all share.
  * @module
  */
 import { z } from "zod";
 
-/** The fast fabrics, best first when a host has several (TCP is the control plane, not a fabric). */
-export const FABRICS = ["shm", "verbs", "urma"] as const;
-/** One of {@link FABRICS}. */
-export type FabricKind = (typeof FABRICS)[number];
-/** A registered kind, or the kind of a descriptor given beside them (see {@link fabricNameSchema}). */
-export type AnyFabricKind = FabricKind | (string & Record<never, never>);
-/** zod enum of {@link FABRICS} (options, hellos, CLI flags). */
-export const fabricKindSchema: z.ZodEnum<{ [K in FabricKind]: K }> = z.enum(FABRICS);
+/**
+ * A fabric's name: a registered kind (`FabricKind` of `registry.ts`, which the compiler may
+ * narrow this to) or the kind of a descriptor given beside them (see {@link fabricNameSchema}).
+ */
+export type AnyFabricKind = string & Record<never, never>;
 
 /**
  * A fabric's name as options and hellos carry it: a registered kind, or the kind of a descriptor

@@ -17,7 +17,7 @@
  * Threading: one JS thread per provider; every method may allocate and await (control path).
  * @module
  */
-import type { FabricEndpoint, FabricKind } from "./fabric.ts";
+import type { FabricEndpoint } from "./fabric.ts";
 import type { AnyFabricKind } from "./fabric_kinds.ts";
 
 /** Who the peer says it is (from its hello; the same-host fabrics check it). */
@@ -64,7 +64,7 @@ export interface ServerOffer {
 
 /** A fabric as the server sees it. */
 export interface ServerFabricProvider {
-  /** Its descriptor's kind: a {@link FabricKind}, or the kind of a fabric given beside them. */
+  /** Its descriptor's kind: a registered fabric's, or the kind of a fabric given beside them. */
   readonly kind: AnyFabricKind;
   /** undefined when this fabric can serve the peer, else why not (it becomes the OFF reason). */
   refuse(peer: PeerInfo, params: unknown): string | undefined;
@@ -76,7 +76,7 @@ export interface ServerFabricProvider {
 
 /** A fabric as the client sees it. */
 export interface ClientFabricProvider {
-  /** Its descriptor's kind: a {@link FabricKind}, or the kind of a fabric given beside them. */
+  /** Its descriptor's kind: a registered fabric's, or the kind of a fabric given beside them. */
   readonly kind: AnyFabricKind;
   /** Printable name for reports: "shm", "verbs", "urma (simulated)". */
   readonly label: string;

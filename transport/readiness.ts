@@ -12,12 +12,12 @@
  * Threading: one JS thread (the engine's); `wait` blocks off-thread.
  * @module
  */
-import type { FabricKind } from "./fabric_kinds.ts";
+import type { AnyFabricKind } from "./fabric_kinds.ts";
 
 /** The announcements of one fabric in one process. */
 export interface ReadinessSource {
   /** The fabric. */
-  readonly kind: FabricKind;
+  readonly kind: AnyFabricKind;
   /** Most tokens this source can hand out (size `collect`'s buffer to it). */
   readonly capacity: number;
   /**
@@ -35,6 +35,14 @@ export interface ReadinessSource {
   wait(seen: number, timeoutMs: number): Promise<boolean>;
   /** Wakes this process's `wait` (local work arrived). */
   wake(): void;
+  /**
+   * Blocks THIS thread for at most `timeoutUs` µs until a peer announces (the doorbell moves past
+   * `seen`); true when it moved or the nap was woken, false when it timed out. A short nap between
+   * batches instead of a busy-poll: peers see the napper and wake it (one futex wake, and only the
+   * first announcer pays it). Optional: a source without it is busy-polled. The owner's JS thread;
+   * the thread's event loop does not run meanwhile (keep `timeoutUs` short).
+   */
+  nap?(seen: number, timeoutUs: number): boolean;
 }
 
 /** An endpoint's place in its process's readiness source. */

@@ -1,47 +1,58 @@
 /**
  * The fabrics verbus knows: one descriptor per fabric (`transport/<fabric>/descriptor.ts`), one
- * line each in the table below, listed as {@link FABRIC_DESCRIPTORS}. Everything that lists
- * fabrics iterates that list: the providers here, capabilities and doctor, the CLI's choices, the
- * shared fabric suites. The kind names live in the leaf `fabric_kinds.ts` (the contract imports
- * them from there, not from this list of its implementations). Each fabric's `provider.ts` is
+ * entry each in {@link REGISTERED} below (its import and its place in the list, best first), the
+ * only list there is: {@link FABRICS}, {@link FabricKind}, {@link fabricKindSchema} and
+ * {@link FABRIC_DESCRIPTORS} derive from it, and everything that lists fabrics iterates those:
+ * the providers here, capabilities and doctor, the CLI's choices, the shared fabric suites. The
+ * contract (fabric.ts, provider.ts) names a fabric with the leaf `fabric_kinds.ts`'s
+ * `AnyFabricKind`, never through this list of its implementations. Each fabric's `provider.ts` is
  * loaded lazily (its descriptor's literal dynamic import, so bundlers include it) and only when
  * asked for, so a host without RDMA never loads the verbs code. Loading has no side effects; a
  * fabric that cannot be built becomes a reason string, never a crash.
  * Control path; one JS thread.
  * @module
  */
-import type {
-  AnyFabricDescriptor,
-  FabricDescriptor,
-  RegisteredDescriptor,
-} from "./fabric_descriptor.ts";
-import { type FabricKind, fabricNameSchema, FABRICS } from "./fabric_kinds.ts";
+import { z } from "zod";
+import type { AnyFabricDescriptor, FabricDescriptor } from "./fabric_descriptor.ts";
+import { fabricNameSchema } from "./fabric_kinds.ts";
 import type { ClientFabricProvider, FabricModule, ServerFabricProvider } from "./provider.ts";
 import { shmFabric } from "./shm/descriptor.ts";
 import { urmaFabric } from "./urma/descriptor.ts";
 import { verbsFabric } from "./verbs/descriptor.ts";
 
-export { type FabricKind, fabricKindSchema, fabricNameSchema, FABRICS } from "./fabric_kinds.ts";
+export { fabricNameSchema } from "./fabric_kinds.ts";
 
-/** Each fabric's descriptor, by kind: the one line a fabric adds. */
-const BY_KIND = {
-  shm: shmFabric,
-  verbs: verbsFabric,
-  urma: urmaFabric,
-} satisfies { readonly [K in FabricKind]: RegisteredDescriptor & { kind: K } };
+/** The registered fabrics' descriptors, best first when a host has several: a fabric's one entry. */
+const REGISTERED = [shmFabric, verbsFabric, urmaFabric] as const;
+
+/** A registered fabric's descriptor. */
+type Registered = (typeof REGISTERED)[number];
+/** The name of a registered fabric (TCP is the control plane, not a fabric). */
+export type FabricKind = Registered["kind"];
+/** A descriptor of one of the registered kinds, whatever its section and report. */
+// deno-lint-ignore no-explicit-any
+export type RegisteredDescriptor = FabricDescriptor<FabricKind, string, any>;
+
+/** The registered fabrics' names, best first (in {@link REGISTERED} order). */
+export const FABRICS: readonly [FabricKind, ...FabricKind[]] = REGISTERED.map((d) => d.kind) as [
+  FabricKind,
+  ...FabricKind[],
+];
+/** zod enum of {@link FABRICS} (options, CLI flags). */
+export const fabricKindSchema: z.ZodEnum<{ [K in FabricKind]: K }> = z.enum(FABRICS);
 
 /** What each registered fabric's probe reports, under its doctor section ("rdma", "urma", "shm"). */
 export type FabricReports = {
-  [K in FabricKind as (typeof BY_KIND)[K]["section"]]: (typeof BY_KIND)[K] extends
-    FabricDescriptor<string, string, infer R> ? R : never;
+  [D in Registered as D["section"]]: D extends FabricDescriptor<string, string, infer R> ? R
+    : never;
 };
 
 /** Every fabric's descriptor, in {@link FABRICS} order. */
-export const FABRIC_DESCRIPTORS: readonly RegisteredDescriptor[] = FABRICS.map((k) => BY_KIND[k]);
+export const FABRIC_DESCRIPTORS: readonly RegisteredDescriptor[] = REGISTERED;
 
 /** The descriptor of `kind`. */
 export function fabricDescriptor(kind: FabricKind): RegisteredDescriptor {
-  return BY_KIND[kind];
+  return REGISTERED.find((d) => d.kind === kind) as RegisteredDescriptor;
 }
 
 /**
