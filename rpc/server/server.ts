@@ -36,7 +36,7 @@ import { BrpcRdmaAcceptor, prepareBrpcRdmaServer } from "../brpc/brpc_rdma.ts";
 import { BrpcUbringAcceptor } from "../brpc/brpc_ubring.ts";
 import { VerbusError } from "../../errors.ts";
 import type { HandshakeAcceptor } from "./handshake_acceptor.ts";
-import { idleTimeoutFor } from "./idle_timeout.ts";
+import { TimeoutSweep } from "./timeout_sweep.ts";
 import { type ServeOptionsOf, ServeOptionsSchema, servicesOf } from "./serve_options.ts";
 import { type EtcdRegistration, registerInEtcd } from "../cluster/etcd_register.ts";
 
@@ -80,11 +80,6 @@ export interface ServerStats {
   maxConnections: number;
 }
 
-/** The sweep for timeouts runs this many times per shortest timeout (and at least every second). */
-const SWEEPS_PER_TIMEOUT = 4;
-/** After accepting paused for lack of descriptors, the budget counts as tight this long. */
-const FD_SHORT_MS = 10_000;
-
 export { idleTimeoutFor } from "./idle_timeout.ts";
 
 /** A running server. Create with {@link serve}. */
@@ -106,21 +101,15 @@ export class Server implements ConnectionHost {
   /** Rate limit of the lines a peer can cause over and over (protocol errors, accept pauses). */
   readonly #limiter: LogLimiter;
   #acceptPauses = 0;
-  /** Until when the descriptors count as short (accepting paused): idle ones are shed sooner. */
-  #fdShortUntil = 0;
   #listener: TcpListener | null = null;
   #connectionsTotal = 0;
   #protocolErrors = 0;
   #refusedConnections = 0;
   #refusedCalls = 0;
-  #headerTimeouts = 0;
-  #idleTimeouts = 0;
-  #stallTimeouts = 0;
   /** Whether the refusals of the current spell over `maxConnections` were logged already. */
   #refusalLogged = false;
   /** The timeout sweep (runs while connections are open and a timeout is set). */
-  #sweepTimer: ReturnType<typeof setInterval> | undefined = undefined;
-  readonly #sweepMs: number;
+  readonly #sweep: TimeoutSweep;
   #closing: Promise<void> | null = null;
 
   /** The fabric side (sessions over shm / RDMA / URMA), or null when disabled. */
@@ -182,14 +171,7 @@ export class Server implements ConnectionHost {
       )
       : null;
     this.#handshake = this.brpcRdma ?? this.brpcUbring;
-    const shortest = Math.min(
-      options.headerTimeoutMs || Infinity,
-      options.idleTimeoutMs || Infinity,
-      options.stallTimeoutMs || Infinity,
-    );
-    this.#sweepMs = shortest === Infinity
-      ? 0
-      : Math.max(10, Math.min(1000, Math.floor(shortest / SWEEPS_PER_TIMEOUT)));
+    this.#sweep = new TimeoutSweep(this.#limits, this.#maxConnections, this.#connections);
   }
 
   /** @internal */
@@ -200,7 +182,7 @@ export class Server implements ConnectionHost {
   /** @internal Called by the listener when accepting pauses for lack of file descriptors. */
   acceptPaused(p: AcceptPause): void {
     this.#acceptPauses++;
-    this.#fdShortUntil = Date.now() + FD_SHORT_MS;
+    this.#sweep.descriptorsShort();
     this.#limiter.note(
       `accept:${p.code}`,
       () =>
@@ -250,25 +232,7 @@ export class Server implements ConnectionHost {
     }
     this.#connectionsTotal++;
     this.#connections.add(new ServerConnection(conn, this, this.#limits));
-    if (this.#sweepTimer === undefined && this.#sweepMs > 0) {
-      this.#sweepTimer = setInterval(this.#sweep, this.#sweepMs);
-    }
-  };
-
-  /** Closes the connections whose header or idle timeout passed. */
-  readonly #sweep = (): void => {
-    const now = Date.now();
-    const base = this.#limits;
-    // Out of descriptors counts as at the cap, whatever `maxConnections` says.
-    const open = now < this.#fdShortUntil ? this.#maxConnections : this.#connections.size;
-    const idle = idleTimeoutFor(base.idleTimeoutMs, open, this.#maxConnections);
-    const limits = idle === base.idleTimeoutMs ? base : { ...base, idleTimeoutMs: idle };
-    for (const c of this.#connections) {
-      const t = c.expired(now, limits);
-      if (t === "header") this.#headerTimeouts++;
-      else if (t === "idle") this.#idleTimeouts++;
-      else if (t === "stall") this.#stallTimeouts++;
-    }
+    this.#sweep.start();
   };
 
   /** @internal */
@@ -276,10 +240,7 @@ export class Server implements ConnectionHost {
     this.#connections.delete(c);
     // Below the cap again: the next spell of refusals is logged again.
     if (this.#connections.size < this.#maxConnections) this.#refusalLogged = false;
-    if (this.#connections.size === 0 && this.#sweepTimer !== undefined) {
-      clearInterval(this.#sweepTimer);
-      this.#sweepTimer = undefined;
-    }
+    if (this.#connections.size === 0) this.#sweep.stop();
   }
 
   /**
@@ -312,9 +273,9 @@ export class Server implements ConnectionHost {
       inflight: d.inflight,
       refusedConnections: this.#refusedConnections,
       refusedCalls: this.#refusedCalls,
-      headerTimeouts: this.#headerTimeouts,
-      idleTimeouts: this.#idleTimeouts,
-      stallTimeouts: this.#stallTimeouts,
+      headerTimeouts: this.#sweep.headerTimeouts,
+      idleTimeouts: this.#sweep.idleTimeouts,
+      stallTimeouts: this.#sweep.stallTimeouts,
       blockedConnections: [...this.#connections].filter((c) => c.writeBlocked).length,
       acceptPauses: this.#acceptPauses,
       maxConnections: this.#maxConnections,
@@ -354,8 +315,7 @@ export class Server implements ConnectionHost {
     await Promise.all([...this.#connections].map((c) => c.end(left)));
     for (const c of this.#connections) c.close();
     this.#connections.clear();
-    clearInterval(this.#sweepTimer);
-    this.#sweepTimer = undefined;
+    this.#sweep.stop();
     this.#limiter.flush(); // the repeats counted so far are said, not lost
     await unregistered;
   }
