@@ -37,6 +37,11 @@ static const struct entry entries[] = {
 	S(vb_recv_desc) F(vb_recv_desc, wr_id) F(vb_recv_desc, sge_index) F(vb_recv_desc, num_sge)
 	S(vb_wc) F(vb_wc, wr_id) F(vb_wc, status) F(vb_wc, opcode) F(vb_wc, byte_len) F(vb_wc, imm)
 	F(vb_wc, qp_num) F(vb_wc, wc_flags) F(vb_wc, vendor_err) F(vb_wc, src_qp)
+	S(vb_ubring_block) F(vb_ubring_block, payload) F(vb_ubring_block, flag)
+	F(vb_ubring_block, len) F(vb_ubring_block, cur)
+	S(vb_ubring_gather) F(vb_ubring_gather, blocks) F(vb_ubring_gather, bytes)
+	F(vb_ubring_gather, pos) F(vb_ubring_gather, bad_block) F(vb_ubring_gather, flag)
+	F(vb_ubring_gather, len) F(vb_ubring_gather, cur)
 
 	/* libibverbs */
 	S(ibv_sge) F(ibv_sge, addr) F(ibv_sge, length) F(ibv_sge, lkey)

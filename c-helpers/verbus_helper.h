@@ -6,6 +6,7 @@
  *     poll_cq, req_notify_cq, query_port), batched over flat caller-owned arrays;
  *   - blocking waits meant for a nonblocking FFI call (Deno) or a Worker (Bun): futex on a 32-bit
  *     word in shared memory, poll() on a file descriptor, and get_cq_event + ack;
+ *   - loops JavaScript runs too slowly: the block copy of brpc's UBRing ring (60 bytes a block);
  *   - the sizeof/offsetof table TypeScript checks its struct offsets against at load time.
  *
  * The helper is NOT linked against libibverbs: a host without RDMA still loads it (futex and fd
@@ -76,6 +77,33 @@ struct vb_wc {
 	uint32_t src_qp;
 };
 
+/* brpc UBRing (ubring_blocks.c): one 64-byte block of its ring (brpc's UbrMsgFormat). */
+#define VB_UBRING_PAYLOAD 60
+#define VB_UBRING_NONE 0  /* free */
+#define VB_UBRING_EXIST 1 /* more of this write follows */
+#define VB_UBRING_EOF 2   /* the last block of a write */
+struct vb_ubring_block {
+	uint8_t payload[VB_UBRING_PAYLOAD];
+	uint8_t flag;
+	uint8_t len; /* payload bytes: 60 in EXIST blocks, 1..60 in the EOF block */
+	uint8_t cur; /* read progress (0) */
+	uint8_t reserved;
+};
+/* What vb_ubring_gather did, and the block that broke the protocol (result BAD_*). */
+struct vb_ubring_gather {
+	uint32_t blocks;    /* blocks consumed (their flags cleared) */
+	uint32_t bytes;     /* bytes copied to out */
+	uint32_t pos;       /* the block after the last consumed */
+	uint32_t bad_block; /* index of the offending block */
+	uint8_t flag;       /* its flag, length and read position as read */
+	uint8_t len;
+	uint8_t cur;
+	uint8_t reserved;
+};
+#define VB_UBRING_OK 0
+#define VB_UBRING_BAD_FLAG 1   /* a flag other than NONE/EXIST/EOF */
+#define VB_UBRING_BAD_LENGTH 2 /* a length of 0 or past 60, or a read position not below it */
+
 struct ibv_qp;
 struct ibv_cq;
 struct ibv_context;
@@ -119,6 +147,16 @@ int vb_wait_fd_or_wake(int fd, int wake_fd, int timeout_ms);
 int vb_futex_wait(uint32_t *addr, uint32_t expected, int timeout_ms);
 /* Number of waiters woken, or -errno. */
 int vb_futex_wake(uint32_t *addr, int count);
+
+/* brpc UBRing block copy (ring: the DataQ, ring_bytes / 64 blocks; the caller does flow control).
+ * scatter: len (> 0) bytes of src into ceil(len / 60) blocks from `first` (free, fewer than the
+ * ring has), the last EOF, the first's flag stored last; blocks written, or -EINVAL / -ENOSPC.
+ * gather: consumes blocks from pos while their flag is set and their bytes fit in out[0, max);
+ * VB_UBRING_OK, VB_UBRING_BAD_* (st names the block; those before it are consumed), or -EINVAL. */
+int32_t vb_ubring_scatter(uint8_t *ring, uint64_t ring_bytes, uint32_t first, const uint8_t *src,
+			  uint32_t len);
+int32_t vb_ubring_gather(uint8_t *ring, uint64_t ring_bytes, uint32_t pos, uint8_t *out,
+			 uint32_t max, struct vb_ubring_gather *st);
 
 /* Benchmarks: the cost of an FFI call, and of building a 16-WR chain without posting it. */
 int vb_noop(void);

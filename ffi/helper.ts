@@ -6,7 +6,14 @@
 import { NativeError, VerbusError } from "../errors.ts";
 import { ffiSync } from "./ffi.ts";
 import { checkLayouts, type Layout, type LayoutEntry, parseLayoutTable } from "./layouts/layout.ts";
-import { VB_RECV_DESC, VB_SEND_DESC, VB_SGE, VB_WC } from "./layouts/helper.ts";
+import {
+  VB_RECV_DESC,
+  VB_SEND_DESC,
+  VB_SGE,
+  VB_UBRING_BLOCK,
+  VB_UBRING_GATHER,
+  VB_WC,
+} from "./layouts/helper.ts";
 import { RDMACM_LAYOUTS } from "./layouts/rdmacm.ts";
 import { VERBS_LAYOUTS } from "./layouts/verbs.ts";
 import { type Library, loadLibrary, probeLibrary, type ProbeResult } from "./loader.ts";
@@ -19,6 +26,8 @@ export const ALL_HELPER_LAYOUTS: readonly Layout[] = [
   VB_SEND_DESC,
   VB_RECV_DESC,
   VB_WC,
+  VB_UBRING_BLOCK,
+  VB_UBRING_GATHER,
   ...VERBS_LAYOUTS,
   ...RDMACM_LAYOUTS,
 ];

@@ -79,3 +79,40 @@ export const VB_WC = {
   vendor_err: 32,
   src_qp: 36,
 } as const;
+
+/**
+ * struct vb_ubring_block — 64 bytes, one block of brpc's UBRing ring (its UbrMsgFormat)
+ * ```
+ *  0 ┌──────────── payload[60] ────────────┐
+ * 60 │ flag u8 │ len u8 │ cur u8 │ reserved │
+ * 64 └─────────────────────────────────────┘
+ * ```
+ */
+export const VB_UBRING_BLOCK = {
+  $struct: "vb_ubring_block",
+  $size: 64,
+  payload: 0,
+  flag: 60,
+  len: 61,
+  cur: 62,
+} as const;
+
+/**
+ * struct vb_ubring_gather — 20 bytes, what one vb_ubring_gather did
+ * ```
+ *  0 ┌ blocks u32 ┬ bytes u32 ┬ pos u32 ┬ bad_block u32 ┐
+ * 16 │ flag u8 │ len u8 │ cur u8 │ reserved u8         │
+ * 20 └──────────────────────────────────────────────────┘
+ * ```
+ */
+export const VB_UBRING_GATHER = {
+  $struct: "vb_ubring_gather",
+  $size: 20,
+  blocks: 0,
+  bytes: 4,
+  pos: 8,
+  bad_block: 12,
+  flag: 16,
+  len: 17,
+  cur: 18,
+} as const;

@@ -47,6 +47,10 @@ export const HELPER_SYMBOLS = {
   vb_futex_wait: { args: ["pointer", "u32", "i32"], result: "i32", nonblocking: true },
   /** int vb_futex_wake(uint32_t *addr, int count);  woken, or -errno */
   vb_futex_wake: { args: ["pointer", "i32"], result: "i32" },
+  /** int32_t vb_ubring_scatter(uint8_t *ring, uint64_t ring_bytes, uint32_t first, const uint8_t *src, uint32_t len);  blocks written, or -errno */
+  vb_ubring_scatter: { args: ["buffer", "u64", "u32", "buffer", "u32"], result: "i32" },
+  /** int32_t vb_ubring_gather(uint8_t *ring, uint64_t ring_bytes, uint32_t pos, uint8_t *out, uint32_t max, struct vb_ubring_gather *st);  VB_UBRING_OK, VB_UBRING_BAD_*, or -errno */
+  vb_ubring_gather: { args: ["buffer", "u64", "u32", "buffer", "u32", "buffer"], result: "i32" },
   /** int vb_noop(void); */
   vb_noop: { args: [], result: "i32" },
   /** int64_t vb_bench_sink_post_send(const struct vb_send_desc *descs, struct vb_sge *sges, uint32_t n); */
@@ -78,3 +82,7 @@ export const HELPER_SPEC: LibrarySpec<typeof HELPER_SYMBOLS> = {
 export const VB_MAX_BATCH = 256;
 /** Most completions per vb_poll_cq call (VB_MAX_POLL). */
 export const VB_MAX_POLL = 256;
+/** vb_ubring_gather results: done, a block's flag is not NONE/EXIST/EOF, its length or position lies. */
+export const VB_UBRING_OK = 0;
+export const VB_UBRING_BAD_FLAG = 1;
+export const VB_UBRING_BAD_LENGTH = 2;

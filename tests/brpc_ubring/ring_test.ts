@@ -1,22 +1,24 @@
 /**
- * The rings alone (two objects as plain memory): byte streams of every alignment and size — full
- * blocks copied as words, partial blocks and unaligned sources byte-wise — come out byte-exact
+ * The rings alone (two objects as plain memory): byte streams of every alignment and size —
+ * whole and partial blocks, aligned and unaligned sources — come out byte-exact
  * across wrap-around, with the free-block count and the tail as the protocol has them. Both
  * runtimes.
  */
+import { loadHelper } from "../../ffi/helper.ts";
 import { UbringRings } from "../../transport/brpc_ubring/ring.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 
 /** Two 64 KiB + 64-byte objects (1024 blocks each), tails initialised as a server does. */
-function pair() {
+async function pair() {
+  const helper = await loadHelper();
   const a = new Uint8Array(64 + 1024 * 64), b = new Uint8Array(64 + 1024 * 64);
   new Uint32Array(a.buffer)[8] = 1023; // a's tail: the last block of b's ring, which a writes
   new Uint32Array(b.buffer)[8] = 1023;
-  return { writer: new UbringRings(a, b), reader: new UbringRings(b, a) };
+  return { writer: new UbringRings(a, b, helper), reader: new UbringRings(b, a, helper) };
 }
 
-test("brpc-ubring rings: every alignment and size, across wrap-around, byte-exact", () => {
-  const { writer, reader } = pair();
+test("brpc-ubring rings: every alignment and size, across wrap-around, byte-exact", async () => {
+  const { writer, reader } = await pair();
   assertEquals(writer.freeBlocks(), 1023, "one block always stays empty");
   const backing = new Uint8Array(40_000);
   for (let i = 0; i < backing.length; i++) backing[i] = (i * 31 + 7) & 0xff;

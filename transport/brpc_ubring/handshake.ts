@@ -6,7 +6,8 @@
  *  server  S_HELLO_WAIT → S_ALLOC_SHM → S_HELLO_SEND → S_ACK_WAIT → ESTABLISHED
  * ```
  * Either may end in FALLBACK_TCP (the connection goes on as plain baidu_std: an object could not
- * be created or mapped, the peer's hello refuses the ring, the ACK says TCP) or FAILED (the peer
+ * be created or mapped, the C helper that copies the ring's blocks cannot be loaded, the peer's
+ * hello refuses the ring, the ACK says TCP) or FAILED (the peer
  * broke the protocol — a hello whose name is not its own object, a size that is not one, a tail
  * that gives another size than its hello, bytes after the hello — went away, or took too long:
  * the connection is closed). The reason is given to `log` once per ending. As in brpc, a client
@@ -20,6 +21,7 @@
  * @module
  */
 import { VerbusError } from "../../errors.ts";
+import { type Helper, loadHelper } from "../../ffi/helper.ts";
 import { StateMachine } from "../../util/state_machine.ts";
 import type { ShmMapping } from "../shm/shm_object.ts";
 import { awaitServerHello, ending, refused, sniffHello } from "../tcp/hello_steps.ts";
@@ -147,6 +149,15 @@ class Held {
 
 const objectBytes = (o: BrpcUbringOptions) => o.queueMiB * 1024 * 1024;
 
+/** The C helper, which copies the ring's blocks, or why it cannot load (the ring is not used). */
+async function ringHelper(): Promise<Helper | string> {
+  try {
+    return await loadHelper();
+  } catch (e) {
+    return `the C helper (it copies the ring's blocks) cannot be loaded: ${msg(e)}`;
+  }
+}
+
 /**
  * The client side, on a TCP connection just opened. Resolves (never rejects) with the outcome;
  * on FALLBACK_TCP the same TCP connection carries baidu_std, on FAILED it was closed.
@@ -166,6 +177,11 @@ export async function ubringClientHandshake(
   const held = new Held();
   const size = objectBytes(options);
   const name = clientObjectName(tcp.localAddress);
+  const helper = await ringHelper();
+  if (typeof helper === "string") {
+    m.to("FALLBACK_TCP", helper);
+    return outcome(m, tcp);
+  }
   try {
     held.own = await createOwnObject(name, size);
     clientInit(held.own.bytes);
@@ -216,7 +232,7 @@ export async function ubringClientHandshake(
     return outcome(m, tcp);
   }
   if (left.length > 0) return fail(`${left.length} unexpected byte(s) after the server hello`);
-  const conn = new BrpcUbringConn(tcp, held.own, held.peer!, options, log);
+  const conn = new BrpcUbringConn(tcp, held.own, held.peer!, helper, options, log);
   m.to("ESTABLISHED");
   return outcome(m, conn);
 }
@@ -268,10 +284,16 @@ export async function ubringServerHandshake(
   }
   const size = objectBytes(options);
   let why = versionRefusal(remote);
+  let helper: Helper | null = null;
   if (why === null) {
     const bad = nameRefusal(remote, tcp.remoteAddress) ??
       sizeRefusal(remote.len, "the client's object size (hello len)");
     if (bad !== null) return fail(bad);
+    const h = await ringHelper();
+    if (typeof h === "string") why = h;
+    else helper = h;
+  }
+  if (why === null) {
     m.to("S_ALLOC_SHM");
     try {
       held.peer = await openPeerObject(remote.name!, remote.len);
@@ -309,7 +331,7 @@ export async function ubringServerHandshake(
     return fail(`the client's ACK asks for the ring, but this side fell back: ${why}`);
   }
   if (left.length > 0) return fail(`${left.length} unexpected byte(s) after the ACK`);
-  const conn = new BrpcUbringConn(tcp, held.own, held.peer, options, log);
+  const conn = new BrpcUbringConn(tcp, held.own, held.peer, helper!, options, log);
   m.to("ESTABLISHED");
   return outcome(m, conn);
 }

@@ -9,28 +9,41 @@
  * {@link UbringRings.error} and the connection is to be failed; nothing is read or written past
  * either mapping.
  *
- * A write of several blocks stores its first block's flag last (the others are complete before
- * it), so a reader never sees part of a write. Full blocks move as 15 32-bit words when source
- * and destination are 4-aligned. A write allocates at most one word view; a read allocates the
- * chunk it returns (owned by the caller) and copies through a preallocated scratch buffer.
+ * The blocks are copied by the C helper (`vb_ubring_scatter` / `vb_ubring_gather`, one call per
+ * write or read, whatever the number of 60-byte blocks; it checks each block's header as it
+ * reads it, and never touches memory outside the ring or the caller's buffer). A write of
+ * several blocks stores its first block's flag last (the others are complete before it), so a
+ * reader never sees part of a write. A read lands in a read buffer, back to back after the
+ * previous reads, and returns a view of it (as the TCP connection's reads do): no copy and no
+ * allocation per read but the view; a new buffer is taken when less than 16 KiB is left.
+ * The helper is required: a handshake that cannot load it stays on TCP.
  *
  * Data path. Threading: the connection's JS thread.
  * @module
  */
+import type { Helper } from "../../ffi/helper.ts";
+import { VB_UBRING_GATHER } from "../../ffi/layouts/helper.ts";
 import {
-  BLOCK,
-  BLOCK_CUR,
-  BLOCK_FLAG,
-  BLOCK_LEN,
-  CHUNK,
-  OBJ,
-  PAYLOAD,
-  ringBlocks,
-  STATE,
-} from "./layout.ts";
+  VB_UBRING_BAD_FLAG,
+  VB_UBRING_BAD_LENGTH,
+  VB_UBRING_OK,
+} from "../../ffi/symbols/helper.ts";
+import { BLOCK, OBJ, PAYLOAD, ringBlocks, STATE } from "./layout.ts";
+
+type HelperFns = Helper["lib"]["symbols"];
 
 const EMPTY8 = new Uint8Array(0);
 const EMPTY32 = new Uint32Array(0);
+/** struct vb_ubring_gather: word indexes, then byte offsets of the bad block's header. */
+const G_BLOCKS = VB_UBRING_GATHER.blocks / 4, G_BYTES = VB_UBRING_GATHER.bytes / 4;
+const G_POS = VB_UBRING_GATHER.pos / 4, G_BAD = VB_UBRING_GATHER.bad_block / 4;
+const G_FLAG = VB_UBRING_GATHER.flag, G_LEN = VB_UBRING_GATHER.len, G_CUR = VB_UBRING_GATHER.cur;
+
+/** A connection's first read buffer (most carry little), the later ones, and the least room a
+ * read starts in (else it takes a new buffer). */
+const FIRST_SLAB = 32 * 1024;
+const SLAB = 256 * 1024;
+const MIN_ROOM = 16 * 1024;
 
 /** Largest chunk one read returns (brpc reads up to 512 KiB at once). */
 export const MAX_READ = 256 * 1024;
@@ -43,32 +56,43 @@ export class UbringRings {
   readonly sendBlocks: number;
   /** Why the peer broke the protocol (null while it did not). */
   error: string | null = null;
-  #own: Uint8Array;
   #ownW: Uint32Array;
-  /** The whole of this side's object as 32-bit words (a full block's payload is 15 of them). */
-  #own32: Uint32Array;
-  #peer: Uint8Array;
   #peerW: Uint32Array;
-  #peer32: Uint32Array;
+  /** The data queues (the blocks) of this side's object and of the peer's. */
+  #ownRing: Uint8Array;
+  #peerRing: Uint8Array;
+  #own: Uint8Array;
+  #peer: Uint8Array;
   #readPos = 0;
   #writePos = 0;
   #lastTail: number;
   #ioLow = 0;
   #ioHigh = 0;
-  readonly #scratch = new Uint8Array(MAX_READ + BLOCK);
-  readonly #scratch32 = new Uint32Array(this.#scratch.buffer);
+  readonly #scatter: HelperFns["vb_ubring_scatter"];
+  readonly #gather: HelperFns["vb_ubring_gather"];
+  /** The helper's struct vb_ubring_gather, as bytes and words (one buffer, reused). */
+  readonly #st = new Uint8Array(new ArrayBuffer(VB_UBRING_GATHER.$size));
+  readonly #st32 = new Uint32Array(this.#st.buffer);
+  /** Reads land back to back in this buffer and are returned as views of it, never rewritten. */
+  #slab = EMPTY8;
+  #slabUsed = 0;
 
-  /** Over this side's object `own` and the peer's `peer` (both mapped; not owned). */
-  constructor(own: Uint8Array, peer: Uint8Array) {
+  /**
+   * Over this side's object `own` and the peer's `peer` (both mapped; not owned); `helper`
+   * copies the blocks.
+   */
+  constructor(own: Uint8Array, peer: Uint8Array, helper: Helper) {
     this.#own = own;
-    this.#ownW = new Uint32Array(own.buffer, own.byteOffset, OBJ.DATA / 4);
     this.#peer = peer;
+    this.#ownW = new Uint32Array(own.buffer, own.byteOffset, OBJ.DATA / 4);
     this.#peerW = new Uint32Array(peer.buffer, peer.byteOffset, OBJ.DATA / 4);
-    this.#own32 = new Uint32Array(own.buffer, own.byteOffset, own.length >>> 2);
-    this.#peer32 = new Uint32Array(peer.buffer, peer.byteOffset, peer.length >>> 2);
     this.recvBlocks = ringBlocks(own.length);
     this.sendBlocks = ringBlocks(peer.length);
+    this.#ownRing = own.subarray(OBJ.DATA, OBJ.DATA + this.recvBlocks * BLOCK);
+    this.#peerRing = peer.subarray(OBJ.DATA, OBJ.DATA + this.sendBlocks * BLOCK);
     this.#lastTail = this.sendBlocks - 1;
+    this.#scatter = helper.lib.symbols.vb_ubring_scatter;
+    this.#gather = helper.lib.symbols.vb_ubring_gather;
   }
 
   #fail(reason: string): -1 {
@@ -102,36 +126,18 @@ export class UbringRings {
 
   /**
    * Writes up to `len` bytes of `src` from `off` into the peer's ring, as many as the free
-   * blocks take (the last block of the write is EOF); returns the bytes written (0: the ring is
-   * full), -1 when the peer broke the protocol.
+   * blocks take (the last block of the write is EOF), in one helper call; returns the bytes
+   * written (0: the ring is full), -1 when the peer broke the protocol.
    */
   write(src: Uint8Array, off: number, len: number): number {
     const free = this.freeBlocks();
-    if (free <= 0) return free;
-    const n = Math.min(Math.ceil(len / PAYLOAD), free);
-    const bytes = Math.min(len, n * PAYLOAD);
-    const cap = this.sendBlocks, ring = this.#peer, ring32 = this.#peer32;
+    if (free <= 0 || len <= 0) return Math.min(free, 0);
+    const bytes = Math.min(len, free * PAYLOAD);
+    const part = off === 0 && bytes === src.length ? src : src.subarray(off, off + bytes);
     const first = this.#writePos;
-    // Full blocks of a 4-aligned source move as 15 words each (no view per block).
-    const src32 = ((src.byteOffset + off) & 3) === 0
-      ? new Uint32Array(src.buffer, src.byteOffset + off, bytes >>> 2)
-      : null;
-    // Blocks 1..n-1 first, whole; the first block's flag last: the write appears at once.
-    for (let i = n - 1; i >= 0; i--) {
-      const at = off + i * PAYLOAD;
-      const k = Math.min(PAYLOAD, off + bytes - at);
-      const base = OBJ.DATA + ((first + i) % cap) * BLOCK;
-      if (src32 !== null && k === PAYLOAD) {
-        const d = base >>> 2, s0 = i * (PAYLOAD >>> 2);
-        for (let w = 0; w < PAYLOAD >>> 2; w++) ring32[d + w] = src32[s0 + w];
-      } else ring.set(src.subarray(at, at + k), base);
-      ring[base + BLOCK_LEN] = k;
-      ring[base + BLOCK_CUR] = 0;
-      const flag = i === n - 1 ? CHUNK.EOF : CHUNK.EXIST;
-      if (i === 0) Atomics.store(ring, base + BLOCK_FLAG, flag);
-      else ring[base + BLOCK_FLAG] = flag;
-    }
-    this.#writePos = (first + n) % cap;
+    const n = this.#scatter(this.#peerRing, this.#peerRing.length, first, part, bytes);
+    if (n < 0) return this.#fail(`the block copy into the peer's ring failed (errno ${-n})`);
+    this.#writePos = (first + n) % this.sendBlocks;
     // brpc's edge trigger: a new io_id tells its poller there is something to read.
     if (++this.#ioLow > 0xffffffff) {
       this.#ioLow = 0;
@@ -142,44 +148,53 @@ export class UbringRings {
   }
 
   /**
-   * Takes what the peer wrote into this side's ring, up to {@link MAX_READ} bytes: a new chunk
-   * (owned by the caller), or null when there is nothing (or the peer broke the protocol: then
-   * {@link error} says how). Consumed blocks are freed and the peer's tail moved.
+   * Takes what the peer wrote into this side's ring, up to {@link MAX_READ} bytes, in one helper
+   * call: a view of a read buffer that is never written again (owned by the caller), or null
+   * when there is nothing (or the peer broke the protocol: then {@link error} says how; the
+   * bytes of the blocks before the bad one are still returned once). Consumed blocks are freed
+   * and the peer's tail moved.
    */
   read(): Uint8Array | null {
     if (this.error !== null) return null;
-    const ring = this.#own, cap = this.recvBlocks, out = this.#scratch;
-    const ring32 = this.#own32, out32 = this.#scratch32;
-    let pos = this.#readPos, total = 0, n = 0;
-    while (n < cap && total + PAYLOAD <= MAX_READ) {
-      const base = OBJ.DATA + pos * BLOCK;
-      const flag = Atomics.load(ring, base + BLOCK_FLAG);
-      if (flag === CHUNK.NONE) break;
-      const len = ring[base + BLOCK_LEN], cur = ring[base + BLOCK_CUR];
-      if (flag > CHUNK.EOF) {
-        this.#fail(`block ${pos} of this side's ring has flag ${flag} (not 0, 1 or 2)`);
-        break;
-      }
-      if (len === 0 || len > PAYLOAD || cur >= len) {
-        this.#fail(
-          `block ${pos} of this side's ring says ${len} byte(s) from ${cur}: past its ${PAYLOAD}-byte payload`,
-        );
-        break;
-      }
-      if (len === PAYLOAD && cur === 0 && (total & 3) === 0) {
-        const s0 = base >>> 2, d = total >>> 2;
-        for (let w = 0; w < PAYLOAD >>> 2; w++) out32[d + w] = ring32[s0 + w];
-      } else out.set(ring.subarray(base + cur, base + len), total);
-      total += len - cur;
-      ring[base + BLOCK_FLAG] = CHUNK.NONE;
-      pos = pos + 1 === cap ? 0 : pos + 1;
-      n++;
+    const cap = this.recvBlocks;
+    if (this.#slab.length - this.#slabUsed < MIN_ROOM) {
+      this.#slab = new Uint8Array(this.#slab.length === 0 ? FIRST_SLAB : SLAB);
+      this.#slabUsed = 0;
     }
-    if (n === 0) return null;
+    const at = this.#slabUsed;
+    const room = Math.min(MAX_READ, this.#slab.length - at);
+    const out = at === 0 && room === this.#slab.length
+      ? this.#slab
+      : this.#slab.subarray(at, at + room);
+    const rc = this.#gather(
+      this.#ownRing,
+      this.#ownRing.length,
+      this.#readPos,
+      out,
+      room,
+      this.#st,
+    );
+    const st = this.#st32, blocks = st[G_BLOCKS], total = st[G_BYTES];
+    if (rc === VB_UBRING_BAD_FLAG || rc === VB_UBRING_BAD_LENGTH) {
+      const b = st[G_BAD], h = this.#st;
+      this.#fail(
+        rc === VB_UBRING_BAD_FLAG
+          ? `block ${b} of this side's ring has flag ${h[G_FLAG]} (not 0, 1 or 2)`
+          : `block ${b} of this side's ring says ${h[G_LEN]} byte(s) from ${
+            h[G_CUR]
+          }: past its ${PAYLOAD}-byte payload`,
+      );
+    } else if (rc !== VB_UBRING_OK) {
+      this.#fail(`the block copy out of this side's ring failed (errno ${-rc})`);
+      return null;
+    }
+    if (blocks === 0) return null;
+    const pos = st[G_POS]; // < cap: the helper wraps it
     // The last block consumed: the writer may reuse every block up to it.
     Atomics.store(this.#peerW, OBJ.TAIL / 4, (pos - 1 + cap) % cap);
     this.#readPos = pos;
-    return out.slice(0, total);
+    this.#slabUsed = at + total;
+    return this.#slab.subarray(at, at + total);
   }
 
   /** The low word of this side's io_id, which the peer bumps after each write (0 once detached). */
@@ -216,12 +231,12 @@ export class UbringRings {
 
   /** Drops every view (call before unmapping): later calls touch no memory. */
   detach(): void {
-    this.#own = this.#peer = EMPTY8;
-    this.#ownW =
-      this.#peerW =
-      this.#own32 =
-      this.#peer32 =
-        EMPTY32;
+    this.#own =
+      this.#peer =
+      this.#ownRing =
+      this.#peerRing =
+        EMPTY8;
+    this.#ownW = this.#peerW = EMPTY32;
     this.error ??= "detached";
   }
 }

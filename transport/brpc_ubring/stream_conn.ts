@@ -25,6 +25,7 @@ import type { ShmMapping } from "../shm/shm_object.ts";
 import type { PeerObject } from "./objects.ts";
 import type { BrpcUbringOptions } from "./options.ts";
 import { type Pumpable, ubringPoller } from "./poller.ts";
+import type { Helper } from "../../ffi/helper.ts";
 import type { NonNullPtr } from "../../ffi/types.ts";
 import { OBJ } from "./layout.ts";
 import { UbringRings } from "./ring.ts";
@@ -73,13 +74,15 @@ export class BrpcUbringConn extends ConnBase implements Pumpable {
 
   /**
    * Takes over `tcp` (its handlers are replaced) and both mapped objects (unmapped on close;
-   * their names must already be unlinked) and joins this thread's poller. A protocol violation
-   * of the peer is also told to `log` (the handshake's once-per-cause log).
+   * their names must already be unlinked) and joins this thread's poller; `helper` copies the
+   * ring's blocks. A protocol violation of the peer is also told to `log` (the handshake's
+   * once-per-cause log).
    */
   constructor(
     tcp: TcpConn,
     own: ShmMapping,
     peer: PeerObject,
+    helper: Helper,
     options: BrpcUbringOptions,
     log?: (line: string) => void,
   ) {
@@ -88,7 +91,7 @@ export class BrpcUbringConn extends ConnBase implements Pumpable {
     this.#tcp = tcp;
     this.#own = own;
     this.#peer = peer;
-    this.rings = new UbringRings(own.bytes, peer.bytes);
+    this.rings = new UbringRings(own.bytes, peer.bytes, helper);
     this.remoteAddress = tcp.remoteAddress;
     this.localAddress = tcp.localAddress;
     this.spinMs = options.spinMs;
