@@ -35,6 +35,7 @@ export class VerbusHandlerContext implements HandlerContext {
   #responseHeader: Headers | undefined = undefined;
   #responseTrailer: Headers | undefined = undefined;
   #values: ContextValues | undefined = undefined;
+  #signal: AbortSignal | undefined = undefined;
 
   /** @internal Made by the handlers of `protoService`. */
   constructor(service: DescService, method: DescMethod, call: CallContext) {
@@ -43,9 +44,12 @@ export class VerbusHandlerContext implements HandlerContext {
     this.call = call;
   }
 
-  /** Aborted when the caller's connection (or fabric session) ends or the deadline passes. */
+  /**
+   * Aborted when the caller's connection (or fabric session) ends or the deadline passes; for a
+   * streaming method also when the client ends its stream before the call's end (cancel, reset).
+   */
   get signal(): AbortSignal {
-    return this.call.signal;
+    return this.#signal ?? this.call.signal;
   }
 
   /** Milliseconds left until the caller's deadline (`timeout_ms`), or undefined if none. */
@@ -87,6 +91,11 @@ export class VerbusHandlerContext implements HandlerContext {
   /** Per-call context values (empty at first). */
   get values(): ContextValues {
     return this.#values ??= createContextValues();
+  }
+
+  /** @internal The signal of a streaming call (the call's, and its stream's end). */
+  _useSignal(signal: AbortSignal): void {
+    this.#signal = signal;
   }
 
   /** @internal The request headers a server interceptor passed on (it may have replaced them). */

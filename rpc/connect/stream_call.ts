@@ -7,8 +7,10 @@
  * `ConnectError` with the code, message and trailers it names).
  *
  * Cancellation (the call's signal: the caller's abort or the deadline) resets the stream, so the
- * server's implementation sees its requests end and its writes fail. A stream that ends without
- * an END is an error named for how it ended (the connection: Unavailable; a reset: Aborted).
+ * server's implementation sees its requests end and its writes fail; so does a caller that left
+ * its loop early, once it let go of the messages (`stream_abandon.ts`: connect-es tells the
+ * transport nothing of a `break`). A stream that ends without an END is an error named for how
+ * it ended (the connection: Unavailable; a reset: Aborted).
  *
  * Threading: the JS thread of the transport.
  * @module
@@ -35,6 +37,7 @@ import { openStream, type StreamVia } from "../stream/open.ts";
 import type { Stream } from "../stream/stream.ts";
 import { StreamError } from "../stream/stream_error.ts";
 import { connectErrorOf } from "./codes.ts";
+import { unwatchAbandoned, watchAbandoned } from "./stream_abandon.ts";
 import { callOptionsOf } from "./headers.ts";
 import {
   END,
@@ -125,7 +128,9 @@ export async function streamCall<I extends DescMessage, O extends DescMessage>(
   const stream = s;
   const onAbort = () => stream.reset("canceled by the client");
   req.signal.addEventListener("abort", onAbort, { once: true });
+  const token = {};
   const release = () => {
+    unwatchAbandoned(token);
     req.signal.removeEventListener("abort", onAbort);
     stream.close();
   };
@@ -182,7 +187,14 @@ export async function streamCall<I extends DescMessage, O extends DescMessage>(
       release();
     }
   }
-  return { stream: true, service: method.parent, method, header, trailer, message: messages() };
+  // A caller that leaves its loop early cannot tell us (connect-es drops `return()`): when it
+  // lets go of the messages unfinished, the stream is reset (`stream_abandon.ts`).
+  const message = messages();
+  watchAbandoned(message, token, () => {
+    req.signal.removeEventListener("abort", onAbort);
+    stream.reset("the caller dropped the call's messages before their end");
+  });
+  return { stream: true, service: method.parent, method, header, trailer, message };
 }
 
 /** What {@link transportStream} needs of its transport. */

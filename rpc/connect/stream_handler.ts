@@ -13,8 +13,10 @@
  * ConnectError thrown — code and message; any other exception is Internal `internal error (id
  * …)`, never its text) and the response trailers, then the stream is closed. The caller's
  * deadline (the opening call's `timeout_ms`) or its connection ending aborts `context.signal`
- * and ends the stream with DeadlineExceeded / an RST; a client that cancels (RST) ends the
- * request iterable with Canceled and stops the output pump.
+ * and ends the stream with DeadlineExceeded / an RST. A client that ends its stream before the
+ * call's end — it cancels, or drops a stream it stopped reading (an RST), or closes it — aborts
+ * `context.signal` with Canceled, ends the request iterable with Canceled and returns the
+ * implementation's generator: nothing of the call is held after the client left.
  *
  * Threading: the server's JS thread.
  * @module
@@ -57,16 +59,25 @@ export type StreamingImpl = (input: any, context: HandlerContext) => any;
 
 const EMPTY = new Uint8Array(0);
 
-/** The requests a client sends on `s`, decoded; ends at its END, fails if the stream ends first. */
-async function* requestsOf(s: Stream, method: DescMethod): AsyncGenerator<unknown> {
+/**
+ * The requests a client sends on `s`, decoded; ends at its END, fails if the stream ends first
+ * (after `ended()`, which aborts the call's signal).
+ */
+async function* requestsOf(
+  s: Stream,
+  method: DescMethod,
+  ended: () => void,
+): AsyncGenerator<unknown> {
   for (;;) {
     let env: Uint8Array | undefined;
     try {
       env = await s.read();
     } catch (e) {
+      ended();
       throw new ConnectError(`the client's stream ended: ${(e as Error).message}`, Code.Canceled);
     }
     if (env === undefined) {
+      ended();
       throw new ConnectError("the client closed the stream before its end", Code.Canceled);
     }
     if (env[0] === END) return;
@@ -101,7 +112,24 @@ function statusOf(e: unknown, trailer: Headers): EndStatus {
 export type StreamingContext = HandlerContext & {
   /** The request headers an interceptor passed on become the implementation's. */
   _useRequestHeader?(h: Headers): void;
+  /** The call's signal joined with its stream's end becomes the implementation's. */
+  _useSignal?(signal: AbortSignal): void;
 };
+
+/**
+ * The call's signal, aborted also (Canceled) when its stream ends before `finished()` says the
+ * call ended: the client reset or closed it, or its session dropped. `cancel` aborts it at once
+ * (a read or write that found the stream ended tells it before the stream's `ended` settles).
+ */
+function streamSignal(s: Stream, callSignal: AbortSignal, finished: () => boolean) {
+  const ac = new AbortController();
+  const cancel = () => {
+    if (finished() || ac.signal.aborted || callSignal.aborted) return;
+    ac.abort(new ConnectError("the client ended the stream", Code.Canceled));
+  };
+  void s.ended.then(cancel);
+  return { signal: AbortSignal.any([callSignal, ac.signal]), cancel };
+}
 
 /**
  * The innermost step of the interceptor chain: runs the implementation for its kind and
@@ -166,6 +194,9 @@ async function run(
     );
   let status: EndStatus;
   let outputs: AsyncIterator<unknown> | undefined;
+  let finished = false;
+  const { signal, cancel } = streamSignal(s, ctx.signal, () => finished);
+  ctx._useSignal?.(signal);
   // Ends the implementation's generator (its finally blocks run) when the call ends early.
   const stop = () => {
     const it = outputs;
@@ -197,26 +228,28 @@ async function run(
       signal: ctx.signal,
       header: ctx.requestHeader,
       contextValues: ctx.values,
-      message: requestsOf(s, method) as AsyncIterable<never>,
+      message: requestsOf(s, method, cancel) as AsyncIterable<never>,
     });
     header = res.header;
     trailer = res.trailer;
     const outs = outputs = res.message[Symbol.asyncIterator]();
     for (let r = await outs.next(); !r.done; r = await outs.next()) {
-      if (ctx.signal.aborted || s.closed) return stop();
+      if (ctx.signal.aborted || s.closed) return (cancel(), stop());
       await sendHeader();
       await s.write(encode(r.value));
     }
     outputs = undefined;
     status = { trailer: headersObject(trailer) };
   } catch (e) {
+    if (s.closed) cancel(); // a write found the stream ended: the signal says so before the stop
     stop();
     if (ctx.signal.aborted) return;
     status = statusOf(e, trailer);
   } finally {
     ctx.signal.removeEventListener("abort", onAbort);
   }
-  if (s.closed) return;
+  if (s.closed) return void cancel();
+  finished = true;
   try {
     await sendHeader();
     await s.write(jsonEnvelope(END, status));

@@ -7,7 +7,8 @@
  * `max_buf_size`), CLOSE ends a stream, RST resets it.
  *
  * The API: `await stream.write(bytes)` (waits while the window is full: a reader that stops
- * reading stops the writer), `read()` or `for await (const m of stream)`, `close()` (graceful:
+ * reading stops the writer), `read()` or `for await (const m of stream)` (leaving it early
+ * closes the stream; `messages({ keepOpen: true })` does not), `close()` (graceful:
  * what was written still arrives), `reset()` (abrupt). Memory is bounded both ways: the window
  * on the writer, `maxUnreadBytes` and `maxMessageSize` on the reader (a peer past them has its
  * stream reset, the connection's other calls and streams go on).
@@ -176,9 +177,25 @@ export class Stream implements AsyncIterable<Uint8Array> {
     return this.#inbox.read();
   }
 
-  /** Every message until the end. Leaving the loop early does not close the stream. */
-  async *[Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
-    for (let m = await this.read(); m !== undefined; m = await this.read()) yield m;
+  /**
+   * Every message until the end. Leaving the loop early (`break`, `return`, a throw) closes the
+   * stream, as leaving a `for await` over a Node or web stream cancels it: the peer gets the
+   * CLOSE and its writes fail at once instead of holding its writer. To stop reading and keep
+   * the stream, iterate {@link messages} with `keepOpen`.
+   */
+  [Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+    return this.messages();
+  }
+
+  /** Every message until the end; leaving the loop early closes the stream unless `keepOpen`. */
+  async *messages(options: { keepOpen?: boolean } = {}): AsyncGenerator<Uint8Array, void> {
+    let finished = false;
+    try {
+      for (let m = await this.read(); m !== undefined; m = await this.read()) yield m;
+      finished = true;
+    } finally {
+      if (!finished && !options.keepOpen) this.close();
+    }
   }
 
   /**
