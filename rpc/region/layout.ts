@@ -38,6 +38,11 @@
  * (`rpc/stream/stream_ring.ts`): the peer appends brpc `"STRM"` frames to it as a byte stream
  * and publishes its tail in this region's control page (`CONTROL.streamTail`); the owner returns
  * what it consumed in the peer's control page (`CONTROL.streamCredit`).
+ *
+ * Both sides compute both regions from the config the hellos agree on, so any change to this
+ * layout bumps `HELLO_VERSION` (`rpc/session/handshake/hello.ts`): a peer of another version is
+ * refused at its hello and stays on TCP, never given a region it would misread (version 2 added
+ * the stream rings and their two control-page words).
  * @module
  */
 import { z } from "zod";

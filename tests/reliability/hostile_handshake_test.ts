@@ -62,7 +62,7 @@ const assertHeld = (now: Held, base: Held, what: string) =>
 
 /** Each bad Hello (as a patch of a valid one) and the field its refusal must name. */
 const BAD_FIELDS: [string, Record<string, unknown>, string][] = [
-  ["version 2", { version: 2 }, "field version"],
+  ["version a string", { version: "2" }, "field version"],
   ["bootId not a uuid", { bootId: "x".repeat(64) }, "field bootId"],
   ["pid 0", { pid: 0 }, "field pid"],
   ["pid past pid_max", { pid: 1 << 23 }, "field pid"],

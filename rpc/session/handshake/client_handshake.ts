@@ -21,7 +21,7 @@ import type { FabricChoice } from "../../../transport/fabric_kinds.ts";
 import { clientProviders, fabricsWith } from "../../../transport/registry.ts";
 import type { Channel } from "../../tcp/channel.ts";
 import { MAX_TIMER } from "../../tcp/channel_options.ts";
-import { ENOMETHOD, ENOSERVICE, RpcError } from "../../errors.ts";
+import { ENOMETHOD, ENOSERVICE, EREQUEST, RpcError } from "../../errors.ts";
 import type { Logger } from "../../protocol/dispatch.ts";
 import { computeLayout, type RegionConfigInput } from "../../region/layout.ts";
 import { ClientSession } from "../client/client_session.ts";
@@ -37,9 +37,11 @@ import {
   encodeHello,
   FABRIC_SERVICE,
   HELLO_VERSION,
+  HelloVersionError,
   type ServerHello,
   serverHelloSchema,
 } from "./hello.ts";
+import { firstFallbackOf } from "./peer_fallback_log.ts";
 import { clientMachine, type ClientState } from "./state_machine.ts";
 import { libraryLogger } from "../../../util/log.ts";
 
@@ -84,7 +86,14 @@ export async function establishFabric(
   options: HandshakeOptions,
 ): Promise<FabricOutcome> {
   const log = (line: string) => (options.logger ?? libraryLogger()).warn(line);
-  const machine = clientMachine(`fabric handshake with ${channel.host}:${channel.port}`, log);
+  // A peer that has no fabric for us (or speaks another hello) is said at warn once per process.
+  let quiet = false;
+  const machineLog = (line: string) => {
+    if (!quiet) return log(line);
+    (options.logger ?? libraryLogger()).info?.(line);
+  };
+  const peer = `${channel.host}:${channel.port}`;
+  const machine = clientMachine(`fabric handshake with ${peer}`, machineLog);
   const done = (
     session: ClientSession | null,
     label: string,
@@ -149,13 +158,19 @@ export async function establishFabric(
     const r = await channel.call(FABRIC_SERVICE, "Hello", encodeHello(hello), {
       timeoutMs: options.timeoutMs,
     });
-    reply = decodeHello(serverHelloSchema, r.response, "server hello");
+    reply = decodeHello(serverHelloSchema, r.response, "server hello", "server");
   } catch (e) {
     closeAll();
-    const reason =
-      e instanceof RpcError && (e.errorCode === ENOSERVICE || e.errorCode === ENOMETHOD)
-        ? "the server offers no verbus fabric (a stock brpc server?)"
-        : `hello failed: ${(e as Error).message}`;
+    const noFabric = e instanceof RpcError &&
+      (e.errorCode === ENOSERVICE || e.errorCode === ENOMETHOD);
+    const otherVersion = e instanceof HelloVersionError || olderServer(e);
+    const reason = noFabric
+      ? "the server offers no verbus fabric (a stock brpc server?)"
+      : otherVersion && !(e instanceof HelloVersionError)
+      ? `the server refused this client's hello version ${HELLO_VERSION} (an older verbus: ` +
+        `its region layout differs), staying on TCP: ${(e as Error).message}`
+      : `hello failed: ${(e as Error).message}`;
+    quiet = (noFabric || otherVersion) && !firstFallbackOf(peer);
     machine.to("FALLBACK_TCP", reason);
     return done(null, "tcp");
   }
@@ -262,4 +277,13 @@ function watchSession(channel: Channel, session: ClientSession, sessionId: numbe
       session.fail(`the connection to the server broke (${e.message})`);
     }
   });
+}
+
+/**
+ * Whether `e` is an older verbus server's refusal of this client's hello version: it answers
+ * EREQUEST naming the hello's field version (its schema takes only its own version).
+ */
+function olderServer(e: unknown): boolean {
+  return e instanceof RpcError && e.errorCode === EREQUEST &&
+    e.errorText.includes("client hello: field version");
 }

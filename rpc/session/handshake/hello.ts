@@ -14,12 +14,42 @@ import { z } from "zod";
 import { VerbusError } from "../../../errors.ts";
 import { fabricNameSchema } from "../../../transport/fabric_kinds.ts";
 import { parseOptions } from "../../../util/options.ts";
+import { peerText } from "../../../util/log_text.ts";
 import { type RegionConfig, regionConfigSchema } from "../../region/layout.ts";
 
 /** The built-in handshake service. */
 export const FABRIC_SERVICE = "verbus.Fabric";
-/** Handshake protocol version. */
-export const HELLO_VERSION = 1;
+/**
+ * Handshake protocol version, bumped with every change of the hellos or of the session regions'
+ * layout (`rpc/region/layout.ts`): both sides compute both regions from the hello's config, so
+ * peers of two layouts must never share a session. 1: regions without stream rings; 2: a stream
+ * ring at the end of each region and its two control-page words (streams over the fabric).
+ */
+export const HELLO_VERSION = 2;
+
+/** What each older hello version lacks, for the refusal's text. */
+const OLDER_VERSIONS: Readonly<Record<number, string>> = {
+  1: "its regions have no stream rings (verbus before streams rode the fabric)",
+};
+
+/**
+ * A hello of another version than this side's: the peer lays the regions out otherwise (or
+ * speaks another hello), so the two stay on TCP. `peerVersion` is the version it announced.
+ */
+export class HelloVersionError extends VerbusError {
+  readonly peerVersion: number;
+  constructor(what: string, peerVersion: number, peer: "client" | "server") {
+    const older = OLDER_VERSIONS[peerVersion];
+    const side = peer === "client" ? "server" : "client";
+    super(
+      "HANDSHAKE",
+      `${what}: field version: the ${peer} speaks hello version ${peerVersion}` +
+        `${older ? ` (${older})` : peerVersion > HELLO_VERSION ? " (a newer verbus)" : ""}` +
+        `, this ${side} speaks ${HELLO_VERSION}: the region layouts differ, the session stays on TCP`,
+    );
+    this.peerVersion = peerVersion;
+  }
+}
 /** The most fabrics one hello may name. */
 const MAX_HELLO_FABRICS = 8;
 
@@ -106,12 +136,21 @@ export function encodeHello(h: ClientHello | ServerHello): Uint8Array {
   return enc.encode(JSON.stringify(h));
 }
 
-/** Decodes and validates a hello; throws HANDSHAKE naming the bad field. */
+/**
+ * Decodes and validates a hello; throws HANDSHAKE naming the bad field. With `peer` (who sent it)
+ * its version is checked first: an integer version other than {@link HELLO_VERSION} throws
+ * {@link HelloVersionError} (before the schema, whose fields may differ between versions).
+ */
 export function decodeHello<T extends z.ZodType>(
   schema: T,
   bytes: Uint8Array,
   what: string,
+  peer?: "client" | "server",
 ): z.output<T> {
+  if (peer !== undefined) {
+    const v = peekVersion(bytes);
+    if (v !== undefined && v !== HELLO_VERSION) throw new HelloVersionError(what, v, peer);
+  }
   let json: unknown;
   try {
     json = JSON.parse(dec.decode(bytes));
@@ -119,6 +158,29 @@ export function decodeHello<T extends z.ZodType>(
     throw new VerbusError("HANDSHAKE", `${what}: not JSON (${(e as Error).message})`);
   }
   return parseOptions(schema, json, what, "HANDSHAKE");
+}
+
+/** A refused client hello's reason (it quotes the peer's bytes) is cut past this many characters. */
+const HELLO_ERROR_MAX = 300;
+
+/**
+ * How the server ends a handshake whose client hello `e` refused: FALLBACK_TCP for a hello of
+ * another version (the client is sound, its layout differs), FAILED for a malformed one; `why`
+ * escaped and bounded for the log and the answer.
+ */
+export function helloRefusal(e: unknown): { state: "FALLBACK_TCP" | "FAILED"; why: string } {
+  const why = peerText(e instanceof Error ? e.message : String(e), HELLO_ERROR_MAX);
+  return { state: e instanceof HelloVersionError ? "FALLBACK_TCP" : "FAILED", why };
+}
+
+/** The hello's `version` when it is a JSON object with a positive integer version. */
+function peekVersion(bytes: Uint8Array): number | undefined {
+  try {
+    const v = (JSON.parse(dec.decode(bytes)) as { version?: unknown } | null)?.version;
+    return typeof v === "number" && Number.isSafeInteger(v) && v > 0 ? v : undefined;
+  } catch {
+    return undefined; // decodeHello says why
+  }
 }
 
 /**
