@@ -29,7 +29,7 @@ import {
 } from "./util.ts";
 import { agentValue } from "./util_values.ts";
 import { AgentRingPort } from "../../transport/agent_ring/agent_ring_port.ts";
-import { H } from "../../transport/agent_ring/agent_ring.ts";
+import { HEADER_WORD } from "../../transport/agent_ring/agent_ring.ts";
 
 const enc = new TextEncoder();
 
@@ -234,7 +234,11 @@ test("one 4-byte write of an idle agent's ring head: the next calls are answered
     // (every producer sees FULL) — before, it stayed so and every call failed after 5 s.
     const port = await AgentRingPort.open(name);
     const w = port.rawWords;
-    Atomics.store(w, H.head, (Atomics.load(w, H.tail) - port.sizes.entries) | 0);
+    Atomics.store(
+      w,
+      HEADER_WORD.head,
+      (Atomics.load(w, HEADER_WORD.tail) - port.sizes.entries) | 0,
+    );
     port.close();
     for (let i = 0; i < 20; i++) {
       const r = await c.call("verbus.Demo", "Echo", enc.encode(`after ${i}`));

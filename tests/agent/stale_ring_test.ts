@@ -10,7 +10,7 @@ import { existsSync, unlinkSync, writeFileSync } from "node:fs";
 import { pid } from "node:process";
 import { userInfo } from "node:os";
 import { assert, assertEquals, test } from "../harness.ts";
-import { H, MAGIC, VERSION } from "../../transport/agent_ring/agent_ring.ts";
+import { HEADER_WORD, MAGIC, VERSION } from "../../transport/agent_ring/agent_ring.ts";
 import { removeStaleAgentRings } from "../../transport/agent_ring/agent_leftovers.ts";
 import { ShmMapping } from "../../transport/shm/shm_object.ts";
 import { serve } from "../../rpc/server/server.ts";
@@ -35,9 +35,9 @@ async function legacyRing(name: string, agentPid: number, published: boolean): P
   const shm = `/verbus-agent-${userInfo().uid}-${name}`;
   const m = await ShmMapping.create(shm, 8192);
   const h = new Int32Array(m.bytes.buffer, m.bytes.byteOffset, 64);
-  h[H.version] = VERSION;
-  h[H.agentPid] = agentPid;
-  if (published) Atomics.store(h, H.magic, MAGIC);
+  h[HEADER_WORD.version] = VERSION;
+  h[HEADER_WORD.agentPid] = agentPid;
+  if (published) Atomics.store(h, HEADER_WORD.magic, MAGIC);
   m.close();
   return `/dev/shm${shm}`;
 }

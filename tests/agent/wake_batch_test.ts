@@ -9,9 +9,13 @@
  * - many laps of the ring under batched posts and answers: every call delivered once, none lost.
  */
 import { assert, assertEquals, test } from "../harness.ts";
-import { createAgentRing, type DrainBuffers, joinAgentRing } from "../../transport/agent_ring/mod.ts";
+import {
+  createAgentRing,
+  type DrainBuffers,
+  joinAgentRing,
+} from "../../transport/agent_ring/mod.ts";
 import type { AgentRingPort } from "../../transport/agent_ring/agent_ring_port.ts";
-import { H } from "../../transport/agent_ring/agent_ring.ts";
+import { HEADER_WORD } from "../../transport/agent_ring/agent_ring.ts";
 import { agentName } from "./util.ts";
 
 const SIZES = { entries: 16, producers: 2, slots: 8, slotBytes: 256, spillBytes: 0 };
@@ -43,13 +47,13 @@ test("a burst of 8 posts wakes the sleeping agent once, at the end of the produc
   try {
     const w = port.rawWords;
     const parked = host.wait(host.doorbell(), 2000); // the agent sleeps: its flag is up
-    assertEquals(Atomics.load(w, H.sleeping), 1);
+    assertEquals(Atomics.load(w, HEADER_WORD.sleeping), 1);
     for (let k = 0; k < 8; k++) post(port, k, k);
     assertEquals(port.wakesOwed, 1, "one wake-up owed for the whole burst");
-    assertEquals(Atomics.load(w, H.sleeping), 1, "no wake-up during the turn");
+    assertEquals(Atomics.load(w, HEADER_WORD.sleeping), 1, "no wake-up during the turn");
     await turn();
     assertEquals(port.wakesOwed, 0);
-    assertEquals(Atomics.load(w, H.sleeping), 0, "the one waker cleared the flag");
+    assertEquals(Atomics.load(w, HEADER_WORD.sleeping), 0, "the one waker cleared the flag");
     assert(await parked, "the agent woke (not its timeout)");
     const o = out();
     assertEquals(host.drain(o, performance.now(), 1000), 8, "all 8 in one drain");

@@ -15,7 +15,7 @@ import {
   readAgentRecord,
   removeAgentRecord,
 } from "./agent_directory.ts";
-import { H, MAGIC } from "./agent_ring.ts";
+import { HEADER_WORD, MAGIC } from "./agent_ring.ts";
 import { effectiveUid, processAlive } from "../shm/shm_object.ts";
 
 /**
@@ -71,7 +71,7 @@ function legacyRingOwner(path: string, uid: number): number {
     if (fstatSync(fd).uid !== uid) return 0;
     const h = new Int32Array(16);
     const got = readSync(fd, new Uint8Array(h.buffer), 0, 64, 0);
-    return got === 64 && h[H.magic] === MAGIC ? h[H.agentPid] : 0;
+    return got === 64 && h[HEADER_WORD.magic] === MAGIC ? h[HEADER_WORD.agentPid] : 0;
   } catch {
     return 0;
   } finally {

@@ -57,7 +57,7 @@ import type { ShmMapping } from "../shm/shm_object.ts";
 export const MAGIC = 0x47414256; // 'VBAG'
 export const VERSION = 2;
 /** Header word indexes. */
-export const H = {
+export const HEADER_WORD = {
   magic: 0,
   version: 1,
   agentPid: 2,
@@ -74,7 +74,7 @@ export const H = {
   sleeping: 49,
   counters: 64,
 } as const;
-/** Counter words after `H.counters`, in this order. */
+/** Counter words after `HEADER_WORD.counters`, in this order. */
 const COUNTERS = [
   "delivered",
   "reclaimed",
@@ -162,8 +162,8 @@ export abstract class AgentRingBase {
     this.spillBase = a.spill;
     this.spillHalf = sizes.spillBytes / 2;
     this.ring = new MpscRing(this.words, {
-      tail: H.tail,
-      head: H.head,
+      tail: HEADER_WORD.tail,
+      head: HEADER_WORD.head,
       entries: a.entries >> 2,
       capacity: sizes.entries,
     });
@@ -263,7 +263,7 @@ export abstract class AgentRingBase {
   /** The agent's counters as the shared header has them. */
   counters(): Record<string, number> {
     return Object.fromEntries(
-      COUNTERS.map((c, i) => [c, Atomics.load(this.words, H.counters + i)]),
+      COUNTERS.map((c, i) => [c, Atomics.load(this.words, HEADER_WORD.counters + i)]),
     );
   }
 }

@@ -28,7 +28,7 @@ import {
   AgentRingBase,
   areas,
   checkSizes,
-  H,
+  HEADER_WORD,
   MAGIC,
   OWNER_LEAVING,
   SLOT,
@@ -111,17 +111,17 @@ export class AgentRingHost extends AgentRingBase implements HostApi {
     const record: AgentRecord = { pid, fd: mapping.fd, size: mapping.size };
     const host = new AgentRingHost(mapping, helper, sizes, dir, name, record);
     const w = host.words;
-    w[H.version] = VERSION;
-    w[H.agentPid] = pid;
-    w[H.entries] = sizes.entries;
-    w[H.producers] = sizes.producers;
-    w[H.slots] = sizes.slots;
-    w[H.slotBytes] = sizes.slotBytes;
-    w[H.spillBytes] = sizes.spillBytes;
-    w[H.epoch] = crypto.getRandomValues(new Int32Array(1))[0];
+    w[HEADER_WORD.version] = VERSION;
+    w[HEADER_WORD.agentPid] = pid;
+    w[HEADER_WORD.entries] = sizes.entries;
+    w[HEADER_WORD.producers] = sizes.producers;
+    w[HEADER_WORD.slots] = sizes.slots;
+    w[HEADER_WORD.slotBytes] = sizes.slotBytes;
+    w[HEADER_WORD.spillBytes] = sizes.spillBytes;
+    w[HEADER_WORD.epoch] = crypto.getRandomValues(new Int32Array(1))[0];
     host.ring.resetAsConsumer();
-    w[H.state] = STATE_READY;
-    Atomics.store(w, H.magic, MAGIC); // published last
+    w[HEADER_WORD.state] = STATE_READY;
+    Atomics.store(w, HEADER_WORD.magic, MAGIC); // published last
     try {
       await host.#publish();
     } catch (e) {
@@ -258,7 +258,7 @@ export class AgentRingHost extends AgentRingBase implements HostApi {
     if (Atomics.load(w, sw) !== SLOT.TAKEN) return; // scribbled: the producer is broken anyway
     const i = p * this.sizes.slots + k;
     if (length === 0) this.#freeAnswer(p, i);
-    if (this.#respOff[i] >= 0) Atomics.store(w, H.counters + 7, ++this.#spilled);
+    if (this.#respOff[i] >= 0) Atomics.store(w, HEADER_WORD.counters + 7, ++this.#spilled);
     this.markSpill(sw, this.#respOff[i]);
     Atomics.store(w, sw + 2, length);
     Atomics.store(w, sw, SLOT.READY);
@@ -293,7 +293,7 @@ export class AgentRingHost extends AgentRingBase implements HostApi {
 
   /** Publishes how many answers the agent holds for want of spill room (the `held` counter). */
   setHeld(n: number): void {
-    if (!this.#closed) Atomics.store(this.words, H.counters + 9, n);
+    if (!this.#closed) Atomics.store(this.words, HEADER_WORD.counters + 9, n);
   }
 
   /** Gives back the table entries of dead or departed producers with nothing running. */
@@ -320,8 +320,8 @@ export class AgentRingHost extends AgentRingBase implements HostApi {
         this.#spill[p].reset(); // the next producer of entry p starts with a free response half
       }
     }
-    Atomics.store(w, H.counters + 5, attached);
-    Atomics.store(w, H.counters + 8, this.#spill.reduce((s, a) => s + a.usedBytes, 0));
+    Atomics.store(w, HEADER_WORD.counters + 5, attached);
+    Atomics.store(w, HEADER_WORD.counters + 8, this.#spill.reduce((s, a) => s + a.usedBytes, 0));
     this.#publishCounters();
   }
 
@@ -351,27 +351,27 @@ export class AgentRingHost extends AgentRingBase implements HostApi {
 
   #publishCounters(): void {
     const w = this.words, c = this.ring.counters;
-    Atomics.store(w, H.counters, c.delivered);
-    Atomics.store(w, H.counters + 1, c.reclaimed);
-    Atomics.store(w, H.counters + 2, c.garbage);
-    Atomics.store(w, H.counters + 3, this.#rejected);
-    Atomics.store(w, H.counters + 4, this.#producersReclaimed);
-    Atomics.store(w, H.counters + 6, this.#recovered);
+    Atomics.store(w, HEADER_WORD.counters, c.delivered);
+    Atomics.store(w, HEADER_WORD.counters + 1, c.reclaimed);
+    Atomics.store(w, HEADER_WORD.counters + 2, c.garbage);
+    Atomics.store(w, HEADER_WORD.counters + 3, this.#rejected);
+    Atomics.store(w, HEADER_WORD.counters + 4, this.#producersReclaimed);
+    Atomics.store(w, HEADER_WORD.counters + 6, this.#recovered);
   }
 
   /** The agent's doorbell (pass to {@link wait}). */
   doorbell(): number {
-    return Atomics.load(this.words, H.doorbell);
+    return Atomics.load(this.words, HEADER_WORD.doorbell);
   }
 
   /** Sleeps until a producer posts (doorbell moves past `seen`) or `timeoutMs`. */
   wait(seen: number, timeoutMs: number): Promise<boolean> {
-    return this.park(H.doorbell, H.sleeping, seen, timeoutMs);
+    return this.park(HEADER_WORD.doorbell, HEADER_WORD.sleeping, seen, timeoutMs);
   }
 
   /** Wakes this agent's own wait (shutdown). */
   wake(): void {
-    this.bump(H.doorbell, H.sleeping);
+    this.bump(HEADER_WORD.doorbell, HEADER_WORD.sleeping);
   }
 
   /**
@@ -381,7 +381,7 @@ export class AgentRingHost extends AgentRingBase implements HostApi {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    Atomics.store(this.words, H.state, STATE_CLOSED);
+    Atomics.store(this.words, HEADER_WORD.state, STATE_CLOSED);
     for (let p = 0; p < this.sizes.producers; p++) {
       this.bump(this.tableWord(p) + 1, this.tableWord(p) + 2);
     }

@@ -19,7 +19,7 @@ import {
   AgentRingBase,
   areas,
   checkSizes,
-  H,
+  HEADER_WORD,
   MAGIC,
   OWNER_LEAVING,
   SLOT,
@@ -46,7 +46,7 @@ export class AgentRingPort extends AgentRingBase implements AgentRingProducer {
 
   private constructor(mapping: ShmMapping, helper: Helper, sizes: AgentRingSizes) {
     super(mapping, helper, sizes);
-    this.agentPid = this.words[H.agentPid];
+    this.agentPid = this.words[HEADER_WORD.agentPid];
     this.#spill = new SpillAllocator(this.spillHalf);
     this.#reqOff = new Int32Array(sizes.slots).fill(-1);
     this.#reqLen = new Int32Array(sizes.slots);
@@ -97,17 +97,17 @@ export class AgentRingPort extends AgentRingBase implements AgentRingProducer {
     const size = record.size;
     const h = new Int32Array(mapping.bytes.buffer, mapping.bytes.byteOffset, 64);
     const sizes: AgentRingSizes = {
-      entries: h[H.entries],
-      producers: h[H.producers],
-      slots: h[H.slots],
-      slotBytes: h[H.slotBytes],
-      spillBytes: h[H.spillBytes],
+      entries: h[HEADER_WORD.entries],
+      producers: h[HEADER_WORD.producers],
+      slots: h[HEADER_WORD.slots],
+      slotBytes: h[HEADER_WORD.slotBytes],
+      spillBytes: h[HEADER_WORD.spillBytes],
     };
     const fail = (why: string): never => {
       mapping.close();
       throw new VerbusError("HANDSHAKE", `agent "${name}" (${shm}): ${why}`);
     };
-    if (Atomics.load(h, H.magic) !== MAGIC || h[H.version] !== VERSION) {
+    if (Atomics.load(h, HEADER_WORD.magic) !== MAGIC || h[HEADER_WORD.version] !== VERSION) {
       fail("not a verbus agent ring");
     }
     try {
@@ -116,8 +116,10 @@ export class AgentRingPort extends AgentRingBase implements AgentRingProducer {
       fail((e as Error).message);
     }
     if (areas(sizes).total !== size) fail(`${size} bytes, its header says ${areas(sizes).total}`);
-    if (h[H.agentPid] !== record.pid) fail(`its header names pid ${h[H.agentPid]}`);
-    if (!peek && h[H.state] !== STATE_READY) fail("the agent closed it");
+    if (h[HEADER_WORD.agentPid] !== record.pid) {
+      fail(`its header names pid ${h[HEADER_WORD.agentPid]}`);
+    }
+    if (!peek && h[HEADER_WORD.state] !== STATE_READY) fail("the agent closed it");
     return new AgentRingPort(mapping, helper ?? await loadHelper(), sizes);
   }
 
@@ -178,7 +180,7 @@ export class AgentRingPort extends AgentRingBase implements AgentRingProducer {
       if (pos === RING_FULL) {
         // Ring the agent all the same: a head word someone scribbled on looks full (or
         // impossible) to every producer, and only the agent's drain rewrites it.
-        this.bump(H.doorbell, H.sleeping);
+        this.bump(HEADER_WORD.doorbell, HEADER_WORD.sleeping);
         // Withdraw the slot unless the agent took it already (a scribbled entry named it).
         if (Atomics.compareExchange(w, sw, SLOT.POSTED, SLOT.FREE) === SLOT.POSTED) return false;
         break;
@@ -195,7 +197,7 @@ export class AgentRingPort extends AgentRingBase implements AgentRingProducer {
    * turn, at its end: a burst of calls costs one wake-up.
    */
   #ringAgent(): void {
-    Atomics.add(this.words, H.doorbell, 1);
+    Atomics.add(this.words, HEADER_WORD.doorbell, 1);
     if (!this.#wakeOwed) {
       this.#wakeOwed = true;
       queueMicrotask(this.#wakeAgent);
@@ -206,7 +208,7 @@ export class AgentRingPort extends AgentRingBase implements AgentRingProducer {
   #wakeOwed = false;
   readonly #wakeAgent = (): void => {
     this.#wakeOwed = false;
-    if (!this.#closed) this.wakeIfSleeping(H.doorbell, H.sleeping);
+    if (!this.#closed) this.wakeIfSleeping(HEADER_WORD.doorbell, HEADER_WORD.sleeping);
   };
 
   /** Wake-ups of the agent this producer owes for posts of this turn: 0 or 1 (tests). */
@@ -260,7 +262,7 @@ export class AgentRingPort extends AgentRingBase implements AgentRingProducer {
   /** Why the agent cannot answer any more (closed, exited, replaced), or null while it runs. */
   agentGone(): string | null {
     const w = this.words;
-    if (Atomics.load(w, H.state) === STATE_CLOSED) {
+    if (Atomics.load(w, HEADER_WORD.state) === STATE_CLOSED) {
       return `agent (pid ${this.agentPid}) closed its ring`;
     }
     if (!processAlive(this.agentPid)) return `agent (pid ${this.agentPid}) exited`;
@@ -299,7 +301,7 @@ export class AgentRingPort extends AgentRingBase implements AgentRingProducer {
     Atomics.store(this.words, sw, SLOT.POSTED);
     const pos = this.ring.claim();
     const ok = pos !== -1 && this.ring.publish(pos, 1 + this.#index * this.sizes.slots + k);
-    this.bump(H.doorbell, H.sleeping);
+    this.bump(HEADER_WORD.doorbell, HEADER_WORD.sleeping);
     return ok;
   }
 
