@@ -22,6 +22,7 @@ import { join, resolve } from "node:path";
 import { arg, exit, numArg, runtimesArg } from "../common/args.ts";
 import { childJson } from "../common/child_json.ts";
 import { RUNTIME_BIN, verbusCli } from "../common/verbus_cli.ts";
+import { BRPC_SERVER_READY, startReady } from "./ready_process.ts";
 
 const ROOT = resolve(new URL("../..", import.meta.url).pathname);
 const DIR = arg("brpc", "");
@@ -60,34 +61,7 @@ interface Row {
 }
 const rows: Row[] = [];
 
-/** A long-running child that is ready once its output matches `ready`; returns its port and stop. */
-function startServer(
-  cmd: [string, string[]],
-  ready: RegExp,
-): Promise<{ port: number; stop: () => Promise<void> }> {
-  return new Promise((res, rej) => {
-    const p = spawn(cmd[0], cmd[1], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    const timer = setTimeout(() => rej(new Error(`not ready: ${cmd.join(" ")}\n${out}`)), 30_000);
-    const on = (d: Uint8Array) => {
-      out += new TextDecoder().decode(d);
-      const m = ready.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        res({
-          port: Number(m[1]),
-          stop: () =>
-            new Promise<void>((r) => {
-              p.once("exit", () => r());
-              p.kill("SIGTERM");
-            }),
-        });
-      }
-    };
-    p.stdout!.on("data", on);
-    p.stderr!.on("data", on);
-  });
-}
+const startServer = (cmd: [string, string[]], ready: RegExp) => startReady(cmd, ready, ROOT);
 
 /** A TCP port free right now (for brpc's client's built-in HTTP server). */
 function freePort(): Promise<number> {
@@ -189,7 +163,7 @@ const loadBefore = loadavg();
 
 const brpcServer = await startServer(
   [join(DIR, "ubring_performance_server"), ["--use_ubring", "--port=0"]],
-  /is serving on port=(\d+)/,
+  BRPC_SERVER_READY,
 );
 try {
   for (const [d, a] of cells) {
