@@ -96,7 +96,7 @@ export async function warmUp(
  * one run and their callers issue the next calls in it, so a call's latency is measured from the
  * burst that issued it to the burst that completed it — the way the raw TCP echo baseline stamps
  * per write and per read (`bench/e2e/baselines/raw_tcp_common.ts`), instead of three clock reads
- * per call (~110 ns each on Deno). At 1 in flight every reading is fresh.
+ * per call (each an op call on Deno). At 1 in flight every reading is fresh.
  */
 export class BurstClock {
   #at = -1;

@@ -12,7 +12,7 @@ type Marked = Handler & { [BORROWS]?: true };
  * Marks `handler` (and returns it) as one that reads its request only until it returns or its
  * promise settles, keeps no view of it (nor returns one as its response), and copies what it
  * keeps. A fabric session may then hand it the request in a buffer it reuses for later calls
- * instead of a fresh copy per call (bounded memory under sustained large requests, issue 12).
+ * instead of a fresh copy per call (bounded memory under sustained large requests).
  * Unmarked handlers own their request, as {@link Handler} says. Setup; any thread.
  */
 export function borrowsRequest<H extends Handler>(handler: H): H {

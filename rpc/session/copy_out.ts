@@ -1,11 +1,11 @@
 /**
  * Copying a small message out of a fabric region into memory the caller owns, at the cost the
- * runtime makes cheapest. On Deno (V8) `Uint8Array.prototype.slice` costs ~300 ns for 64 B and a
- * `set` from a `subarray` ~50–80 ns (two typed arrays made per copy), so small copies are
- * bump-allocated from an 8 KiB chunk (as Node's Buffer pool does; a full chunk is left to the
- * views that use it) and copied by 32-bit words in JavaScript when source and length allow
- * (~35 ns for 64 B, one typed array made: the result); on Bun (JSC) `slice` is the cheapest and
- * is used as is. `bench/profile/one_thread.ts` measures the difference.
+ * runtime makes cheapest. On Deno (V8) `Uint8Array.prototype.slice` of a small message costs
+ * several times a `set` from a `subarray` (which makes two typed arrays per copy), so small
+ * copies are bump-allocated from an 8 KiB chunk (as Node's Buffer pool does; a full chunk is left
+ * to the views that use it) and copied by 32-bit words in JavaScript when source and length allow
+ * (cheaper still: one typed array made, the result); on Bun (JSC) `slice` is the cheapest and is
+ * used as is. `bench/profile/one_thread.ts` measures the difference.
  *
  * Ownership: the result is the caller's; with the pool its `buffer` is a shared chunk (use
  * `byteOffset`/`byteLength`, as for any view) that holds other results too — of this thread's

@@ -171,8 +171,8 @@ export function connectionLost(
 /**
  * The calls waiting for an answer, by correlation id. Ids are handed out in order and answers
  * mostly come back in order, so a call lives in slot `id & mask` of a power-of-two array: adding,
- * finding and removing are an index each (a `Map` cost ~150 ns per call here, with garbage from
- * its rehashing). A call still pending when its slot comes round again (a slow one among many
+ * finding and removing are an index each (a `Map` costs a hash per operation, and garbage as it
+ * rehashes). A call still pending when its slot comes round again (a slow one among many
  * fast ones) moves to a small overflow map; the array doubles only when more than half of it is
  * in use.
  */

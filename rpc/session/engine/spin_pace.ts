@@ -1,9 +1,9 @@
 /**
  * How often a busy-poll reads the clock: often enough to end on time, rarely enough that the
- * readings stay a small share of the spin. A reading's cost differs by four orders of magnitude
- * between the places verbus runs: ~6 ns on Bun and ~95 ns on Deno on this host (a vDSO clock),
- * ~18 µs in the Soft-RoCE VM, whose only clocksource is the emulated HPET (every reading is a
- * syscall and a trap). A spin that read the clock every 16 polls there spent most of its budget
+ * readings stay a small share of the spin. A reading's cost differs by orders of magnitude
+ * between the places verbus runs: a vDSO clock on a host (cheaper on Bun than on Deno, where it
+ * is an op call), and in the Soft-RoCE VM, whose only clocksource is the emulated HPET, a syscall
+ * and a trap per reading (bench/results/vm-spin-pace.md has the figures). A spin that read the clock every 16 polls there spent most of its budget
  * on the clock and ended after one interval: 5–7 readings per call at 16 in flight, and the
  * turns that came with them (bench/results/vm-spin-pace.md).
  *

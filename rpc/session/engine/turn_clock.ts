@@ -1,7 +1,7 @@
 /**
  * The per-turn clock of the fabric data path: `performance.now()` read at most once per turn of
  * the progress loop, however many calls the turn submits or completes. On Deno the clock is an
- * op call (0.1–1 µs under load), and reading it per call was a visible share of a call's cost.
+ * op call, and reading it per call was a visible share of a call's cost.
  *
  * The cached value is dropped (`invalidate`) at the start of every loop turn and before the loop
  * gives the thread away (macrotask yield, idle sleep, stop), so code that runs outside a turn —

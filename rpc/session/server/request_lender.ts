@@ -3,7 +3,7 @@
  * session copies such a request out of its region into a buffer of a {@link BufferPool} shared by
  * the host's sessions and gives the buffer back once the call is answered, so a steady stream of
  * large requests (BULK) reuses the same few buffers instead of making a fresh `ArrayBuffer` per
- * call (issue 12: on Bun that garbage grew a server to GBs before JSC collected). Past the pool's
+ * call (on Bun that garbage grew a server to gigabytes before JSC collected it). Past the pool's
  * byte budget, or for a handler that owns its request, the session copies as before.
  *
  * Ownership: a lent buffer is the handler's until its answer is written (`giveBack`); a session
