@@ -63,8 +63,9 @@ const ODD_VALUE = /[\0\r\n\u0100-\uffff]|^[\t ]|[\t ]$/;
 /**
  * The entries `new Headers(init)` would give for the common init of a generated client's call, a
  * plain object of a few string headers with distinct names — without building a `Headers` (which
- * costs more than the rest of a small call's encoding on Deno): names lower-cased. Undefined for anything else (a name or value `Headers`
- * would refuse or change, names equal but for case, arrays, many headers): then use `Headers`.
+ * costs more than the rest of a small call's encoding on Deno): names lower-cased. Undefined for
+ * anything else (a name or value `Headers` would refuse or change, names equal but for case,
+ * arrays, many headers): then use `Headers`.
  */
 function plainEntries(init: HeadersInit): [string, string][] | undefined {
   if (Array.isArray(init) || Object.getPrototypeOf(init) !== Object.prototype) return undefined;

@@ -3,9 +3,9 @@
  * readings stay a small share of the spin. A reading's cost differs by orders of magnitude
  * between the places verbus runs: a vDSO clock on a host (cheaper on Bun than on Deno, where it
  * is an op call), and in the Soft-RoCE VM, whose only clocksource is the emulated HPET, a syscall
- * and a trap per reading (bench/results/vm-spin-pace.md has the figures). A spin that read the clock every 16 polls there spent most of its budget
- * on the clock and ended after one interval: 5–7 readings per call at 16 in flight, and the
- * turns that came with them (bench/results/vm-spin-pace.md).
+ * and a trap per reading. A spin that read the clock every 16 polls there spent most of its
+ * budget on the clock and ended after one interval: 5–7 readings per call at 16 in flight, and
+ * the turns that came with them (bench/results/vm-spin-pace.md has the figures).
  *
  * {@link SpinPace} times a few back-to-back readings (`calibrate`, about every 100 ms) and keeps
  * an average of what one poll costs (`observe`, from the spin's own readings), and sets the polls
