@@ -186,6 +186,7 @@ export class Client extends ClientBase<ClientCallResult> {
       sel.expectedResponseBytes = options.expectedResponseBytes;
       sel.snapshot = s?.snapshot ?? undefined;
       sel.requestFitsSlot = s ? bytes <= s.slotSize : true;
+      sel.maxResponseBytes = s?.maxPoolAnswerBytes; // a larger answer would fail, having run
       const path = selectPathOnly(sel, this.#selector);
       if (path === "TCP_FALLBACK" || !s) {
         return this.#tcp(

@@ -10,10 +10,11 @@
  * | 3 | `errorCount > errorThreshold` (strictly: the threshold itself is still tolerated, one more error has "passed" it) | TCP_FALLBACK |
  * | 4 | server request ring `> ringPressure` (strictly "over 90 %") | TCP_FALLBACK |
  * | 5 | server object pool `> objpoolPressure` (strictly "over 85 %") | TCP_FALLBACK |
- * | 6 | `requestBytes ≥ bulkThreshold` | BULK |
- * | 7 | the request does not fit a request slot | BULK |
- * | 8 | `expectedResponseBytes ≥ largeThreshold` | LAZY |
- * | 9 | otherwise | EAGER |
+ * | 6 | `expectedResponseBytes > maxResponseBytes` (the server's object pool cannot hold such an answer: it would run the call and fail it) | TCP_FALLBACK |
+ * | 7 | `requestBytes ≥ bulkThreshold` | BULK |
+ * | 8 | the request does not fit a request slot | BULK |
+ * | 9 | `expectedResponseBytes ≥ largeThreshold` | LAZY |
+ * | 10 | otherwise | EAGER |
  *
  * {@link selectPathOnly} is the data-path form (allocates nothing); {@link selectPath} also
  * explains its choice in a short human string (it allocates the result and the string).
@@ -94,6 +95,8 @@ export interface SelectInput {
   snapshot?: { ringOccupancy: number; objectPoolUsage: number };
   /** Whether the request fits one request-ring slot (EAGER and LAZY need it to). */
   requestFitsSlot: boolean;
+  /** The largest answer the session's server can hold in its object pool, when known. */
+  maxResponseBytes?: number;
 }
 
 /** The selector's answer. */
@@ -111,10 +114,11 @@ const R_FORCED = 0,
   R_ERRORS = 4,
   R_RING = 5,
   R_OBJPOOL = 6,
-  R_BULK = 7,
-  R_NOFIT = 8,
-  R_LAZY = 9,
-  R_EAGER = 10;
+  R_TOOBIG = 7,
+  R_BULK = 8,
+  R_NOFIT = 9,
+  R_LAZY = 10,
+  R_EAGER = 11;
 
 function isFabricPath(p: CallPath): boolean {
   return p !== "TCP_FALLBACK";
@@ -134,9 +138,10 @@ function selectRule(input: SelectInput, cfg: SelectorConfig): number {
     if (snap.ringOccupancy > cfg.ringPressure) return R_RING;
     if (snap.objectPoolUsage > cfg.objpoolPressure) return R_OBJPOOL;
   }
+  const resp = input.expectedResponseBytes, max = input.maxResponseBytes;
+  if (resp !== undefined && max !== undefined && resp > max) return R_TOOBIG;
   if (input.requestBytes >= cfg.bulkThreshold) return R_BULK;
   if (!input.requestFitsSlot) return R_NOFIT;
-  const resp = input.expectedResponseBytes;
   if (resp !== undefined && resp >= cfg.largeThreshold) return R_LAZY;
   return R_EAGER;
 }
@@ -203,6 +208,11 @@ export function selectPath(input: SelectInput, cfg: SelectorConfig): Selection {
       reason = `server object pool ${pct(input.snapshot!.objectPoolUsage)} used (> ${
         pct(cfg.objpoolPressure)
       })`;
+      break;
+    case R_TOOBIG:
+      reason =
+        `expected response ${input.expectedResponseBytes} B > the ${input.maxResponseBytes} B ` +
+        `the server's object pool holds`;
       break;
     case R_BULK:
       reason = `request ${input.requestBytes} B ≥ bulk threshold ${cfg.bulkThreshold} B`;

@@ -34,7 +34,8 @@ test(`every path against a ${other} server in another process`, async () => {
         1 << 19,
         -1,
       ]);
-      // 1 MiB + header does not fit the 16-slab pool: the server says so and the call goes TCP.
+      // 1 MiB + header does not fit the 16-slab pool: a call expecting it goes over TCP from the
+      // start (the server would run it and have no room for its answer; it is never redone).
       const f = await c.call("verbus.Demo", "LargeGet", encodeKeyRequest("big:1m"), {
         expectedResponseBytes: 1 << 20,
       });

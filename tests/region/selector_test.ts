@@ -113,6 +113,22 @@ test("object-pool pressure: at 85 % fine, over 85 % → TCP_FALLBACK", () => {
   );
 });
 
+test("an expected answer larger than the server's object pool holds → TCP_FALLBACK", () => {
+  // The server would run the call and then have no room for its answer (never redone).
+  expectPath(
+    { expectedResponseBytes: 100_001, maxResponseBytes: 100_000 },
+    "TCP_FALLBACK",
+    "expected response 100001 B > the 100000 B the server's object pool holds",
+  );
+  expectPath({ expectedResponseBytes: 100_000, maxResponseBytes: 100_000 }, "LAZY");
+  expectPath(
+    { requestBytes: 20_000, expectedResponseBytes: 200_000, maxResponseBytes: 1000 },
+    "TCP_FALLBACK",
+  );
+  expectPath({ expectedResponseBytes: 1 << 30 }, "LAZY", undefined); // pool size unknown
+  expectPath({ forcePath: "LAZY", expectedResponseBytes: 2000, maxResponseBytes: 1000 }, "LAZY");
+});
+
 test("no snapshot means no pressure check", () => {
   expectPath({ snapshot: undefined, expectedResponseBytes: 10000 }, "LAZY");
 });

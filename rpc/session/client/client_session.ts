@@ -15,6 +15,7 @@
 import { Completions, type FabricEndpoint, FAILED, FULL, OK } from "../../../transport/fabric.ts";
 import { CONTROL, type RegionLayout, SESSION_CLOSED } from "../../region/layout.ts";
 import { LATENCY_SAMPLE_EVERY, type TelemetrySnapshot } from "../../region/telemetry.ts";
+import { OBJECT_OVERHEAD_BYTES } from "../../region/object_format.ts";
 import { CallDeadlines } from "./call_deadlines.ts";
 import { NO_FREE_SLOT, SLOT_CALL, SlotTable } from "./client_slots.ts";
 import { MethodTable } from "./method_table.ts";
@@ -185,6 +186,12 @@ export class ClientSession {
   /** Inline bytes a slot holds (request and response bodies). */
   get slotSize(): number {
     return this.#client.config.slotSize;
+  }
+
+  /** The largest answer the server's object pool holds (a call expecting more goes over TCP). */
+  get maxPoolAnswerBytes(): number {
+    const c = this.#server.config;
+    return c.objectSlabs * c.objectSlabSize - OBJECT_OVERHEAD_BYTES;
   }
 
   /**

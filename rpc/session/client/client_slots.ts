@@ -238,11 +238,11 @@ export class SlotTable {
   }
 
   /**
-   * Settles slot `i`'s call with `error`: FULL redoes the call over TCP through the hooks — for a
-   * call the server never took (the session ended before it did) and, still, for an answer the
-   * server's full object pool could not hold (EOVERCROWDED: the handler ran, so that call runs
-   * twice; a LAZY answer with no staging room waits instead) —; FABRIC is counted as a fabric
-   * error. Call before `release`.
+   * Settles slot `i`'s call with `error`: FULL redoes the call over TCP through the hooks, and is
+   * only for a call the server never took (the session ended before it did:
+   * `client_session_end.ts`); a call the server took may have run, so every answer, error or
+   * failure after that rejects (at most once). FABRIC is counted as a fabric error. Call before
+   * `release`.
    */
   reject(i: number, error: unknown): void {
     const slot = this.slot(i);

@@ -26,8 +26,8 @@ export interface CallHooks {
   /** A call failed with a fabric error (counted against the session's error budget). */
   fabricError(): void;
   /**
-   * Redo the call over TCP: the server never took it (the session ended before it did), or its
-   * object pool had no room for the answer (EOVERCROWDED; the handler ran).
+   * Redo the call over TCP: the server never took it (the session ended before it did, and its
+   * notice lists the call as untaken), so it never ran. Never for a call the server took.
    * Returns the promise of the TCP call; the fabric call's promise follows it.
    */
   overflow(

@@ -3,7 +3,12 @@
  * (its seq must echo the request's; every offset and length came from the server and must lie
  * inside the client's slot or the server's object pool — a violation fails the session), then:
  * - INLINE (EAGER, and every error answer): the body is copied out of the slot and the call
- *   settles at once;
+ *   settles at once. An error answer is never redone over TCP, whatever its code: the server
+ *   took the request (it may have run the handler). An older server answers EOVERCROWDED
+ *   `object pool full (N bytes)` when its object pool had no room for an answer it had run:
+ *   that call fails with ERESPONSE saying so (not EOVERCROWDED, which callers — a cluster
+ *   client among them — may read as "not run, try elsewhere"). A current server holds such an
+ *   answer until it has room (`session_answers.ts`);
  * - OBJECT (LAZY): the object is read one-sided into staging (wr id = slot index); when that
  *   read completes, header and trailer generations are checked, the data copied out, the
  *   reference queued for RECLAIM, and the call settles. With no staging room now the read waits
@@ -25,7 +30,14 @@
 import { VerbusError } from "../../../errors.ts";
 import { type FabricEndpoint, FAILED, OK, SIGNALED } from "../../../transport/fabric.ts";
 import { EOVERCROWDED, ERESPONSE, RpcError } from "../../errors.ts";
-import { DESC_WORDS, FREE, KIND_INLINE, KIND_OBJECT, READY, RESP } from "../../region/descriptors.ts";
+import {
+  DESC_WORDS,
+  FREE,
+  KIND_INLINE,
+  KIND_OBJECT,
+  READY,
+  RESP,
+} from "../../region/descriptors.ts";
 import type { RegionLayout } from "../../region/layout.ts";
 import {
   OBJECT_HEADER_BYTES,
@@ -43,6 +55,8 @@ import { SlotQueue } from "./slot_queue.ts";
 
 const dec = new TextDecoder();
 const EMPTY = new Uint8Array(0);
+/** The text of an older server's EOVERCROWDED for an answer its object pool could not hold. */
+const OLD_POOL_FULL = /^object pool full \(\d+ bytes\)$/;
 
 /** What a {@link ResponseReader} works with (all owned by the session). */
 export interface ResponseReaderInit {
@@ -258,12 +272,16 @@ export class ResponseReader {
     const local = this.#endpoint.local, slots = this.#slots;
     if (status !== 0) {
       const text = dec.decode(local.subarray(off, off + len));
-      // EOVERCROWDED (the server's object pool had no room for the answer) is still redone over
-      // TCP (FULL), although the handler ran: see client_slots.ts `reject`.
+      // Never redone (the server took the call); an older server's "pool full" is not EOVERCROWDED.
       slots.reject(
         i,
-        status === EOVERCROWDED
-          ? new VerbusError("FULL", text)
+        status === EOVERCROWDED && OLD_POOL_FULL.test(text)
+          ? new RpcError(
+            ERESPONSE,
+            `the server ran the call but its object pool had no room for the answer (it ` +
+              `answered EOVERCROWDED "${text}", as servers before at-most-once answers did); ` +
+              `the call is not redone`,
+          )
           : withMeta(new RpcError(status, text), slots.slot(i).answerMeta),
       );
       slots.release(i);

@@ -24,6 +24,7 @@ import { type Bye, byeSchema, decodeHello, encodeBye, FABRIC_SERVICE } from "../
 import { type Driven, ProgressEngine, type Registration } from "../engine/engine.ts";
 import { type ProgressOptions, progressOptionsSchema } from "../engine/progress.ts";
 import type { ServerSession } from "./server_session.ts";
+import { DEFAULT_HOLD } from "./held_answers.ts";
 import { connectionKey, type HandshakeHost, ServerHandshakes } from "../handshake/server_handshake.ts";
 import type { HandshakeOutcome } from "../handshake/handshake_log.ts";
 import { peerText } from "../../../util/log_text.ts";
@@ -38,6 +39,9 @@ export const fabricHostOptionsSchema: z.ZodObject<{
   batchBudget: z.ZodDefault<z.ZodNumber>;
   largeThreshold: z.ZodDefault<z.ZodNumber>;
   objectTtlMs: z.ZodDefault<z.ZodNumber>;
+  heldAnswers: z.ZodDefault<z.ZodNumber>;
+  heldAnswerBytes: z.ZodDefault<z.ZodNumber>;
+  heldAnswerMs: z.ZodDefault<z.ZodNumber>;
   ackTimeoutMs: z.ZodDefault<z.ZodNumber>;
   maxSessions: z.ZodDefault<z.ZodNumber>;
   maxHandshakes: z.ZodDefault<z.ZodNumber>;
@@ -65,6 +69,19 @@ export const fabricHostOptionsSchema: z.ZodObject<{
   largeThreshold: z.number().int().min(0).default(8192),
   /** Unreclaimed LAZY objects are freed after this long. */
   objectTtlMs: z.number().int().min(1).default(30_000),
+  /**
+   * Answers a session holds at most while its object pool has no room for them (their handlers
+   * ran: they wait for RECLAIMs or the TTL sweep rather than being redone; past this bound such
+   * a call fails with ERESPONSE saying so; 0: none is held). See `session_answers.ts`.
+   */
+  heldAnswers: z.number().int().min(0).max(65536).default(DEFAULT_HOLD.heldAnswers),
+  /** Bytes of answers a session holds at most that way (the handlers' response buffers). */
+  heldAnswerBytes: z.number().int().min(0).max(2 ** 40).default(DEFAULT_HOLD.heldAnswerBytes),
+  /**
+   * The longest an answer is held when its call has no deadline (with one, it gives up shortly
+   * before the deadline).
+   */
+  heldAnswerMs: z.number().int().min(1).max(3_600_000).default(DEFAULT_HOLD.heldAnswerMs),
   /** A client that does not ACK within this long loses its half-made session. */
   ackTimeoutMs: z.number().int().min(1).max(600_000).default(10_000),
   /**

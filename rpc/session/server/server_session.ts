@@ -7,7 +7,9 @@
  * reference into the object pool otherwise or when the client prefers LAZY (LAZY). RECLAIMs free
  * objects; a TTL sweep frees what nobody reclaimed. The dispatcher's answer finds its request
  * again through a {@link ResponseTokens} token (the ring slot index, sent as `correlationId`);
- * the {@link ServerResponseWriter} writes it. Headers travel in metadata blocks at the end of
+ * {@link SessionAnswers} (`session_answers.ts`) answers it — and, when the pool has no room for
+ * a LAZY answer, holds it until RECLAIMs or the sweep free room: a call whose handler ran is
+ * never refused for a redo (at most once). Headers travel in metadata blocks at the end of
  * the call's slot (`meta_block.ts`): a request's is read by {@link RequestMetas} — a bad one
  * fails that call only, with EREQUEST saying why —, an answer's carries the call's response
  * headers, trailers and error details (past the bound, the answer becomes ERESPONSE saying so).
@@ -17,7 +19,6 @@
  */
 import type { FabricEndpoint } from "../../../transport/fabric.ts";
 import type { NetAddress } from "../../../transport/tcp/tcp.ts";
-import { EOVERCROWDED, EREQUEST, ERESPONSE } from "../../errors.ts";
 import type { Dispatcher, Logger, ResponseSink, ServerCall } from "../../protocol/dispatch.ts";
 import {
   DESC_WORDS,
@@ -30,25 +31,19 @@ import {
   TAKEN,
 } from "../../region/descriptors.ts";
 import { CONTROL, type RegionLayout, SESSION_CLOSED } from "../../region/layout.ts";
-import { ObjectPool, POOL_EXHAUSTED } from "../../region/object_pool.ts";
-import {
-  LATENCY_SAMPLE_EVERY,
-  TELEMETRY,
-  type Telemetry,
-  TELEMETRY_PATH,
-} from "../../region/telemetry.ts";
+import { ObjectPool } from "../../region/object_pool.ts";
+import { TELEMETRY, type Telemetry } from "../../region/telemetry.ts";
 import { applyReclaims, sessionTelemetry } from "./server_telemetry.ts";
 import { type ResponseToken, ResponseTokens } from "./response_tokens.ts";
-import { ServerResponseWriter } from "./server_response_writer.ts";
+import { SessionAnswers } from "./session_answers.ts";
+import { DEFAULT_HOLD, type HoldLimits } from "./held_answers.ts";
 import { copyOut } from "../copy_out.ts";
-import { turnDateNow } from "../engine/turn_clock.ts";
 import { RequestLender } from "./request_lender.ts";
 import { RequestMetas } from "./request_metas.ts";
 import { EndNotice } from "../../../util/end_notice.ts";
 import { FabricStreams } from "../../stream/stream_ring.ts";
 import { sessionStreams } from "../../stream/session_streams.ts";
 
-const enc = new TextEncoder();
 const EMPTY = new Uint8Array(0);
 
 /** What a server session needs. */
@@ -69,6 +64,8 @@ export interface ServerSessionInit {
   pressure?: "ring" | "objpool";
   /** Lends large requests of borrowing handlers reused buffers (default: a private lender). */
   lender?: RequestLender;
+  /** Answers held for object-pool room at most, and for how long (default {@link DEFAULT_HOLD}). */
+  hold?: HoldLimits;
 }
 
 /** One fabric session, server side. */
@@ -89,33 +86,15 @@ export class ServerSession implements ResponseSink {
   readonly #pool: ObjectPool;
   readonly #telemetry: Telemetry;
   readonly #budget: number;
-  readonly #largeThreshold: number;
   readonly #logger: Logger;
   readonly #tokens: ResponseTokens;
-  readonly #answers: ServerResponseWriter;
+  /** What becomes of the answers (inline, LAZY, held for pool room): session_answers.ts. */
+  readonly #answers: SessionAnswers;
   readonly #lender: RequestLender;
   /** The request metas handed to the dispatcher (see request_metas.ts). */
   readonly #metas: RequestMetas;
-  /** `Date.now()` scale time of the current poll round (the turn's clock), or -1. */
-  #roundNow = -1;
-  /**
-   * Per request slot: `performance.now()` when its request was taken, for the 1 call in
-   * LATENCY_SAMPLE_EVERY whose server time the EWMA gets; 0 for the others. (The turn clock
-   * cannot time a call: a synchronous answer comes in the same turn and would count 0 µs.)
-   */
-  readonly #sampledAt: Float64Array;
-  #sampleCount = 0;
-  /** Requests refused for a bad metadata block (each failed its call only). */
-  refused = 0;
-  /** Answers whose body the fabric refused (each failed its call only). */
-  bodyWriteFailures = 0;
-  /** Doorbells rung for answers (one per poll round that answered, plus one per late answer). */
-  doorbells = 0;
   /** Where the next round's scan of the request ring starts. */
   #cursor = 0;
-  #kickPending = false;
-  /** True while poll() runs: answers written then share one kick at its end. */
-  #inPoll = false;
   #closed: string | null = null;
   #seenDoorbell = 0;
   /** Set at close: the requests still READY (never taken, never to be), as [slot, seq]. */
@@ -132,7 +111,6 @@ export class ServerSession implements ResponseSink {
     this.#dispatcher = init.dispatcher;
     this.#methods = init.methods;
     this.#budget = init.batchBudget;
-    this.#largeThreshold = init.largeThreshold;
     this.#logger = init.logger;
     const local = this.#endpoint.local;
     const rr = this.#server.requestRing;
@@ -149,7 +127,6 @@ export class ServerSession implements ResponseSink {
       ttlMs: init.ttlMs,
     });
     this.#tokens = new ResponseTokens(this.#server.config.slots);
-    this.#sampledAt = new Float64Array(this.#server.config.slots);
     this.#lender = init.lender ?? new RequestLender(init.dispatcher);
     const where = `${init.peer.host}:${init.peer.port}`;
     this.streams = FabricStreams.between(
@@ -162,23 +139,43 @@ export class ServerSession implements ResponseSink {
     sessionStreams.add(where, this.streams);
     const cfg = this.#server.config;
     this.#metas = new RequestMetas(cfg.slots, cfg.slotSize, this.#server.slotLocal.offset);
-    this.#answers = new ServerResponseWriter(
-      this.#endpoint,
-      { server: this.#server, client: this.#client },
-      this.#requestRing,
-      this.#tokens,
-      this.#pool,
-      (token, st) => {
-        this.#telemetry.inc(TELEMETRY.FAILED);
-        this.bodyWriteFailures++;
-        if (this.bodyWriteFailures === 1) {
-          this.#logger.warn(
-            `fabric session ${this.id}: the answer of slot ${token} could not be written (status ${st}); that call failed (logged once per session)`,
-          );
-        }
-      },
-    );
     this.#telemetry = sessionTelemetry(local, this.#server, init.pressure);
+    this.#answers = new SessionAnswers({
+      id: this.id,
+      endpoint: this.#endpoint,
+      server: this.#server,
+      client: this.#client,
+      requestRing: this.#requestRing,
+      tokens: this.#tokens,
+      pool: this.#pool,
+      telemetry: this.#telemetry,
+      lender: this.#lender,
+      metaBound: this.#metas.bound,
+      largeThreshold: init.largeThreshold,
+      limits: init.hold ?? DEFAULT_HOLD,
+      logger: this.#logger,
+      fail: (reason) => this.fail(reason),
+    });
+  }
+
+  /** Requests refused for a bad metadata block (each failed its call only). */
+  get refused(): number {
+    return this.#answers.refused;
+  }
+
+  /** Answers whose body the fabric refused (each failed its call only). */
+  get bodyWriteFailures(): number {
+    return this.#answers.bodyWriteFailures;
+  }
+
+  /** Doorbells rung for answers (one per poll round that answered, plus one per late answer). */
+  get doorbells(): number {
+    return this.#answers.doorbells;
+  }
+
+  /** The answer side: answers held for object-pool room and the counters (tests, stats). */
+  get answers(): SessionAnswers {
+    return this.#answers;
   }
 
   /** Aborted when the session ends. */
@@ -223,7 +220,7 @@ export class ServerSession implements ResponseSink {
       if (this.streams.wantsTurn) this.#seenDoorbell = -1; // a stream post waits for room
       return streamed;
     }
-    this.#inPoll = true;
+    this.#answers.beginRound();
     this.#seenDoorbell = db;
     // The client tells us how far up the ring it has used slots (its free list is a stack, so
     // that is about its peak concurrency); a lying value only bounds our scan by the ring size.
@@ -240,20 +237,8 @@ export class ServerSession implements ResponseSink {
     }
     this.#cursor = (this.#cursor + handled) % limit;
     if (handled === this.#budget) this.#seenDoorbell = -1; // more may be READY: look again next round
-    this.#inPoll = false;
-    this.#roundNow = -1;
-    this.#ringClientDoorbell(); // one kick for every answer written during this round
+    this.#answers.endRound(); // one kick for every answer written during this round
     return handled + streamed;
-  }
-
-  /** Rings the client's doorbell once for all responses written since the last ring. */
-  #ringClientDoorbell(): void {
-    if (this.#kickPending && this.#closed === null) {
-      this.#kickPending = false;
-      this.doorbells++;
-      this.#endpoint.flush();
-      this.#endpoint.kick();
-    }
   }
 
   /** Takes the READY request in slot `i`: checks it, copies it out, dispatches it. */
@@ -301,7 +286,7 @@ export class ServerSession implements ResponseSink {
       r[b + REQ.meta] >>> 0,
       (flags & FLAG_BULK) === 0 ? len + att : -1,
     );
-    if (typeof block === "string") return this.#refuse(i, block);
+    if (typeof block === "string") return this.#answers.refuse(i, block);
     const [service, name] = this.#methods[method];
     // A large request of a handler that borrows it comes in a lent, reused buffer (given back
     // when the call is answered); any other is the handler's own copy.
@@ -318,30 +303,20 @@ export class ServerSession implements ResponseSink {
     const logLo = r[b + REQ.logLo] >>> 0, logHi = r[b + REQ.logHi] >>> 0;
     // The answer comes back through send() with the slot as its token (its correlationId).
     const meta = this.#metas.meta(i, method, service, name, timeout, logLo, logHi, block);
-    if (this.#roundNow < 0) this.#roundNow = turnDateNow(); // the turn's clock reading
-    this.#sampledAt[i] = (this.#sampleCount++ % LATENCY_SAMPLE_EVERY) === 0 ? performance.now() : 0;
-    this.#dispatcher.dispatch(meta, payload, attachment, this, this.#roundNow);
+    const now = this.#answers.now(); // the turn's clock reading
+    this.#answers.sample(i);
+    this.#dispatcher.dispatch(meta, payload, attachment, this, now);
   }
 
   /**
-   * Answers the request behind `token` with EREQUEST `slot N: why` without running it (its
-   * metadata block is bad); the session goes on. Logged once per session.
+   * A RECLAIM batch in the request behind `token`: frees the objects, answers empty, then writes
+   * the answers held for room that fit now.
    */
-  #refuse(token: ResponseToken, why: string): void {
-    const text = `slot ${token}: ${why}`;
-    if (this.refused++ === 0) {
-      this.#logger.warn(`fabric session ${this.id}: a request refused (logged once): ${text}`);
-    }
-    this.#telemetry.inc(TELEMETRY.FAILED);
-    const body = enc.encode(text).subarray(0, this.#client.config.slotSize);
-    this.#answered(token, this.#answers.inline(token, EREQUEST, body, undefined, 0));
-  }
-
-  /** A RECLAIM batch in the request behind `token`: frees the objects, answers empty. */
   #reclaim(token: ResponseToken, payload: Uint8Array): void {
     const bad = applyReclaims(this.#pool, this.#telemetry, payload);
     if (bad !== null) return this.fail(`slot ${token}: ${bad}`);
-    this.#answered(token, this.#answers.inline(token, 0, EMPTY, undefined, 0));
+    this.#answers.inline(token, 0, EMPTY);
+    if (this.#answers.held > 0) this.#answers.roomFreed();
   }
 
   /** ResponseSink: the dispatcher's answer to a call of this session. */
@@ -349,69 +324,7 @@ export class ServerSession implements ResponseSink {
     if (this.#closed !== null) return;
     const token: ResponseToken = Number(call.meta.correlationId);
     if (!this.#tokens.isOpen(token)) return; // not a request of this session's ring
-    // A synchronous answer (in this round) took no measurable time; a late one reads the clock.
-    const now = this.#inPoll && this.#roundNow >= 0 ? this.#roundNow : Date.now();
-    const us = Math.round((now - call.receivedAt) * 1000);
-    // Headers, trailers, error details: a block at the end of the client's slot (bounded).
-    const bound = this.#metas.bound, details = errorCode ? call.errorDetails : undefined;
-    let meta = this.#answers.metaBlock.answer(
-      call.responseUserFields,
-      call.responseTrailers,
-      details,
-      bound,
-    );
-    if (meta < 0) {
-      errorText =
-        `the answer's metadata block of ${-meta} bytes exceeds the fabric bound of ${bound} bytes`;
-      (errorCode = ERESPONSE, meta = 0);
-    }
-    const slotSize = this.#client.config.slotSize;
-    if (errorCode !== 0) {
-      this.#telemetry.inc(TELEMETRY.FAILED);
-      const text = enc.encode(errorText).subarray(0, slotSize - meta);
-      return this.#answered(
-        token,
-        this.#answers.inline(token, errorCode, text, undefined, us, meta),
-      );
-    }
-    this.#telemetry.inc(TELEMETRY.COMPLETED);
-    const att = call.responseAttachment;
-    const total = response.length + (att?.length ?? 0);
-    const lazy = total + meta > slotSize ||
-      (this.#tokens.prefersLazy(token) && total >= this.#largeThreshold);
-    const path = this.#tokens.cameBulk(token) ? "BULK" : lazy ? "LAZY" : "EAGER";
-    const sampled = this.#sampledAt[token];
-    if (sampled > 0) {
-      this.#sampledAt[token] = 0;
-      this.#telemetry.ewma(TELEMETRY_PATH[path], (performance.now() - sampled) * 1000);
-    }
-    if (!lazy) {
-      return this.#answered(token, this.#answers.inline(token, 0, response, att, us, meta));
-    }
-    const id = this.#pool.alloc(total);
-    if (id === POOL_EXHAUSTED) {
-      this.#telemetry.inc(TELEMETRY.FAILED);
-      const text = enc.encode(`object pool full (${total} bytes)`);
-      return this.#answered(token, this.#answers.inline(token, EOVERCROWDED, text, undefined, us));
-    }
-    this.#pool.write(id, response, 0);
-    if (att) this.#pool.write(id, att, response.length);
-    this.#pool.publish(id);
-    this.#telemetry.inc(TELEMETRY.OBJ_ALLOCS);
-    this.#telemetry.set(TELEMETRY.OBJPOOL_USED, this.#pool.usedSlabs);
-    const attBytes = att?.length ?? 0;
-    this.#answered(token, this.#answers.object(token, id, response.length, attBytes, us, meta));
-  }
-
-  /** Bookkeeping after the answer of `token` was published with fabric status `status`. */
-  #answered(token: ResponseToken, status: number): void {
-    this.#lender.giveBack(token); // the answer is written: the handler is done with its request
-    this.#telemetry.set(TELEMETRY.RING_USED, this.#tokens.openCount);
-    this.#kickPending = true;
-    if (status < 0) this.fail(`fabric write to the client failed (status ${status})`);
-    // An answer of an async handler arrives between rounds, maybe while this server sleeps:
-    // ring at once, or a sleeping client would not hear of it until its wait times out.
-    else if (!this.#inPoll) this.#ringClientDoorbell();
+    this.#answers.send(token, call, response, errorCode, errorText);
   }
 
   /**
@@ -424,13 +337,21 @@ export class ServerSession implements ResponseSink {
     return true;
   }
 
-  /** The once-a-second tick: notices a failed endpoint, frees objects older than the TTL. */
+  /**
+   * The once-a-second tick: notices a failed endpoint, frees objects older than the TTL (and
+   * writes the answers held for room that fit then).
+   */
   sweep(): number {
     if (this.#closed !== null || this.#endpointFailed() || this.#pool.usedSlabs === 0) return 0;
     const n = this.#pool.sweep();
     if (n) {
       this.#telemetry.inc(TELEMETRY.OBJ_TTL_RECLAIMS, n);
       this.#telemetry.set(TELEMETRY.OBJPOOL_USED, this.#pool.usedSlabs);
+      if (this.#answers.held > 0) {
+        this.#answers.beginRound(); // one kick for the answers written now
+        this.#answers.roomFreed();
+        this.#answers.endRound();
+      }
     }
     return n;
   }
@@ -444,9 +365,18 @@ export class ServerSession implements ResponseSink {
     this.close(reason);
   }
 
-  /** Ends the session: aborts handlers' signals, releases the region. Safe twice. */
+  /**
+   * Ends the session: aborts handlers' signals, releases the region. Answers held for object-pool
+   * room are dropped (their calls ran: the client fails them with this reason, which says so,
+   * and never redoes them). Safe twice.
+   */
   close(reason = "closed"): void {
     if (this.#closed !== null) return;
+    const dropped = this.#answers.close();
+    if (dropped > 0) {
+      reason += `; ${dropped} answer(s) of calls the server had run were waiting for ` +
+        `object-pool room and are dropped (those calls fail, they are not redone)`;
+    }
     // Tell the client (state word of its control page) before the memory goes away.
     if (!this.#endpoint.failed) {
       this.#endpoint.writeU32(0, this.#client.control.offset + CONTROL.state, SESSION_CLOSED, 0);
