@@ -166,7 +166,7 @@ export class Client extends ClientBase<ClientCallResult> {
     // No fabric session: straight to the channel, which builds the result and counts the call
     // (no promise of this layer, no copy of the result).
     if (this.#fabric.current() === null) {
-      return this.#channel._callTagged(service, method, request, options);
+      return this.#channel._callAsClient(service, method, request, options);
     }
     try {
       const attachment = options.attachment ?? EMPTY;

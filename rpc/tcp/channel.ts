@@ -37,7 +37,7 @@ import { PendingCalls } from "./pending_calls.ts";
 
 export type { CallOptions, CallResult, TcpCallResult };
 
-/** Called on every answer of a tagged call, with how long it took (ms); see `_callTagged`. */
+/** Told how long each call made through `_callAsClient` took (ms), at its answer. */
 export type CallObserver = (tookMs: number) => void;
 
 const EMPTY = new Uint8Array(0);
@@ -64,7 +64,7 @@ export class Channel {
   #conn: TcpConn | null = null;
   /** The streams of the current connection (`rpc/stream/`). */
   #streams: StreamTable | null = null;
-  /** Told of every tagged call's answer (the Client's counters). */
+  /** Told of every answer of a call made for a Client (the Client's counters). */
   #observer: CallObserver | null = null;
   /** `performance.now()` of the read being parsed (only while an observer is set). */
   #readAt = 0;
@@ -129,7 +129,7 @@ export class Channel {
     c.method = method;
     c.request = request;
     c.options = options;
-    c.tagged = false;
+    c.asClient = false;
     return this.#start(c);
   }
 
@@ -137,7 +137,7 @@ export class Channel {
    * @internal For `Client`: {@link call}, resolving with a {@link TcpCallResult} (no result of
    * its own to build), and reporting each answer's latency to the {@link _observe} callback.
    */
-  _callTagged(
+  _callAsClient(
     service: string,
     method: string,
     request: Uint8Array,
@@ -148,7 +148,7 @@ export class Channel {
     c.method = method;
     c.request = request;
     c.options = options;
-    c.tagged = true;
+    c.asClient = true;
     return this.#start(c);
   }
 
@@ -160,7 +160,7 @@ export class Channel {
     return this.#reconnectAndSend<T>(copyChannelCall(c));
   }
 
-  /** @internal Sets the callback told of every tagged call's answer (see `_callTagged`). */
+  /** @internal Sets the callback told of every answer of a Client's call (see `_callAsClient`). */
   _observe(observer: CallObserver | null): void {
     this.#observer = observer;
   }
@@ -324,17 +324,17 @@ export class Channel {
       const r: CallResult = { response: payload, attachment };
       if (meta.userFields !== undefined) r.userFields = meta.userFields;
       if (meta.trailers !== undefined) r.trailers = meta.trailers;
-      if (!p.tagged) return p.resolve(r);
+      if (!p.asClient) return p.resolve(r);
       p.resolve({ ...r, path: "TCP_FALLBACK", fabric: "tcp" } as TcpCallResult);
       this.#observer?.(this.#readAt - (p.deadline - p.timeoutMs));
-    } else if (p.tagged) {
-      const tagged: TcpCallResult = {
+    } else if (p.asClient) {
+      const result: TcpCallResult = {
         response: payload,
         attachment,
         path: "TCP_FALLBACK",
         fabric: "tcp",
       };
-      p.resolve(tagged);
+      p.resolve(result);
       // Latency from the send burst's clock to this read's: no clock read per call.
       this.#observer?.(this.#readAt - (p.deadline - p.timeoutMs));
     } else {

@@ -66,7 +66,7 @@ export interface ChannelCall {
   /** The caller's options, or undefined: the channel's defaults. */
   options: CallOptions | undefined;
   /** Resolve with a {@link TcpCallResult} and report the latency to the channel's observer. */
-  tagged: boolean;
+  asClient: boolean;
 }
 
 /** A record with every field set (one shape for every record). */
@@ -76,7 +76,7 @@ export function newChannelCall(): ChannelCall {
     method: "",
     request: new Uint8Array(0),
     options: undefined,
-    tagged: false,
+    asClient: false,
   };
 }
 
@@ -101,7 +101,7 @@ export class PendingCall {
   /** Method name (for the errors of this call). */
   readonly method: string;
   /** Resolve with a {@link TcpCallResult} and report to the channel's observer. */
-  readonly tagged: boolean;
+  readonly asClient: boolean;
   /**
    * The names and the tag come from `call` (read now: the record is reused); `deadline` is the
    * `performance.now()` when the call times out.
@@ -115,7 +115,7 @@ export class PendingCall {
   ) {
     this.service = call.service;
     this.method = call.method;
-    this.tagged = call.tagged;
+    this.asClient = call.asClient;
   }
 }
 
