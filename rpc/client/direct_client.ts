@@ -36,10 +36,15 @@ import {
   type SelectInput,
   type SelectorConfig,
   selectorConfigSchema,
-  selectPathOnly,
+  selectPathWithoutReason,
 } from "./selector.ts";
 import type { ClientSession } from "../session/client/client_session.ts";
-import { type CallSpec, copyCallSpec, newCallSpec, NO_CALL_OPTIONS } from "../session/client/call_spec.ts";
+import {
+  type CallSpec,
+  copyCallSpec,
+  newCallSpec,
+  NO_CALL_OPTIONS,
+} from "../session/client/call_spec.ts";
 import { FAILED, FULL } from "../../transport/fabric.ts";
 import type { CallHooks } from "../session/client/fabric_call.ts";
 import { establishFabric, type FabricOutcome } from "../session/handshake/client_handshake.ts";
@@ -187,7 +192,7 @@ export class Client extends ClientBase<ClientCallResult> {
       sel.snapshot = s?.snapshot ?? undefined;
       sel.requestFitsSlot = s ? bytes <= s.slotSize : true;
       sel.maxResponseBytes = s?.maxPoolAnswerBytes; // a larger answer would fail, having run
-      const path = selectPathOnly(sel, this.#selector);
+      const path = selectPathWithoutReason(sel, this.#selector);
       if (path === "TCP_FALLBACK" || !s) {
         return this.#tcp(
           service,

@@ -16,8 +16,8 @@
  * | 9 | `expectedResponseBytes ≥ largeThreshold` | LAZY |
  * | 10 | otherwise | EAGER |
  *
- * {@link selectPathOnly} is the data-path form (allocates nothing); {@link selectPath} also
- * explains its choice in a short human string (it allocates the result and the string).
+ * {@link selectPathWithoutReason} is the data-path form (allocates nothing); {@link selectPath}
+ * also explains its choice in a short human string (it allocates the result and the string).
  *
  * Threading: pure functions, callable from anywhere.
  * @module
@@ -34,7 +34,12 @@ export const CALL_PATHS: readonly CallPath[] = Object.freeze(
 );
 
 /** zod schema of a {@link CallPath} (for `--force-path` and options). */
-export const callPathSchema: z.ZodEnum<{ [K in CallPath]: K }> = z.enum(["EAGER", "LAZY", "BULK", "TCP_FALLBACK"], {
+export const callPathSchema: z.ZodEnum<{ [K in CallPath]: K }> = z.enum([
+  "EAGER",
+  "LAZY",
+  "BULK",
+  "TCP_FALLBACK",
+], {
   message: "expected one of EAGER, LAZY, BULK, TCP_FALLBACK",
 });
 
@@ -150,7 +155,7 @@ function selectRule(input: SelectInput, cfg: SelectorConfig): number {
  * The path for one call, without the explanation. Data path: allocates nothing, never throws.
  * Always agrees with {@link selectPath}.
  */
-export function selectPathOnly(input: SelectInput, cfg: SelectorConfig): CallPath {
+export function selectPathWithoutReason(input: SelectInput, cfg: SelectorConfig): CallPath {
   const rule = selectRule(input, cfg);
   switch (rule) {
     case R_FORCED:
@@ -174,12 +179,12 @@ function pct(x: number): string {
 
 /**
  * The path for one call and why (rules in the module table). Pure; never throws. Allocates the
- * result object and its reason string: use {@link selectPathOnly} on the hot path and this one
- * when the reason is logged or shown.
+ * result object and its reason string: use {@link selectPathWithoutReason} on the hot path and
+ * this one when the reason is logged or shown.
  */
 export function selectPath(input: SelectInput, cfg: SelectorConfig): Selection {
   const rule = selectRule(input, cfg);
-  const path = selectPathOnly(input, cfg);
+  const path = selectPathWithoutReason(input, cfg);
   const f = input.forcePath;
   let reason: string;
   switch (rule) {

@@ -14,7 +14,7 @@ import {
   type SelectInput,
   type SelectorConfig,
   selectPath,
-  selectPathOnly,
+  selectPathWithoutReason,
 } from "../../rpc/client/selector.ts";
 import { selectionTable } from "./selection_table.ts";
 
@@ -29,7 +29,11 @@ const base: SelectInput = {
 function pick(over: Partial<SelectInput>, c: SelectorConfig = cfg) {
   const input = { ...base, ...over };
   const s = selectPath(input, c);
-  assertEquals(selectPathOnly(input, c), s.path, "selectPathOnly agrees with selectPath");
+  assertEquals(
+    selectPathWithoutReason(input, c),
+    s.path,
+    "selectPathWithoutReason agrees with selectPath",
+  );
   return s;
 }
 
