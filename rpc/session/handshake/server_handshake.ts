@@ -36,6 +36,7 @@ import {
   type ServerHello,
 } from "./hello.ts";
 import { ServerSession } from "../server/server_session.ts";
+import type { HoldLimits } from "../server/held_answers.ts";
 import { type LendingPool, lendingPool, RequestLender } from "../server/request_lender.ts";
 import { HandshakeLog, type HandshakeOutcome } from "./handshake_log.ts";
 import { serverMachine, type ServerState, type StateMachine } from "./state_machine.ts";
@@ -57,7 +58,7 @@ export interface HandshakeHost {
 }
 
 /** The settings the handshake applies (the host's validated options). */
-export interface HandshakeSettings {
+export interface HandshakeSettings extends HoldLimits {
   /** Fabrics the server offers. */
   readonly fabrics: readonly AnyFabricKind[];
   /** The largest region a client may get. */
@@ -380,6 +381,7 @@ export class ServerHandshakes {
         logger: this.logger,
         pressure: pending.pressure,
         lender: new RequestLender(this.host.dispatcher()!, this.#lending),
+        hold: this.settings,
       });
     } catch (e) {
       endpoint.close();

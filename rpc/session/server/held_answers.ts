@@ -40,6 +40,8 @@ export const DEFAULT_HOLD: HoldLimits = Object.freeze({
 
 /** A held answer gives up this long before its call's deadline, at most (ms). */
 const MAX_MARGIN_MS = 250;
+/** The longest delay a timer takes. */
+const MAX_TIMER_MS = 0x7fffffff;
 
 /** See the module documentation. */
 export class HeldAnswers {
@@ -144,7 +146,9 @@ export class HeldAnswers {
   #arm(at: number): void {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timerAt = at;
-    this.#timer = setTimeout(this.#fire, Math.max(0, Math.ceil(at - Date.now())));
+    // (clamped: a timer past 2^31 - 1 ms fires at once; an early one re-arms for the rest)
+    const ms = Math.min(MAX_TIMER_MS, Math.max(0, Math.ceil(at - Date.now())));
+    this.#timer = setTimeout(this.#fire, ms);
   }
 
   #disarm(): void {
