@@ -122,8 +122,8 @@ export class Client extends ClientBase<ClientCallResult> {
       fabricError() {
         client.#errors++;
       },
-      overflow(service, method, request, options) {
-        return client.#tcp(service, method, request, options, true); // server pool full: TCP
+      redoOverTcp(service, method, request, options) {
+        return client.#tcp(service, method, request, options, true); // the server never took it
       },
     };
     if (this.#fabric.session) this.#fabric.session.hooks = this.#hooks;

@@ -13,7 +13,7 @@ import {
   SLOT_RECLAIM,
   SlotTable,
 } from "../../rpc/session/client/client_slots.ts";
-import { type CallHooks, newCallPromise, settle } from "../../rpc/session/client/fabric_call.ts";
+import { type CallHooks, newCallPromise } from "../../rpc/session/client/fabric_call.ts";
 import { VerbusError } from "../../errors.ts";
 import { ResponseTokens } from "../../rpc/session/server/response_tokens.ts";
 import { SNAPSHOT_BYTES, StagingArea } from "../../rpc/session/client/staging_area.ts";
@@ -80,9 +80,7 @@ test("slot table: release gives back the BULK and staging extents", () => {
 
 /** Puts a waiting caller on slot `i` (as ClientSession.submit does); returns its promise. */
 function waitOn(slots: SlotTable, i: number) {
-  const promise = newCallPromise(), slot = slots.slot(i);
-  slot.resolve = settle.resolve;
-  slot.reject = settle.reject;
+  const slot = slots.slot(i), promise = newCallPromise(slot);
   slot.pending = true;
   slot.path = "EAGER";
   slot.service = "s";
@@ -110,8 +108,8 @@ test("slot table: settles calls in the public result shape and reports them to t
     fabricLabel: "shm",
     completed: (path, startedAt) => void seen.push(`completed ${path} ${startedAt}`),
     fabricError: () => void seen.push("fabric error"),
-    overflow: (service, method) => {
-      seen.push(`overflow ${service}/${method}`);
+    redoOverTcp: (service, method) => {
+      seen.push(`redo over TCP ${service}/${method}`);
       return Promise.resolve({
         response: new Uint8Array([9]),
         attachment: new Uint8Array(0),
@@ -137,7 +135,7 @@ test("slot table: settles calls in the public result shape and reports them to t
   let code = "";
   await pc.catch((e) => (code = (e as VerbusError).code));
   assertEquals(code, "FABRIC");
-  assertEquals(seen, ["completed EAGER 0", "overflow s/m", "fabric error"]);
+  assertEquals(seen, ["completed EAGER 0", "redo over TCP s/m", "fabric error"]);
   for (const i of [a, b, c]) slots.release(i);
   assertEquals([slots.busyCount, slots.freeCount], [0, 4], "O(1) release keeps the lists right");
 });

@@ -22,7 +22,7 @@ import { MethodTable } from "./method_table.ts";
 import { SessionEnd } from "./client_session_end.ts";
 import type { ClientCallOptions, ClientCallResult } from "../../client/client_options.ts";
 import { type CallSpec, NO_CALL_OPTIONS } from "./call_spec.ts";
-import { type CallHooks, type ClientSessionStats, newCallPromise, settle } from "./fabric_call.ts";
+import { type CallHooks, type ClientSessionStats, newCallPromise } from "./fabric_call.ts";
 import { ObjectLifecycleProbe } from "./object_lifecycle_probe.ts";
 import { ReclaimBatcher } from "./reclaim_batcher.ts";
 import { type RequestHeader, RequestWriter } from "./request_writer.ts";
@@ -244,7 +244,7 @@ export class ClientSession {
    * slot, no BULK or staging room, or the send queue is full: retry after progress, or go over
    * TCP) or {@link FAILED} (the session is down: the call goes over TCP). The request and
    * attachment bytes are copied before return; `service`, `method`, `request` and `options` are
-   * kept (not copied) until the call settles, for a TCP redo (see {@link CallHooks.overflow}).
+   * kept (not copied) until the call settles, for a TCP redo (see {@link CallHooks.redoOverTcp}).
    */
   submit(spec: CallSpec): Promise<ClientCallResult> | typeof FULL | typeof FAILED {
     if (this.#end.reason !== null || this.#fabricFailed() || this.#serverClosed()) return FAILED;
@@ -278,9 +278,7 @@ export class ClientSession {
       return st === FULL ? FULL : FAILED;
     }
     // The call's record is its slot's: only the promise is new.
-    const promise = newCallPromise();
-    slot.resolve = settle.resolve;
-    slot.reject = settle.reject;
+    const promise = newCallPromise(slot);
     slot.pending = true;
     slot.path = bulk ? "BULK" : path;
     slot.deadline = deadline;

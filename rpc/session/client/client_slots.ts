@@ -251,7 +251,7 @@ export class SlotTable {
     const { service, methodName, request, options } = slot;
     this.#forget(slot);
     if (error instanceof VerbusError && error.code === "FULL") {
-      resolve(hooks.overflow(service, methodName, request, options));
+      resolve(hooks.redoOverTcp(service, methodName, request, options));
       return;
     }
     if (error instanceof VerbusError && error.code === "FABRIC") hooks.fabricError();

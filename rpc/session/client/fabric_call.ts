@@ -30,7 +30,7 @@ export interface CallHooks {
    * notice lists the call as untaken), so it never ran. Never for a call the server took.
    * Returns the promise of the TCP call; the fabric call's promise follows it.
    */
-  overflow(
+  redoOverTcp(
     service: string,
     method: string,
     request: Uint8Array,
@@ -38,34 +38,40 @@ export interface CallHooks {
   ): Promise<ClientCallResult>;
 }
 
-/** Hooks that count nothing and send overflowing calls nowhere (a session without an owner). */
+/** Hooks that count nothing and redo no call over TCP (a session without an owner). */
 export const NO_HOOKS: CallHooks = {
   fabricLabel: "fabric",
   completed() {},
   fabricError() {},
-  overflow: () => Promise.reject(new Error("no TCP channel to overflow to")),
+  redoOverTcp: () => Promise.reject(new Error("no TCP channel to redo the call on")),
 };
 
-/** The settle functions of the last {@link newCallPromise}, read right after it returns. */
-export const settle = {
-  resolve: null as ((r: ClientCallResult | Promise<ClientCallResult>) => void) | null,
-  reject: null as ((e: unknown) => void) | null,
-};
+/** Where a call's promise keeps its settle functions (a slot's record). */
+export interface CallSettlers {
+  resolve: ((r: ClientCallResult | Promise<ClientCallResult>) => void) | null;
+  reject: ((e: unknown) => void) | null;
+}
+
+/** The record {@link executor} fills: set only while `newCallPromise` runs `new Promise`. */
+let filling: CallSettlers | null = null;
 
 function executor(
   resolve: (r: ClientCallResult | Promise<ClientCallResult>) => void,
   reject: (e: unknown) => void,
 ): void {
-  settle.resolve = resolve;
-  settle.reject = reject;
+  filling!.resolve = resolve;
+  filling!.reject = reject;
 }
 
 /**
  * A call's promise (the one allocation per call beyond its result), through one shared executor
- * (no closure per call); its settle functions are in {@link settle} until the next call.
+ * (no closure per call), its settle functions stored in `into` (the call's slot record).
  */
-export function newCallPromise(): Promise<ClientCallResult> {
-  return new Promise<ClientCallResult>(executor);
+export function newCallPromise(into: CallSettlers): Promise<ClientCallResult> {
+  filling = into;
+  const promise = new Promise<ClientCallResult>(executor);
+  filling = null;
+  return promise;
 }
 
 /** Counters of a client session (`ClientSession.stats`; updated in place, copy to snapshot). */
