@@ -2,8 +2,8 @@
  * How a client session ends: a failure this side saw (its fabric, a violating peer), the
  * server's notice (the answer of the session's Watch, which lists the requests it never took),
  * or a close. Calls in flight reject — at once, or, while the Watch is open, once the server's
- * notice came ({@link NoticeGrace}) so they can name its reason and the untaken ones be redone
- * over TCP. The session reads {@link SessionEnd.reason} on its data path (null while it runs).
+ * notice came ({@link ServerNoticeWait}) so they can name its reason and the untaken ones be
+ * redone over TCP. The session reads {@link SessionEnd.reason} on its data path (null while it runs).
  *
  * Threading: one JS thread (the session's).
  * @module
@@ -11,7 +11,7 @@
 import { VerbusError } from "../../../errors.ts";
 import type { FabricEndpoint } from "../../../transport/fabric.ts";
 import type { SlotTable } from "./client_slots.ts";
-import { NoticeGrace } from "./notice_grace.ts";
+import { ServerNoticeWait } from "./server_notice_wait.ts";
 
 /** What ending a session touches. */
 export interface SessionEndParts {
@@ -31,7 +31,7 @@ export class SessionEnd {
   reason: string | null = null;
   readonly #parts: SessionEndParts;
   /** After a failure on this side: the wait for the server's notice before calls fail. */
-  readonly #grace = new NoticeGrace();
+  readonly #noticeWait = new ServerNoticeWait();
 
   constructor(parts: SessionEndParts) {
     this.#parts = parts;
@@ -39,7 +39,7 @@ export class SessionEnd {
 
   /** Whether the session's Watch call is open: a failure here then waits for the server's notice. */
   set watching(open: boolean) {
-    this.#grace.watching = open;
+    this.#noticeWait.watching = open;
   }
 
   /**
@@ -49,7 +49,7 @@ export class SessionEnd {
    * had already failed and was waiting for the notice.
    */
   serverEnded(reason: string, untaken: readonly (readonly [number, number])[]): void {
-    const waited = this.#grace.running;
+    const waited = this.#noticeWait.running;
     if (this.reason !== null && !waited) return;
     const { slots, slotCount } = this.#parts;
     const redo = new VerbusError("FULL", `not taken before the server ended the session: TCP`);
@@ -58,14 +58,14 @@ export class SessionEnd {
         slots.reject(i, redo); // FULL: redone over TCP through the hooks
       }
     }
-    if (waited) return this.#rejectAll(this.#grace.notice(reason)!);
-    this.#grace.watching = false; // the notice came: nothing more to wait for
+    if (waited) return this.#rejectAll(this.#noticeWait.notice(reason)!);
+    this.#noticeWait.watching = false; // the notice came: nothing more to wait for
     this.fail(`the server ended the session: ${reason}`);
   }
 
   /**
    * Fails the session: later calls go over TCP; the calls in flight reject at once, or while the
-   * Watch is open once the server's notice came (`notice_grace.ts`). Safe twice.
+   * Watch is open once the server's notice came (`server_notice_wait.ts`). Safe twice.
    */
   fail(reason: string): void {
     if (this.reason !== null) return;
@@ -73,7 +73,7 @@ export class SessionEnd {
     const p = this.#parts;
     p.ended(reason);
     p.endpoint.fail(reason);
-    if (p.slots.busyCount === 0 || !this.#grace.begin(reason, (r) => this.#rejectAll(r))) {
+    if (p.slots.busyCount === 0 || !this.#noticeWait.begin(reason, (r) => this.#rejectAll(r))) {
       this.#rejectAll(reason);
     }
     p.onFail(reason);
@@ -92,7 +92,7 @@ export class SessionEnd {
       this.reason = "closed";
       p.ended("closed");
       p.slots.rejectAll(() => new VerbusError("FABRIC", "fabric session closed"));
-    } else this.#grace.end(); // its calls fail now, naming what this side saw
+    } else this.#noticeWait.end(); // its calls fail now, naming what this side saw
     p.endpoint.close();
   }
 }

@@ -252,7 +252,7 @@ export async function establishFabric(
  * client itself ended the session changes nothing; a server without Watch only loses the notice,
  * and a connection that breaks fails the session (its server is gone). While it is open, a session
  * that fails on this side waits briefly for this notice before failing its calls
- * (`notice_grace.ts`): the server may know better why.
+ * (`server_notice_wait.ts`): the server may know better why.
  */
 function watchSession(channel: Channel, session: ClientSession, sessionId: number): void {
   session.watching = true;

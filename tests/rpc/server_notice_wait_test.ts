@@ -1,15 +1,18 @@
 /**
- * `rpc/session/client/notice_grace.ts`: a client session that failed on its side waits for the server's
- * notice only while its Watch is open, takes the server's reason (or its own, when the server
- * only reports that this client ended the session), and fails its calls at the latest after the
- * grace, or at once when the Watch ends.
+ * `rpc/session/client/server_notice_wait.ts`: a client session that failed on its side waits for
+ * the server's notice only while its Watch is open, takes the server's reason (or its own, when
+ * the server only reports that this client ended the session), and fails its calls at the latest
+ * after the wait, or at once when the Watch ends.
  * @module
  */
-import { NOTICE_GRACE_MS, NoticeGrace } from "../../rpc/session/client/notice_grace.ts";
+import {
+  SERVER_NOTICE_WAIT_MS,
+  ServerNoticeWait,
+} from "../../rpc/session/client/server_notice_wait.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 
-test("no Watch open: no grace (the calls fail at once)", () => {
-  const g = new NoticeGrace();
+test("no Watch open: no wait (the calls fail at once)", () => {
+  const g = new ServerNoticeWait();
   const told: string[] = [];
   assertEquals(g.begin("fabric failed: X", (r) => told.push(r)), false);
   assertEquals(g.running, false);
@@ -17,8 +20,8 @@ test("no Watch open: no grace (the calls fail at once)", () => {
   assertEquals(g.notice("whatever"), null);
 });
 
-test("the server's notice during the grace names the server's reason with this side's", () => {
-  const g = new NoticeGrace();
+test("the server's notice during the wait names the server's reason with this side's", () => {
+  const g = new ServerNoticeWait();
   const told: string[] = [];
   g.watching = true;
   assert(g.begin("fabric failed: URMA_CR_REM_ACCESS_ABORT_ERR", (r) => told.push(r)));
@@ -34,7 +37,7 @@ test("the server's notice during the grace names the server's reason with this s
 });
 
 test("a notice that only says this client ended the session keeps this side's reason", () => {
-  const g = new NoticeGrace();
+  const g = new ServerNoticeWait();
   g.watching = true;
   g.begin("fabric post failed: boom", () => {});
   assertEquals(
@@ -43,20 +46,20 @@ test("a notice that only says this client ended the session keeps this side's re
   );
 });
 
-test("the Watch ending ends the grace at once with this side's reason; once only", () => {
-  const g = new NoticeGrace();
+test("the Watch ending ends the wait at once with this side's reason; once only", () => {
+  const g = new ServerNoticeWait();
   const told: string[] = [];
   g.watching = true;
   g.begin("fabric failed: A", (r) => told.push(r));
-  assertEquals(g.begin("fabric failed: B", (r) => told.push(r)), false, "one grace at a time");
+  assertEquals(g.begin("fabric failed: B", (r) => told.push(r)), false, "one wait at a time");
   g.watching = false;
   assertEquals(told, ["fabric failed: A"]);
   g.end();
   assertEquals(told, ["fabric failed: A"], "safe twice");
 });
 
-test("with no notice the calls fail after the grace, naming this side's reason", async () => {
-  const g = new NoticeGrace();
+test("with no notice the calls fail after the wait, naming this side's reason", async () => {
+  const g = new ServerNoticeWait();
   const told: string[] = [];
   g.watching = true;
   const t0 = performance.now();
@@ -65,5 +68,5 @@ test("with no notice the calls fail after the grace, naming this side's reason",
     await new Promise((r) => setTimeout(r, 10));
   }
   assertEquals(told, ["fabric failed: C"]);
-  assert(performance.now() - t0 >= NOTICE_GRACE_MS - 5, "not before the grace ended");
+  assert(performance.now() - t0 >= SERVER_NOTICE_WAIT_MS - 5, "not before the wait ended");
 });

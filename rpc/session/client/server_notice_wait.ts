@@ -6,9 +6,9 @@
  * overrun of the server's JFC, say, shows here as the remote access abort of the next write,
  * because the server tore down its side. The notice names the real reason and lists the requests
  * the server never took; those can be redone over TCP instead of failing. The notice travels on
- * the TCP connection and usually lands within a millisecond of the failure, so the grace is
- * short ({@link NOTICE_GRACE_MS}). It ends early when the notice arrives or the Watch call ends
- * (connection closed, a server without Watch). Once it is over, the calls still in flight fail
+ * the TCP connection and usually lands within a millisecond of the failure, so the wait is
+ * short ({@link SERVER_NOTICE_WAIT_MS}). It ends early when the notice arrives or the Watch call
+ * ends (connection closed, a server without Watch). Once it is over, the calls still in flight fail
  * with the reason this side saw.
  *
  * Threading: one JS thread (the session's).
@@ -16,13 +16,13 @@
  */
 
 /** Longest wait for the server's notice after a session failed on this side, ms. */
-export const NOTICE_GRACE_MS = 250;
+export const SERVER_NOTICE_WAIT_MS = 250;
 
 /** Prefix of the server's reason when it closed the session because this client said Bye. */
 const CLIENT_ENDED = "the client ended it";
 
-/** A session's grace for the server's notice (one per session; used once). */
-export class NoticeGrace {
+/** A session's wait for the server's notice (one per session; used once). */
+export class ServerNoticeWait {
   #watching = false;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #local: string | null = null;
@@ -33,34 +33,34 @@ export class NoticeGrace {
     return this.#watching;
   }
 
-  /** The Watch call was opened (true) or ended (false); ending it ends a running grace. */
+  /** The Watch call was opened (true) or ended (false); ending it ends a running wait. */
   set watching(open: boolean) {
     this.#watching = open;
     if (!open) this.end();
   }
 
-  /** True while the grace runs (the session failed; its calls in flight wait for the notice). */
+  /** True while the wait runs (the session failed; its calls in flight wait for the notice). */
   get running(): boolean {
     return this.#finish !== null;
   }
 
   /**
-   * Starts the grace for the failure this side saw (`reason`): `finish` fails the calls in flight
-   * with the reason it is given, at the latest after {@link NOTICE_GRACE_MS}. Returns false (and
-   * starts nothing) when no notice can come: the caller then fails the calls now.
+   * Starts the wait for the failure this side saw (`reason`): `finish` fails the calls in flight
+   * with the reason it is given, at the latest after {@link SERVER_NOTICE_WAIT_MS}. Returns false
+   * (and starts nothing) when no notice can come: the caller then fails the calls now.
    */
   begin(reason: string, finish: (reason: string) => void): boolean {
     if (!this.#watching || this.#finish !== null) return false;
     this.#local = reason;
     this.#finish = finish;
-    this.#timer = setTimeout(() => this.end(), NOTICE_GRACE_MS);
+    this.#timer = setTimeout(() => this.end(), SERVER_NOTICE_WAIT_MS);
     return true;
   }
 
   /**
-   * The server's notice arrived during the grace: ends it and returns the reason the calls fail
+   * The server's notice arrived during the wait: ends it and returns the reason the calls fail
    * with — the server's, with what this side saw; or this side's alone when the server only
-   * reports that this client ended the session. Null when no grace runs.
+   * reports that this client ended the session. Null when no wait runs.
    */
   notice(serverReason: string): string | null {
     if (this.#finish === null) return null;
@@ -72,7 +72,7 @@ export class NoticeGrace {
     return reason;
   }
 
-  /** Ends a running grace now: the calls fail with the reason this side saw. Safe twice. */
+  /** Ends a running wait now: the calls fail with the reason this side saw. Safe twice. */
   end(): void {
     const finish = this.#finish, local = this.#local;
     if (finish === null) return;
