@@ -97,15 +97,19 @@ export const RULES: Rule[] = [
   { file: /^bench\/profile\//, category: "harness" },
 
   // --- progress loop, idle waits, spinning ------------------------------------------------
-  { file: /^rpc\/session\/progress\.ts$/, category: "loop" },
+  { file: /^rpc\/session\/engine\/progress\.ts$/, category: "loop" },
   { file: /^transport\/cpu\.ts$/, category: "loop" }, // sched_yield while spinning
-  { file: /^rpc\/session\/fabric_host\.ts$/, category: "loop" }, // #step, #idle
-  { file: /^rpc\/session\/engine\.ts$/, category: "loop" }, // the process engine: #step, #idle
+  { file: /^rpc\/session\/server\/fabric_host\.ts$/, category: "loop" }, // #step, #idle
+  { file: /^rpc\/session\/engine\/engine\.ts$/, category: "loop" }, // the process engine: #step, #idle
   { file: /^transport\/shm\/notify_page\.ts$/, fn: /^announce$/, category: "publish" },
   { file: /^transport\/shm\/notify_page\.ts$/, category: "scan" }, // collect: announced sessions
-  { file: /^rpc\/fabric_link\.ts$/, fn: /^(#step|startLoop)$/, category: "loop" },
-  { file: /^rpc\/fabric_link\.ts$/, fn: /^current$/, category: "submit" }, // the call's session
-  { file: /^rpc\/client\.ts$/, fn: /^(#step|#idleWait|#slotFreed|start)$/, category: "loop" },
+  { file: /^rpc\/client\/fabric_link\.ts$/, fn: /^(#step|startLoop)$/, category: "loop" },
+  { file: /^rpc\/client\/fabric_link\.ts$/, fn: /^current$/, category: "submit" }, // the call's session
+  {
+    file: /^rpc\/client\/direct_client\.ts$/,
+    fn: /^(#step|#idleWait|#slotFreed|start)$/,
+    category: "loop",
+  },
   { file: /^transport\/shm\/shm_endpoint\.ts$/, fn: /^waitInbound$/, category: "loop" },
   { file: /^ffi\//, category: "loop" }, // nonblocking FFI (futex waits, Bun worker pool)
   { file: /^transport\/(shm|verbs|urma)\/.*wait/i, category: "loop" },
@@ -120,74 +124,96 @@ export const RULES: Rule[] = [
   { file: /^transport\/completion_ring\.ts$/, category: "scan" },
 
   // --- server fabric session ---------------------------------------------------------------
-  { file: /^rpc\/session\/server_session\.ts$/, fn: /^poll$/, category: "scan" },
-  { file: /^rpc\/session\/server_session\.ts$/, fn: /^flushKick$/, category: "publish" },
-  { file: /^rpc\/session\/server_session\.ts$/, fn: /^(#take|#reclaim)$/, category: "decode" },
+  { file: /^rpc\/session\/server\/server_session\.ts$/, fn: /^poll$/, category: "scan" },
+  { file: /^rpc\/session\/server\/server_session\.ts$/, fn: /^flushKick$/, category: "publish" },
   {
-    file: /^rpc\/session\/server_session\.ts$/,
+    file: /^rpc\/session\/server\/server_session\.ts$/,
+    fn: /^(#take|#reclaim)$/,
+    category: "decode",
+  },
+  {
+    file: /^rpc\/session\/server\/server_session\.ts$/,
     fn: /^(send|#answer|#writeDesc)$/,
     category: "encode",
   },
-  { file: /^rpc\/session\/server_session\.ts$/, fn: /^sweep$/, category: "loop" },
+  { file: /^rpc\/session\/server\/server_session\.ts$/, fn: /^sweep$/, category: "loop" },
 
   // --- client fabric session ---------------------------------------------------------------
   {
-    file: /^rpc\/session\/client_session\.ts$/,
+    file: /^rpc\/session\/client\/client_session\.ts$/,
     // "": the promise executor in submit()
     fn:
       /^(submit|#post|methodIndex|get slotSize|get inflight|get failed|get snapshot|#serverClosed|#fabricFailed|)$/,
     category: "submit",
   },
   {
-    file: /^rpc\/session\/client_session\.ts$/,
+    file: /^rpc\/session\/client\/client_session\.ts$/,
     fn: /^(progress|takeActivity|get seenDoorbell|#completion)$/,
     category: "scan",
   },
   {
-    file: /^rpc\/session\/client_session\.ts$/,
+    file: /^rpc\/session\/client\/client_session\.ts$/,
     fn: /^(#response|#release|get freeSlots)$/,
     category: "complete",
   },
   {
-    file: /^rpc\/session\/client_session\.ts$/,
+    file: /^rpc\/session\/client\/client_session\.ts$/,
     fn: /^(refreshSnapshot|#sendReclaims|#queueReclaim|reclaim|flushReclaims)$/,
     category: "telemetry",
   },
   {
-    file: /^rpc\/session\/client_session\.ts$/,
+    file: /^rpc\/session\/client\/client_session\.ts$/,
     fn: /^(msToDeadline|checkDeadlines|#expire)$/,
     category: "loop",
   },
 
   // --- the client session's parts (one concept per file) -------------------------------------
   {
-    file: /^rpc\/session\/request_writer\.ts$/,
+    file: /^rpc\/session\/client\/request_writer\.ts$/,
     fn: /^(ringOwed|#ring|#ringFromMicrotask|uncork)$/,
     category: "publish",
   },
-  { file: /^rpc\/session\/request_writer\.ts$/, category: "submit" }, // post, reserveBulk, cork
-  { file: /^rpc\/session\/fabric_call\.ts$/, category: "submit" }, // the call's promise and its executor
-  { file: /^rpc\/session\/client_slots\.ts$/, fn: /^take$/, category: "submit" },
-  { file: /^rpc\/session\/client_slots\.ts$/, category: "complete" }, // resolve, reject, release
-  { file: /^rpc\/session\/response_reader\.ts$/, fn: /^isReady$/, category: "scan" },
-  { file: /^rpc\/session\/response_reader\.ts$/, category: "complete" }, // read, #readInline, LAZY
-  { file: /^rpc\/session\/(call_deadlines|turn_clock|spin_policy)\.ts$/, category: "loop" },
-  { file: /^rpc\/session\/reclaim_batcher\.ts$/, category: "telemetry" },
-  { file: /^rpc\/session\/server_snapshot\.ts$/, category: "telemetry" },
-  { file: /^rpc\/session\/server_response_writer\.ts$/, category: "encode" },
-  { file: /^rpc\/session\/response_tokens\.ts$/, category: "decode" },
-  { file: /^rpc\/call_handles\.ts$/, category: "submit" },
+  { file: /^rpc\/session\/client\/request_writer\.ts$/, category: "submit" }, // post, reserveBulk, cork
+  { file: /^rpc\/session\/client\/fabric_call\.ts$/, category: "submit" }, // the call's promise and its executor
+  { file: /^rpc\/session\/client\/client_slots\.ts$/, fn: /^take$/, category: "submit" },
+  { file: /^rpc\/session\/client\/client_slots\.ts$/, category: "complete" }, // resolve, reject, release
+  { file: /^rpc\/session\/client\/response_reader\.ts$/, fn: /^isReady$/, category: "scan" },
+  { file: /^rpc\/session\/client\/response_reader\.ts$/, category: "complete" }, // read, #readInline, LAZY
+  {
+    file: /^rpc\/session\/(client\/call_deadlines|engine\/(turn_clock|spin_policy|spin_pace))\.ts$/,
+    category: "loop",
+  },
+  { file: /^rpc\/session\/client\/reclaim_batcher\.ts$/, category: "telemetry" },
+  { file: /^rpc\/session\/client\/server_snapshot\.ts$/, category: "telemetry" },
+  {
+    file: /^rpc\/session\/server\/(server_response_writer|session_answers|held_answers)\.ts$/,
+    category: "encode",
+  },
+  { file: /^rpc\/session\/server\/response_tokens\.ts$/, category: "decode" },
+  { file: /^rpc\/client\/call_handles\.ts$/, category: "submit" },
   { file: /^rpc\/session\/copy_out\.ts$/, side: "client", category: "complete" }, // answer copy-out
   { file: /^rpc\/session\/copy_out\.ts$/, side: "server", category: "decode" }, // request copy-out
 
   // --- client API and TCP channel ----------------------------------------------------------
-  { file: /^rpc\/client\.ts$/, fn: /^(#ewma|get fabric|#tcp)$/, category: "complete" },
-  { file: /^rpc\/client\.ts$/, category: "submit" }, // call(), submit()
-  { file: /^rpc\/selector\.ts$/, category: "submit" },
-  { file: /^rpc\/channel\.ts$/, fn: /^(#answer|_expire|#settle\w*)$/, category: "complete" },
-  { file: /^rpc\/channel\.ts$/, fn: /^(_sweep|onSweep|onTimeout)$/, category: "loop" },
-  { file: /^rpc\/channel\.ts$/, category: "submit" }, // call(), PendingCall, #now
-  { file: /^rpc\/channel_call\.ts$/, category: "submit" }, // PendingCall, promiseOf, PendingTable
+  {
+    file: /^rpc\/client\/direct_client\.ts$/,
+    fn: /^(#ewma|get fabric|#tcp)$/,
+    category: "complete",
+  },
+  { file: /^rpc\/client\/direct_client\.ts$/, category: "submit" }, // call(), submit()
+  { file: /^rpc\/client\/selector\.ts$/, category: "submit" },
+  {
+    file: /^rpc\/tcp\/(channel|pending_calls)\.ts$/,
+    fn: /^(#answer|take|_expire|#settle\w*)$/,
+    category: "complete",
+  },
+  {
+    file: /^rpc\/tcp\/(channel|pending_calls)\.ts$/,
+    fn: /^(_sweep|onSweep|onTimeout)$/,
+    category: "loop",
+  },
+  { file: /^rpc\/tcp\/(channel|pending_calls)\.ts$/, category: "submit" }, // call(), PendingCall, #now
+  { file: /^rpc\/tcp\/channel_call\.ts$/, category: "submit" }, // PendingCall, promiseOf, PendingTable
 
   // --- protocol ------------------------------------------------------------------------------
   { file: /^rpc\/protocol\/rpc_meta_encode\.ts$/, category: "encode" },
@@ -203,10 +229,10 @@ export const RULES: Rule[] = [
   { file: /^rpc\/protocol\//, category: "decode" },
 
   // --- TCP server and sockets ----------------------------------------------------------------
-  { file: /^rpc\/server\.ts$/, fn: /^send$/, category: "encode" },
-  { file: /^rpc\/server\.ts$/, category: "decode" }, // per-connection onData → FrameParser
-  { file: /^rpc\/server_connection\.ts$/, fn: /^(send|writeError)$/, category: "encode" },
-  { file: /^rpc\/server_connection\.ts$/, category: "decode" }, // onData, the frame handler
+  { file: /^rpc\/server\/server\.ts$/, fn: /^send$/, category: "encode" },
+  { file: /^rpc\/server\/server\.ts$/, category: "decode" }, // per-connection onData → FrameParser
+  { file: /^rpc\/tcp\/server_connection\.ts$/, fn: /^(send|writeError)$/, category: "encode" },
+  { file: /^rpc\/tcp\/server_connection\.ts$/, category: "decode" }, // onData, the frame handler
   {
     file: /^transport\/tcp\//,
     fn: /^(#readLoop|onSocketData|data|onData|#?deliver\w*|read\w*)$/,
