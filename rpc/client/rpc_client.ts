@@ -21,6 +21,15 @@ export interface RpcClient<R extends ClientCallResult = ClientCallResult> {
   /**
    * Makes one call; resolves with the answer and the path it really took. The request bytes
    * are the caller's again once this returns (copied or sent).
+   *
+   * At most once: verbus moves a call to another path (TCP) or, a cluster client, to another
+   * server only while no server has taken it (no free slot, a session that ended before the
+   * server took it, a connection that could not be made, a refusal before dispatch: ELOGOFF,
+   * ELIMIT, EOVERCROWDED). Once a server took the call, its outcome is final: an answer the
+   * server ran but could not deliver (its object pool had no room in time) fails with ERESPONSE
+   * saying so, a lost session or a deadline fails the call, and none of them is redone. A
+   * cluster call marked `idempotent` opts in to more (a retry after a broken connection, a
+   * backup request).
    */
   call(
     service: string,
