@@ -7,30 +7,10 @@
 import { assert, assertEquals, assertRejects, test } from "../harness.ts";
 import { RpcError } from "../../rpc/errors.ts";
 import { client, SMALL_REGION, startServer } from "./util.ts";
+import { countingService as counting, sizeRequest as size } from "../fixtures/counting_service.ts";
 
 /** 64 KiB of staging: 60 KiB after the control-page snapshot, less than two 40 KB answers. */
 const SMALL_STAGING = { ...SMALL_REGION, stagingSize: 1 << 16 };
-
-/** A service whose handler counts its runs and answers `n` bytes (n = the request's u32). */
-function counting(runs: { n: number }) {
-  return {
-    "t.Count": {
-      Next: (req: Uint8Array) => {
-        runs.n++;
-        const n = new DataView(req.buffer, req.byteOffset, 4).getUint32(0, true);
-        const out = new Uint8Array(n);
-        out.fill(runs.n & 0xff);
-        return out;
-      },
-    },
-  };
-}
-
-function size(n: number): Uint8Array {
-  const b = new Uint8Array(4);
-  new DataView(b.buffer).setUint32(0, n, true);
-  return b;
-}
 
 test("LAZY answers past the staging room wait for it: each call runs once, none over TCP", async () => {
   const runs = { n: 0 };
