@@ -20,8 +20,15 @@ import { VerbusError } from "../../errors.ts";
 /** Full protobuf name of brpc's benchmark service. */
 export const BRPC_PERF_SERVICE = "test.PerfTestService";
 
+const ECHO_YES = Object.freeze({ echoAttachment: true });
+const ECHO_NO = Object.freeze({ echoAttachment: false });
+
 /** Decodes `PerfTestRequest`; throws PROTOCOL for malformed bytes or a missing field 1. */
 export function decodePerfTestRequest(bytes: Uint8Array): { echoAttachment: boolean } {
+  // What brpc's client sends every call (field 1, varint 0 or 1): no reader (~0.3 µs on Deno).
+  if (bytes.length === 2 && bytes[0] === 0x08 && bytes[1] <= 1) {
+    return bytes[1] === 1 ? ECHO_YES : ECHO_NO;
+  }
   const r = new BinaryReader(bytes);
   let echo: boolean | undefined;
   try {
@@ -53,8 +60,10 @@ export function decodePerfTestRequest(bytes: Uint8Array): { echoAttachment: bool
   return { echoAttachment: echo };
 }
 
-/** Encodes `PerfTestResponse { cpu_usage }`. */
+/** Encodes `PerfTestResponse { cpu_usage }` (a new buffer, owned by the caller). */
 export function encodePerfTestResponse(cpuUsage: string): Uint8Array {
+  // The answer of all but one call in 100 ms: field 1, length 0, without a writer (~1 µs on Deno).
+  if (cpuUsage === "") return new Uint8Array([0x0a, 0x00]);
   return new BinaryWriter().tag(1, WireType.LengthDelimited).string(cpuUsage).finish();
 }
 
