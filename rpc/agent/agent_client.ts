@@ -29,17 +29,14 @@ import {
   agentClientOptionsSchema,
   type AgentClientStats,
 } from "./agent_client_options.ts";
-import { decodeResponse, encodeRequest, requestBytes } from "./record.ts";
+import { decodeResponse, encodeRequest, type RequestFields, requestBytes } from "./record.ts";
+import { SLOT_IDLE, SLOT_PENDING, SlotCalls } from "./slot_calls.ts";
 
 export { agentClientOptionsSchema };
 export type { AgentCallResult, AgentClientOptions, AgentClientStats };
 
-interface Pending {
-  seq: number;
-  deadline: number;
-  resolve(r: AgentCallResult): void;
-  reject(e: unknown): void;
-}
+const NO_OPTIONS: ClientCallOptions = {};
+const NO_BYTES = new Uint8Array(0);
 
 /** See the module documentation. Create with `connect("agent:NAME")`. */
 export class AgentClient extends ClientBase<AgentCallResult> {
@@ -48,18 +45,26 @@ export class AgentClient extends ClientBase<AgentCallResult> {
   #port: AgentRingProducer | null;
   #joining: Promise<AgentRingProducer> | null = null;
   #free: number[] = [];
-  #pending: (Pending | null)[] = [];
-  /** Slots whose caller gave up (deadline): freed when the agent's answer arrives. */
-  #abandoned = new Set<number>();
+  /** The calls in this client's slots (a table per joined ring). */
+  #calls = new SlotCalls<AgentCallResult>(0);
+  /** The request fields of the call being encoded (one object, refilled per call). */
+  readonly #fields: RequestFields = {
+    service: "",
+    method: "",
+    request: NO_BYTES,
+    attachment: NO_BYTES,
+    timeoutMs: 0,
+  };
+  /** A pump start is queued for the end of this turn (after every post of the turn). */
+  #pumpOwed = false;
   #slotWaiters: (() => void)[] = [];
   #seq = 0;
-  #inflight = 0;
   #pumping = false;
   #parked: Promise<boolean> | null = null;
   #direct: Promise<Client> | null = null;
   #fabric = "agent";
   #closed = false;
-  readonly #calls: Record<CallPath, number> = { EAGER: 0, LAZY: 0, BULK: 0, TCP_FALLBACK: 0 };
+  readonly #paths: Record<CallPath, number> = { EAGER: 0, LAZY: 0, BULK: 0, TCP_FALLBACK: 0 };
   #directCalls = 0;
   #full = 0;
   #joins = 0;
@@ -84,9 +89,9 @@ export class AgentClient extends ClientBase<AgentCallResult> {
   #adopt(port: AgentRingProducer): void {
     this.#port = port;
     this.#joins++;
-    this.#free = Array.from({ length: port.sizes.slots }, (_, i) => port.sizes.slots - 1 - i);
-    this.#pending = new Array(port.sizes.slots).fill(null);
-    this.#abandoned.clear();
+    const n = port.sizes.slots;
+    this.#free = Array.from({ length: n }, (_, i) => n - 1 - i);
+    this.#calls = new SlotCalls(n);
   }
 
   /** The remote fabric of the agent's last answer ("agent" before the first). */
@@ -104,12 +109,73 @@ export class AgentClient extends ClientBase<AgentCallResult> {
     return await this.#joining;
   }
 
-  /** Makes one call through the agent; resolves like `Client.call` plus `via`. */
-  async call(
+  /**
+   * Makes one call through the agent; resolves like `Client.call` plus `via`. Joined, with a
+   * free slot and a record that fits it, the call is encoded and posted at once and allocates
+   * its promise (and, when its answer is read, the result); anything else takes the slow path.
+   */
+  call(
     service: string,
     method: string,
     request: Uint8Array,
-    options: ClientCallOptions = {},
+    options: ClientCallOptions = NO_OPTIONS,
+  ): Promise<AgentCallResult> {
+    const port = this.#port;
+    if (
+      port === null || this.#free.length === 0 || options.userFields !== undefined ||
+      options.requestId !== undefined
+    ) return this.#callSlow(service, method, request, options);
+    const f = this.#fill(service, method, request, options);
+    if (requestBytes(f) > port.slotData) return this.#callSlow(service, method, request, options);
+    const k = this.#free.pop()!;
+    const len = encodeRequest(port.area(k)!, f);
+    const seq = ++this.#seq >>> 0;
+    if (len >= 0 && port.post(k, len, seq)) {
+      return this.#pend(k, performance.now() + f.timeoutMs);
+    }
+    this.#releaseSlot(k); // a name too long, or the ring FULL: the slow path says or waits
+    return this.#callSlow(service, method, request, options);
+  }
+
+  /** Fills the reused request fields of one call. */
+  #fill(
+    service: string,
+    method: string,
+    request: Uint8Array,
+    options: ClientCallOptions,
+  ): RequestFields {
+    const f = this.#fields;
+    f.service = service;
+    f.method = method;
+    f.request = request;
+    f.attachment = options.attachment ?? NO_BYTES;
+    f.timeoutMs = options.timeoutMs ?? this.#o.timeoutMs;
+    f.forcePath = options.forcePath;
+    f.expectedResponseBytes = options.expectedResponseBytes;
+    f.logId = options.logId;
+    return f;
+  }
+
+  /** Slot k was posted: its caller's promise; the pump starts at the end of this turn. */
+  #pend(k: number, deadline: number): Promise<AgentCallResult> {
+    const p = this.#calls.add(k, deadline);
+    if (!this.#pumping && !this.#pumpOwed) {
+      this.#pumpOwed = true;
+      queueMicrotask(this.#startPump);
+    }
+    return p;
+  }
+
+  readonly #startPump = (): void => {
+    this.#pumpOwed = false;
+    void this.#pump();
+  };
+
+  async #callSlow(
+    service: string,
+    method: string,
+    request: Uint8Array,
+    options: ClientCallOptions,
   ): Promise<AgentCallResult> {
     if (options.userFields !== undefined || options.requestId !== undefined) {
       // The agent's ring records have no room for headers: never drop them silently.
@@ -157,7 +223,7 @@ export class AgentClient extends ClientBase<AgentCallResult> {
     }
     for (;;) {
       while (this.#free.length === 0 && this.#port === port) await this.#waitForSlot(deadline);
-      if (this.#port !== port) return await this.call(service, method, request, options);
+      if (this.#port !== port) return await this.#callSlow(service, method, request, options);
       const k = this.#free.pop()!;
       const area = port.area(k, need);
       if (area === null) { // the spill area is taken by calls in flight: wait for room
@@ -176,13 +242,7 @@ export class AgentClient extends ClientBase<AgentCallResult> {
         throw new VerbusError("BOUNDS", `service or method name of over 65535 bytes`);
       }
       const seq = ++this.#seq >>> 0;
-      if (port.post(k, len, seq)) {
-        return await new Promise<AgentCallResult>((resolve, reject) => {
-          this.#pending[k] = { seq, deadline, resolve, reject };
-          this.#inflight++;
-          this.#pump();
-        });
-      }
+      if (port.post(k, len, seq)) return await this.#pend(k, deadline);
       this.#free.push(k);
       this.#full++;
       if (this.#o.fallback) return await this.#callDirect(service, method, request, options);
@@ -221,32 +281,27 @@ export class AgentClient extends ClientBase<AgentCallResult> {
 
   /** Reaps answered slots; returns how many calls completed. Main thread only. */
   progress(): number {
-    const port = this.#port;
+    const port = this.#port, calls = this.#calls;
     if (!port) return 0;
     let done = 0;
-    for (let k = 0; k < this.#pending.length; k++) {
-      const p = this.#pending[k];
-      if (!p && !this.#abandoned.has(k)) continue;
+    for (let k = 0; k < calls.slots; k++) {
+      if (calls.state(k) === SLOT_IDLE) continue;
       const len = port.ready(k);
       if (len < 0) continue;
       const answer = decodeResponse(port.response(k, len));
       port.release(k);
-      this.#pending[k] = null;
-      if (this.#abandoned.delete(k)) {
-        this.#releaseSlot(k);
-        continue;
-      }
-      this.#inflight--;
+      const was = calls.take(k);
       this.#releaseSlot(k);
+      if (was !== SLOT_PENDING) continue; // its caller gave up: the slot is free again
       done++;
       if (!answer.ok) {
-        p!.reject(answer.error);
+        calls.rejectTaken(k, answer.error);
         continue;
       }
-      this.#calls[answer.path]++;
+      this.#paths[answer.path]++;
       this.#fabric = answer.fabric;
       const { response, attachment, path, fabric } = answer;
-      p!.resolve({ response, attachment, path, fabric, via: "agent" });
+      calls.resolveTaken(k, { response, attachment, path, fabric, via: "agent" });
     }
     return done;
   }
@@ -258,7 +313,7 @@ export class AgentClient extends ClientBase<AgentCallResult> {
     try {
       let lastWork = performance.now(), lastCheck = lastWork;
       // Abandoned slots (their caller's deadline passed) still come back: reap them too.
-      while ((this.#inflight > 0 || this.#abandoned.size > 0) && this.#port) {
+      while ((this.#calls.pending > 0 || this.#calls.abandoned > 0) && this.#port) {
         const port = this.#port;
         const seen = port.doorbell();
         if (this.progress() > 0) {
@@ -278,7 +333,7 @@ export class AgentClient extends ClientBase<AgentCallResult> {
         // Poll on only with one call in flight: the agent defers the wake-up of a producer with
         // more until half of them are answered, so polling between would spend this process's
         // CPU (and the core the agent needs) on answers that come in batches anyway.
-        if (now - lastWork < this.#o.idleAfterMs && this.#inflight <= 1) {
+        if (now - lastWork < this.#o.idleAfterMs && this.#calls.pending <= 1) {
           this.#yieldCpu(); // answers are due: poll, giving the core away between looks
           await new Promise((r) => setImmediate(r));
           continue;
@@ -292,14 +347,7 @@ export class AgentClient extends ClientBase<AgentCallResult> {
   }
 
   #expire(now: number): void {
-    for (let k = 0; k < this.#pending.length; k++) {
-      const p = this.#pending[k];
-      if (!p || now <= p.deadline) continue;
-      this.#pending[k] = null;
-      this.#abandoned.add(k);
-      this.#inflight--;
-      p.reject(new TimeoutError(`call through agent "${this.name}" timed out`));
-    }
+    this.#calls.expire(now, () => new TimeoutError(`call through agent "${this.name}" timed out`));
   }
 
   /** The agent went away: every call in flight fails; the next call joins again. */
@@ -310,9 +358,7 @@ export class AgentClient extends ClientBase<AgentCallResult> {
       "CONNECTION_CLOSED",
       `agent "${this.name}": ${why}; the call was not answered`,
     );
-    for (const p of this.#pending) p?.reject(e);
-    this.#pending = [];
-    this.#inflight = 0;
+    this.#calls.failAll(e);
     for (const w of this.#slotWaiters.splice(0)) w();
   }
 
@@ -334,7 +380,7 @@ export class AgentClient extends ClientBase<AgentCallResult> {
   stats(): AgentClientStats {
     return {
       fabric: this.#fabric,
-      calls: { ...this.#calls },
+      calls: { ...this.#paths },
       direct: this.#directCalls,
       full: this.#full,
       joins: this.#joins,

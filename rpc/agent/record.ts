@@ -19,8 +19,9 @@
  *  16 u16 error-code bytes  18 u16 error-text bytes  20 u32 0
  *  24 fabric | response | attachment | error code | error text
  * ```
- * Threading: any; encoders write into the caller's area and allocate nothing but string bytes;
- * decoders keep the last names they decoded (per module instance, so per thread).
+ * Threading: any; encoders write into the caller's area and keep the bytes of the last names they
+ * encoded (allocating only when a name changes); decoders keep the last names they decoded (per
+ * module instance, so per thread).
  * @module
  */
 import { VerbusError, type VerbusErrorCode } from "../../errors.ts";
@@ -94,34 +95,78 @@ export function requestBytes(f: RequestFields): number {
     f.attachment.length;
 }
 
-/** Writes the request record of `f` into `area`; returns its length, or −1 when it does not fit. */
+/**
+ * The bytes of the last string encoded, kept: a record naming the same service and method (or
+ * fabric) as the one before — nearly every record — copies them instead of calling the encoder.
+ */
+class LastBytes {
+  #text = "";
+  #bytes = new Uint8Array(0);
+  /** Writes `text` as UTF-8 at `area[at..]`; returns the bytes written (−1: no room). */
+  put(text: string, area: Uint8Array, at: number): number {
+    if (text !== this.#text) {
+      const b = enc.encode(text);
+      this.#text = text;
+      this.#bytes = b;
+    }
+    const b = this.#bytes;
+    if (at + b.length > area.length) return -1;
+    area.set(b, at);
+    return b.length;
+  }
+}
+const putService = new LastBytes(), putMethod = new LastBytes(), putFabric = new LastBytes();
+
+/** Little-endian stores and loads on a byte array (no DataView per record). */
+function set16(a: Uint8Array, at: number, v: number): void {
+  a[at] = v;
+  a[at + 1] = v >>> 8;
+}
+function set32(a: Uint8Array, at: number, v: number): void {
+  a[at] = v;
+  a[at + 1] = v >>> 8;
+  a[at + 2] = v >>> 16;
+  a[at + 3] = v >>> 24;
+}
+const get16 = (a: Uint8Array, at: number) => a[at] | (a[at + 1] << 8);
+const get32 = (a: Uint8Array, at: number) =>
+  (a[at] | (a[at + 1] << 8) | (a[at + 2] << 16) | (a[at + 3] << 24)) >>> 0;
+
+/**
+ * Writes the request record of `f` into `area`; returns its length, or −1 when it does not fit
+ * (or a name passes 65535 bytes). Allocates nothing while the names repeat.
+ */
 export function encodeRequest(area: Uint8Array, f: RequestFields): number {
   if (requestBytes(f) > area.length) return -1;
-  const v = new DataView(area.buffer, area.byteOffset, REQUEST_HEADER);
   let at = REQUEST_HEADER;
-  const s = enc.encodeInto(f.service, area.subarray(at)).written;
+  const s = putService.put(f.service, area, at);
+  if (s < 0) return -1;
   at += s;
-  const m = enc.encodeInto(f.method, area.subarray(at)).written;
+  const m = putMethod.put(f.method, area, at);
+  if (m < 0) return -1;
   at += m;
   if (s > 0xffff || m > 0xffff) return -1;
   area.set(f.request, at);
   at += f.request.length;
-  area.set(f.attachment, at);
+  if (f.attachment.length > 0) area.set(f.attachment, at);
   at += f.attachment.length;
   const logId = f.logId ?? 0;
-  v.setUint8(0, VERSION);
-  v.setUint8(1, f.forcePath ? PATHS.indexOf(f.forcePath) + 1 : 0);
-  v.setUint16(2, s, true);
-  v.setUint16(4, m, true);
-  v.setUint16(6, 0, true);
-  v.setUint32(8, f.request.length, true);
-  v.setUint32(12, f.attachment.length, true);
-  v.setUint32(16, f.timeoutMs >>> 0, true);
-  v.setUint32(20, (f.expectedResponseBytes ?? 0) >>> 0, true);
+  area[0] = VERSION;
+  area[1] = f.forcePath ? PATHS.indexOf(f.forcePath) + 1 : 0;
+  set16(area, 2, s);
+  set16(area, 4, m);
+  set16(area, 6, 0);
+  set32(area, 8, f.request.length);
+  set32(area, 12, f.attachment.length);
+  set32(area, 16, f.timeoutMs >>> 0);
+  set32(area, 20, (f.expectedResponseBytes ?? 0) >>> 0);
   if (typeof logId === "number" && logId >= 0 && logId < 2 ** 32) {
-    v.setUint32(24, logId, true); // the common case, without a BigInt
-    v.setUint32(28, 0, true);
-  } else v.setBigUint64(24, BigInt.asUintN(64, BigInt(logId)), true);
+    set32(area, 24, logId); // the common case, without a BigInt
+    set32(area, 28, 0);
+  } else {
+    new DataView(area.buffer, area.byteOffset, REQUEST_HEADER)
+      .setBigUint64(24, BigInt.asUintN(64, BigInt(logId)), true);
+  }
   return at;
 }
 
@@ -133,17 +178,13 @@ export function decodeRequest(rec: Uint8Array): AgentRequest {
       `request record of ${rec.length} bytes (header is ${REQUEST_HEADER})`,
     );
   }
-  const v = new DataView(rec.buffer, rec.byteOffset, rec.length);
-  if (v.getUint8(0) !== VERSION) {
-    throw new VerbusError(
-      "PROTOCOL",
-      `request record version ${v.getUint8(0)} (expected ${VERSION})`,
-    );
+  if (rec[0] !== VERSION) {
+    throw new VerbusError("PROTOCOL", `request record version ${rec[0]} (expected ${VERSION})`);
   }
-  const fp = v.getUint8(1);
+  const fp = rec[1];
   if (fp > PATHS.length) throw new VerbusError("PROTOCOL", `request record forced path ${fp}`);
-  const s = v.getUint16(2, true), m = v.getUint16(4, true);
-  const r = v.getUint32(8, true), a = v.getUint32(12, true);
+  const s = get16(rec, 2), m = get16(rec, 4);
+  const r = get32(rec, 8), a = get32(rec, 12);
   const total = REQUEST_HEADER + s + m + r + a;
   if (total !== rec.length) {
     throw new VerbusError(
@@ -167,10 +208,12 @@ export function decodeRequest(rec: Uint8Array): AgentRequest {
     method,
     request,
     attachment,
-    timeoutMs: v.getUint32(16, true),
+    timeoutMs: get32(rec, 16),
     forcePath: fp === 0 ? undefined : PATHS[fp - 1],
-    expectedResponseBytes: v.getUint32(20, true),
-    logId: v.getUint32(28, true) === 0 ? v.getUint32(24, true) : v.getBigInt64(24, true),
+    expectedResponseBytes: get32(rec, 20),
+    logId: get32(rec, 28) === 0
+      ? get32(rec, 24)
+      : new DataView(rec.buffer, rec.byteOffset, REQUEST_HEADER).getBigInt64(24, true),
   };
 }
 
@@ -181,29 +224,29 @@ export function responseBytes(
   return RESPONSE_HEADER + r.fabric.length * 3 + r.response.length + (r.attachment?.length ?? 0);
 }
 
-/** A successful answer, or −1 when it does not fit `area`. */
+/** A successful answer, or −1 when it does not fit `area`. Allocates nothing while the fabric repeats. */
 export function encodeResponse(
   area: Uint8Array,
   r: { response: Uint8Array; attachment?: Uint8Array; path: CallPath; fabric: string },
 ): number {
-  const att = r.attachment ?? new Uint8Array(0);
+  const att = r.attachment?.length ?? 0;
   if (responseBytes(r) > area.length) return -1;
-  const v = new DataView(area.buffer, area.byteOffset, RESPONSE_HEADER);
   let at = RESPONSE_HEADER;
-  const f = enc.encodeInto(r.fabric, area.subarray(at)).written;
+  const f = putFabric.put(r.fabric, area, at);
+  if (f < 0) return -1;
   at += f;
   area.set(r.response, at);
   at += r.response.length;
-  area.set(att, at);
-  at += att.length;
-  v.setUint8(0, 0);
-  v.setUint8(1, PATHS.indexOf(r.path));
-  v.setUint16(2, f, true);
-  v.setUint32(4, r.response.length, true);
-  v.setUint32(8, att.length, true);
-  v.setInt32(12, 0, true);
-  v.setUint32(16, 0, true);
-  v.setUint32(20, 0, true);
+  if (att > 0) area.set(r.attachment!, at);
+  at += att;
+  area[0] = 0;
+  area[1] = PATHS.indexOf(r.path);
+  set16(area, 2, f);
+  set32(area, 4, r.response.length);
+  set32(area, 8, att);
+  set32(area, 12, 0);
+  set32(area, 16, 0);
+  set32(area, 20, 0);
   return at;
 }
 
@@ -243,10 +286,9 @@ export function decodeResponse(rec: Uint8Array): AgentAnswer {
   });
   if (rec.length === 0) return bad("is empty: the agent rejected the request record");
   if (rec.length < RESPONSE_HEADER) return bad(`of ${rec.length} bytes`);
-  const v = new DataView(rec.buffer, rec.byteOffset, rec.length);
-  const status = v.getUint8(0), path = v.getUint8(1), f = v.getUint16(2, true);
-  const r = v.getUint32(4, true), a = v.getUint32(8, true);
-  const c = v.getUint16(16, true), t = v.getUint16(18, true);
+  const status = rec[0], path = rec[1], f = get16(rec, 2);
+  const r = get32(rec, 4), a = get32(rec, 8);
+  const c = get16(rec, 16), t = get16(rec, 18);
   if (RESPONSE_HEADER + f + r + a + c + t !== rec.length || path >= PATHS.length || status > 2) {
     return bad("has inconsistent lengths");
   }
@@ -254,10 +296,10 @@ export function decodeResponse(rec: Uint8Array): AgentAnswer {
   const text = (n: number) => lossy.decode(rec.subarray(at, at += n));
   const fabric = lastFabric.get(rec.subarray(at, at += f), loose);
   const response = rec.slice(at, at += r);
-  const attachment = rec.slice(at, at += a);
+  const attachment = a === 0 ? new Uint8Array(0) : rec.slice(at, at += a);
   if (status === 0) return { ok: true, response, attachment, path: PATHS[path], fabric };
   const code = text(c), message = text(t);
-  if (status === 1) return { ok: false, error: new RpcError(v.getInt32(12, true), message) };
+  if (status === 1) return { ok: false, error: new RpcError(get32(rec, 12) | 0, message) };
   const known = /^[A-Z_]{1,32}$/.test(code) ? code as VerbusErrorCode : "FABRIC";
   return { ok: false, error: new VerbusError(known, `agent: ${message}`) };
 }
