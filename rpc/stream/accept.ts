@@ -29,28 +29,19 @@ import type { Stream } from "./stream.ts";
 import { StreamError } from "./stream_error.ts";
 import type { StreamOptions } from "./stream_options.ts";
 import { StreamTable } from "./stream_table.ts";
-import { sessionStreams, STREAM_SESSION_FIELD } from "./session_streams.ts";
 
 const EMPTY = new Uint8Array(0);
 
 /** The streams each call accepted (its first and extra streams), until its answer is sent. */
 const accepted = new WeakMap<object, Stream[]>();
 
-/** The table of a sink that carries streams (a TCP server connection), else undefined. */
+/**
+ * The table of a sink that carries streams (a TCP server connection, or a fabric session's
+ * stream pipe for the calls it carries), else undefined.
+ */
 function tableOf(ctx: CallContext): StreamTable | undefined {
   const sink = (ctx as Partial<ServerCall>).sink as { streams?: unknown } | undefined;
   return sink?.streams instanceof StreamTable ? sink.streams : undefined;
-}
-
-/**
- * The fabric session a client named for its stream (the opening call's
- * {@link STREAM_SESSION_FIELD} header): its table, null when the header is absent, undefined when
- * the session it names is gone (the stream cannot be opened there).
- */
-function fabricTableOf(call: CallContext): StreamTable | null | undefined {
-  const named = (call as Partial<ServerCall>).meta?.userFields?.get(STREAM_SESSION_FIELD);
-  if (named === undefined) return null;
-  return sessionStreams.find(`${call.peer.host}:${call.peer.port}`)?.table;
 }
 
 /** Whether the call's client asked for a stream (its meta carries `stream_settings`). */
@@ -62,7 +53,7 @@ export function callHasStream(ctx: CallContext): boolean {
  * Accepts the stream the client opened with this call (call it before the handler returns).
  * Throws {@link StreamError} kind "refused" when the call carries no stream, several (a brpc
  * client's `StreamCreate(streams, n, …)`: accept them with {@link acceptStreams}), arrived on a
- * path without streams (a fabric session), or accepted one already; VerbusError INVALID_OPTIONS
+ * path without streams (a fabric session's call slots), or accepted one already; VerbusError INVALID_OPTIONS
  * for bad options.
  */
 export function acceptStream(ctx: CallContext, options?: StreamOptions): Stream {
@@ -83,16 +74,12 @@ function accept(ctx: CallContext, options: StreamOptions | undefined, batch: boo
   const where = `${ctx.service}.${ctx.method}`;
   const raw = (ctx as Partial<ServerCall>).meta?.streamSettings;
   if (raw === undefined) throw new StreamError("refused", `${where}: the call opened no stream`);
-  const onFabric = fabricTableOf(ctx);
-  if (onFabric === undefined) {
+  const table = tableOf(ctx);
+  if (table === undefined) {
     throw new StreamError(
       "refused",
-      `${where}: the fabric session the client named for the stream has ended (open it again: it goes over TCP)`,
+      `${where}: streams open on a TCP connection or a fabric session's stream pipe only`,
     );
-  }
-  const table = onFabric ?? tableOf(ctx);
-  if (table === undefined) {
-    throw new StreamError("refused", `${where}: streams run on TCP connections only`);
   }
   if (accepted.has(ctx)) {
     throw new StreamError("refused", `${where}: the stream was accepted already`);
@@ -129,24 +116,18 @@ function accept(ctx: CallContext, options: StreamOptions | undefined, batch: boo
  * caller then answers plainly).
  */
 export function answerStreamCall(
-  tcpTable: StreamTable,
+  table: StreamTable,
   call: ServerCall,
   response: Uint8Array,
   errorCode: number,
   errorText: string,
 ): boolean {
-  let table = tcpTable;
   let remote: StreamSettings;
   try {
     remote = decodeStreamSettings(call.meta.streamSettings!);
   } catch {
     return false;
   }
-  // A stream the client opened on its fabric session is answered on that session's pipe; when
-  // the session is gone the call is answered plainly (the client sees no stream accepted).
-  const onFabric = fabricTableOf(call);
-  if (onFabric === undefined) return false;
-  if (onFabric !== null) table = onFabric;
   const all = accepted.get(call);
   accepted.delete(call);
   const s = all?.[0];

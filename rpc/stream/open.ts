@@ -25,7 +25,6 @@ import { StreamError } from "./stream_error.ts";
 import type { StreamOptions } from "./stream_options.ts";
 import type { StreamTable } from "./stream_table.ts";
 import type { FabricStreams } from "./stream_ring.ts";
-import { STREAM_SESSION_FIELD } from "./session_streams.ts";
 
 /** Options of {@link openStream}: the opening call's, and the stream's under `stream`. */
 export interface OpenStreamOptions extends Omit<CallOptions, "streamSettings"> {
@@ -61,10 +60,11 @@ function channelOf(via: StreamVia): Channel {
 
 /**
  * Opens a stream with a call of `service.method` carrying `request`. Through a `Client` whose
- * fabric session is live the stream rides that session (`stream.carrier`: "shm", "verbs",
- * "urma"); otherwise the TCP connection. Rejects with the call's error
- * (`RpcError`, `TimeoutError`, …) or with {@link StreamError} kind "refused" when the server
- * answered without accepting a stream.
+ * fabric session is live the stream — and its opening call — ride that session
+ * (`stream.carrier`: "shm", "verbs", "urma"); otherwise the TCP connection. Rejects with the
+ * call's error (`RpcError`, `TimeoutError`, `ConnectionClosedError` when the session ended
+ * first, …) or with {@link StreamError} kind "refused" when the server answered without
+ * accepting a stream.
  */
 export async function openStream(
   via: StreamVia,
@@ -98,15 +98,11 @@ export async function openStreams(
     throw new VerbusError("INVALID_ARGUMENT", `openStreams: count must be 1..1024, got ${count}`);
   }
   const channel = channelOf(via);
-  // A client with a live fabric session carries the stream on it; the opening call (over TCP)
-  // names it so the server accepts the stream on the same session.
+  // A client with a live fabric session carries the stream on it, and the opening call too
+  // (`pipe_calls.ts`): the server accepts the stream on the same session.
   const fabric = "_fabricStreams" in via && via._fabricStreams ? via._fabricStreams() : null;
   const table = fabric?.table ?? await channel._streams();
   const { stream: streamOptions, ...opts } = options;
-  const callOptions = fabric === null ? opts : {
-    ...opts,
-    userFields: new Map([...(opts.userFields ?? []), [STREAM_SESSION_FIELD, "1"]]),
-  };
   const streams: Stream[] = [];
   try {
     for (let i = 0; i < count; i++) streams.push(table.create(streamOptions, null));
@@ -120,10 +116,9 @@ export async function openStreams(
   const settings = encodeStreamSettings({ ...first.settings(), extraStreamIds });
   let answer;
   try {
-    answer = await channel.call(service, method, request, {
-      ...callOptions,
-      streamSettings: settings,
-    });
+    answer = fabric !== null
+      ? await fabric.calls.call(service, method, request, settings, opts)
+      : await channel.call(service, method, request, { ...opts, streamSettings: settings });
   } catch (e) {
     const text = e instanceof Error ? e.message : String(e);
     for (const x of streams) {

@@ -2,9 +2,10 @@
  * {@link FabricStreams}: the brpc streams of one fabric session (shm, verbs, URMA), carried by a
  * stream pipe in the session's regions instead of the TCP connection. Each region holds the
  * inbound ring of one direction (`rpc/region/layout.ts`, `streamRing`); the pipe is a byte stream
- * of the very `"STRM"` frames TCP carries, so the same {@link StreamTable} (ids, routing, RST for
- * unknown streams) and the same {@link FrameParser} (frames split across the ring's wrap or
- * across rounds) serve both:
+ * of the very `"STRM"` frames TCP carries — and of the baidu_std frames of the calls that open
+ * the streams ({@link PipeCalls}: an open costs no TCP round trip) — so the same
+ * {@link StreamTable} (ids, routing, RST for unknown streams) and the same {@link FrameParser}
+ * (frames split across the ring's wrap or across rounds) serve both:
  * ```
  *   writer's region                               reader's region
  *   control page                                  control page
@@ -45,6 +46,7 @@ import type { Area, RegionLayout } from "../region/layout.ts";
 import { CONTROL } from "../region/layout.ts";
 import { type AnswerSink, type StreamConn, StreamTable } from "./stream_table.ts";
 import { StreamError } from "./stream_error.ts";
+import { PipeCalls } from "./pipe_calls.ts";
 
 /** Where the pipe lies: the local inbound ring, the peer's, and both control pages. */
 export interface StreamRingPlace {
@@ -80,6 +82,8 @@ const MAX_WRITE = 64 * 1024;
 export class FabricStreams implements StreamConn {
   /** The session's streams (open them on this table). */
   readonly table: StreamTable;
+  /** The calls that open streams, carried on this pipe (`pipe_calls.ts`). */
+  readonly calls: PipeCalls;
   /** The fabric's name ("shm", "verbs", "urma", "urma (simulated)"), for reports. */
   readonly fabric: string;
   readonly stats: StreamRingStats = { bytesOut: 0, bytesIn: 0, creditWaits: 0 };
@@ -126,10 +130,16 @@ export class FabricStreams implements StreamConn {
     const local = endpoint.local;
     this.#words = new Uint32Array(local.buffer, local.byteOffset + place.localControl, 16);
     this.#onViolation = onViolation;
-    this.table = new StreamTable(this, `${where} over ${this.fabric}`, answers);
+    // Answers of opening calls: this pipe's own, else those of calls made over TCP (`answers`).
+    const answer: AnswerSink = (m, p, a) => void (this.calls.answer(m, p, a) || answers?.(m, p, a));
+    this.table = new StreamTable(this, `${where} over ${this.fabric}`, answer);
     this.table.carrier = this.fabric;
-    this.#parser = new FrameParser(() => {
-      throw new ProtocolError("a baidu_std call frame in the stream ring");
+    this.calls = new PipeCalls(this, this.table, `${where} over ${this.fabric}`);
+    this.#parser = new FrameParser((m, p, a) => {
+      const why = this.calls.onFrame(m, p, a);
+      if (why !== undefined) {
+        throw new ProtocolError(`a baidu_std call frame in the stream ring: ${why}`);
+      }
     }, { maxBodySize: this.#size * 64, onStreamFrame: (m, p) => this.table.onFrame(m, p) });
   }
 
@@ -245,6 +255,7 @@ export class FabricStreams implements StreamConn {
     this.#ended = reason;
     this.#queue = [];
     this.#queuedBytes = 0;
+    this.calls.end(reason);
     this.table.closeAll(
       new StreamError(
         kind,

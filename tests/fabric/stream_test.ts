@@ -149,17 +149,23 @@ const NONE = new Uint8Array(0), TAIL = CONTROL.streamTail;
 const CALL_FRAME = encodeFrame({ correlationId: 1 }, te.encode("call"));
 
 /**
- * Writes `bytes` into the server's stream ring through the client's endpoint, then `value` into
- * the control word `word` of the server's page (the tail, or the credit of the server's writes).
+ * Writes `bytes` into the server's stream ring through the client's endpoint at `tail` (where
+ * the client's pipe stands: its opening calls and frames went through the ring before), then
+ * `value` into the control word `word` of the server's page: for the tail, `value` bytes past
+ * `tail`; else as is (the credit of the server's writes).
  */
 function inject(
   c: Awaited<ReturnType<typeof client>>,
   bytes: Uint8Array,
   value: number,
   word: number = CONTROL.streamTail,
+  tail = 0,
 ): void {
   const s = c.session!, { server } = s.layouts;
-  if (bytes.length > 0) s.endpoint.write(0, server.streamRing.offset, bytes, 0);
+  const at = tail & (server.streamRing.size - 1);
+  assert(at + bytes.length <= server.streamRing.size, "the injected bytes would wrap");
+  if (bytes.length > 0) s.endpoint.write(0, server.streamRing.offset + at, bytes, 0);
+  if (word === CONTROL.streamTail) value = (tail + value) >>> 0;
   s.endpoint.writeU32(0, server.control.offset + word, value, 0);
   s.endpoint.flush();
   s.endpoint.kick();
@@ -203,7 +209,7 @@ for (
       await openStream(other, "S", "Echo", new Uint8Array(0)); // a stream of another session
       await openStream(c, "S", "Echo", new Uint8Array(0));
       const victim = seen[1];
-      inject(c, bytes, value, word);
+      inject(c, bytes, value, word, c._fabricStreams()!.stats.bytesOut >>> 0);
       const e = await victim.ended;
       assertEquals(e?.kind, "protocol");
       assert(why.test(e!.message), e!.message);

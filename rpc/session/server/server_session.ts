@@ -42,7 +42,6 @@ import { RequestLender } from "./request_lender.ts";
 import { RequestMetas } from "./request_metas.ts";
 import { EndNotice } from "../../../util/end_notice.ts";
 import { FabricStreams } from "../../stream/stream_ring.ts";
-import { sessionStreams } from "../../stream/session_streams.ts";
 
 const EMPTY = new Uint8Array(0);
 
@@ -128,15 +127,19 @@ export class ServerSession implements ResponseSink {
     });
     this.#tokens = new ResponseTokens(this.#server.config.slots);
     this.#lender = init.lender ?? new RequestLender(init.dispatcher);
-    const where = `${init.peer.host}:${init.peer.port}`;
     this.streams = FabricStreams.between(
       this.#endpoint,
       this.#server,
       this.#client,
-      where,
+      `${init.peer.host}:${init.peer.port}`,
       (r) => this.fail(`stream pipe: ${r}`),
     );
-    sessionStreams.add(where, this.streams);
+    // The calls that open streams on this session come through its pipe (`pipe_calls.ts`).
+    this.streams.calls.serve({
+      dispatcher: init.dispatcher,
+      peer: init.peer,
+      lifetime: this.lifetime,
+    });
     const cfg = this.#server.config;
     this.#metas = new RequestMetas(cfg.slots, cfg.slotSize, this.#server.slotLocal.offset);
     this.#telemetry = sessionTelemetry(local, this.#server, init.pressure);
@@ -384,7 +387,6 @@ export class ServerSession implements ResponseSink {
     }
     this.#closed = reason;
     this.streams.end(reason);
-    sessionStreams.remove(`${this.peer.host}:${this.peer.port}`, this.streams);
     // Before the memory goes: the Watch answer names them (the client redoes them over TCP).
     this.untaken = readyRequests(this.#requestRing, this.#server.config.slots);
     this.lifetime.end();
