@@ -33,6 +33,7 @@ import {
   decodeHello,
   encodeHello,
   HELLO_VERSION,
+  helloRefusal,
   type ServerHello,
 } from "./hello.ts";
 import { ServerSession } from "../server/server_session.ts";
@@ -41,7 +42,6 @@ import { type LendingPool, lendingPool, RequestLender } from "../server/request_
 import { HandshakeLog, type HandshakeOutcome } from "./handshake_log.ts";
 import { serverMachine, type ServerState, type StateMachine } from "./state_machine.ts";
 import type { EndNotice } from "../../../util/end_notice.ts";
-import { peerText } from "../../../util/log_text.ts";
 
 /** What the handshake needs from the host it establishes sessions for. */
 export interface HandshakeHost {
@@ -92,8 +92,6 @@ interface PendingHandshake {
 }
 
 const NO_BYTES = new Uint8Array(0);
-/** A refused Hello's reason (which quotes the peer's bytes) is cut past this many characters. */
-const HELLO_ERROR_MAX = 300;
 
 /** The key of a TCP connection (its peer address). */
 export const connectionKey = (ctx: CallContext): string => `${ctx.peer.host}:${ctx.peer.port}`;
@@ -183,11 +181,11 @@ export class ServerHandshakes {
     const machine = this.#machine(key);
     let hello: ClientHello;
     try {
-      hello = decodeHello(clientHelloSchema, req, "client hello");
+      hello = decodeHello(clientHelloSchema, req, "client hello", "client");
     } catch (e) {
-      // The message quotes what the peer sent (an unknown key): escaped and bounded.
-      const why = peerText((e as Error).message, HELLO_ERROR_MAX);
-      machine.to("FAILED", why);
+      // A client of another version falls back to TCP; a malformed hello fails.
+      const { state, why } = helloRefusal(e);
+      machine.to(state, why);
       this.#record(key, machine);
       throw new RpcError(EREQUEST, why);
     }
