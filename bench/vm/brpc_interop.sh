@@ -1,6 +1,6 @@
 #!/bin/bash
 # bench/vm/brpc_interop.sh — runs INSIDE the Soft-RoCE VM against a real brpc built with RDMA:
-#   BRPC_PERF=/path/to/example/rdma_performance/bld \
+#   BRPC_PERF=/path/to/example/rdma_performance/bld [VERBUS_RT=bun] \
 #   SR_SHARE=$PWD ../shared/softroce/run-in-vm.sh 'bash bench/vm/brpc_interop.sh'
 # 1. brpc's rdma_performance server (-use_rdma=true, rxe1) called by `verbus call --brpc-rdma`
 #    (rxe0): test.PerfTestService/Test with an echoed attachment, and a plain TCP call.
@@ -10,7 +10,9 @@ set -u
 cd "$(dirname "$0")/../.."
 export NO_COLOR=1
 B=${BRPC_PERF:?set BRPC_PERF to the rdma_performance build directory}
-V="node_modules/.bin/deno run -A cli/main.ts"
+# VERBUS_RT=bun runs verbus on Bun (default Deno).
+if [ "${VERBUS_RT:-deno}" = bun ]; then V="node_modules/.bin/bun cli/main.ts"
+else V="node_modules/.bin/deno run -A cli/main.ts"; fi
 SMALL="-rdma_memory_pool_initial_size_mb=64 -rdma_memory_pool_increase_size_mb=64 -rdma_prepared_qp_cnt=4"
 rc=0
 part=${BRPC_INTEROP_PART:-all}
