@@ -124,13 +124,7 @@ export class Channel {
     request: Uint8Array,
     options?: CallOptions,
   ): Promise<CallResult> {
-    const c = this.#call;
-    c.service = service;
-    c.method = method;
-    c.request = request;
-    c.options = options;
-    c.asClient = false;
-    return this.#start(c);
+    return this.#start(this.#fill(service, method, request, options, false));
   }
 
   /**
@@ -143,13 +137,24 @@ export class Channel {
     request: Uint8Array,
     options: CallOptions | undefined,
   ): Promise<TcpCallResult> {
+    return this.#start(this.#fill(service, method, request, options, true));
+  }
+
+  /** The channel's one call record, refilled with this call (see {@link ChannelCall}). */
+  #fill(
+    service: string,
+    method: string,
+    request: Uint8Array,
+    options: CallOptions | undefined,
+    asClient: boolean,
+  ): ChannelCall {
     const c = this.#call;
     c.service = service;
     c.method = method;
     c.request = request;
     c.options = options;
-    c.asClient = true;
-    return this.#start(c);
+    c.asClient = asClient;
+    return c;
   }
 
   /** Sends `c` now, or after connecting (then a copy: the reused record is refilled meanwhile). */
