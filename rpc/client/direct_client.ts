@@ -147,6 +147,11 @@ export class Client extends ClientBase<ClientCallResult> {
     return this.#fabric.streams();
   }
 
+  /** @internal The calls' default timeout (what a stream's opening call waits when given none). */
+  get _timeoutMs(): number {
+    return this.#settings.timeoutMs;
+  }
+
   /** The fabric carrying fast-path calls ("shm", …) or "tcp". */
   get fabric(): string {
     const s = this.#fabric.session;

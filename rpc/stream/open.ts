@@ -52,6 +52,8 @@ export interface OpenedStream {
 export type StreamVia = Channel | {
   readonly channel: Channel;
   _fabricStreams?(): FabricStreams | null;
+  /** The client's default call timeout (an opening call on its fabric session waits that). */
+  readonly _timeoutMs?: number;
 };
 
 function channelOf(via: StreamVia): Channel {
@@ -117,7 +119,10 @@ export async function openStreams(
   let answer;
   try {
     answer = fabric !== null
-      ? await fabric.calls.call(service, method, request, settings, opts)
+      ? await fabric.calls.call(service, method, request, settings, {
+        ...opts,
+        timeoutMs: opts.timeoutMs ?? ("_timeoutMs" in via ? via._timeoutMs : undefined),
+      })
       : await channel.call(service, method, request, { ...opts, streamSettings: settings });
   } catch (e) {
     const text = e instanceof Error ? e.message : String(e);

@@ -128,11 +128,22 @@ test("on the pipe: a handler that never answers times the open out; a session th
       TimeoutError,
     );
     assert(t.message.includes("200 ms"), t.message);
+    // Without a timeout of its own, the client's default (connect's timeoutMs) bounds the open.
+    const quick = await client(server, { timeoutMs: 300 });
+    try {
+      const d = await assertRejects(
+        () => openStream(quick, "S", "Later", te.encode("x")),
+        TimeoutError,
+      );
+      assert(d.message.includes("300 ms"), d.message);
+    } finally {
+      await quick.close();
+    }
     const fs = c._fabricStreams()!;
     assertEquals([fs.calls.waiting, fs.table.size], [0, 0]);
     const waiting = openStream(c, "S", "Later", te.encode("x"), { timeoutMs: 5000 });
     waiting.catch(() => {}); // (awaited below)
-    await until(() => seen.calls.length === 2, 5000, "the handler to run");
+    await until(() => seen.calls.length === 3, 5000, "the handler to run");
     c.session!.fail("the test ends the session");
     const e = await assertRejects(() => waiting, ConnectionClosedError);
     assert(e.message.includes("the test ends the session"), e.message);
