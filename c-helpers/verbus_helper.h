@@ -147,6 +147,8 @@ int vb_wait_fd_or_wake(int fd, int wake_fd, int timeout_ms);
 int vb_futex_wait(uint32_t *addr, uint32_t expected, int timeout_ms);
 /* Number of waiters woken, or -errno. */
 int vb_futex_wake(uint32_t *addr, int count);
+/* vb_futex_wait on the caller's own thread with a timeout in µs (a short nap); same results. */
+int vb_futex_wait_us(uint32_t *addr, uint32_t expected, int timeout_us);
 
 /* brpc UBRing block copy (ring: the DataQ, ring_bytes / 64 blocks; the caller does flow control).
  * scatter: len (> 0) bytes of src into ceil(len / 60) blocks from `first` (free, fewer than the

@@ -155,17 +155,10 @@ int vb_get_cq_event_or_wake(struct ibv_comp_channel *channel, int wake_fd, int t
 	return rc == 1 ? take_cq_event(channel, cq_out) : rc;
 }
 
-int vb_futex_wait(uint32_t *addr, uint32_t expected, int timeout_ms)
+/* One shared futex wait (no FUTEX_PRIVATE_FLAG: the word lives in memory mapped by several
+ * processes) until `tsp` (NULL: forever): 0 woken, 1 changed, 2 timeout, -errno. */
+static int futex_wait_for(uint32_t *addr, uint32_t expected, const struct timespec *tsp)
 {
-	struct timespec ts, *tsp = NULL;
-	if (!addr)
-		return -EINVAL;
-	if (timeout_ms >= 0) {
-		ts.tv_sec = timeout_ms / 1000;
-		ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000L;
-		tsp = &ts;
-	}
-	/* Shared futex (no FUTEX_PRIVATE_FLAG): the word lives in memory mapped by several processes. */
 	long rc = syscall(SYS_futex, addr, FUTEX_WAIT, expected, tsp, NULL, 0);
 	if (rc == 0)
 		return 0;
@@ -176,6 +169,33 @@ int vb_futex_wait(uint32_t *addr, uint32_t expected, int timeout_ms)
 	if (errno == EINTR)
 		return 0;
 	return -errno;
+}
+
+int vb_futex_wait(uint32_t *addr, uint32_t expected, int timeout_ms)
+{
+	struct timespec ts, *tsp = NULL;
+	if (!addr)
+		return -EINVAL;
+	if (timeout_ms >= 0) {
+		ts.tv_sec = timeout_ms / 1000;
+		ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000L;
+		tsp = &ts;
+	}
+	return futex_wait_for(addr, expected, tsp);
+}
+
+/*
+ * vb_futex_wait with a timeout in microseconds, for a caller that blocks its own thread for a short
+ * nap (the progress engine after a quiet spell): 0 woken, 1 changed, 2 timeout, -errno.
+ */
+int vb_futex_wait_us(uint32_t *addr, uint32_t expected, int timeout_us)
+{
+	struct timespec ts;
+	if (!addr || timeout_us < 0)
+		return -EINVAL;
+	ts.tv_sec = timeout_us / 1000000;
+	ts.tv_nsec = (long)(timeout_us % 1000000) * 1000L;
+	return futex_wait_for(addr, expected, &ts);
 }
 
 int vb_futex_wake(uint32_t *addr, int count)

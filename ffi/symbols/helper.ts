@@ -45,6 +45,8 @@ export const HELPER_SYMBOLS = {
   vb_wait_fd_or_wake: { args: ["i32", "i32", "i32"], result: "i32", nonblocking: true },
   /** int vb_futex_wait(uint32_t *addr, uint32_t expected, int timeout_ms);  0 woken, 1 changed, 2 timeout, -errno */
   vb_futex_wait: { args: ["pointer", "u32", "i32"], result: "i32", nonblocking: true },
+  /** int vb_futex_wait_us(uint32_t *addr, uint32_t expected, int timeout_us);  blocks the calling thread: 0 woken, 1 changed, 2 timeout, -errno */
+  vb_futex_wait_us: { args: ["pointer", "u32", "i32"], result: "i32" },
   /** int vb_futex_wake(uint32_t *addr, int count);  woken, or -errno */
   vb_futex_wake: { args: ["pointer", "i32"], result: "i32" },
   /** int32_t vb_ubring_scatter(uint8_t *ring, uint64_t ring_bytes, uint32_t first, const uint8_t *src, uint32_t len);  blocks written, or -errno */

@@ -6,6 +6,7 @@
 import { assert, assertEquals, test } from "../harness.ts";
 import { setImmediate } from "node:timers";
 import { ProgressLoop } from "../../rpc/session/engine/progress.ts";
+import { NAP_AFTER_US } from "../../rpc/session/engine/spin_policy.ts";
 
 /** A loop over a fake step whose "answers" are instant: each submitted call completes at the next poll. */
 function harness(spinUs: number) {
@@ -214,4 +215,76 @@ test("a spin reads a dear clock rarely and a cheap one every 16 polls, and still
   const perRead = cheap.spinPolls / cheap.clockReads;
   assert(perRead >= 8 && perRead <= 17, `${perRead.toFixed(1)} polls per reading`);
   assert(cheap.turns > 3, `${cheap.turns} turns: the spins end`);
+});
+
+/**
+ * A held loop over a machine that can nap, `runnable` tasks on 2 cores, whose step finds work
+ * only when a call is made (`call()`: the next poll answers it). Counts its yields and naps and
+ * the busy-poll's polls; `quietMs` of idleness, then `calls` calls `gapMs` apart.
+ */
+async function nappingLoop(
+  { runnable = 1, napUs = 200, quietMs = 40, calls = 0, gapUs = 20 }: {
+    runnable?: number;
+    napUs?: number;
+    quietMs?: number;
+    calls?: number;
+    gapUs?: number;
+  } = {},
+) {
+  let running = true, pending = 0, yields = 0, naps = 0;
+  const loop = new ProgressLoop(
+    () => {
+      if (pending === 0) return 0;
+      pending = 0;
+      return 1;
+    },
+    () => new Promise((r) => setTimeout(() => r(false), 1)),
+    () => running,
+    { spinUs: 20, idleAfterMs: 60_000, napUs },
+    () => void yields++,
+    {
+      cores: 2,
+      runnable: () => runnable,
+      peerAsleep: () => false,
+      canNap: () => true,
+      nap: () => (naps++, false),
+    },
+  );
+  loop.start();
+  await sleep(quietMs);
+  const napsBeforeCalls = naps;
+  for (let i = 0; i < calls; i++) {
+    // A call every `gapUs` (a busy session's gaps between batches): busy-wait, then make it.
+    const until = performance.now() + gapUs / 1000;
+    while (performance.now() < until) { /* the gap */ }
+    pending = 1;
+    await new Promise<void>((r) => setImmediate(r));
+  }
+  running = false;
+  await sleep(5);
+  return { counters: loop.counters, yields, naps, napsDuringCalls: naps - napsBeforeCalls };
+}
+
+test("an idle loop that can nap naps once quiet, instead of spinning on and yielding", async () => {
+  const r = await nappingLoop();
+  assert(r.naps > 0 && r.counters.naps === r.naps, `naps ${r.naps}, counted ${r.counters.naps}`);
+  // Before the quiet spell passed NAP_AFTER_US it spun and yielded as before; then only naps.
+  assert(r.yields < r.naps, `${r.yields} yields, ${r.naps} naps`);
+  // …and with naps off, the same idle loop spins and yields after each empty spin, as before.
+  const off = await nappingLoop({ napUs: 0 });
+  assertEquals(off.naps, 0, "naps with napUs 0");
+  assert(off.yields > 0, "an empty spin without a nap yields the core");
+});
+
+test("gaps shorter than the quiet spell are spun as before: no nap between a busy session's batches", async () => {
+  assert(NAP_AFTER_US >= 100, "the quiet spell is long next to a batch gap");
+  const r = await nappingLoop({ quietMs: 0, calls: 300, gapUs: 20 });
+  assertEquals(r.napsDuringCalls, 0, "naps between calls 20 µs apart");
+});
+
+test("on a crowded host the loop keeps its yielding spin and early sleep: no nap", async () => {
+  const r = await nappingLoop({ runnable: 5 });
+  // (The first spin starts before the load is read.)
+  assert(r.naps <= 1, `${r.naps} naps on a crowded host`);
+  assert(r.counters.yieldingSpins > 0, "yielding spins");
 });

@@ -14,7 +14,7 @@ import {
 const base = { cores: 2, runnable: 2, peerAsleep: false, spinUs: 20, idleAfterMs: 5 };
 
 test("spin policy: a core each → the whole budget, no yield while spinning", () => {
-  const whole = { spinUs: 20, yieldEachPoll: false, idleAfterMs: 5 };
+  const whole = { spinUs: 20, yieldEachPoll: false, idleAfterMs: 5, napUs: 0 };
   assertEquals(spinPolicy(base), whole);
   assertEquals(spinPolicy({ ...base, runnable: 1 }), whole);
   assertEquals(spinPolicy({ ...base, runnable: -1 }), whole, "unknown load");
@@ -33,6 +33,7 @@ test("spin policy: a sleeping peer or a single core → no spin, yield at once",
     spinUs: 0,
     yieldEachPoll: true,
     idleAfterMs: 5,
+    napUs: 0,
   });
   assertEquals(spinPolicy({ ...base, cores: 1, runnable: 1 }).spinUs, 0);
   assertEquals(spinPolicy({ ...base, cores: 1, runnable: 1 }).yieldEachPoll, true);
@@ -54,6 +55,31 @@ test("spin policy: oversubscribed or one core → the idle sleep comes early; el
   assertEquals(spinPolicy({ ...base, runnable: 3, idleAfterMs: 0.05 }).idleAfterMs, 0.05);
   assertEquals(spinPolicy({ ...base, idleAfterMs: 30 }).idleAfterMs, 30);
   assertEquals(spinPolicy({ ...base, runnable: -1, idleAfterMs: 30 }).idleAfterMs, 30);
+});
+
+const napping = { ...base, napUs: 200, canNap: true };
+
+test("spin policy: a core each and a source that naps → the spin as before, and naps allowed", () => {
+  assertEquals(spinPolicy(napping), {
+    spinUs: 20,
+    yieldEachPoll: false,
+    idleAfterMs: 5,
+    napUs: 200,
+  });
+  assertEquals(spinPolicy({ ...napping, runnable: -1 }).napUs, 200, "unknown load");
+  assertEquals(spinPolicy({ ...napping, peerAsleep: true }).napUs, 200, "a sleeping peer");
+  assertEquals(spinPolicy({ ...napping, peerAsleep: true }).spinUs, 0);
+});
+
+test("spin policy: no nap on a crowded host or one core, with napUs 0, or where the engine cannot nap", () => {
+  // Crowded: a nap and its wake cost two context switches (dear in a VM) where a yield gives the
+  // core to a runnable task at once; such a loop sleeps early anyway.
+  const crowded = spinPolicy({ ...napping, runnable: 3 });
+  assertEquals(crowded, spinPolicy({ ...base, runnable: 3 }));
+  assertEquals(crowded.napUs, 0);
+  assertEquals(spinPolicy({ ...napping, cores: 1, runnable: 1 }).napUs, 0);
+  assertEquals(spinPolicy({ ...napping, napUs: 0 }), spinPolicy(base));
+  assertEquals(spinPolicy({ ...napping, canNap: false }), spinPolicy(base));
 });
 
 test("turn clock: one reading per turn, fresh after invalidation", () => {

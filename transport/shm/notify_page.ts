@@ -28,6 +28,8 @@
  * Layout (u32 words, little-endian; {@link NOTIFY_BYTES} bytes):
  * ```
  *      0 magic 'VBNP'  4 version  8 doorbell (futex)  12 sleeping  16 capacity (tokens)
+ *     20 napping (the owner blocks its thread in a short futex wait: the first announcer clears
+ *        it and wakes it)
  *     64 top[64]        counter of tokens 1024·k … 1024·k + 1023 (those ≥ 32 only)
  *    512 group[2048]    counter of tokens 32·g … 32·g + 31 (group 0, the flat tokens: unused)
  *   8704 token[65536]   counter of token t (its one writer is the session's peer)
@@ -57,7 +59,7 @@ export const NOTIFY_BYTES = 272 * 1024;
 export const NOTIFY_CAPACITY = 65536;
 const MAGIC = 0x504e4256; // 'VBNP'
 const VERSION = 3;
-const W_MAGIC = 0, W_VERSION = 1, W_DOORBELL = 2, W_SLEEPING = 3, W_CAPACITY = 4;
+const W_MAGIC = 0, W_VERSION = 1, W_DOORBELL = 2, W_SLEEPING = 3, W_CAPACITY = 4, W_NAPPING = 5;
 const TOP = 64 >> 2, GROUP = 512 >> 2, TOKEN = 8704 >> 2;
 /** Tokens below this are announced without summaries and read directly (group 0). */
 export const FLAT_TOKENS = 32;
@@ -127,8 +129,9 @@ export class PeerNotifyPage {
 
   /**
    * Announces `token`: the peer's engine will poll that endpoint. Wakes the peer process only
-   * when it sleeps. Data path: one atomic add (three for a token ≥ {@link FLAT_TOKENS}), a futex
-   * wake only for a sleeper. The owner's JS thread.
+   * when it sleeps or naps (of several announcers to one nap, only the first that takes the
+   * napping flag wakes it). Data path: one atomic add (three for a token ≥ {@link FLAT_TOKENS}), a
+   * futex wake only for a sleeper or napper. The owner's JS thread.
    */
   announce(token: number): void {
     if (token >>> 0 >= this.#capacity) return;
@@ -141,14 +144,25 @@ export class PeerNotifyPage {
       Atomics.add(w, TOP + (token >>> 10), 1);
     }
     Atomics.add(w, W_DOORBELL, 1);
-    if (Atomics.load(w, W_SLEEPING) !== 0) {
-      this.helper.lib.symbols.vb_futex_wake(this.#doorbell, 1);
+    // The doorbell is added before the flags are read, and a napper raises its flag before its
+    // futex compares the doorbell (both sequentially consistent): a nap either sees the doorbell
+    // move or is woken here.
+    // A napper shares the futex word with a parked idle wait that may still be outstanding: wake
+    // two then, so a wake given to the parked wait does not leave the napper to its timeout.
+    const napper = Atomics.load(w, W_NAPPING) !== 0 && Atomics.exchange(w, W_NAPPING, 0) !== 0;
+    if (napper || Atomics.load(w, W_SLEEPING) !== 0) {
+      this.helper.lib.symbols.vb_futex_wake(this.#doorbell, napper ? 2 : 1);
     }
   }
 
   /** True while the page's owner process sleeps in its idle wait. */
   get sleeping(): boolean {
     return Atomics.load(this.#words, W_SLEEPING) !== 0;
+  }
+
+  /** True while the page's owner naps (blocks its thread in a short wait) and no announcer woke it yet. */
+  get napping(): boolean {
+    return Atomics.load(this.#words, W_NAPPING) !== 0;
   }
 
   /**
@@ -206,7 +220,11 @@ export class ProcessNotifyPage implements ReadinessSource {
    */
   static forProcess(helper: Helper): Promise<ProcessNotifyPage> {
     ProcessNotifyPage.#instance ??= (async () => {
-      const mapping = await ShmMapping.createSealed(`verbus-${pid}-notify`, NOTIFY_BYTES, NOTIFY_BYTES);
+      const mapping = await ShmMapping.createSealed(
+        `verbus-${pid}-notify`,
+        NOTIFY_BYTES,
+        NOTIFY_BYTES,
+      );
       const page = new ProcessNotifyPage(mapping, helper);
       ProcessNotifyPage.#ready = page;
       return page;
@@ -295,6 +313,27 @@ export class ProcessNotifyPage implements ReadinessSource {
     } finally {
       if (--this.#waiters === 0) Atomics.store(w, W_SLEEPING, 0);
     }
+  }
+
+  nap(seen: number, timeoutUs: number): boolean {
+    const w = this.#words;
+    Atomics.store(w, W_NAPPING, 1);
+    if (Atomics.load(w, W_DOORBELL) !== seen) {
+      Atomics.store(w, W_NAPPING, 0);
+      return true;
+    }
+    const rc = this.helper.lib.symbols.vb_futex_wait_us(
+      this.#doorbell,
+      seen >>> 0,
+      Math.max(1, Math.min(1_000_000, Math.round(timeoutUs))),
+    );
+    Atomics.store(w, W_NAPPING, 0);
+    return rc === 0 || rc === 1;
+  }
+
+  /** True while this process naps ({@link nap}; tests). */
+  get napping(): boolean {
+    return Atomics.load(this.#words, W_NAPPING) !== 0;
   }
 
   wake(): void {

@@ -9,6 +9,9 @@
  *   looked at;
  * - sessions on a fabric without a source are driven every turn (their fabric cannot say who
  *   has work).
+ * Between batches, when every session is on shm's notify page, the engine naps instead of
+ * spinning: it blocks its thread in a short futex wait on the page's doorbell, which the peer's
+ * announcement ends (`ProgressLoop`, `spin_policy.ts`).
  * When nothing happens for a while the engine sleeps in ONE wait per readiness source (one parked
  * thread for every shm session of the process, however many), plus one per session of a fabric
  * without a source, bounded by the earliest call deadline. A session's wake-up cannot be lost:
@@ -144,8 +147,34 @@ export class ProgressEngine {
       () => this.#holders.size > 0,
       {},
       yieldCpu,
-      { cores: cpuCores(), runnable: runnableTasks, peerAsleep: () => this.#peersAsleep() },
+      {
+        cores: cpuCores(),
+        runnable: runnableTasks,
+        peerAsleep: () => this.#peersAsleep(),
+        canNap: () => this.#canNap(),
+        nap: (us) => this.#nap(us),
+      },
     );
+  }
+
+  /**
+   * True when a nap can stand for the next turns: every session is on one readiness source that
+   * naps (shm's notify page), none is queued for the next turn, and no session of a fabric
+   * without a source must be polled.
+   */
+  #canNap(): boolean {
+    const sources = this.#sourceList;
+    return sources.length === 1 && this.#nextCount === 0 &&
+      this.#withoutReadiness.length === 0 && sources[0].source.nap !== undefined;
+  }
+
+  /**
+   * Blocks the thread until a peer announces or `us` µs pass: the doorbell value the last collect
+   * started from is what the nap compares, so an announcement after that collect ends it at once.
+   */
+  #nap(us: number): boolean {
+    const src = this.#sourceList[0];
+    return src.source.nap!(src.seen, us);
   }
 
   /** True when some client waits for answers and every such client's peer sleeps. */
@@ -169,8 +198,8 @@ export class ProgressEngine {
     if (options) this.#loop.configure(options);
   }
 
-  /** Loop counters: turns and idle sleeps (kept for the host's `loopCounters`). */
-  get loopCounters(): { turns: number; sleeps: number; shortSpins: number } {
+  /** Loop counters: turns, idle sleeps, naps… (kept for the host's `loopCounters`). */
+  get loopCounters(): { turns: number; sleeps: number; shortSpins: number; naps: number } {
     return { ...this.#loop.counters };
   }
 

@@ -1,6 +1,9 @@
 /**
  * A progress engine: drives `step()` (poll the rings, reap completions) while there is work,
- * busy-polls for a time the spin policy (`spin_policy.ts`) fits to the machine when there is none, then sleeps in `idleWait()` — a futex or
+ * busy-polls for a time the spin policy (`spin_policy.ts`) fits to the machine when there is none;
+ * after a quiet spell it naps where the machine can (`LoopMachine.nap`: the thread blocks in a
+ * futex wait of at most `napUs` that the peer's announcement ends — a gap between sporadic calls
+ * costs a wait and a wake, not a core); then it sleeps in `idleWait()` — a futex or
  * completion-channel wait that runs off the JS thread — so an idle process uses no CPU and a
  * busy one answers in microseconds.
  *
@@ -14,7 +17,13 @@
  */
 import { setImmediate } from "node:timers";
 import { z } from "zod";
-import { type SpinDecision, type SpinInputs, spinPolicy } from "./spin_policy.ts";
+import {
+  DEFAULT_NAP_US,
+  NAP_AFTER_US,
+  type SpinDecision,
+  type SpinInputs,
+  spinPolicy,
+} from "./spin_policy.ts";
 import { CALIBRATION_READINGS, SpinPace } from "./spin_pace.ts";
 import { invalidateTurnClock, setTurnClock } from "./turn_clock.ts";
 
@@ -24,11 +33,13 @@ export const progressOptionsSchema: z.ZodDefault<
     spinUs: z.ZodOptional<z.ZodNumber>;
     idleAfterMs: z.ZodOptional<z.ZodNumber>;
     idleWaitMs: z.ZodOptional<z.ZodNumber>;
+    napUs: z.ZodOptional<z.ZodNumber>;
   }, z.core.$strict>
 > = z.object({
   spinUs: z.number().min(0).max(1_000_000).optional(),
   idleAfterMs: z.number().min(0).max(60_000).optional(),
   idleWaitMs: z.number().int().min(1).max(60_000).optional(),
+  napUs: z.number().int().min(0).max(100_000).optional(),
 }).strict().default({});
 
 /** Tunables of a progress loop. */
@@ -41,6 +52,11 @@ export interface ProgressOptions {
   idleAfterMs?: number;
   /** Upper bound of one idle sleep in ms, so periodic work (TTL sweeps) still runs (default 2000). */
   idleWaitMs?: number;
+  /**
+   * Longest nap in µs where the fabric can nap (shm; default {@link DEFAULT_NAP_US}; 0: never nap,
+   * spin as before). The thread's timers and TCP wait at most this long behind a nap.
+   */
+  napUs?: number;
 }
 
 /** What the loop learns about the machine (defaults: this host's, read through transport/cpu.ts). */
@@ -53,6 +69,13 @@ export interface LoopMachine {
   peerAsleep(): boolean;
   /** The clock a spin reads, ms (default `performance.now`; tests give a clock of known cost). */
   now?: () => number;
+  /** True when {@link nap} can be used now (every session on one source that naps, none queued). */
+  canNap?(): boolean;
+  /**
+   * Blocks the thread for at most `us` µs until a peer announces work; true when woken or work
+   * was announced meanwhile. Called only right after `canNap()` said true.
+   */
+  nap?(us: number): boolean;
 }
 
 /** How often the loop re-reads the runnable-task count, ms. */
@@ -79,6 +102,9 @@ export class ProgressLoop {
   #spinUs = 20;
   #idleAfterMs = 5;
   #idleWaitMs = 2000;
+  #napUs = DEFAULT_NAP_US;
+  /** The last nap timed out (nothing came): the next turn looks once instead of spinning. */
+  #napTimedOut = false;
   #runnable = -1;
   /** The last {@link RUNNABLE_READINGS} runnable-task readings (a ring; none yet: the maximum). */
   readonly #readings = new Int32Array(RUNNABLE_READINGS).fill(0x7fffffff);
@@ -94,6 +120,7 @@ export class ProgressLoop {
     clockReads: 0,
     yieldingSpins: 0,
     spinPolls: 0,
+    naps: 0,
   };
   /** The spin's clock and how often a spin reads it (`spin_pace.ts`). */
   readonly #read: () => number;
@@ -124,7 +151,7 @@ export class ProgressLoop {
     this.configure(options);
   }
 
-  /** Applies the fields of `options` that are set (defaults: spinUs 20, idleAfterMs 5, idleWaitMs 2000). */
+  /** Applies the fields of `options` that are set (defaults: spinUs 20, idleAfterMs 5, idleWaitMs 2000, napUs 200). */
   configure(options: ProgressOptions): void {
     this.#decided = null;
     if (options.spinUs !== undefined) this.#spinUs = options.spinUs;
@@ -132,6 +159,7 @@ export class ProgressLoop {
       this.#idleAfter = this.#idleAfterMs = options.idleAfterMs;
     }
     if (options.idleWaitMs !== undefined) this.#idleWaitMs = options.idleWaitMs;
+    if (options.napUs !== undefined) this.#napUs = options.napUs;
   }
 
   /** True while the loop runs. */
@@ -171,10 +199,16 @@ export class ProgressLoop {
   #spin(): number | Promise<number> {
     const did = this.step();
     this.#now = NaN;
-    if (did > 0 || !this.keepRunning()) return did;
-    const d = this.#decision(this.machine.peerAsleep());
+    if (did > 0 || !this.keepRunning()) {
+      this.#napTimedOut = false;
+      return did;
+    }
+    const canNap = this.#napUs > 0 && this.machine.canNap?.() === true;
+    const d = this.#decision(this.machine.peerAsleep(), canNap);
     this.#idleAfter = d.idleAfterMs;
-    if (d.spinUs <= 0) {
+    this.#napAllowedUs = d.napUs;
+    if (d.spinUs <= 0 || (this.#napTimedOut && d.napUs > 0)) {
+      // (After a nap that found nothing, one look: the next nap follows, not a spin.)
       this.counters.shortSpins++;
       return 0;
     }
@@ -182,18 +216,41 @@ export class ProgressLoop {
     return this.#spinFor(d.spinUs / 1000, d.yieldEachPoll);
   }
 
+  /** The last decision's `napUs` (0: this turn may not nap). */
+  #napAllowedUs = 0;
+
+  /**
+   * Naps when the policy allows it and the loop has been without work for {@link NAP_AFTER_US}
+   * (`quietMs`): the machine blocks the thread until a peer announces, or for at most `napUs`
+   * (never past the idle sleep's turn). Returns true when it napped.
+   */
+  #napIfQuiet(quietMs: number): boolean {
+    const napUs = this.#napAllowedUs;
+    if (napUs <= 0 || quietMs * 1000 < NAP_AFTER_US || this.machine.canNap?.() !== true) {
+      return false;
+    }
+    const untilIdleUs = (this.#idleAfter - quietMs) * 1000;
+    this.counters.naps++;
+    invalidateTurnClock();
+    const woke = this.machine.nap!(Math.max(1, Math.min(napUs, untilIdleUs)));
+    this.#napTimedOut = !woke;
+    return true;
+  }
+
   /** The spin policy's decision for these inputs (recomputed only when one of them changed). */
-  #decision(peerAsleep: boolean): SpinDecision {
+  #decision(peerAsleep: boolean, canNap: boolean): SpinDecision {
     const inputs = this.#inputs;
     if (
       this.#decided === null || inputs.peerAsleep !== peerAsleep ||
-      inputs.runnable !== this.#runnable
+      inputs.runnable !== this.#runnable || inputs.canNap !== canNap
     ) {
       inputs.cores = this.machine.cores;
       inputs.runnable = this.#runnable;
       inputs.peerAsleep = peerAsleep;
       inputs.spinUs = this.#spinUs;
       inputs.idleAfterMs = this.#idleAfterMs;
+      inputs.napUs = this.#napUs;
+      inputs.canNap = canNap;
       this.#decided = spinPolicy(inputs);
     }
     return this.#decided;
@@ -205,6 +262,8 @@ export class ProgressLoop {
     peerAsleep: false,
     spinUs: 0,
     idleAfterMs: 0,
+    napUs: 0,
+    canNap: false,
   };
   /** The last decision, for {@link #inputs} (null: none yet, or the options changed). */
   #decided: SpinDecision | null = null;
@@ -286,6 +345,7 @@ export class ProgressLoop {
     let workSeen = false;
     let micro = 0, microWork = 0;
     while (this.#running) {
+      let napped = false;
       const first = this.#spin();
       const did = typeof first === "number" ? first : await first;
       this.counters.turns++;
@@ -328,9 +388,10 @@ export class ProgressLoop {
           invalidateTurnClock();
           continue;
         }
+        napped = this.#napIfQuiet(now - lastWork); // (the core was given away: no yield)
       }
       micro = microWork = 0;
-      if (did === 0) this.yieldCpu();
+      if (did === 0 && !napped) this.yieldCpu();
       invalidateTurnClock(); // code that runs while we yield reads the real clock
       await new Promise<void>((r) => setImmediate(r));
     }
