@@ -7,7 +7,7 @@
  * @module
  */
 import { VerbusError } from "../errors.ts";
-import type { ErrorDetail } from "./protocol/rpc_meta.ts";
+import type { ErrorDetail, RpcMeta } from "./protocol/rpc_meta.ts";
 
 // Caused by the client / the call (1xxx).
 /** Service not found. */
@@ -138,4 +138,19 @@ export class RpcError extends VerbusError {
     this.errorCode = errorCode;
     this.errorText = errorText;
   }
+}
+
+/**
+ * The error of an answer whose meta carries a non-zero `error_code` — with the error details,
+ * response headers and trailers the answer carried — or undefined for a successful answer.
+ * Used wherever a client reads baidu_std answers (the TCP channel, a fabric session's pipe).
+ */
+export function answerError(meta: RpcMeta, service: string, method: string): RpcError | undefined {
+  const r = meta.response;
+  if (r === undefined || !r.errorCode) return undefined;
+  const e = new RpcError(r.errorCode, r.errorText ?? "", { service, method });
+  e.details = meta.errorDetails;
+  e.userFields = meta.userFields;
+  e.trailers = meta.trailers;
+  return e;
 }

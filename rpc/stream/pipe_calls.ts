@@ -21,7 +21,7 @@
  * @module
  */
 import { ConnectionClosedError, TimeoutError } from "../../errors.ts";
-import { RpcError } from "../errors.ts";
+import { answerError } from "../errors.ts";
 import type { CallOptions, CallResult } from "../tcp/channel_call.ts";
 import type { Dispatcher, ResponseSink, ServerCall } from "../protocol/dispatch.ts";
 import { encodeFrame } from "../protocol/frame.ts";
@@ -132,15 +132,8 @@ export class PipeCalls {
     if (p === undefined) return true; // timed out already
     this.#pending.delete(id);
     clearTimeout(p.timer);
-    const r = meta.response;
-    if (r !== undefined && r.errorCode) {
-      const e = new RpcError(r.errorCode, r.errorText ?? "", {
-        service: p.service,
-        method: p.method,
-      });
-      e.details = meta.errorDetails;
-      e.userFields = meta.userFields;
-      e.trailers = meta.trailers;
+    const e = answerError(meta, p.service, p.method);
+    if (e !== undefined) {
       p.reject(e);
       return true;
     }

@@ -15,7 +15,7 @@ import type { z } from "zod";
 import { ClosedError, VerbusError } from "../../errors.ts";
 import type { TcpConn } from "../../transport/tcp/tcp.ts";
 import { connKind, dialChannel } from "../brpc/brpc_rdma.ts";
-import { brpcErrorName, RpcError } from "../errors.ts";
+import { answerError, brpcErrorName } from "../errors.ts";
 import { parseOptions } from "../../util/options.ts";
 import { ChannelOptionsSchema, MAX_TIMER, parseAddress } from "./channel_options.ts";
 import { encodeFrameTo, FrameParser } from "../protocol/frame.ts";
@@ -315,15 +315,8 @@ export class Channel {
       }
       return;
     }
-    const r = meta.response;
-    if (r !== undefined && r.errorCode) {
-      const e = new RpcError(r.errorCode, r.errorText ?? "", {
-        service: p.service,
-        method: p.method,
-      });
-      e.details = meta.errorDetails;
-      e.userFields = meta.userFields;
-      e.trailers = meta.trailers;
+    const e = answerError(meta, p.service, p.method);
+    if (e !== undefined) {
       p.reject(e);
     } else if (meta.userFields !== undefined || meta.trailers !== undefined) {
       const r: CallResult = { response: payload, attachment };

@@ -21,15 +21,9 @@ import {
 } from "../../rpc/session/handshake/hello.ts";
 import { MAX_PEERS } from "../../rpc/session/handshake/peer_fallback_log.ts";
 import { assert, assertEquals, assertRejects, test } from "../harness.ts";
+import { SMALL_REGION } from "../fabric/util.ts";
 
-const SMALL = {
-  slots: 8,
-  slotSize: 4096,
-  bulkSize: 1 << 16,
-  objectSlabs: 2,
-  objectSlabSize: 65536,
-  stagingSize: 1 << 16,
-};
+const SMALL = SMALL_REGION;
 const enc = new TextEncoder(), dec = new TextDecoder();
 
 /** A log that keeps warn and info lines apart. */
