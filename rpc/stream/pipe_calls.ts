@@ -14,16 +14,17 @@
  * Client side: {@link call} sends the frame and waits for the answer (by correlation id, in a
  * range of its own above 2^40), up to its timeout; the session's end rejects what waits. Server
  * side, once {@link serve} gave it the session's dispatcher: request frames are dispatched with
- * the pipe as their sink. A frame of the wrong kind for the side (a request at a client, an
- * answer at a server) breaks the pipe.
+ * the pipe as their sink, at most {@link MAX_PIPE_CALLS_IN_FLIGHT} at once (ELIMIT past it). A
+ * frame of the wrong kind for the side (a request at a client, an answer at a server) breaks the
+ * pipe.
  *
  * Threading: the JS thread of the session.
  * @module
  */
 import { ConnectionClosedError, TimeoutError } from "../../errors.ts";
-import { answerError } from "../errors.ts";
+import { answerError, ELIMIT } from "../errors.ts";
 import type { CallOptions, CallResult } from "../tcp/channel_call.ts";
-import type { Dispatcher, ResponseSink, ServerCall } from "../protocol/dispatch.ts";
+import { type Dispatcher, type ResponseSink, ServerCall } from "../protocol/dispatch.ts";
 import { encodeFrame } from "../protocol/frame.ts";
 import type { RpcMeta } from "../protocol/rpc_meta.ts";
 import type { NetAddress } from "../../transport/tcp/tcp.ts";
@@ -38,6 +39,12 @@ const FIRST_ID = 2 ** 40;
 
 /** An opening call's timeout when the caller gave none (the TCP channel's default). */
 export const DEFAULT_OPEN_TIMEOUT_MS = 5000;
+
+/**
+ * Opening calls a server runs at once for one session's pipe (as `maxInflightPerConnection`'s
+ * default bounds a TCP connection); past it a call is answered ELIMIT, not run.
+ */
+export const MAX_PIPE_CALLS_IN_FLIGHT = 1024;
 
 interface Pending {
   readonly service: string;
@@ -64,6 +71,9 @@ export class PipeCalls {
   readonly #pending = new Map<number, Pending>();
   #nextId = FIRST_ID;
   #sink: (ResponseSink & { streams: StreamTable }) | null = null;
+  #dispatcher: Dispatcher | null = null;
+  /** Server: opening calls dispatched and not answered yet. */
+  #inflight = 0;
   #ended: string | null = null;
 
   /** `conn` is the pipe (frames are written to it), `table` its streams, `where` the peer. */
@@ -147,6 +157,7 @@ export class PipeCalls {
   /** Server: request frames are dispatched from now on. */
   serve(serving: PipeServing): void {
     const table = this.#table, conn = this.#conn;
+    const done = () => this.#inflight--;
     this.#sink = {
       peer: serving.peer,
       lifetime: serving.lifetime,
@@ -155,6 +166,7 @@ export class PipeCalls {
       },
       streams: table,
       send(call: ServerCall, response: Uint8Array, errorCode: number, errorText: string): void {
+        done();
         if (conn.closed) return;
         // Answered inside a frame of the stream it opened, as on TCP; plainly when none paired.
         const st = call.meta.streamSettings;
@@ -174,24 +186,28 @@ export class PipeCalls {
         conn.write(encodeFrame(meta, ok ? response : EMPTY, ok ? call.responseAttachment : EMPTY));
       },
     };
-    this.dispatcher = serving.dispatcher;
+    this.#dispatcher = serving.dispatcher;
   }
-
-  /** @internal The server's dispatcher, once served. */
-  dispatcher: Dispatcher | null = null;
 
   /**
    * One baidu_std frame out of the pipe. Returns why it breaks the pipe (a request at a client,
    * an answer at a server, a call frame the side does not take), or undefined.
    */
   onFrame(meta: RpcMeta, payload: Uint8Array, attachment: Uint8Array): string | undefined {
+    const dispatcher = this.#dispatcher, sink = this.#sink;
     if (meta.request !== undefined) {
-      if (this.dispatcher === null || this.#sink === null) return "a request frame at the client";
+      if (dispatcher === null || sink === null) return "a request frame at the client";
       if (meta.streamSettings === undefined) return "a request frame that opens no stream";
-      this.dispatcher.dispatch(meta, payload, attachment, this.#sink);
+      this.#inflight++;
+      if (this.#inflight <= MAX_PIPE_CALLS_IN_FLIGHT) {
+        dispatcher.dispatch(meta, payload, attachment, sink);
+      } else {
+        const why = `${MAX_PIPE_CALLS_IN_FLIGHT} opening calls of this session are running`;
+        sink.send(new ServerCall(meta, attachment, sink, Date.now()), EMPTY, ELIMIT, why);
+      }
       return undefined;
     }
-    if (this.dispatcher !== null) return "an answer frame at the server";
+    if (dispatcher !== null) return "an answer frame at the server";
     this.answer(meta, payload, attachment);
     return undefined;
   }

@@ -8,12 +8,13 @@
  * opening no stream at the server) fails that session only.
  */
 import { ConnectionClosedError, TimeoutError } from "../../errors.ts";
-import { RpcError } from "../../rpc/errors.ts";
+import { ELIMIT, RpcError } from "../../rpc/errors.ts";
 import type { CallContext, ServerCall } from "../../rpc/protocol/dispatch.ts";
 import { encodeFrame } from "../../rpc/protocol/frame.ts";
 import { encodeStreamSettings } from "../../rpc/protocol/stream_frame.ts";
 import { acceptStream } from "../../rpc/stream/accept.ts";
 import { openStream } from "../../rpc/stream/open.ts";
+import { MAX_PIPE_CALLS_IN_FLIGHT } from "../../rpc/stream/pipe_calls.ts";
 import { StreamError } from "../../rpc/stream/stream_error.ts";
 import { assert, assertEquals, assertRejects, test } from "../harness.ts";
 import { client, FABRIC_LABEL, startServer, until } from "../fabric/util.ts";
@@ -154,6 +155,36 @@ test("on the pipe: a handler that never answers times the open out; a session th
     stream.close();
   } finally {
     for (const answer of seen.answers) answer(new Uint8Array(0)); // the server's close waits for them
+    await c.close();
+    await server.close();
+  }
+});
+
+test("on the pipe: past MAX_PIPE_CALLS_IN_FLIGHT opening calls running, the next ones are answered ELIMIT, not run", async () => {
+  const seen: Seen = { calls: [], answers: [] };
+  const { server } = await startServer({}, service(seen));
+  const c = await client(server);
+  try {
+    const n = MAX_PIPE_CALLS_IN_FLIGHT + 3;
+    const opens = Array.from(
+      { length: n },
+      () => openStream(c, "S", "Later", te.encode("x"), { timeoutMs: 20_000 }),
+    );
+    const limited = await Promise.allSettled(opens.slice(MAX_PIPE_CALLS_IN_FLIGHT));
+    for (const r of limited) {
+      assertEquals(r.status, "rejected");
+      const e = (r as PromiseRejectedResult).reason as RpcError;
+      assertEquals(e.errorCode, ELIMIT, String(e));
+    }
+    assertEquals(seen.calls.length, MAX_PIPE_CALLS_IN_FLIGHT);
+    for (const answer of seen.answers) answer(te.encode("ok"));
+    const ok = await Promise.all(opens.slice(0, MAX_PIPE_CALLS_IN_FLIGHT));
+    for (const o of ok) o.stream.close();
+    const again = await openStream(c, "S", "Open", te.encode("room again"));
+    assertEquals(td.decode(again.response), "room again");
+    again.stream.close();
+  } finally {
+    for (const answer of seen.answers) answer(new Uint8Array(0));
     await c.close();
     await server.close();
   }
