@@ -198,7 +198,7 @@ export class Agent {
     const ring = this.#ring;
     let req;
     try {
-      req = decodeRequest(ring.request(p, k, length));
+      req = decodeRequest(ring.request(p, k, length), length);
     } catch (e) {
       this.#badRecords++;
       this.#answer(p, k, encodeError(ring.responseArea(p, k)!, e));

@@ -288,7 +288,7 @@ export class AgentClient extends ClientBase<AgentCallResult> {
       if (calls.state(k) === SLOT_IDLE) continue;
       const len = port.ready(k);
       if (len < 0) continue;
-      const answer = decodeResponse(port.response(k, len));
+      const answer = decodeResponse(port.response(k, len), len);
       port.release(k);
       const was = calls.take(k);
       this.#releaseSlot(k);

@@ -28,6 +28,7 @@ import { VerbusError, type VerbusErrorCode } from "../../errors.ts";
 import { RpcError } from "../errors.ts";
 import type { Int64 } from "../protocol/rpc_meta.ts";
 import type { CallPath } from "../client/selector.ts";
+import { copyOut } from "../session/copy_out.ts";
 
 const VERSION = 1;
 /** Bytes of a request record's fixed part. */
@@ -35,6 +36,8 @@ export const REQUEST_HEADER = 32;
 /** Bytes of a response record's fixed part. */
 export const RESPONSE_HEADER = 24;
 const PATHS: readonly CallPath[] = ["EAGER", "LAZY", "BULK", "TCP_FALLBACK"];
+/** The empty attachment of a request that has none (read-only: nobody writes zero bytes). */
+const NO_BYTES = new Uint8Array(0);
 const enc = new TextEncoder();
 const dec = new TextDecoder("utf-8", { fatal: true });
 const lossy = new TextDecoder();
@@ -47,16 +50,17 @@ const lossy = new TextDecoder();
 class LastText {
   #bytes = new Uint8Array(0);
   #text = "";
-  /** The string of `b` (decoded by `decode` unless `b` repeats the last bytes). */
-  get(b: Uint8Array, decode: (b: Uint8Array) => string): string {
+  /** The string of `rec[at, at + n)` (decoded by `decode` unless those bytes repeat the last). */
+  get(rec: Uint8Array, at: number, n: number, decode: (b: Uint8Array) => string): string {
     const last = this.#bytes;
-    if (b.length === last.length) {
+    if (n === last.length) {
       let i = 0;
-      while (i < b.length && b[i] === last[i]) i++;
-      if (i === b.length) return this.#text;
+      while (i < n && rec[at + i] === last[i]) i++;
+      if (i === n) return this.#text;
     }
+    const b = rec.slice(at, at + n);
     const text = decode(b);
-    this.#bytes = b.slice();
+    this.#bytes = b;
     this.#text = text;
     return text;
   }
@@ -170,12 +174,18 @@ export function encodeRequest(area: Uint8Array, f: RequestFields): number {
   return at;
 }
 
-/** Decodes a request record; throws BOUNDS / PROTOCOL naming the bad field. */
-export function decodeRequest(rec: Uint8Array): AgentRequest {
-  if (rec.length < REQUEST_HEADER) {
+/**
+ * Decodes the request record in the first `length` bytes of `rec` (default: all of it); throws
+ * BOUNDS / PROTOCOL naming the bad field. The request and attachment are views into `rec`.
+ */
+export function decodeRequest(rec: Uint8Array, length: number = rec.length): AgentRequest {
+  if (length > rec.length) {
+    throw new VerbusError("BOUNDS", `request record of ${length} bytes in a ${rec.length}-byte area`);
+  }
+  if (length < REQUEST_HEADER) {
     throw new VerbusError(
       "BOUNDS",
-      `request record of ${rec.length} bytes (header is ${REQUEST_HEADER})`,
+      `request record of ${length} bytes (header is ${REQUEST_HEADER})`,
     );
   }
   if (rec[0] !== VERSION) {
@@ -186,23 +196,25 @@ export function decodeRequest(rec: Uint8Array): AgentRequest {
   const s = get16(rec, 2), m = get16(rec, 4);
   const r = get32(rec, 8), a = get32(rec, 12);
   const total = REQUEST_HEADER + s + m + r + a;
-  if (total !== rec.length) {
+  if (total !== length) {
     throw new VerbusError(
       "BOUNDS",
-      `request record lengths (service ${s}, method ${m}, request ${r}, attachment ${a}) sum to ${total}, the record has ${rec.length}`,
+      `request record lengths (service ${s}, method ${m}, request ${r}, attachment ${a}) sum to ${total}, the record has ${length}`,
     );
   }
   let at = REQUEST_HEADER;
   const text = (n: number, what: string, last: LastText) => {
     try {
-      return last.get(rec.subarray(at, at += n), strict);
+      return last.get(rec, at, n, strict);
     } catch {
       throw new VerbusError("PROTOCOL", `request record ${what} is not UTF-8`);
+    } finally {
+      at += n;
     }
   };
   const service = text(s, "service", lastService), method = text(m, "method", lastMethod);
   const request = rec.subarray(at, at += r);
-  const attachment = rec.subarray(at, at += a);
+  const attachment = a === 0 ? NO_BYTES : rec.subarray(at, at += a);
   return {
     service,
     method,
@@ -278,25 +290,32 @@ export type AgentAnswer =
   | { ok: true; response: Uint8Array; attachment: Uint8Array; path: CallPath; fabric: string }
   | { ok: false; error: VerbusError };
 
-/** Decodes a response record (copying its bytes); a malformed one becomes a PROTOCOL error. */
-export function decodeResponse(rec: Uint8Array): AgentAnswer {
+/**
+ * Decodes the response record in the first `length` bytes of `rec` (default: all of it), copying
+ * its bytes out (`copyOut`: small ones from a pooled chunk on Deno); a malformed one becomes a
+ * PROTOCOL error.
+ */
+export function decodeResponse(rec: Uint8Array, length: number = rec.length): AgentAnswer {
   const bad = (why: string): AgentAnswer => ({
     ok: false,
     error: new VerbusError("PROTOCOL", `agent response ${why}`),
   });
-  if (rec.length === 0) return bad("is empty: the agent rejected the request record");
-  if (rec.length < RESPONSE_HEADER) return bad(`of ${rec.length} bytes`);
+  if (length === 0) return bad("is empty: the agent rejected the request record");
+  if (length < RESPONSE_HEADER || length > rec.length) return bad(`of ${length} bytes`);
   const status = rec[0], path = rec[1], f = get16(rec, 2);
   const r = get32(rec, 4), a = get32(rec, 8);
   const c = get16(rec, 16), t = get16(rec, 18);
-  if (RESPONSE_HEADER + f + r + a + c + t !== rec.length || path >= PATHS.length || status > 2) {
+  if (RESPONSE_HEADER + f + r + a + c + t !== length || path >= PATHS.length || status > 2) {
     return bad("has inconsistent lengths");
   }
   let at = RESPONSE_HEADER;
   const text = (n: number) => lossy.decode(rec.subarray(at, at += n));
-  const fabric = lastFabric.get(rec.subarray(at, at += f), loose);
-  const response = rec.slice(at, at += r);
-  const attachment = a === 0 ? new Uint8Array(0) : rec.slice(at, at += a);
+  const fabric = lastFabric.get(rec, at, f, loose);
+  at += f;
+  const response = copyOut(rec, at, r);
+  at += r;
+  const attachment = copyOut(rec, at, a);
+  at += a;
   if (status === 0) return { ok: true, response, attachment, path: PATHS[path], fabric };
   const code = text(c), message = text(t);
   if (status === 1) return { ok: false, error: new RpcError(get32(rec, 12) | 0, message) };

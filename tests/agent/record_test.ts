@@ -105,3 +105,45 @@ test("agent record: answers and errors round-trip; a bad answer becomes PROTOCOL
     -1,
   );
 });
+
+test("agent record: records decode from the front of a longer area (a slot's whole data area), names changing between records", () => {
+  const area = new Uint8Array(4096).fill(0xee); // bytes past the record are garbage
+  const names = [["verbus.Demo", "Echo"], ["verbus.Demo", "KvPut"], ["other.Svc", "Echo"]];
+  for (let round = 0; round < 2; round++) {
+    for (const [service, method] of names) {
+      const n = encodeRequest(area, { ...fields, service, method, attachment: new Uint8Array(0) });
+      const r = decodeRequest(area, n);
+      assertEquals([r.service, r.method, r.attachment.length], [service, method, 0]);
+      assertEquals(new TextDecoder().decode(r.request), "req");
+      assertEquals(r.logId, 2n ** 40n + 5n);
+    }
+  }
+  // A length past the area, or one the record's own lengths do not add up to, is refused.
+  const n = encodeRequest(area, fields);
+  let why = "";
+  try {
+    decodeRequest(area.subarray(0, 100), 200);
+  } catch (e) {
+    why = (e as Error).message;
+  }
+  assert(why.includes("200 bytes in a 100-byte area"), why);
+  try {
+    decodeRequest(area, n + 1);
+  } catch (e) {
+    why = (e as Error).message;
+  }
+  assert(why.includes(`the record has ${n + 1}`), why);
+  // Answers: the fabric name changes, bytes are the caller's (a later record does not change them).
+  const fabrics = ["shm", "verbs", "shm"];
+  const seen: Uint8Array[] = [];
+  for (const [i, fabric] of fabrics.entries()) {
+    const m = encodeResponse(area, { response: enc.encode(`r${i}`), path: "EAGER", fabric });
+    const a = decodeResponse(area, m);
+    assert(a.ok && a.fabric === fabric && a.attachment.length === 0, `answer ${i}`);
+    if (a.ok) seen.push(a.response);
+  }
+  area.fill(0);
+  assertEquals(seen.map((b) => new TextDecoder().decode(b)), ["r0", "r1", "r2"]);
+  const short = decodeResponse(area.subarray(0, 30), 40);
+  assert(!short.ok && short.error.message.includes("of 40 bytes"), "length past the area");
+});

@@ -180,6 +180,15 @@ export abstract class AgentRingBase {
     return this.mapping.bytes.subarray(at, at + length);
   }
 
+  /** Per slot, its whole data area's view, made on first use (a view per call costs on V8). */
+  readonly #slotViews: (Uint8Array | undefined)[] = [];
+
+  /** Slot (p, k)'s whole data area ({@link slotData} bytes): the same view every time. */
+  protected slotArea(p: number, k: number): Uint8Array {
+    const i = p * this.sizes.slots + k;
+    return this.#slotViews[i] ??= this.slotBytes(p, k, this.slotData);
+  }
+
   /** The largest record either side can send (a slot's, or a spill half's when larger). */
   get maxRecord(): number {
     return Math.max(this.slotData, this.spillHalf);

@@ -201,10 +201,14 @@ export class AgentRingHost extends AgentRingBase implements HostApi {
     return n;
   }
 
-  /** The request bytes of a drained slot, in it or spilled (valid until {@link respond}). */
+  /**
+   * A drained slot's request, in it or spilled: a view whose first `length` bytes are the record
+   * (one in the slot comes as the slot's whole data area, the same view every time); valid until
+   * {@link respond}.
+   */
   request(p: number, k: number, length: number): Uint8Array {
     const off = this.#reqOff[p * this.sizes.slots + k];
-    return off >= 0 ? this.spillView(p, 0, off, length) : this.slotBytes(p, k, length);
+    return off >= 0 ? this.spillView(p, 0, off, length) : this.slotArea(p, k);
   }
 
   /**
@@ -221,7 +225,7 @@ export class AgentRingHost extends AgentRingBase implements HostApi {
     }
     const i = p * this.sizes.slots + k;
     this.#freeAnswer(p, i);
-    if (bytes <= this.slotData) return this.slotBytes(p, k, this.slotData);
+    if (bytes <= this.slotData) return this.slotArea(p, k);
     let off = this.#spill[p].alloc(bytes);
     if (off < 0 && this.#freeConsumed(p) > 0) off = this.#spill[p].alloc(bytes);
     if (off < 0) return null;

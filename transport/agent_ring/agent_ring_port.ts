@@ -145,7 +145,7 @@ export class AgentRingPort extends AgentRingBase implements AgentRingProducer {
    */
   area(k: number, bytes = this.slotData): Uint8Array | null {
     this.#freeSpill(k);
-    if (bytes <= this.slotData) return this.slotBytes(this.#index, k, this.slotData);
+    if (bytes <= this.slotData) return this.slotArea(this.#index, k);
     const off = this.#spill.alloc(bytes);
     if (off < 0) return null;
     this.#reqOff[k] = off;
@@ -228,12 +228,14 @@ export class AgentRingPort extends AgentRingBase implements AgentRingProducer {
     return len >= 0 && len <= this.slotData ? len : 0;
   }
 
-  /** Slot k's response bytes, after {@link ready} (valid until {@link release}). */
+  /**
+   * Slot k's response, after {@link ready}: a view whose first `length` bytes are the answer (an
+   * answer in the slot comes as the slot's whole data area, the same view every time); valid
+   * until {@link release}.
+   */
   response(k: number, length: number): Uint8Array {
     const off = this.#respOff[k];
-    return off >= 0
-      ? this.spillView(this.#index, 1, off, length)
-      : this.slotBytes(this.#index, k, length);
+    return off >= 0 ? this.spillView(this.#index, 1, off, length) : this.slotArea(this.#index, k);
   }
 
   /** Gives slot k back to this producer (READY → FREE) and frees its request spill range. */

@@ -45,7 +45,10 @@ export interface AgentRingHost {
   readonly maxRecord: number;
   /** Takes posted requests into `out`; returns how many (each must be answered). */
   drain(out: DrainBuffers, nowMs: number, reclaimMs: number): number;
-  /** A drained request's bytes (shared memory; valid until `respond`). */
+  /**
+   * A drained request (shared memory; valid until `respond`): a view whose first `length` bytes
+   * are the record — it may be longer (a slot's whole data area).
+   */
   request(producer: number, slot: number, length: number): Uint8Array;
   /**
    * Where to write a response of `bytes` (default: a slot's data area): the slot, or a range of
@@ -100,6 +103,7 @@ export interface AgentRingProducer {
   post(slot: number, length: number, seq: number): boolean;
   /** The response length of slot k when the agent answered it, else −1. */
   ready(slot: number): number;
+  /** Slot k's answer: a view whose first `length` bytes are it (it may be longer). */
   response(slot: number, length: number): Uint8Array;
   /** Gives slot k back (after reading its response). */
   release(slot: number): void;
