@@ -11,7 +11,6 @@ import v8 from "node:v8";
 import vm from "node:vm";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { GreeterService } from "../../examples/greeter/gen/greeter/v1/greeter_pb.ts";
-import type { VerbusHandlerContext } from "../../rpc/connect/service.ts";
 import { abandonStats } from "../../rpc/connect/stream_abandon.ts";
 import type { VerbusTransport } from "../../rpc/connect/transport.ts";
 import { connect } from "../../rpc/client/client.ts";
@@ -22,7 +21,7 @@ import type { Stream } from "../../rpc/stream/stream.ts";
 import { StreamError } from "../../rpc/stream/stream_error.ts";
 import { SMALL_REGION } from "../fabric/util.ts";
 import { assert, assertEquals, test } from "../harness.ts";
-import { PLANES, withServer, withTransport } from "./util.ts";
+import { endless, type EndlessLog, PLANES, withServer, withTransport } from "./util.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const g = globalThis as { Bun?: { gc(full: boolean): void } };
@@ -44,47 +43,6 @@ async function collectUntil(done: () => boolean, what: string): Promise<void> {
 async function until(done: () => boolean, what: string): Promise<void> {
   for (let i = 0; i < 250 && !done(); i++) await sleep(20);
   assert(done(), what);
-}
-
-interface Log {
-  yielded: number;
-  ended?: string;
-  signal?: AbortSignal;
-  reason?: unknown;
-}
-
-/** A greeter whose streams never end by themselves and record how they were ended. */
-function endless(log: Log) {
-  const ended = (ctx: VerbusHandlerContext) => {
-    log.ended ??= ctx.signal.aborted ? "aborted" : "returned";
-    log.reason = ctx.signal.reason;
-  };
-  return {
-    greet: () => ({ greeting: "" }),
-    async *greetMany(_r: unknown, ctx: VerbusHandlerContext) {
-      log.signal = ctx.signal;
-      try {
-        for (;;) {
-          log.yielded++;
-          yield { greeting: `n${log.yielded}`, count: BigInt(log.yielded) };
-          await sleep(1);
-        }
-      } finally {
-        ended(ctx);
-      }
-    },
-    async *chat(requests: AsyncIterable<{ name: string }>, ctx: VerbusHandlerContext) {
-      log.signal = ctx.signal;
-      try {
-        for await (const r of requests) {
-          log.yielded++;
-          yield { greeting: `Hello, ${r.name}!` };
-        }
-      } finally {
-        ended(ctx);
-      }
-    },
-  };
 }
 
 /** The streams the transport's client has open (on its fabric session or its connection). */
@@ -121,7 +79,7 @@ async function chatAndBreak(t: VerbusTransport, n: number): Promise<number> {
 
 for (const plane of PLANES) {
   test(`a server stream the caller breaks out of is reset once dropped: the server's signal aborts, nothing held (${plane.name})`, async () => {
-    const log: Log = { yielded: 0 };
+    const log: EndlessLog = { yielded: 0 };
     await withServer([[GreeterService, endless(log) as never]], async (server) => {
       await withTransport(server, plane.options, async (t) => {
         const dropped = abandonStats.dropped;
@@ -157,7 +115,7 @@ for (const plane of PLANES) {
 }
 
 test("a bidi call the caller breaks out of is reset once dropped: the server's requests end, its signal aborts", async () => {
-  const log: Log = { yielded: 0 };
+  const log: EndlessLog = { yielded: 0 };
   await withServer([[GreeterService, endless(log) as never]], async (server) => {
     await withTransport(server, {}, async (t) => {
       assertEquals(await chatAndBreak(t, 2), 2);
@@ -171,7 +129,7 @@ test("a bidi call the caller breaks out of is reset once dropped: the server's r
 });
 
 test("a caller that cancels aborts the server implementation's signal (Canceled)", async () => {
-  const log: Log = { yielded: 0 };
+  const log: EndlessLog = { yielded: 0 };
   await withServer([[GreeterService, endless(log) as never]], async (server) => {
     await withTransport(server, { fabric: "tcp" }, async (t) => {
       const c = createClient(GreeterService, t);

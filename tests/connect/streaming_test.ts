@@ -11,9 +11,8 @@ import { GreeterService } from "../../examples/greeter/gen/greeter/v1/greeter_pb
 import { greeterImpl } from "../../examples/greeter/service.ts";
 import { createVerbusTransport } from "../../rpc/connect/transport.ts";
 import { serve } from "../../rpc/server/server.ts";
-import type { VerbusHandlerContext } from "../../rpc/connect/service.ts";
 import { assert, assertEquals, assertRejects, test } from "../harness.ts";
-import { PLANES, withServer, withTransport } from "./util.ts";
+import { endless, PLANES, withServer, withTransport } from "./util.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -90,25 +89,6 @@ test("an error the implementation throws ends the stream with its code and messa
     });
   });
 });
-
-/** A server-streaming implementation that yields until stopped and records how it ended. */
-function endless(log: { yielded: number; ended?: string; signal?: AbortSignal }, size = 8) {
-  return {
-    greet: () => ({ greeting: "" }),
-    async *greetMany(_r: unknown, ctx: VerbusHandlerContext) {
-      log.signal = ctx.signal;
-      try {
-        for (;;) {
-          log.yielded++;
-          yield { greeting: `n${log.yielded}`.padEnd(size), count: BigInt(log.yielded) };
-          await sleep(1);
-        }
-      } finally {
-        log.ended ??= ctx.signal.aborted ? "aborted" : "returned";
-      }
-    },
-  };
-}
 
 test("cancelling a stream ends it on the server (its generator returns)", async () => {
   const log = { yielded: 0 } as { yielded: number; ended?: string };

@@ -11,6 +11,7 @@ import {
   type VerbusTransport,
   type VerbusTransportOptions,
 } from "../../rpc/connect/transport.ts";
+import type { HandlerContext } from "@connectrpc/connect";
 import { SMALL_REGION } from "../fabric/util.ts";
 import type { FabricHostOptions } from "../../rpc/session/server/fabric_host.ts";
 
@@ -87,4 +88,52 @@ export function streamingService(): DescService {
     }],
   });
   return createFileRegistry(file, () => undefined).getService("test.streams.StreamService")!;
+}
+
+/** What {@link endless} records of the calls it served. */
+export interface EndlessLog {
+  /** Messages yielded so far (all calls). */
+  yielded: number;
+  /** How the last call ended: "aborted" (its signal was) or "returned". */
+  ended?: string;
+  /** The last call's context signal, and its reason at the end. */
+  signal?: AbortSignal;
+  reason?: unknown;
+}
+
+/**
+ * A greeter whose streams never end by themselves (`greetMany` yields messages of `size` bytes
+ * every millisecond; `chat` greets each request) and record in `log` how they were ended.
+ */
+export function endless(log: EndlessLog, size = 8) {
+  const ended = (ctx: HandlerContext) => {
+    log.ended ??= ctx.signal.aborted ? "aborted" : "returned";
+    log.reason = ctx.signal.reason;
+  };
+  return {
+    greet: () => ({ greeting: "" }),
+    async *greetMany(_r: unknown, ctx: HandlerContext) {
+      log.signal = ctx.signal;
+      try {
+        for (;;) {
+          log.yielded++;
+          yield { greeting: `n${log.yielded}`.padEnd(size), count: BigInt(log.yielded) };
+          await new Promise((r) => setTimeout(r, 1));
+        }
+      } finally {
+        ended(ctx);
+      }
+    },
+    async *chat(requests: AsyncIterable<{ name: string }>, ctx: HandlerContext) {
+      log.signal = ctx.signal;
+      try {
+        for await (const r of requests) {
+          log.yielded++;
+          yield { greeting: `Hello, ${r.name}!` };
+        }
+      } finally {
+        ended(ctx);
+      }
+    },
+  };
 }
