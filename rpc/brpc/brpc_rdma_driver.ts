@@ -11,7 +11,7 @@
  * @module
  */
 import type { BrpcRdmaConn } from "../../transport/brpc_rdma/mod.ts";
-import { type Driven, ProgressEngine, type Registration } from "../session/engine/engine.ts";
+import { type EngineSession, ProgressEngine, type Registration } from "../session/engine/engine.ts";
 
 /** Nothing arrives for a driven connection outside its hub token (never called: it has one). */
 const noInbound = (): Promise<boolean> => Promise.resolve(false);
@@ -23,7 +23,7 @@ const noInbound = (): Promise<boolean> => Promise.resolve(false);
 export function driveOnEngine(conn: BrpcRdmaConn): () => void {
   const readiness = conn.readiness;
   if (readiness === undefined) throw new TypeError("a brpc RDMA connection without a shared CQ");
-  const driven: Driven = {
+  const driven: EngineSession = {
     endpoint: { readiness, waitInbound: noInbound },
     step: () => conn.step(),
     wantsTurn: () => false,

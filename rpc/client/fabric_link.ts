@@ -15,7 +15,7 @@ import type { Channel } from "../tcp/channel.ts";
 import type { ConnectSettings } from "./client_options.ts";
 import type { ClientSession } from "../session/client/client_session.ts";
 import { establishFabric, type FabricOutcome } from "../session/handshake/client_handshake.ts";
-import type { Driven, ProgressEngine, Registration } from "../session/engine/engine.ts";
+import type { EngineSession, ProgressEngine, Registration } from "../session/engine/engine.ts";
 import { FabricStreams } from "../stream/stream_ring.ts";
 
 /** Longest back-off between re-negotiation attempts, ms. */
@@ -29,7 +29,7 @@ export class FabricLink {
   readonly #onNewSession: () => void;
   #outcome: FabricOutcome;
   /** The session as the engine drives it, and its registration (null: no session). */
-  #driven: Driven | null = null;
+  #driven: EngineSession | null = null;
   #registration: Registration | null = null;
   /** True while this link holds the engine (calls in flight, or completed in its last step). */
   #held = false;
@@ -123,7 +123,7 @@ export class FabricLink {
   }
 
   #register(s: ClientSession): void {
-    const driven: Driven = {
+    const driven: EngineSession = {
       endpoint: s.endpoint,
       step: () => this.#step(s),
       // Answers are announced; local work counts as work in step(); a stream post that found

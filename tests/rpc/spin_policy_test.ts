@@ -5,10 +5,10 @@
 import { assert, assertEquals, test } from "../harness.ts";
 import { OVERSUBSCRIBED_IDLE_AFTER_MS, spinPolicy } from "../../rpc/session/engine/spin_policy.ts";
 import {
+  dateNowThisTurn,
   invalidateTurnClock,
+  nowThisTurn,
   setTurnClock,
-  turnDateNow,
-  turnNow,
 } from "../../rpc/session/engine/turn_clock.ts";
 
 const base = { cores: 2, runnable: 2, peerAsleep: false, spinUs: 20, idleAfterMs: 5 };
@@ -84,17 +84,17 @@ test("spin policy: no nap on a crowded host or one core, with napUs 0, or where 
 
 test("turn clock: one reading per turn, fresh after invalidation", () => {
   invalidateTurnClock();
-  const a = turnNow();
+  const a = nowThisTurn();
   const until = performance.now() + 5;
   while (performance.now() < until) { /* the same synchronous turn, 5 ms later */ }
-  assertEquals(turnNow(), a, "cached within the turn");
+  assertEquals(nowThisTurn(), a, "cached within the turn");
   invalidateTurnClock();
-  const b = turnNow();
+  const b = nowThisTurn();
   assert(b - a >= 4, `a new reading after invalidation (${b - a} ms later)`);
   setTurnClock(b + 1000);
-  assertEquals(turnNow(), b + 1000, "a reading made anyway is reused");
+  assertEquals(nowThisTurn(), b + 1000, "a reading made anyway is reused");
   invalidateTurnClock();
-  assert(Math.abs(turnNow() - performance.now()) < 100, "back to the real clock");
+  assert(Math.abs(nowThisTurn() - performance.now()) < 100, "back to the real clock");
 });
 
 test("turn clock on the Date.now() scale: the turn's reading, the wall clock read about once a second", () => {
@@ -107,7 +107,7 @@ test("turn clock on the Date.now() scale: the turn's reading, the wall clock rea
     const until = performance.now() + 30;
     for (let k = 0; performance.now() < until; k++) {
       invalidateTurnClock(); // a new turn each time: a fresh monotonic reading
-      const at = turnDateNow();
+      const at = dateNowThisTurn();
       const wall = real.call(Date);
       assert(at <= wall, `${at} is ahead of Date.now() ${wall}`); // a deadline never grows
       worst = Math.max(worst, wall - at);
@@ -115,8 +115,8 @@ test("turn clock on the Date.now() scale: the turn's reading, the wall clock rea
     assert(wallReads <= 2, `${wallReads} wall-clock readings in 30 ms`);
     assert(worst < 5, `${worst} ms from Date.now()`);
     invalidateTurnClock();
-    const a = turnDateNow();
-    assertEquals(turnDateNow(), a, "cached within the turn");
+    const a = dateNowThisTurn();
+    assertEquals(dateNowThisTurn(), a, "cached within the turn");
   } finally {
     Date.now = real;
   }

@@ -29,7 +29,7 @@ import { type RequestHeader, RequestWriter } from "./request_writer.ts";
 import { ResponseReader } from "./response_reader.ts";
 import { ServerSnapshot, SNAPSHOT_WR_ID } from "./server_snapshot.ts";
 import { StagingArea } from "./staging_area.ts";
-import { turnNow } from "../engine/turn_clock.ts";
+import { nowThisTurn } from "../engine/turn_clock.ts";
 
 /** One call in this many (the first included) has its latency measured with the real clock. */
 const LATENCY_SAMPLE_MASK = LATENCY_SAMPLE_EVERY - 1;
@@ -264,7 +264,7 @@ export class ClientSession {
       this.#slots.release(i);
       return FULL;
     }
-    const deadline = timeoutMs > 0 ? turnNow() + timeoutMs : Infinity;
+    const deadline = timeoutMs > 0 ? nowThisTurn() + timeoutMs : Infinity;
     const header = this.#header;
     header.method = spec.methodIndex;
     header.preferLazy = path === "LAZY";

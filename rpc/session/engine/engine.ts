@@ -31,7 +31,7 @@ import { cpuCores, cpuYielder, runnableTasks } from "../../../transport/cpu.ts";
 import { ProgressLoop, type ProgressOptions } from "./progress.ts";
 
 /** A session as the engine drives it. */
-export interface Driven {
+export interface EngineSession {
   /** Its fabric endpoint (readiness token, or the doorbell wait of a fabric without one). */
   readonly endpoint: Pick<FabricEndpoint, "readiness" | "waitInbound">;
   /** One round of work; returns how much it did (0: nothing). Must not throw. */
@@ -67,7 +67,7 @@ interface ParkedWait {
 
 /** The engine's record of one driven session. */
 interface Entry {
-  readonly driven: Driven;
+  readonly driven: EngineSession;
   readonly source: ReadinessSource | null;
   readonly token: number;
   /** The turn it was last queued in (dedupe). */
@@ -80,7 +80,7 @@ interface Entry {
 
 /** The filler of an active list's used slots (never active: skipped). */
 const NO_ENTRY: Entry = {
-  driven: null as unknown as Driven,
+  driven: null as unknown as EngineSession,
   source: null,
   token: -1,
   queuedTurn: -1,
@@ -132,7 +132,7 @@ export class ProgressEngine {
   #nextCount = 0;
   readonly #holders = new Set<object>();
   /** Holders with deadlines (a few: read at every spin, without an iterator). */
-  readonly #deadlineHolders: Driven[] = [];
+  readonly #deadlineHolders: EngineSession[] = [];
   /** Tokens one collect hands over; grown to the largest source's capacity. */
   #collected = new Uint32Array(0);
   #turn = 0;
@@ -204,7 +204,7 @@ export class ProgressEngine {
   }
 
   /** Registers a session; it gets its first turn at once. */
-  add(driven: Driven): Registration {
+  add(driven: EngineSession): Registration {
     const readiness = driven.endpoint.readiness;
     const entry: Entry = {
       driven,
@@ -281,7 +281,7 @@ export class ProgressEngine {
    * Keeps the engine running on behalf of `holder` (a server host, or a client with calls in
    * flight); a `driven` with deadlines bounds the engine's sleeps while held.
    */
-  hold(holder: object, deadlines?: Driven): void {
+  hold(holder: object, deadlines?: EngineSession): void {
     this.counters.holds++;
     this.#holders.add(holder);
     if (deadlines && !this.#deadlineHolders.includes(deadlines)) {
@@ -291,12 +291,12 @@ export class ProgressEngine {
   }
 
   /** Ends `holder`'s hold (the engine stops when no hold is left). */
-  release(holder: object, deadlines?: Driven): void {
+  release(holder: object, deadlines?: EngineSession): void {
     this.#holders.delete(holder);
     if (deadlines) this.#dropDeadlines(deadlines);
   }
 
-  #dropDeadlines(d: Driven): void {
+  #dropDeadlines(d: EngineSession): void {
     const i = this.#deadlineHolders.indexOf(d);
     if (i >= 0) this.#deadlineHolders.splice(i, 1);
   }

@@ -9,7 +9,7 @@
  * older than one synchronous turn plus its microtasks: good for deadlines (milliseconds) and
  * server-side timings, not for measuring one call's µs latency (sample the real clock for that).
  *
- * {@link turnDateNow} is the same reading on the `Date.now()` scale (server-side deadlines and
+ * {@link dateNowThisTurn} is the same reading on the `Date.now()` scale (server-side deadlines and
  * timings): the offset between the two clocks is re-read about once a second, not per round (in
  * the Soft-RoCE VM every reading of either clock is a syscall and an emulated HPET access).
  *
@@ -21,7 +21,7 @@ let cached = 0;
 let valid = false;
 
 /** `performance.now()`, read at most once per loop turn (see the module documentation). */
-export function turnNow(): number {
+export function nowThisTurn(): number {
   if (!valid) {
     cached = performance.now();
     valid = true;
@@ -29,7 +29,7 @@ export function turnNow(): number {
   return cached;
 }
 
-/** Drops the cached value: the next {@link turnNow} reads the clock. The progress loop calls it. */
+/** Drops the cached value: the next {@link nowThisTurn} reads the clock (the loop calls it). */
 export function invalidateTurnClock(): void {
   valid = false;
 }
@@ -40,19 +40,19 @@ export function setTurnClock(now: number): void {
   valid = true;
 }
 
-/** How often {@link turnDateNow} re-reads the offset between the wall clock and the monotonic one, ms. */
+/** How often {@link dateNowThisTurn} re-reads the wall clock's offset to the monotonic one, ms. */
 const OFFSET_REFRESH_MS = 1000;
 let offset = 0;
 let offsetAt = -Infinity;
 
 /**
- * {@link turnNow} on the `Date.now()` scale (ms since the epoch): the turn's reading plus the
+ * {@link nowThisTurn} on the `Date.now()` scale (ms since the epoch): the turn's reading plus the
  * offset of the two clocks, re-read every {@link OFFSET_REFRESH_MS} (a wall-clock step shows
  * within that), in whole milliseconds like `Date.now()`: a deadline counted from it and checked
  * against `Date.now()` never has more left than it was given.
  */
-export function turnDateNow(): number {
-  const now = turnNow();
+export function dateNowThisTurn(): number {
+  const now = nowThisTurn();
   if (now - offsetAt > OFFSET_REFRESH_MS || now < offsetAt) {
     offset = Date.now() - performance.now();
     offsetAt = now;

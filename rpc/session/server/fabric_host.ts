@@ -16,16 +16,26 @@ import type { ServerFabricProvider } from "../../../transport/provider.ts";
 import { fabricDescriptorSchema } from "../../../transport/fabric_descriptor.ts";
 import { type AnyFabricKind, fabricNameSchema } from "../../../transport/fabric_kinds.ts";
 import { fabricsWith, serverProviders } from "../../../transport/registry.ts";
-import type { CallContext, Dispatcher, Handler, Logger, ServerCall } from "../../protocol/dispatch.ts";
+import type {
+  CallContext,
+  Dispatcher,
+  Handler,
+  Logger,
+  ServerCall,
+} from "../../protocol/dispatch.ts";
 import { regionConfigSchema } from "../../region/layout.ts";
 import type { PartialDefault } from "../../../util/options.ts";
 import { ELIMIT, EREQUEST, RpcError } from "../../errors.ts";
 import { type Bye, byeSchema, decodeHello, encodeBye, FABRIC_SERVICE } from "../handshake/hello.ts";
-import { type Driven, ProgressEngine, type Registration } from "../engine/engine.ts";
+import { type EngineSession, ProgressEngine, type Registration } from "../engine/engine.ts";
 import { type ProgressOptions, progressOptionsSchema } from "../engine/progress.ts";
 import type { ServerSession } from "./server_session.ts";
 import { DEFAULT_HOLD } from "./held_answers.ts";
-import { connectionKey, type HandshakeHost, ServerHandshakes } from "../handshake/server_handshake.ts";
+import {
+  connectionKey,
+  type HandshakeHost,
+  ServerHandshakes,
+} from "../handshake/server_handshake.ts";
 import type { HandshakeOutcome } from "../handshake/handshake_log.ts";
 import { peerText } from "../../../util/log_text.ts";
 import type { EndNotice } from "../../../util/end_notice.ts";
@@ -123,7 +133,7 @@ type HostOptions = z.output<typeof fabricHostOptionsSchema>;
 const NO_BYTES = new Uint8Array(0);
 
 /** A server session as the engine drives it. */
-function drivenSession(session: ServerSession): Driven {
+function drivenSession(session: ServerSession): EngineSession {
   return {
     endpoint: session.endpoint,
     step: () => session.poll(),

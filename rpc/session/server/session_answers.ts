@@ -36,7 +36,7 @@ import {
   type Telemetry,
   TELEMETRY_PATH,
 } from "../../region/telemetry.ts";
-import { turnDateNow } from "../engine/turn_clock.ts";
+import { dateNowThisTurn } from "../engine/turn_clock.ts";
 import { HeldAnswers, type HoldLimits } from "./held_answers.ts";
 import type { RequestLender } from "./request_lender.ts";
 import type { ResponseToken, ResponseTokens } from "./response_tokens.ts";
@@ -163,7 +163,7 @@ export class SessionAnswers {
   /** `Date.now()` scale time: the round's one clock reading, or now outside a round. */
   now(): number {
     if (!this.#inRound) return Date.now();
-    if (this.#roundNow < 0) this.#roundNow = turnDateNow();
+    if (this.#roundNow < 0) this.#roundNow = dateNowThisTurn();
     return this.#roundNow;
   }
 
