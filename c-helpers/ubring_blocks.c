@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 _Static_assert(sizeof(struct vb_ubring_block) == 64, "a UBRing block is 64 bytes");
 _Static_assert(offsetof(struct vb_ubring_block, flag) == VB_UBRING_PAYLOAD, "flag after payload");
@@ -94,4 +95,20 @@ int32_t vb_ubring_gather(uint8_t *ring, uint64_t ring_bytes, uint32_t pos, uint8
 	st->bytes = total;
 	st->pos = p;
 	return rc;
+}
+
+/*
+ * The calling thread's timer slack (PR_SET_TIMERSLACK): how much later than asked the kernel may
+ * end its timed sleeps (50 µs by default). A UBRing poller naps between looks at a ring nobody
+ * signals, so its naps' length is its latency. Sets `ns` (0 restores the thread's default) and
+ * returns the slack before, or -errno.
+ */
+int64_t vb_timer_slack(uint64_t ns)
+{
+	const int before = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+	if (before < 0)
+		return -errno;
+	if (prctl(PR_SET_TIMERSLACK, (unsigned long)ns, 0, 0, 0) != 0)
+		return -errno;
+	return before;
 }

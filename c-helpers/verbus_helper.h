@@ -159,6 +159,8 @@ int32_t vb_ubring_scatter(uint8_t *ring, uint64_t ring_bytes, uint32_t first, co
 			  uint32_t len);
 int32_t vb_ubring_gather(uint8_t *ring, uint64_t ring_bytes, uint32_t pos, uint8_t *out,
 			 uint32_t max, struct vb_ubring_gather *st);
+/* The calling thread's timer slack := ns (0: its default); the slack before (ns), or -errno. */
+int64_t vb_timer_slack(uint64_t ns);
 
 /* Benchmarks: the cost of an FFI call, and of building a 16-WR chain without posting it. */
 int vb_noop(void);

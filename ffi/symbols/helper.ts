@@ -53,6 +53,8 @@ export const HELPER_SYMBOLS = {
   vb_ubring_scatter: { args: ["buffer", "u64", "u32", "buffer", "u32"], result: "i32" },
   /** int32_t vb_ubring_gather(uint8_t *ring, uint64_t ring_bytes, uint32_t pos, uint8_t *out, uint32_t max, struct vb_ubring_gather *st);  VB_UBRING_OK, VB_UBRING_BAD_*, or -errno */
   vb_ubring_gather: { args: ["buffer", "u64", "u32", "buffer", "u32", "buffer"], result: "i32" },
+  /** int64_t vb_timer_slack(uint64_t ns);  the calling thread's slack before (ns), or -errno */
+  vb_timer_slack: { args: ["u64"], result: "i64" },
   /** int vb_noop(void); */
   vb_noop: { args: [], result: "i32" },
   /** int64_t vb_bench_sink_post_send(const struct vb_send_desc *descs, struct vb_sge *sges, uint32_t n); */

@@ -5,13 +5,19 @@
  *
  * Hot while bytes move: every turn of the event loop (a macrotask, so sockets and timers run in
  * between) until `spinMs` after the last byte moved or a connection asked for it
- * ({@link UbringPoller.kick}, e.g. after sending a request); past the first 50 µs of that without
- * progress, each round first gives the core away (`sched_yield`: on a small host the peer's own
- * poller and workers may need this very core to answer; with nobody else runnable it returns at
- * once). It used to nap instead (`Atomics.wait` of 50 µs), but a timed wait sleeps its timeout
- * plus the kernel's timer slack — 115–125 µs measured on both runtimes — so every answer that
- * took more than 50 µs was seen ~170 µs after the request: the depth-1 p50 against brpc was
- * ~170 µs. The CPU stays bounded by `spinMs` after the last byte moved. Then idle: a futex wait of at most
+ * ({@link UbringPoller.kick}, e.g. after sending a request): back to back for the first 50 µs
+ * without progress (brpc answers a small call in ~5 µs), then each round first naps 10 µs
+ * (`Atomics.wait` on a private word: the thread leaves the CPU, which on a small host the peer's
+ * own poller and workers may need). A timed wait sleeps its timeout plus the thread's timer
+ * slack, 50 µs by default: 50 µs naps slept 115–125 µs, so every answer that took over 50 µs was
+ * seen ~170 µs after its request (the depth-1 p50 against brpc on a loaded host). So while the
+ * loop runs the thread's timer slack is 1 µs (the helper's `vb_timer_slack`, restored when the
+ * loop ends): a 10 µs nap then sleeps ~26 µs (measured, Deno). Giving the core away with
+ * `sched_yield` instead was measured and dropped: on a loaded host (load 13–20) a poller that
+ * yielded through its hot phase was starved (p50 4–12 ms in most rounds; most likely the
+ * scheduler's rule that each yield pushes the task's deadline back a slice, which only a sleep
+ * resets). The CPU
+ * stays bounded by `spinMs` after the last byte moved. Then idle: a futex wait of at most
  * `idlePollMs` off the JS thread (the helper's nonblocking `vb_futex_wait`) on the io_id word the
  * peer bumps after each write into the first connection's ring — nobody wakes it, but it ends the
  * moment the word differs from what the last round saw, and at its timeout without the 4 ms
@@ -25,7 +31,6 @@
 import { setImmediate } from "node:timers";
 import { type Helper, loadHelper } from "../../ffi/helper.ts";
 import type { NonNullPtr } from "../../ffi/types.ts";
-import { cpuYielder } from "../cpu.ts";
 
 /** A connection the poller pumps. */
 export interface Pumpable {
@@ -39,9 +44,12 @@ export interface Pumpable {
 
 const immediate = (): Promise<void> => new Promise((r) => setImmediate(r));
 
-/** Hot rounds spin back to back this long (ms) after the last byte moved or a kick; later hot
- * rounds first give the core away. */
+/** Hot rounds spin back to back this long (ms) after the last byte moved or a kick... */
 const BUSY_MS = 0.05;
+/** ...then each first naps this long (ms), with the thread's timer slack at {@link SLACK_NS}. */
+const NAP_MS = 0.01;
+/** The thread's timer slack while the loop runs (ns). */
+const SLACK_NS = 1000;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** The poller of one JS thread. */
@@ -51,16 +59,17 @@ export class UbringPoller {
   #hotUntil = 0;
   /** When bytes last moved or a connection last kicked (performance.now()). */
   #lastMove = 0;
-  /** `sched_yield` (a no-op until libc loaded, or where it cannot). */
-  #yieldCpu: () => void = () => {};
-  #yielderAsked = false;
+  /** A word nobody notifies: Atomics.wait on it is a nap that leaves the CPU. */
+  readonly #nap = new Int32Array(new SharedArrayBuffer(4));
+  /** The thread's timer slack before the loop lowered it (ns; -1: not lowered). */
+  #slackBefore = -1;
   #spinMs = 0;
   #idleMs = 1000;
-  /** Rounds run (hot and idle), of them idle waits, and hot rounds that gave the core away
-   * first, for tests and stats. */
+  /** Rounds run (hot and idle), of them idle waits, and hot rounds that first napped, for tests
+   * and stats. */
   rounds = 0;
   idleWaits = 0;
-  yields = 0;
+  naps = 0;
   /** The helper (futex waits), false when it cannot load, null until tried. */
   #helper: Helper | false | null = null;
   #waitingOn: Pumpable | null = null;
@@ -71,10 +80,6 @@ export class UbringPoller {
     if (this.#helper === null) {
       this.#helper = false;
       loadHelper().then((h) => (this.#helper = h), () => {});
-    }
-    if (!this.#yielderAsked) {
-      this.#yielderAsked = true;
-      void cpuYielder().then((y) => (this.#yieldCpu = y));
     }
     this.#conns.add(c);
     this.#spinMs = Math.max(this.#spinMs, c.spinMs);
@@ -118,15 +123,32 @@ export class UbringPoller {
         }
         if (now < this.#hotUntil) {
           if (now - this.#lastMove > BUSY_MS) {
-            this.yields++;
-            this.#yieldCpu();
+            if (this.#slackBefore < 0) this.#lowerSlack();
+            this.naps++;
+            Atomics.wait(this.#nap, 0, 0, NAP_MS);
           }
           await immediate();
         } else await this.#idle();
       }
     } finally {
       this.#running = false;
+      this.#restoreSlack();
     }
+  }
+
+  /** Lowers the thread's timer slack for the naps (once the helper is there). */
+  #lowerSlack(): void {
+    const h = this.#helper;
+    if (!h) return;
+    const before = Number(h.lib.symbols.vb_timer_slack(SLACK_NS));
+    if (before >= 0) this.#slackBefore = before;
+  }
+
+  #restoreSlack(): void {
+    const h = this.#helper;
+    if (this.#slackBefore < 0 || !h) return;
+    h.lib.symbols.vb_timer_slack(this.#slackBefore);
+    this.#slackBefore = -1;
   }
 
   /** One idle wait: on the first connection's wake word when the helper is there, else a timer. */
