@@ -13,9 +13,9 @@
  *
  * Why the first 32 tokens go without summaries: every word an announcement moves is a cache line
  * the receiver's core must fetch from the sender's, one after the other (the summaries are read
- * before the token), and every locked add stalls the sender until it owns the line — ~60 ns each
- * between this host's two cores (a C ping-pong of one line: 118 ns a round trip); `bench/e2e/ab.ts`
- * at 1 in flight read 1.12–1.19× the calls/s of version 2. A process
+ * before the token), and every locked add stalls the sender until it owns the line (a C
+ * ping-pong of one line between two cores measures it); `bench/e2e/ab.ts` at 1 in flight read
+ * 1.12–1.19× the calls/s of version 2 (bench/results/README.md). A process
  * with a few sessions (the usual client, a small server) pays for none of them; version 3 of the
  * page (version 2 summed every token).
  *

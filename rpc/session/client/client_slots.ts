@@ -16,7 +16,7 @@
  * Ownership and threading: one table per client session, on its JS thread. A slot's record is
  * made the first time the slot is used, then kept (the free stack reuses the most recently freed
  * slot, so a session makes as many records as it ever had calls in flight: an idle session among
- * 10,000 keeps one, not `count`; issue 10); after that `take`, `release` and the accessors
+ * 10,000 keeps one, not `count`); after that `take`, `release` and the accessors
  * allocate nothing.
  * @module
  */

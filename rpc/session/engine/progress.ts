@@ -89,9 +89,9 @@ export const RUNNABLE_READINGS = 4;
 const CALLER_HOPS = 8;
 /**
  * Turns with work in a row, and the work they did (calls), after which the loop yields a
- * macrotask so timers and TCP get their turn: a yield costs ~0.7–0.9 µs, so one call in flight
- * pays for it every {@link BUSY_TURNS} calls, and a busy loop with 32 in flight still yields every
- * ~{@link BUSY_WORK} calls.
+ * macrotask so timers and TCP get their turn: a yield costs about as much as a small call, so one
+ * call in flight pays for it every {@link BUSY_TURNS} calls, and a busy loop with 32 in flight
+ * still yields every ~{@link BUSY_WORK} calls.
  */
 const BUSY_TURNS = 64, BUSY_WORK = 512;
 
@@ -190,7 +190,7 @@ export class ProgressLoop {
   /**
    * Looks once; when that finds nothing, spins ({@link #spinFor}). The clock is read every
    * `pollsPerClock` empty polls of the tight spin (`spin_pace.ts`: 16 where the clock is cheap,
-   * more where a reading is dear), never before (on Deno a reading costs ~0.1 µs, and with one
+   * more where a reading is dear), never before (on Deno a reading is an op call, and with one
    * call in flight most spins end sooner); returns the work found, and the
    * last clock reading in `this.#now` (NaN: none). Returns a number when the first look found
    * work (no promise on the busy path). The runnable-task count the policy uses is refreshed at

@@ -1,12 +1,13 @@
 /**
  * How long a progress loop with nothing to do may busy-poll before it gives its turn away, and
  * when it may nap instead, as a pure function of the machine: the cores, the tasks runnable right
- * now, whether the peer it waits for is asleep, and whether its fabric can nap. Issue 11 item 4:
- * busy-poll only where it pays.
+ * now, whether the peer it waits for is asleep, and whether its fabric can nap: busy-poll only
+ * where it pays.
  *
  * - One core: never spin — the peer we wait for needs this very core; yield it at once.
- * - The peer sleeps (its futex wait must return before it can answer, ~50–100 µs): a spin of a few
- *   µs cannot see the answer; give the turn away at once (and yield the core).
+ * - The peer sleeps (its futex wait must return before it can answer, which takes far longer than
+ *   a short spin): the spin cannot see the answer; give the turn away at once (and yield the
+ *   core).
  * - More runnable tasks than cores (oversubscribed — other processes, or the peer and us on a
  *   shared core): spin a quarter of the budget and `sched_yield` after every empty poll, so the
  *   side we wait for gets the core.
@@ -21,9 +22,9 @@
  * Naps (a core each, and every session on a source that naps — shm's notify page): once the loop
  * has been without work for {@link NAP_AFTER_US}, it stops spinning until the idle sleep and naps
  * instead — blocks its thread in a futex wait of at most `napUs` that the peer's announcement
- * ends. Not sooner: between the batches of a busy session (gaps of 15–60 µs at 32 in flight) a
+ * ends. Not sooner: between the batches of a busy session (gaps of tens of µs at 32 in flight) a
  * nap and its wake cost more CPU than the spin they save and add their wake-up to the latency
- * (measured: p50 ×1.8–2.7, CPU per call ×1.3–1.5 when every empty spin napped), while a server
+ * (napping at every empty spin raised both p50 and CPU per call), while a server
  * between the calls of a client that calls every millisecond or two spun the whole gap. Not on
  * an oversubscribed host, whose loop yields and sleeps early anyway.
  *
@@ -53,7 +54,7 @@ export interface SpinInputs {
 export const OVERSUBSCRIBED_IDLE_AFTER_MS = 0.2;
 /**
  * Time without work after which a loop that can nap naps instead of spinning, µs: well past the
- * gaps between the batches of a busy session (15–60 µs at 32 in flight on the 2-core host).
+ * gaps between the batches of a busy session (tens of µs at 32 in flight).
  */
 export const NAP_AFTER_US = 500;
 /** Default longest nap, µs: the thread's event loop (timers, TCP) waits at most this long. */
