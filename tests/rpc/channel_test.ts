@@ -170,6 +170,36 @@ test("the next call reconnects after the server closed the connection", async ()
   }
 });
 
+test("calls made while the channel reconnects each send their own method, request and options", async () => {
+  const server = await serve({ port: 0, services, logger: quiet });
+  const port = server.port;
+  const ch = await connect({ host: "127.0.0.1", port });
+  let server2;
+  try {
+    await server.close();
+    while (ch.connected) await sleep(5);
+    server2 = await serve({ port, services, logger: quiet });
+    // Every call below starts with no connection up and waits for the same reconnect.
+    const calls = [];
+    for (let i = 0; i < 20; i++) {
+      const method = i % 2 === 0 ? "Mix" : "Echo";
+      calls.push(ch.call("t.S", method, te.encode(String(i)), { attachment: te.encode(`a${i}`) }));
+    }
+    const answers = await Promise.all(calls);
+    for (let i = 0; i < 20; i++) {
+      const r = answers[i];
+      if (i % 2 === 0) {
+        assertEquals(td.decode(r.response), `${i}!`, `call ${i} (Mix)`);
+        assertEquals(td.decode(r.attachment), String(i).split("").reverse().join(""));
+      } else assertEquals(td.decode(r.response), String(i), `call ${i} (Echo)`);
+    }
+  } finally {
+    await ch.close();
+    await server.close();
+    await server2?.close();
+  }
+});
+
 test(
   "server process killed mid-call: CONNECTION_CLOSED, then a restarted server is reached",
   async () => {
