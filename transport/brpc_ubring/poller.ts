@@ -5,19 +5,24 @@
  *
  * Hot while bytes move: every turn of the event loop (a macrotask, so sockets and timers run in
  * between) until `spinMs` after the last byte moved or a connection asked for it
- * ({@link UbringPoller.kick}, e.g. after sending a request): back to back for the first 50 µs
- * without progress (brpc answers a small call in ~5 µs), then each round first naps 10 µs
- * (`Atomics.wait` on a private word: the thread leaves the CPU, which on a small host the peer's
- * own poller and workers may need). A timed wait sleeps its timeout plus the thread's timer
- * slack, 50 µs by default: 50 µs naps slept 115–125 µs, so every answer that took over 50 µs was
- * seen ~170 µs after its request (the depth-1 p50 against brpc on a loaded host). So while the
- * loop runs the thread's timer slack is 1 µs (the helper's `vb_timer_slack`, restored when the
- * loop ends): a 10 µs nap then sleeps ~26 µs (measured, Deno). Giving the core away with
- * `sched_yield` instead was measured and dropped: on a loaded host (load 13–20) a poller that
- * yielded through its hot phase was starved (p50 4–12 ms in most rounds; most likely the
- * scheduler's rule that each yield pushes the task's deadline back a slice, which only a sleep
- * resets). The CPU
- * stays bounded by `spinMs` after the last byte moved. Then idle: a futex wait of at most
+ * ({@link UbringPoller.kick}, e.g. after sending a request): back to back for the first 20 µs
+ * without progress (brpc answers a small call in ~5 µs when it has a core), then each round first
+ * naps 10 µs (`Atomics.wait` on a private word: the thread leaves the CPU, which on a small host
+ * the peer's own poller and workers may need). The CPU stays bounded by `spinMs` after the last
+ * byte moved. Measured against stock brpc at depth 1 on this 2-core VM:
+ * - A timed wait sleeps its timeout plus the thread's timer slack, 50 µs by default: the first
+ *   version's 50 µs naps slept 115–125 µs, so every answer later than 50 µs was seen ~170 µs
+ *   after its request. While the loop runs the thread's timer slack is 1 µs (the helper's
+ *   `vb_timer_slack`, restored when the loop ends): a 10 µs nap then sleeps ~26 µs.
+ * - Giving the core away with `sched_yield` instead of napping was dropped: on a loaded host
+ *   (load 13–20) a poller that yielded through its hot phase was starved, p50 4–12 ms in most
+ *   rounds (most likely because each yield pushes the task's deadline back a slice and only a
+ *   sleep resets it).
+ * - Most slow answers come once this thread leaves the core (most likely brpc's worker needs
+ *   one of the two), so at load ~15 the slow calls' p50 followed the spin: ~105–150 µs after
+ *   50 µs of spin, ~75–80 µs after 20 µs, ~35–65 µs after 5 µs, while the shorter spins caught
+ *   fewer of the fast answers; 20 µs is the compromise.
+ * Then idle: a futex wait of at most
  * `idlePollMs` off the JS thread (the helper's nonblocking `vb_futex_wait`) on the io_id word the
  * peer bumps after each write into the first connection's ring — nobody wakes it, but it ends the
  * moment the word differs from what the last round saw, and at its timeout without the 4 ms
@@ -44,8 +49,9 @@ export interface Pumpable {
 
 const immediate = (): Promise<void> => new Promise((r) => setImmediate(r));
 
-/** Hot rounds spin back to back this long (ms) after the last byte moved or a kick... */
-const BUSY_MS = 0.05;
+/** Hot rounds spin back to back this long (ms) after the last byte moved or a kick (see the
+ * module doc)... */
+const BUSY_MS = 0.02;
 /** ...then each first naps this long (ms), with the thread's timer slack at {@link SLACK_NS}. */
 const NAP_MS = 0.01;
 /** The thread's timer slack while the loop runs (ns). */
