@@ -17,7 +17,8 @@ import {
   GreeterService,
   GreetRequestSchema,
 } from "../../examples/greeter/gen/greeter/v1/greeter_pb.ts";
-import { greeterImpl } from "../../examples/greeter/service.ts";
+import { EchoService } from "../../examples/greeter/gen/example/echo_pb.ts";
+import { echoImpl, greeterImpl } from "../../examples/greeter/service.ts";
 import { assert, assertEquals, assertRejects, assertThrows, test } from "../harness.ts";
 import { PLANES, streamingService, withServer, withTransport } from "./util.ts";
 
@@ -289,3 +290,29 @@ function typedEntries(): Promise<unknown>[] {
 test("serve() types each implementation by its own descriptor (checked by make check)", () => {
   assertEquals(typeof typedEntries, "function"); // never called: the checks are the compiler's
 });
+
+for (const plane of PLANES) {
+  test(`the first calls of a transport, made before it connected, each get their own answer (${plane.name})`, async () => {
+    await withServer(
+      [[GreeterService, greeterImpl()], [EchoService, echoImpl()]],
+      async (server) => {
+        await withTransport(server, plane.options, async (t) => {
+          const greeter = createClient(GreeterService, t);
+          const echo = createClient(EchoService, t);
+          // All started in one run, before the transport connected: each waits for the connect.
+          const calls = Array.from(
+            { length: 20 },
+            (_, i) =>
+              i % 2 === 0
+                ? greeter.greet({ name: `#${i}` }).then((r) => r.greeting)
+                : echo.echo({ message: `m${i}` }).then((r) => r.message),
+          );
+          const got = await Promise.all(calls);
+          got.forEach((g, i) =>
+            assertEquals(g, i % 2 === 0 ? `Hello, #${i}!` : `m${i}`, `call ${i}`)
+          );
+        });
+      },
+    );
+  });
+}
