@@ -5,23 +5,21 @@
  *
  * Hot while bytes move: every turn of the event loop (a macrotask, so sockets and timers run in
  * between) until `spinMs` after the last byte moved or a connection asked for it
- * ({@link UbringPoller.kick}, e.g. after sending a request): back to back for the first 20 µs
- * without progress (brpc answers a small call in ~5 µs when it has a core), then each round first
- * naps 10 µs (`Atomics.wait` on a private word: the thread leaves the CPU, which on a small host
- * the peer's own poller and workers may need). The CPU stays bounded by `spinMs` after the last
- * byte moved. Measured against stock brpc at depth 1 on this 2-core VM:
- * - A timed wait sleeps its timeout plus the thread's timer slack, 50 µs by default: the first
- *   version's 50 µs naps slept 115–125 µs, so every answer later than 50 µs was seen ~170 µs
- *   after its request. While the loop runs the thread's timer slack is 1 µs (the helper's
- *   `vb_timer_slack`, restored when the loop ends): a 10 µs nap then sleeps ~26 µs.
- * - Giving the core away with `sched_yield` instead of napping was dropped: on a loaded host
- *   (load 13–20) a poller that yielded through its hot phase was starved, p50 4–12 ms in most
- *   rounds (most likely because each yield pushes the task's deadline back a slice and only a
- *   sleep resets it).
- * - Most slow answers come once this thread leaves the core (most likely brpc's worker needs
- *   one of the two), so at load ~15 the slow calls' p50 followed the spin: ~105–150 µs after
- *   50 µs of spin, ~75–80 µs after 20 µs, ~35–65 µs after 5 µs, while the shorter spins caught
- *   fewer of the fast answers; 20 µs is the compromise.
+ * ({@link UbringPoller.kick}, e.g. after sending a request): back to back for a short while
+ * without progress (a peer with a core free answers a small call within it), then each round
+ * first naps briefly (`Atomics.wait` on a private word: the thread leaves the CPU, which on a
+ * small host the peer's own poller and workers may need; most late answers come once it did).
+ * The CPU stays bounded by `spinMs` after the last byte moved. Why these choices (figures and
+ * the A/B runs in bench/results/ubring.md):
+ * - A timed wait sleeps its timeout plus the thread's timer slack (50 µs by default), several
+ *   times a short nap itself; every late answer was seen that much later. While the loop runs
+ *   the thread's timer slack is 1 µs (the helper's `vb_timer_slack`, restored when the loop
+ *   ends), so a nap sleeps about what it asks plus a context switch.
+ * - Giving the core away with `sched_yield` instead of napping starved the poller on a loaded
+ *   host (each yield most likely pushes the task's deadline back a slice, and only a sleep
+ *   resets it).
+ * - The spin before the first nap trades the answers it catches against the late ones, which it
+ *   delays by its length.
  * Then idle: a futex wait of at most
  * `idlePollMs` off the JS thread (the helper's nonblocking `vb_futex_wait`) on the io_id word the
  * peer bumps after each write into the first connection's ring — nobody wakes it, but it ends the
