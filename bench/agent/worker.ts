@@ -5,7 +5,7 @@
  * `result {"calls":N,"seconds":S,"fabric":…,"via":…}`.
  *
  *   deno run -A bench/agent/worker.ts (--agent NAME | --address H:P) --go FILE [--seconds 5]
- *       [--window 32] [--bytes 16] [--idle-after-ms 0.2 (agent client)]
+ *       [--window 32] [--bytes 16] [--idle-after-ms 0.2 (agent client)] [--nap-us N (agent client)]
  *       [--source-addr A (direct over verbs: the local RDMA address)]
  * @module
  */
@@ -19,11 +19,17 @@ if (!go || (!agent && !address)) {
   throw new Error("worker: --go FILE and --agent NAME or --address H:P");
 }
 const idleAfterMs = numArg("idle-after-ms", 0.2);
+/** The agent client's nap (µs; default: the client's own). */
+const napUs = arg("nap-us", "");
 const sourceAddr = arg("source-addr", "");
 // Generous timeouts: in the emulated VM many processes start and handshake at once.
 const timeoutMs = numArg("timeout-ms", 30_000);
 const c = agent
-  ? await connect(`agent:${agent}`, { idleAfterMs, timeoutMs })
+  ? await connect(`agent:${agent}`, {
+    idleAfterMs,
+    timeoutMs,
+    ...(napUs === "" ? {} : { napUs: Number(napUs) }),
+  })
   : await connect(address, {
     timeoutMs,
     ...(sourceAddr ? { providerOptions: { verbs: { sourceAddr } } } : {}),
@@ -47,6 +53,7 @@ await Promise.all(Array.from({ length: window }, async () => {
   }
 }));
 const secs = (performance.now() - t0) / 1000;
-console.log(`result ${JSON.stringify({ calls, seconds: secs, fabric, via })}`);
+const waits = "waits" in c.stats() ? (c.stats() as { waits: unknown }).waits : undefined;
+console.log(`result ${JSON.stringify({ calls, seconds: secs, fabric, via, waits })}`);
 await c.close();
 exit(0);

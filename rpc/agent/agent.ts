@@ -28,7 +28,11 @@ import {
 } from "../../transport/agent_ring/mod.ts";
 import { cpuYielder } from "../../transport/cpu.ts";
 import { parseOptions } from "../../util/options.ts";
-import { type Client, type ClientCallResult, connectDirect as connect } from "../client/direct_client.ts";
+import {
+  type Client,
+  type ClientCallResult,
+  connectDirect as connect,
+} from "../client/direct_client.ts";
 import type { ClientOptions } from "../client/client_options.ts";
 import { decodeRequest, encodeError, encodeResponse, responseBytes } from "./record.ts";
 import { HeldAnswers } from "./held_answers.ts";

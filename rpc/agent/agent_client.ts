@@ -29,8 +29,9 @@ import {
   agentClientOptionsSchema,
   type AgentClientStats,
 } from "./agent_client_options.ts";
-import { decodeResponse, encodeRequest, type RequestFields, requestBytes } from "./record.ts";
+import { decodeResponse, encodeRequest, requestBytes, type RequestFields } from "./record.ts";
 import { SLOT_IDLE, SLOT_PENDING, SlotCalls } from "./slot_calls.ts";
+import { AnswerWaits } from "./answer_waits.ts";
 
 export { agentClientOptionsSchema };
 export type { AgentCallResult, AgentClientOptions, AgentClientStats };
@@ -44,7 +45,6 @@ export class AgentClient extends ClientBase<AgentCallResult> {
   readonly #o: z.output<typeof agentClientOptionsSchema>;
   #port: AgentRingProducer | null;
   #joining: Promise<AgentRingProducer> | null = null;
-  #free: number[] = [];
   /** The calls in this client's slots (a table per joined ring). */
   #calls = new SlotCalls<AgentCallResult>(0);
   /** The request fields of the call being encoded (one object, refilled per call). */
@@ -57,10 +57,8 @@ export class AgentClient extends ClientBase<AgentCallResult> {
   };
   /** A pump start is queued for the end of this turn (after every post of the turn). */
   #pumpOwed = false;
-  #slotWaiters: (() => void)[] = [];
   #seq = 0;
   #pumping = false;
-  #parked: Promise<boolean> | null = null;
   #direct: Promise<Client> | null = null;
   #fabric = "agent";
   #closed = false;
@@ -68,6 +66,8 @@ export class AgentClient extends ClientBase<AgentCallResult> {
   #directCalls = 0;
   #full = 0;
   #joins = 0;
+  /** How this client waits for answers (naps, then parked waits). */
+  readonly #waits: AnswerWaits;
 
   readonly #yieldCpu: () => void;
 
@@ -82,6 +82,7 @@ export class AgentClient extends ClientBase<AgentCallResult> {
     this.#yieldCpu = yieldCpu;
     this.name = name;
     this.#o = o;
+    this.#waits = new AnswerWaits(o.napUs);
     this.#port = null;
     this.#adopt(port);
   }
@@ -89,9 +90,7 @@ export class AgentClient extends ClientBase<AgentCallResult> {
   #adopt(port: AgentRingProducer): void {
     this.#port = port;
     this.#joins++;
-    const n = port.sizes.slots;
-    this.#free = Array.from({ length: n }, (_, i) => n - 1 - i);
-    this.#calls = new SlotCalls(n);
+    this.#calls = new SlotCalls(port.sizes.slots);
   }
 
   /** The remote fabric of the agent's last answer ("agent" before the first). */
@@ -122,18 +121,18 @@ export class AgentClient extends ClientBase<AgentCallResult> {
   ): Promise<AgentCallResult> {
     const port = this.#port;
     if (
-      port === null || this.#free.length === 0 || options.userFields !== undefined ||
+      port === null || this.#calls.freeSlots === 0 || options.userFields !== undefined ||
       options.requestId !== undefined
     ) return this.#callSlow(service, method, request, options);
     const f = this.#fill(service, method, request, options);
     if (requestBytes(f) > port.slotData) return this.#callSlow(service, method, request, options);
-    const k = this.#free.pop()!;
+    const k = this.#calls.takeFree();
     const len = encodeRequest(port.area(k)!, f);
     const seq = ++this.#seq >>> 0;
     if (len >= 0 && port.post(k, len, seq)) {
       return this.#pend(k, performance.now() + f.timeoutMs);
     }
-    this.#releaseSlot(k); // a name too long, or the ring FULL: the slow path says or waits
+    this.#calls.giveBack(k); // a name too long, or the ring FULL: the slow path says or waits
     return this.#callSlow(service, method, request, options);
   }
 
@@ -222,12 +221,18 @@ export class AgentClient extends ClientBase<AgentCallResult> {
       );
     }
     for (;;) {
-      while (this.#free.length === 0 && this.#port === port) await this.#waitForSlot(deadline);
+      while (this.#calls.freeSlots === 0 && this.#port === port) {
+        const left = deadline - performance.now();
+        if (left <= 0) {
+          throw new TimeoutError(`no free slot of agent "${this.name}" before the deadline`);
+        }
+        await this.#calls.waitForFree(left);
+      }
       if (this.#port !== port) return await this.#callSlow(service, method, request, options);
-      const k = this.#free.pop()!;
+      const k = this.#calls.takeFree();
       const area = port.area(k, need);
       if (area === null) { // the spill area is taken by calls in flight: wait for room
-        this.#releaseSlot(k);
+        this.#calls.giveBack(k);
         if (performance.now() > deadline) {
           throw new TimeoutError(
             `no room in agent "${this.name}"'s spill area before the deadline`,
@@ -238,12 +243,12 @@ export class AgentClient extends ClientBase<AgentCallResult> {
       }
       const len = encodeRequest(area, fields);
       if (len < 0) {
-        this.#releaseSlot(k);
+        this.#calls.giveBack(k);
         throw new VerbusError("BOUNDS", `service or method name of over 65535 bytes`);
       }
       const seq = ++this.#seq >>> 0;
       if (port.post(k, len, seq)) return await this.#pend(k, deadline);
-      this.#free.push(k);
+      this.#calls.giveBack(k);
       this.#full++;
       if (this.#o.fallback) return await this.#callDirect(service, method, request, options);
       if (performance.now() > deadline) {
@@ -254,29 +259,6 @@ export class AgentClient extends ClientBase<AgentCallResult> {
       }
       await new Promise((r) => setTimeout(r, 1));
     }
-  }
-
-  /** Waits until a slot is given back, or at most until the deadline (then TIMEOUT). */
-  async #waitForSlot(deadline: number): Promise<void> {
-    const left = deadline - performance.now();
-    if (left <= 0) {
-      throw new TimeoutError(`no free slot of agent "${this.name}" before the deadline`);
-    }
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await new Promise<void>((r) => {
-      this.#slotWaiters.push(r);
-      timer = setTimeout(() => {
-        const i = this.#slotWaiters.indexOf(r);
-        if (i >= 0) this.#slotWaiters.splice(i, 1); // a later release wakes someone else
-        r();
-      }, left);
-    });
-    clearTimeout(timer);
-  }
-
-  #releaseSlot(k: number): void {
-    this.#free.push(k);
-    this.#slotWaiters.shift()?.();
   }
 
   /** Reaps answered slots; returns how many calls completed. Main thread only. */
@@ -291,7 +273,7 @@ export class AgentClient extends ClientBase<AgentCallResult> {
       const answer = decodeResponse(port.response(k, len), len);
       port.release(k);
       const was = calls.take(k);
-      this.#releaseSlot(k);
+      this.#calls.giveBack(k);
       if (was !== SLOT_PENDING) continue; // its caller gave up: the slot is free again
       done++;
       if (!answer.ok) {
@@ -312,12 +294,14 @@ export class AgentClient extends ClientBase<AgentCallResult> {
     this.#pumping = true;
     try {
       let lastWork = performance.now(), lastCheck = lastWork;
+      let reaped = false;
       // Abandoned slots (their caller's deadline passed) still come back: reap them too.
       while ((this.#calls.pending > 0 || this.#calls.abandoned > 0) && this.#port) {
         const port = this.#port;
         const seen = port.doorbell();
         if (this.progress() > 0) {
           lastWork = lastCheck = performance.now();
+          reaped = true;
           continue;
         }
         const now = performance.now();
@@ -338,8 +322,16 @@ export class AgentClient extends ClientBase<AgentCallResult> {
           await new Promise((r) => setImmediate(r));
           continue;
         }
-        this.#parked ??= port.wait(seen, 100).finally(() => (this.#parked = null));
-        await this.#parked;
+        // Answers were just handed to their callers: let them run (and post their next calls)
+        // before this thread blocks, or the nap would hold back what feeds the agent.
+        if (reaped) {
+          reaped = false;
+          await new Promise((r) => setImmediate(r));
+          continue;
+        }
+        // Nap (this thread blocks until the agent's wake-up, bounded) or park off-thread.
+        const parked = this.#waits.wait(port, seen);
+        if (parked) await parked;
       }
     } finally {
       this.#pumping = false;
@@ -359,7 +351,6 @@ export class AgentClient extends ClientBase<AgentCallResult> {
       `agent "${this.name}": ${why}; the call was not answered`,
     );
     this.#calls.failAll(e);
-    for (const w of this.#slotWaiters.splice(0)) w();
   }
 
   async #callDirect(
@@ -384,6 +375,7 @@ export class AgentClient extends ClientBase<AgentCallResult> {
       direct: this.#directCalls,
       full: this.#full,
       joins: this.#joins,
+      waits: { naps: this.#waits.naps, napMisses: this.#waits.napMisses, parks: this.#waits.parks },
       ring: this.#port?.counters() ?? null,
     };
   }

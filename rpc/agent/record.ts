@@ -180,7 +180,10 @@ export function encodeRequest(area: Uint8Array, f: RequestFields): number {
  */
 export function decodeRequest(rec: Uint8Array, length: number = rec.length): AgentRequest {
   if (length > rec.length) {
-    throw new VerbusError("BOUNDS", `request record of ${length} bytes in a ${rec.length}-byte area`);
+    throw new VerbusError(
+      "BOUNDS",
+      `request record of ${length} bytes in a ${rec.length}-byte area`,
+    );
   }
   if (length < REQUEST_HEADER) {
     throw new VerbusError(

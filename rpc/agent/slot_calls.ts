@@ -1,5 +1,6 @@
 /**
- * The calls an agent client has in its ring slots, indexed by slot: whether a caller waits on
+ * The calls an agent client has in its ring slots, indexed by slot — which slots are free (and
+ * who waits for one), whether a caller waits on
  * the slot (PENDING), gave up at its deadline while the agent still runs it (ABANDONED: the slot
  * is freed when the answer arrives), its deadline and its promise's settle functions. Fixed-size
  * arrays made when the client joins a ring: a call allocates its promise here and nothing else
@@ -27,11 +28,48 @@ export class SlotCalls<R> {
     this.#reject[this.#executorSlot] = reject;
   };
 
+  /** Free slots (a stack), and callers waiting for one. */
+  readonly #free: number[];
+  #freeWaiters: (() => void)[] = [];
+
   constructor(slots: number) {
+    this.#free = Array.from({ length: slots }, (_, i) => slots - 1 - i);
     this.#state = new Uint8Array(slots);
     this.#deadline = new Float64Array(slots);
     this.#resolve = new Array(slots).fill(null);
     this.#reject = new Array(slots).fill(null);
+  }
+
+  /** Slots free now. */
+  get freeSlots(): number {
+    return this.#free.length;
+  }
+
+  /** Takes a free slot (−1: none). */
+  takeFree(): number {
+    return this.#free.length > 0 ? this.#free.pop()! : -1;
+  }
+
+  /** Gives slot k back to the free ones and wakes the first caller waiting for one. */
+  giveBack(k: number): void {
+    this.#free.push(k);
+    this.#freeWaiters.shift()?.();
+  }
+
+  /**
+   * Waits until a slot is given back, or at most `ms` (then returns; the caller looks again).
+   */
+  async waitForFree(ms: number): Promise<void> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await new Promise<void>((r) => {
+      this.#freeWaiters.push(r);
+      timer = setTimeout(() => {
+        const i = this.#freeWaiters.indexOf(r);
+        if (i >= 0) this.#freeWaiters.splice(i, 1); // a later give-back wakes someone else
+        r();
+      }, ms);
+    });
+    clearTimeout(timer);
   }
 
   /** Slots in this table. */
@@ -114,5 +152,6 @@ export class SlotCalls<R> {
       this.#resolve[k] = this.#reject[k] = null;
     }
     this.#pending = this.#abandoned = 0;
+    for (const w of this.#freeWaiters.splice(0)) w(); // they look again and find the ring gone
   }
 }

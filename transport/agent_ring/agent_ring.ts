@@ -242,6 +242,26 @@ export abstract class AgentRingBase {
     }
   }
 
+  /**
+   * Blocks this thread (no hand-off to another) until doorbell `word` moves past `seen` or `us`
+   * µs pass, raising the sleeping flag `sleepWord` meanwhile so the peer wakes it as it wakes a
+   * parked wait. True when the doorbell moved (or had moved). The caller's event loop waits.
+   */
+  protected napOn(word: number, sleepWord: number, seen: number, us: number): boolean {
+    if (this.#unmapped) return false;
+    const w = this.words;
+    Atomics.store(w, sleepWord, 1);
+    if (Atomics.load(w, word) !== seen) {
+      Atomics.store(w, sleepWord, 0);
+      return true;
+    }
+    let ptr = this.#pointers.get(word);
+    if (!ptr) this.#pointers.set(word, ptr = this.mapping.pointerAt(word << 2) as NonNullPtr);
+    const rc = this.helper.lib.symbols.vb_futex_wait_us(ptr, seen >>> 0, us);
+    Atomics.store(w, sleepWord, 0);
+    return rc === 0 || rc === 1;
+  }
+
   /** Unmaps now, or when the last parked wait returns (it still sleeps on the mapping). */
   protected unmap(): void {
     if (this.#unmapped) return;

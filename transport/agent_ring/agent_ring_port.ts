@@ -261,6 +261,15 @@ export class AgentRingPort extends AgentRingBase implements AgentRingProducer {
     return this.park(t + 1, t + 2, seen, timeoutMs);
   }
 
+  /**
+   * Blocks this thread until the agent answers (doorbell moves past `seen`) or `us` µs pass (at
+   * most 100 ms); true when it answered. For short waits: the thread's event loop waits too.
+   */
+  nap(seen: number, us: number): boolean {
+    const t = this.tableWord(this.#index);
+    return this.napOn(t + 1, t + 2, seen, Math.max(1, Math.min(100_000, Math.round(us))));
+  }
+
   /** Why the agent cannot answer any more (closed, exited, replaced), or null while it runs. */
   agentGone(): string | null {
     const w = this.words;

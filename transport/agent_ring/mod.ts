@@ -110,6 +110,12 @@ export interface AgentRingProducer {
   doorbell(): number;
   /** Sleeps off-thread until the agent answers or `timeoutMs` passes. */
   wait(seen: number, timeoutMs: number): Promise<boolean>;
+  /**
+   * Blocks the calling thread (its event loop too) until the agent answers or `us` µs pass
+   * (clamped to 1 µs – 100 ms); true when it answered. Woken like {@link wait}, without the
+   * hand-off to another thread and back.
+   */
+  nap(seen: number, us: number): boolean;
   /** Why the agent cannot answer any more, or null while it runs. */
   agentGone(): string | null;
   counters(): Record<string, number>;
