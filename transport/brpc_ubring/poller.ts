@@ -49,7 +49,7 @@ const immediate = (): Promise<void> => new Promise((r) => setImmediate(r));
 
 /** Hot rounds spin back to back this long (ms) after the last byte moved or a kick (see the
  * module doc)... */
-const BUSY_MS = 0.02;
+const BUSY_MS = 0.005;
 /** ...then each first naps this long (ms), with the thread's timer slack at {@link SLACK_NS}. */
 const NAP_MS = 0.01;
 /** The thread's timer slack while the loop runs (ns). */
