@@ -10,7 +10,9 @@
  * with NOT_FOUND while there is none. A call that finds the ring FULL waits for room until its
  * deadline, or goes over this process's own connection when `fallback` names the server.
  *
- * Threading: the JS thread that created it. Waits for answers park one futex wait off-thread.
+ * Threading: the JS thread that created it. Waiting for answers, it naps (blocks this thread
+ * in a futex wait the agent's wake-up ends, at most `napUs`), then parks one futex wait
+ * off-thread (`answer_waits.ts`).
  * @module
  */
 import { setImmediate } from "node:timers";
@@ -124,16 +126,22 @@ export class AgentClient extends ClientBase<AgentCallResult> {
       port === null || this.#calls.freeSlots === 0 || options.userFields !== undefined ||
       options.requestId !== undefined
     ) return this.#callSlow(service, method, request, options);
-    const f = this.#fill(service, method, request, options);
-    if (requestBytes(f) > port.slotData) return this.#callSlow(service, method, request, options);
-    const k = this.#calls.takeFree();
-    const len = encodeRequest(port.area(k)!, f);
-    const seq = ++this.#seq >>> 0;
-    if (len >= 0 && port.post(k, len, seq)) {
-      return this.#pend(k, performance.now() + f.timeoutMs);
+    let k = -1;
+    try {
+      const f = this.#fill(service, method, request, options);
+      if (requestBytes(f) > port.slotData) return this.#callSlow(service, method, request, options);
+      k = this.#calls.takeFree();
+      const len = encodeRequest(port.area(k)!, f);
+      const seq = ++this.#seq >>> 0;
+      if (len >= 0 && port.post(k, len, seq)) {
+        return this.#pend(k, performance.now() + f.timeoutMs);
+      }
+      this.#calls.giveBack(k); // a name too long, or the ring FULL: the slow path says or waits
+      return this.#callSlow(service, method, request, options);
+    } catch (e) {
+      if (k >= 0) this.#calls.giveBack(k); // not posted: the slot is free again
+      return Promise.reject(e); // as an async call would: a bad option fails the promise
     }
-    this.#calls.giveBack(k); // a name too long, or the ring FULL: the slow path says or waits
-    return this.#callSlow(service, method, request, options);
   }
 
   /** Fills the reused request fields of one call. */
@@ -241,7 +249,13 @@ export class AgentClient extends ClientBase<AgentCallResult> {
         await new Promise((r) => setTimeout(r, 1));
         continue;
       }
-      const len = encodeRequest(area, fields);
+      let len: number;
+      try {
+        len = encodeRequest(area, fields);
+      } catch (e) {
+        this.#calls.giveBack(k); // not posted: the slot is free again
+        throw e;
+      }
       if (len < 0) {
         this.#calls.giveBack(k);
         throw new VerbusError("BOUNDS", `service or method name of over 65535 bytes`);
@@ -294,14 +308,16 @@ export class AgentClient extends ClientBase<AgentCallResult> {
     this.#pumping = true;
     try {
       let lastWork = performance.now(), lastCheck = lastWork;
-      let reaped = false;
+      // True when this thread owes the event loop a turn before it may nap: at the start (what
+      // queued behind this pump runs first) and after answers were handed out.
+      let owesTurn = true;
       // Abandoned slots (their caller's deadline passed) still come back: reap them too.
       while ((this.#calls.pending > 0 || this.#calls.abandoned > 0) && this.#port) {
         const port = this.#port;
         const seen = port.doorbell();
         if (this.progress() > 0) {
           lastWork = lastCheck = performance.now();
-          reaped = true;
+          owesTurn = true;
           continue;
         }
         const now = performance.now();
@@ -324,8 +340,8 @@ export class AgentClient extends ClientBase<AgentCallResult> {
         }
         // Answers were just handed to their callers: let them run (and post their next calls)
         // before this thread blocks, or the nap would hold back what feeds the agent.
-        if (reaped) {
-          reaped = false;
+        if (owesTurn) {
+          owesTurn = false;
           await new Promise((r) => setImmediate(r));
           continue;
         }
