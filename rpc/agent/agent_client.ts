@@ -21,8 +21,7 @@ import { TimeoutError, VerbusError } from "../../errors.ts";
 import { type AgentRingProducer, joinAgentRing } from "../../transport/agent_ring/mod.ts";
 import { cpuYielder } from "../../transport/cpu.ts";
 import { parseOptions } from "../../util/options.ts";
-import type { ClientCallOptions, ClientOptions } from "../client/client_options.ts";
-import type { Client } from "../client/direct_client.ts";
+import type { ClientCallOptions } from "../client/client_options.ts";
 import { ClientBase } from "../client/rpc_client.ts";
 import type { CallPath } from "../client/selector.ts";
 import {
@@ -34,6 +33,7 @@ import {
 import { decodeResponse, encodeRequest, requestBytes, type RequestFields } from "./record.ts";
 import { SLOT_IDLE, SLOT_PENDING, SlotCalls } from "./slot_calls.ts";
 import { AnswerWaits } from "./answer_waits.ts";
+import { AgentFallback } from "./agent_fallback.ts";
 
 export { agentClientOptionsSchema };
 export type { AgentCallResult, AgentClientOptions, AgentClientStats };
@@ -61,11 +61,11 @@ export class AgentClient extends ClientBase<AgentCallResult> {
   #pumpOwed = false;
   #seq = 0;
   #pumping = false;
-  #direct: Promise<Client> | null = null;
+  /** The own connection for what the agent cannot take (null: no `fallback` given). */
+  readonly #fallback: AgentFallback | null;
   #fabric = "agent";
   #closed = false;
   readonly #paths: Record<CallPath, number> = { EAGER: 0, LAZY: 0, BULK: 0, TCP_FALLBACK: 0 };
-  #directCalls = 0;
   #full = 0;
   #joins = 0;
   /** How this client waits for answers (naps, then parked waits). */
@@ -85,6 +85,7 @@ export class AgentClient extends ClientBase<AgentCallResult> {
     this.name = name;
     this.#o = o;
     this.#waits = new AnswerWaits(o.napUs);
+    this.#fallback = o.fallback ? new AgentFallback(o.fallback, o.fallbackOptions) : null;
     this.#port = null;
     this.#adopt(port);
   }
@@ -186,7 +187,7 @@ export class AgentClient extends ClientBase<AgentCallResult> {
   ): Promise<AgentCallResult> {
     if (options.userFields !== undefined || options.requestId !== undefined) {
       // The agent's ring records have no room for headers: never drop them silently.
-      if (this.#o.fallback) return await this.#callDirect(service, method, request, options);
+      if (this.#o.fallback) return await this.#fallback!.call(service, method, request, options);
       throw new VerbusError(
         "INVALID_ARGUMENT",
         `${service}.${method}: headers (user_fields, request_id) do not pass through agent "${this.name}"'s ring; give the agent client a fallback to call directly`,
@@ -213,14 +214,14 @@ export class AgentClient extends ClientBase<AgentCallResult> {
         this.#o.fallback && e instanceof VerbusError &&
         (e.code === "NOT_FOUND" || e.code === "FULL")
       ) {
-        return await this.#callDirect(service, method, request, options);
+        return await this.#fallback!.call(service, method, request, options);
       }
       throw e;
     }
     // Larger than a slot: the record spills into this process's spill area of the agent's ring.
     const need = requestBytes(fields);
     if (need > port.maxRecord) {
-      if (this.#o.fallback) return await this.#callDirect(service, method, request, options);
+      if (this.#o.fallback) return await this.#fallback!.call(service, method, request, options);
       throw new VerbusError(
         "BOUNDS",
         `request of ${
@@ -264,7 +265,7 @@ export class AgentClient extends ClientBase<AgentCallResult> {
       if (port.post(k, len, seq)) return await this.#pend(k, deadline);
       this.#calls.giveBack(k);
       this.#full++;
-      if (this.#o.fallback) return await this.#callDirect(service, method, request, options);
+      if (this.#o.fallback) return await this.#fallback!.call(service, method, request, options);
       if (performance.now() > deadline) {
         throw new VerbusError(
           "FULL",
@@ -369,26 +370,12 @@ export class AgentClient extends ClientBase<AgentCallResult> {
     this.#calls.failAll(e);
   }
 
-  async #callDirect(
-    service: string,
-    method: string,
-    request: Uint8Array,
-    options: ClientCallOptions,
-  ): Promise<AgentCallResult> {
-    this.#directCalls++;
-    this.#direct ??= import("../client/direct_client.ts").then((m) =>
-      m.connectDirect(this.#o.fallback!, this.#o.fallbackOptions as ClientOptions)
-    );
-    const r = await (await this.#direct).call(service, method, request, options);
-    return { ...r, via: "direct" };
-  }
-
   /** Local counters and the agent ring's. */
   stats(): AgentClientStats {
     return {
       fabric: this.#fabric,
       calls: { ...this.#paths },
-      direct: this.#directCalls,
+      direct: this.#fallback?.calls ?? 0,
       full: this.#full,
       joins: this.#joins,
       waits: { naps: this.#waits.naps, napMisses: this.#waits.napMisses, parks: this.#waits.parks },
@@ -415,7 +402,7 @@ export class AgentClient extends ClientBase<AgentCallResult> {
     this.#closed = true;
     const port = this.#port;
     if (port) this.#fail(port, "the client was closed");
-    if (this.#direct) await (await this.#direct).close();
+    await this.#fallback?.close();
   }
 }
 

@@ -7,12 +7,15 @@
  *   bound), every call answered with its own bytes, while callers keep posting between naps;
  * - `napUs: 0` never blocks the thread: every wait is parked;
  * - naps that end at their bound (the server on the client's own thread cannot answer while it
- *   naps) back off to parked waits, and the calls complete.
+ *   naps) are followed by parked waits, and the calls complete;
+ * - the back-off itself: after the n-th miss in a row 2^n − 1 waits park; a woken nap resets it.
  */
 import { assert, assertEquals, test } from "../harness.ts";
 import { connectAgent } from "../../rpc/agent/agent_client.ts";
 import { createAgentRing, joinAgentRing } from "../../transport/agent_ring/mod.ts";
 import type { AgentRingPort } from "../../transport/agent_ring/agent_ring_port.ts";
+import type { AgentRingProducer } from "../../transport/agent_ring/mod.ts";
+import { AnswerWaits } from "../../rpc/agent/answer_waits.ts";
 import { agentName, startAgentChild, stopAgent, withAgent } from "./util.ts";
 import { withChild } from "../util/proc.ts";
 import { RUNTIME, type RuntimeName } from "../../ffi/runtime.ts";
@@ -116,7 +119,10 @@ test(
         await echoes(c);
         const w = c.stats().waits;
         assert(w.napMisses >= 1, `naps missed (${JSON.stringify(w)})`);
-        assert(w.parks >= 2 * w.naps, `mostly parked after the misses (${JSON.stringify(w)})`);
+        assert(
+          w.parks >= w.napMisses,
+          `each miss followed by a parked wait (${JSON.stringify(w)})`,
+        );
       } finally {
         await c.close();
       }
@@ -124,3 +130,31 @@ test(
   },
   { timeoutMs: 120_000 },
 );
+
+test("agent answer waits: missed naps back off (1, 3, 7 … parked waits between naps); a woken nap resets it", () => {
+  let answers = false, naps = 0;
+  const port = {
+    nap: () => (naps++, answers),
+    wait: () => Promise.resolve(true),
+  } as unknown as AgentRingProducer;
+  const w = new AnswerWaits(1000);
+  const napped: number[] = [];
+  for (let i = 1; i <= 20; i++) {
+    const before = naps;
+    w.wait(port, 0);
+    if (naps > before) napped.push(i);
+  }
+  assertEquals(napped, [1, 4, 9, 18], "a nap, then 1 + 1, 1 + 3, 1 + 7 parked waits");
+  assertEquals([w.naps, w.napMisses, w.parks], [4, 4, 16]);
+  answers = true; // the agent answers within a nap from now on
+  const later: number[] = [];
+  for (let i = 21; i <= 60; i++) {
+    const before = naps;
+    w.wait(port, 0);
+    if (naps > before) later.push(i);
+  }
+  // After the miss at wait 18 (back-off 15): its parked wait and 15 more, then naps every wait.
+  assertEquals(later[0], 35);
+  assertEquals(later.slice(1, 4), [36, 37, 38], "a woken nap resets the back-off");
+  assertEquals(new AnswerWaits(0).wait(port, 0) instanceof Promise, true, "napUs 0 parks");
+});
