@@ -199,10 +199,7 @@ export class ProgressLoop {
   #spin(): number | Promise<number> {
     const did = this.step();
     this.#now = NaN;
-    if (did > 0 || !this.keepRunning()) {
-      this.#napTimedOut = false;
-      return did;
-    }
+    if (did > 0 || !this.keepRunning()) return did;
     const canNap = this.#napUs > 0 && this.machine.canNap?.() === true;
     const d = this.#decision(this.machine.peerAsleep(), canNap);
     this.#idleAfter = d.idleAfterMs;
@@ -350,6 +347,7 @@ export class ProgressLoop {
       const did = typeof first === "number" ? first : await first;
       this.counters.turns++;
       if (did > 0) {
+        this.#napTimedOut = false; // (work found in any poll of the turn: spin again when it ends)
         workSeen = true; // lastWork is set at the next empty turn (no clock read in busy turns)
         microWork += did;
         if (++micro < BUSY_TURNS && microWork < BUSY_WORK) {
