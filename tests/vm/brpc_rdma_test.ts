@@ -6,7 +6,6 @@
  */
 import { connect } from "../../rpc/tcp/channel.ts";
 import { serve } from "../../rpc/server/server.ts";
-import { VerbsHub } from "../../transport/verbs/hub.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 import { pattern, SERVER_ADDR, TEST_SERVICES } from "./fabric_verbs_util.ts";
 
@@ -54,8 +53,6 @@ for (const usePolling of ["auto", true] as const) {
       }
       const big = pattern(1 << 20, 9);
       assertEquals((await ch.call("t.Verbs", "Echo", big)).response, big);
-      const naps = VerbsHub.all().reduce((n, h) => n + h.counters.naps, 0);
-      if (usePolling === "auto") assert(naps > 0, "event mode on rxe: the loops napped on the hub");
     } finally {
       await ch.close();
       await server.close();
