@@ -8,6 +8,7 @@ import {
   dateNowThisTurn,
   invalidateTurnClock,
   nowThisTurn,
+  OFFSET_READINGS,
   setTurnClock,
 } from "../../rpc/session/engine/turn_clock.ts";
 
@@ -103,17 +104,19 @@ test("turn clock on the Date.now() scale: the turn's reading, the wall clock rea
   let wallReads = 0;
   Date.now = () => (wallReads++, real.call(Date));
   try {
-    let worst = 0;
+    let best = Infinity;
     const until = performance.now() + 30;
     for (let k = 0; performance.now() < until; k++) {
       invalidateTurnClock(); // a new turn each time: a fresh monotonic reading
       const at = dateNowThisTurn();
       const wall = real.call(Date);
       assert(at <= wall, `${at} is ahead of Date.now() ${wall}`); // a deadline never grows
-      worst = Math.max(worst, wall - at);
+      // the distance when this thread was not preempted between the two readings (the least)
+      best = Math.min(best, wall - at);
     }
-    assert(wallReads <= 2, `${wallReads} wall-clock readings in 30 ms`);
-    assert(worst < 5, `${worst} ms from Date.now()`);
+    // one refresh in 30 ms (its readings, a retry per preempted bracket), not one per turn
+    assert(wallReads <= OFFSET_READINGS, `${wallReads} wall-clock readings in 30 ms`);
+    assert(best < 5, `${best} ms from Date.now() at the closest`);
     invalidateTurnClock();
     const a = dateNowThisTurn();
     assertEquals(dateNowThisTurn(), a, "cached within the turn");

@@ -45,6 +45,29 @@ const OFFSET_REFRESH_MS = 1000;
 let offset = 0;
 let offsetAt = -Infinity;
 
+/** Most wall-clock readings one offset refresh makes (see {@link refreshOffset}). */
+export const OFFSET_READINGS = 3;
+
+/**
+ * Re-reads the offset of the wall clock to the monotonic one. `Date.now()` is read between two
+ * monotonic readings and paired with the later one, so the offset is never too large (a
+ * deadline never gains time); a thread preempted between the readings would make it too small
+ * by the preemption for a whole second, so a wide bracket is read again, up to
+ * {@link OFFSET_READINGS} times, and the tightest kept.
+ */
+function refreshOffset(): void {
+  let widest = Infinity;
+  for (let i = 0; i < OFFSET_READINGS && widest > 0.1; i++) {
+    const before = performance.now();
+    const wall = Date.now();
+    const after = performance.now();
+    if (after - before < widest) {
+      widest = after - before;
+      offset = wall - after;
+    }
+  }
+}
+
 /**
  * {@link nowThisTurn} on the `Date.now()` scale (ms since the epoch): the turn's reading plus the
  * offset of the two clocks, re-read every {@link OFFSET_REFRESH_MS} (a wall-clock step shows
@@ -54,7 +77,7 @@ let offsetAt = -Infinity;
 export function dateNowThisTurn(): number {
   const now = nowThisTurn();
   if (now - offsetAt > OFFSET_REFRESH_MS || now < offsetAt) {
-    offset = Date.now() - performance.now();
+    refreshOffset();
     offsetAt = now;
   }
   return Math.floor(now + offset); // whole ms, as Date.now(): never ahead of a later Date.now()
