@@ -3,8 +3,7 @@
  * checkout's helper and libc with counting functions, so the same counts come out of any version
  * of verbus (A's per-connection loop and B's progress engine alike) without touching its code:
  * CQ polls (and the empty ones), completions reaped, `ibv_post_send` / `ibv_post_recv` calls,
- * CQ arms, completion-channel waits (off-thread) and naps (this thread blocked on the channel),
- * eventfd signals and `sched_yield`s. Add the context switches
+ * CQ arms, completion-channel waits, eventfd signals and `sched_yield`s. Add the context switches
  * of every thread of a process (/proc) and its CPU split into user and kernel time.
  *
  * Measurement only: each counted call costs one more JS call. Linux only (/proc).
@@ -23,7 +22,6 @@ export interface NativeCounts {
   postRecvs: number;
   arms: number;
   cqWaits: number;
-  naps: number;
   wakeSignals: number;
   yields: number;
 }
@@ -38,7 +36,6 @@ export function zeroCounts(): NativeCounts {
     postRecvs: 0,
     arms: 0,
     cqWaits: 0,
-    naps: 0,
     wakeSignals: 0,
     yields: 0,
   };
@@ -79,7 +76,6 @@ export async function instrument(root: string): Promise<NativeCounts> {
   wrap(s, "vb_post_send", (o) => (...a) => (c.postSends++, o(...a)));
   wrap(s, "vb_post_recv", (o) => (...a) => (c.postRecvs++, o(...a)));
   wrap(s, "vb_req_notify_cq", (o) => (...a) => (c.arms++, o(...a)));
-  wrap(s, "vb_get_cq_event", (o) => (...a) => (c.naps++, o(...a))); // the synchronous one: a nap
   wrap(s, "vb_eventfd_signal", (o) => (...a) => (c.wakeSignals++, o(...a)));
   wrap(nb, "vb_get_cq_event", (o) => (...a) => (c.cqWaits++, o(...a)));
   wrap(nb, "vb_get_cq_event_or_wake", (o) => (...a) => (c.cqWaits++, o(...a)));

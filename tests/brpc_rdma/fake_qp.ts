@@ -66,12 +66,8 @@ export class FakeQp implements BrpcQp {
   readonly #shared: SharedCq | null;
   sink: BrpcCompletionSink | null = null;
   announce = false;
-  /** Shared mode: driven by the engine unless the options ask for event mode (a fake device is
-   * a hardware one for `usePolling: "auto"`). */
-  readonly polling: boolean;
 
   constructor(o: BrpcRdmaOptions, shared: SharedCq | null = null) {
-    this.polling = o.usePolling !== false;
     this.sqSize = o.sqSize;
     this.rqSize = o.rqSize;
     this.blockSize = o.blockSize;
@@ -174,15 +170,6 @@ export class FakeQp implements BrpcQp {
   }
 
   arm(): void {}
-
-  /** Naps taken (event mode, after this side sent data). */
-  naps = 0;
-
-  /** A nap that does not block: true when completions are queued. */
-  nap(_timeoutMs: number): boolean {
-    this.naps++;
-    return this.#cq.length > 0;
-  }
 
   wait(timeoutMs: number): Promise<boolean> {
     this.waits++;

@@ -17,48 +17,44 @@ async function until(cond: () => boolean, ms = 5000): Promise<void> {
   }
 }
 
-// Both completion modes: on rxe "auto" is event mode (the connection's own loop, naps on the
-// hub's channel); usePolling true puts the connections on the progress engine (spin-then-sleep).
-for (const usePolling of ["auto", true] as const) {
-  test(`brpc-rdma over rxe (usePolling ${usePolling}): 200 calls in flight on 16-deep queues, 40 KB messages, echoed`, async () => {
-    const lines: string[] = [];
-    const logger = { warn: (m: string) => void lines.push(m) };
-    // Both addresses are local in the VM (TCP goes through lo): name the devices, as brpc's
-    // -rdma_device does, so the QPs sit on rxe0 and rxe1 and cross the veth pair.
-    const small = { sqSize: 16, rqSize: 16, usePolling };
-    const server_ = { ...small, device: "rxe1" }, client = { ...small, device: "rxe0" };
-    const server = await serve({
-      port: 0,
-      host: SERVER_ADDR,
-      services: TEST_SERVICES,
-      brpcRdma: server_,
-      logger,
-    });
-    const ch = await connect(`${SERVER_ADDR}:${server.port}`, {
-      brpcRdma: client,
-      logger,
-      timeoutMs: 30_000,
-    });
-    try {
-      await until(() => server.brpcRdma!.outcomes.ESTABLISHED === 1);
-      assertEquals(lines, [], "no fallback, no failure");
-      const calls = Array.from({ length: 200 }, (_, i) => {
-        const req = pattern(i % 4 === 0 ? 40_000 : 64 + i, i);
-        return ch.call("t.Verbs", "Echo", req, { attachment: pattern(i % 7 === 0 ? 9000 : 0, i) })
-          .then((r) => ({ r, req, i }));
-      });
-      for (const { r, req, i } of await Promise.all(calls)) {
-        assertEquals(r.response, req, `call ${i}`);
-        assertEquals(r.attachment.length, i % 7 === 0 ? 9000 : 0);
-      }
-      const big = pattern(1 << 20, 9);
-      assertEquals((await ch.call("t.Verbs", "Echo", big)).response, big);
-    } finally {
-      await ch.close();
-      await server.close();
-    }
+test("brpc-rdma over rxe: 200 calls in flight on 16-deep queues, 40 KB messages, echoed", async () => {
+  const lines: string[] = [];
+  const logger = { warn: (m: string) => void lines.push(m) };
+  // Both addresses are local in the VM (TCP goes through lo): name the devices, as brpc's
+  // -rdma_device does, so the QPs sit on rxe0 and rxe1 and cross the veth pair.
+  const small = { sqSize: 16, rqSize: 16 };
+  const server_ = { ...small, device: "rxe1" }, client = { ...small, device: "rxe0" };
+  const server = await serve({
+    port: 0,
+    host: SERVER_ADDR,
+    services: TEST_SERVICES,
+    brpcRdma: server_,
+    logger,
   });
-}
+  const ch = await connect(`${SERVER_ADDR}:${server.port}`, {
+    brpcRdma: client,
+    logger,
+    timeoutMs: 30_000,
+  });
+  try {
+    await until(() => server.brpcRdma!.outcomes.ESTABLISHED === 1);
+    assertEquals(lines, [], "no fallback, no failure");
+    const calls = Array.from({ length: 200 }, (_, i) => {
+      const req = pattern(i % 4 === 0 ? 40_000 : 64 + i, i);
+      return ch.call("t.Verbs", "Echo", req, { attachment: pattern(i % 7 === 0 ? 9000 : 0, i) })
+        .then((r) => ({ r, req, i }));
+    });
+    for (const { r, req, i } of await Promise.all(calls)) {
+      assertEquals(r.response, req, `call ${i}`);
+      assertEquals(r.attachment.length, i % 7 === 0 ? 9000 : 0);
+    }
+    const big = pattern(1 << 20, 9);
+    assertEquals((await ch.call("t.Verbs", "Echo", big)).response, big);
+  } finally {
+    await ch.close();
+    await server.close();
+  }
+});
 
 test("brpc-rdma over rxe: plain TCP clients of the same server; RDMA clients reconnect", async () => {
   const lines: string[] = [];

@@ -65,12 +65,6 @@ export interface BrpcQp {
    */
   readonly readiness?: ReadinessToken;
   /**
-   * Shared CQ only: true when the connection is to be driven by the process's progress engine
-   * (spin-then-sleep), false when it runs its own event loop on the shared CQ ({@link poll},
-   * {@link wait}: no spin). Unset: the engine (when a driver is set).
-   */
-  readonly polling?: boolean;
-  /**
    * Shared CQ only: this QP's completions go to `sink` from now on (during whoever's drain);
    * `announce`: its token is announced on {@link readiness} after each (a progress engine drives
    * the connection), else not (the connection runs its own loop on {@link poll}/{@link wait}).
@@ -87,12 +81,6 @@ export interface BrpcQp {
   arm(): void;
   /** Sleeps off-thread until a completion event or `timeoutMs`. */
   wait(timeoutMs: number): Promise<boolean>;
-  /**
-   * Optional: blocks THIS thread up to `timeoutMs` until a completion event (the own loop's
-   * short wait while an answer is expected: no spin, no hop through another thread). True when
-   * completions may be there; false on timeout or when it cannot nap now (then {@link wait}).
-   */
-  nap?(timeoutMs: number): boolean;
   /** Human text of a completion status. */
   statusText(status: number): string;
   /** Destroys the QP, CQ, channel and MRs. Safe twice; never while a wait is pending. */

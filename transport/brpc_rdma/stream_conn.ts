@@ -20,9 +20,7 @@
  * process's driver when one is set ({@link setBrpcRdmaDriver}; rpc/ sets the progress engine):
  * the drain hands this connection its completions and announces its token, and the driver calls
  * {@link BrpcRdmaConn.step} (receive blocks reposted, credits returned, queued bytes sent).
- * Otherwise — no driver, or a QP in event mode (`qp.polling` false: brpc's `usePolling` option,
- * by default on a software device such as Soft-RoCE) — the connection runs its own loop: poll
- * until nothing comes, arm, wait off-thread (on a shared CQ: the hub's one parked wait), no spin.
+ * Otherwise the connection runs its own loop: poll, arm, wait off-thread.
  *
  * Threading: the JS thread that created it; completions are waited for off-thread.
  * @module
@@ -42,11 +40,6 @@ const WAIT_MS = 100;
 const POST_BATCH = 32;
 /** Busy poll rounds between two macrotask yields (timers and sockets get their turn). */
 const ROUNDS_PER_YIELD = 64;
-/**
- * Longest nap of the own loop (ms): after this side sent data, it blocks its thread this long at
- * most for the completion that answers it, before the off-thread wait (see {@link BrpcQp.nap}).
- */
-const NAP_MS = 2;
 
 /**
  * Drives a connection whose QP is on a shared readiness source: gives it turns ({@link
@@ -111,8 +104,6 @@ export class BrpcRdmaConn extends ConnBase implements BrpcCompletionSink {
   #completions = 0;
   /** Set while a driver drives it (ends the driving at close). */
   #undrive: (() => void) | null = null;
-  /** Own loop: data was sent since the last nap (an answer may be on its way: nap for it). */
-  #expecting = false;
 
   /**
    * Takes over `tcp` (its handlers are replaced) and `qp` (brought up: {@link sendSlotsFor}
@@ -131,10 +122,7 @@ export class BrpcRdmaConn extends ConnBase implements BrpcCompletionSink {
       this.#fail(`${chunk.length} unexpected byte(s) on the TCP connection of an RDMA connection`)
     );
     tcp.onClose((err) => this.closed_(err ?? this.peerClosed("closed its TCP connection")));
-    if (
-      qp.readiness !== undefined && qp.attach !== undefined && driver !== null &&
-      qp.polling !== false
-    ) {
+    if (qp.readiness !== undefined && qp.attach !== undefined && driver !== null) {
       qp.attach(this, true);
       this.#undrive = driver(this);
     } else void this.#loop();
@@ -189,14 +177,6 @@ export class BrpcRdmaConn extends ConnBase implements BrpcCompletionSink {
           if (++rounds % ROUNDS_PER_YIELD === 0) await new Promise((r) => setImmediate(r));
           else await null; // let the handlers' microtasks (their answers) run
           continue;
-        }
-        if (this.#expecting && qp.nap !== undefined) {
-          // A nap blocks the thread: first every microtask of this turn (answers written, the
-          // callers' next calls sent), then one nap per quiet spell, then the off-thread wait.
-          await new Promise((r) => setImmediate(r));
-          this.#expecting = false;
-          if (this.closed) break;
-          if (qp.nap(NAP_MS)) continue;
         }
         await qp.wait(WAIT_MS);
       }
@@ -320,7 +300,6 @@ export class BrpcRdmaConn extends ConnBase implements BrpcCompletionSink {
     if (w.signalCount > 0) flags |= SEND_SIGNALED;
     this.#qp.stageSend(slot, k, imm, flags, w.signalCount);
     const c = this.counters;
-    this.#expecting = true;
     c.dataSends++;
     c.creditsOut += imm;
     if (k > c.maxSend) c.maxSend = k;

@@ -84,8 +84,6 @@ export interface HubCounters {
   wrongImm: number;
   /** Sleeps on the completion channel. */
   sleeps: number;
-  /** Naps: this thread blocked on the completion channel ({@link VerbsHub.napOnChannel}). */
-  naps: number;
   /** CQs this hub created (always 1: tests count it). */
   cqs: number;
 }
@@ -103,7 +101,6 @@ export class VerbsHub implements ReadinessSource {
     strays: 0,
     wrongImm: 0,
     sleeps: 0,
-    naps: 0,
     cqs: 1,
   };
   readonly #lib: VerbsLib;
@@ -124,8 +121,6 @@ export class VerbsHub implements ReadinessSource {
   #sleeping: Promise<boolean> | null = null;
   /** An eventfd the channel wait also watches: `wake()` ends a sleep at once. */
   readonly #wakeFd: number;
-  /** Where a nap's `ibv_get_cq_event` writes the CQ (always the hub's one). */
-  readonly #napCq = new BigUint64Array(1);
 
   private constructor(
     lib: VerbsLib,
@@ -293,40 +288,12 @@ export class VerbsHub implements ReadinessSource {
 
   async #sleep(seen: number, timeoutMs: number): Promise<boolean> {
     this.cq.reqNotify();
-    // What completed before the CQ was armed raises no event. Completions handed to members that
-    // announce nothing (brpc connections in event mode) end the wait too: their owner must run.
-    if (this.drain() > 0 || this.#doorbell !== seen) return true;
+    this.drain(); // what completed before the CQ was armed raises no event
+    if (this.#doorbell !== seen) return true;
     this.counters.sleeps++;
     const woke = await this.channel.waitEventOrWake(this.#wakeFd, timeoutMs);
-    return this.drain() > 0 || woke || this.#doorbell !== seen;
-  }
-
-  /**
-   * Blocks THIS thread for at most `timeoutUs` (whole milliseconds: the channel's poll) until a
-   * completion event, then drains: the cheapest wait between batches where the answer takes
-   * longer than a spin can pay for (Soft-RoCE, whose "NIC" is this host's CPUs: the thread gives
-   * its CPU to the kernel work it waits for, and wakes without a hop through another thread).
-   * True when completions were dispatched, the doorbell moved past `seen` or an event came;
-   * false on timeout, and at once (without blocking) while an off-thread {@link wait} owns the
-   * channel (two waiters on one channel could leave one blocked for good). The event loop of
-   * this thread does not run meanwhile: keep `timeoutUs` short. Never throws.
-   *
-   * Not `ReadinessSource.nap` on purpose: that would make the progress engine nap on this hub
-   * between the verbs fabric's batches too, which is not measured (a blocking wait here is whole
-   * milliseconds, and an earlier block on this channel raised the verbs fabric's p50 in the VM).
-   * brpc's connections in event mode use it (`brpc_qp.ts`).
-   */
-  napOnChannel(seen: number, timeoutUs: number): boolean {
-    if (this.#sleeping !== null) return this.drain() > 0 || this.#doorbell !== seen;
-    this.cq.reqNotify();
-    if (this.drain() > 0 || this.#doorbell !== seen) return true; // what came before the arm
-    this.counters.naps++;
-    const rc = this.#lib.helper.lib.symbols.vb_get_cq_event(
-      this.channel.handle,
-      Math.max(1, Math.ceil(timeoutUs / 1000)),
-      this.#napCq,
-    );
-    return this.drain() > 0 || rc === 1 || this.#doorbell !== seen;
+    this.drain();
+    return woke || this.#doorbell !== seen;
   }
 
   /** Local work arrived (or the last session left): the wait returns at once. */
