@@ -34,7 +34,18 @@ import {
   connectDirect as connect,
 } from "../client/direct_client.ts";
 import type { ClientOptions } from "../client/client_options.ts";
-import { decodeRequest, encodeError, encodeResponse, responseBytes } from "./record.ts";
+import type { AnswerSink } from "../session/client/fabric_call.ts";
+import type { ClientCallOptions } from "../client/client_options.ts";
+import {
+  type AgentRequest,
+  decodeRequest,
+  encodeError,
+  encodeResponse,
+  encodeResponseFrom,
+  newAgentRequest,
+  RESPONSE_HEADER,
+  responseBytes,
+} from "./record.ts";
 import { HeldAnswers } from "./held_answers.ts";
 
 /** Options of {@link startAgent}; unknown keys are rejected and messages name the field. */
@@ -95,6 +106,18 @@ export interface AgentStats {
   /** Calls forwarded to the remote server, and how many of them failed. */
   forwarded: number;
   failed: number;
+  /**
+   * Forwarded calls that cost a promise in the agent (over TCP, or waiting for a free remote
+   * slot); the others were posted with their answer's destination (`Client.callTo`).
+   */
+  viaPromise: number;
+  /** Drains that found requests: each batch was posted to the remote session under one doorbell. */
+  batches: number;
+  /**
+   * The remote fabric session's counters: calls posted, of them posted without a promise (their
+   * answers copied straight into the producers' slots), doorbells rung for requests.
+   */
+  remote: { submitted: number; sunk: number; doorbells: number };
   /** Requests answered with an error because their record was malformed. */
   badRecords: number;
   /** The ring's counters (delivered, reclaimed, garbage, rejected, producersReclaimed, attached). */
@@ -104,6 +127,18 @@ export interface AgentStats {
 }
 
 const BATCH = 256;
+/** The options of a forwarded call (one record per ring slot, refilled per call). */
+type ForwardOptions = ClientCallOptions & {
+  attachment: Uint8Array;
+  timeoutMs: number;
+};
+const NO_FORWARD_OPTIONS: ForwardOptions = {
+  attachment: new Uint8Array(0),
+  timeoutMs: 0,
+  forcePath: undefined,
+  expectedResponseBytes: undefined,
+  logId: 0,
+};
 /** While answers are held, the longest the loop sleeps before it looks for room again. */
 const HELD_RETRY_MS = 20;
 
@@ -119,6 +154,14 @@ export class Agent {
     length: new Uint32Array(BATCH),
   };
   #forwarded = 0;
+  /** Forwarded calls that went through a promise (TCP, or a wait for a free remote slot). */
+  #viaPromise = 0;
+  /** Drains that found requests (each forwarded under one doorbell). */
+  #batches = 0;
+  /** Per ring slot (producer × slots + slot): the options of the call it carries. */
+  readonly #options: (ForwardOptions | undefined)[] = [];
+  readonly #req: AgentRequest = newAgentRequest();
+  readonly #slotsPer: number;
   #failed = 0;
   #badRecords = 0;
   #running = true;
@@ -144,6 +187,7 @@ export class Agent {
     this.#ring = ring;
     this.#remote = remote;
     this.#opts = opts;
+    this.#slotsPer = opts.slots;
     this.#done = this.#loop();
   }
 
@@ -170,7 +214,17 @@ export class Agent {
       const seen = ring.doorbell();
       const now = performance.now();
       const n = ring.drain(out, now, reclaim);
-      for (let i = 0; i < n; i++) this.#forward(out.producer[i], out.slot[i], out.length[i]);
+      if (n > 0) {
+        // The batch's requests share one doorbell (one flush and one kick of the server).
+        this.#batches++;
+        const s = this.#remote.session;
+        s?.cork();
+        try {
+          for (let i = 0; i < n; i++) this.#forward(out.producer[i], out.slot[i], out.length[i]);
+        } finally {
+          s?.uncork();
+        }
+      }
       const sweep = now - lastSweep >= this.#opts.sweepMs;
       // Held answers first (before the sweep: a gone producer's are dropped, its entry freed).
       const placed = this.#held.size > 0 ? this.#placeHeld(sweep) : 0;
@@ -199,10 +253,10 @@ export class Agent {
   }
 
   #forward(p: number, k: number, length: number): void {
-    const ring = this.#ring;
+    const ring = this.#ring, tag = p * this.#slotsPer + k;
     let req;
     try {
-      req = decodeRequest(ring.request(p, k, length), length);
+      req = decodeRequest(ring.request(p, k, length), length, this.#req);
     } catch (e) {
       this.#badRecords++;
       this.#answer(p, k, encodeError(ring.responseArea(p, k)!, e));
@@ -210,37 +264,86 @@ export class Agent {
     }
     this.#forwarded++;
     this.#remoteRunning++;
-    this.#remote.call(req.service, req.method, req.request, {
-      attachment: req.attachment,
-      timeoutMs: req.timeoutMs || this.#opts.timeoutMs,
-      forcePath: req.forcePath,
-      expectedResponseBytes: req.expectedResponseBytes || undefined,
-      logId: req.logId,
-    }).then((r) => {
+    // The call's options live in its slot's entry of a table kept for the agent's life (the
+    // remote session keeps them until the call settles, for a TCP redo): nothing per call.
+    const o = this.#options[tag] ??= { ...NO_FORWARD_OPTIONS };
+    o.attachment = req.attachment;
+    o.timeoutMs = req.timeoutMs || this.#opts.timeoutMs;
+    o.forcePath = req.forcePath;
+    o.expectedResponseBytes = req.expectedResponseBytes || undefined;
+    o.logId = req.logId;
+    if (!this.#remote.callTo(req.service, req.method, req.request, o, this.#sink, tag)) {
+      this.#viaPromise++;
+    }
+  }
+
+  /**
+   * Where the remote session hands the answers of forwarded calls (`Client.callTo`), by tag
+   * (producer × slots + slot): no promise and no result per call; an answer is copied once,
+   * from the remote session's slot straight into the producer's.
+   */
+  readonly #sink: AnswerSink = {
+    answer: (tag, src, off, len, att, path) => {
       this.#remoteRunning--;
-      if (responseBytes(r) > ring.maxRecord) {
-        this.#answer(
-          p,
-          k,
-          encodeError(
-            ring.responseArea(p, k)!,
-            new VerbusError(
-              "BOUNDS",
-              `the response (${r.response.length} bytes) does not fit the agent's ${ring.slotData}-byte slot nor the ${ring.maxRecord}-byte spill half`,
-            ),
-          ),
-        );
-      } else if (!this.#place(p, k, r)) {
-        // The producer's response half is full of answers it has not consumed yet: hold this
-        // one (in order) until it consumes some; its release rings this loop's doorbell.
-        this.#held.push(p, k, r);
-        this.#ring.setHeld(this.#held.size);
+      const ring = this.#ring, p = (tag / this.#slotsPer) | 0, k = tag - p * this.#slotsPer;
+      const fabric = this.#remote.fabric;
+      const bytes = RESPONSE_HEADER + fabric.length * 3 + len + att;
+      if (bytes > ring.maxRecord) {
+        this.#tooLarge(p, k, len);
+        return;
       }
-    }, (e) => {
+      const area = bytes > ring.slotData && this.#held.has(p)
+        ? null
+        : ring.responseArea(p, k, bytes);
+      if (area !== null) {
+        this.#answer(p, k, encodeResponseFrom(area, src, off, len, att, path, fabric));
+        return;
+      }
+      // No room in the producer's response half now: hold a copy (in order; see #place).
+      this.#hold(p, k, {
+        response: src.slice(off, off + len),
+        attachment: src.slice(off + len, off + len + att),
+        path,
+        fabric,
+      });
+    },
+    result: (tag, r) => {
+      this.#remoteRunning--;
+      const p = (tag / this.#slotsPer) | 0, k = tag - p * this.#slotsPer;
+      if (responseBytes(r) > this.#ring.maxRecord) this.#tooLarge(p, k, r.response.length);
+      else if (!this.#place(p, k, r)) this.#hold(p, k, r);
+    },
+    fail: (tag, e) => {
       this.#remoteRunning--;
       this.#failed++;
-      this.#answer(p, k, encodeError(ring.responseArea(p, k)!, e));
-    });
+      const p = (tag / this.#slotsPer) | 0, k = tag - p * this.#slotsPer;
+      this.#answer(p, k, encodeError(this.#ring.responseArea(p, k)!, e));
+    },
+  };
+
+  /** Answers slot (p, k) with BOUNDS: its `bytes`-byte response fits neither slot nor spill half. */
+  #tooLarge(p: number, k: number, bytes: number): void {
+    const ring = this.#ring;
+    this.#answer(
+      p,
+      k,
+      encodeError(
+        ring.responseArea(p, k)!,
+        new VerbusError(
+          "BOUNDS",
+          `the response (${bytes} bytes) does not fit the agent's ${ring.slotData}-byte slot nor the ${ring.maxRecord}-byte spill half`,
+        ),
+      ),
+    );
+  }
+
+  /**
+   * The producer's response half is full of answers it has not consumed yet: hold this one (in
+   * order) until it consumes some; its release rings this loop's doorbell.
+   */
+  #hold(p: number, k: number, r: ClientCallResult): void {
+    this.#held.push(p, k, r);
+    this.#ring.setHeld(this.#held.size);
   }
 
   /**
@@ -294,8 +397,16 @@ export class Agent {
 
   /** Counters, and the ring's. */
   stats(): AgentStats {
+    const s = this.#remote.session?.stats;
     return {
       forwarded: this.#forwarded,
+      viaPromise: this.#viaPromise,
+      batches: this.#batches,
+      remote: {
+        submitted: s?.submitted ?? 0,
+        sunk: s?.sunk ?? 0,
+        doorbells: s?.doorbells ?? 0,
+      },
       failed: this.#failed,
       badRecords: this.#badRecords,
       ring: this.#ring.counters(),

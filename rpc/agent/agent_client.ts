@@ -30,7 +30,7 @@ import {
   agentClientOptionsSchema,
   type AgentClientStats,
 } from "./agent_client_options.ts";
-import { decodeResponse, encodeRequest, requestBytes, type RequestFields } from "./record.ts";
+import { decodeAgentResult, encodeRequest, requestBytes, type RequestFields } from "./record.ts";
 import { SLOT_IDLE, SLOT_PENDING, SlotCalls } from "./slot_calls.ts";
 import { AnswerWaits } from "./answer_waits.ts";
 import { AgentFallback } from "./agent_fallback.ts";
@@ -285,20 +285,20 @@ export class AgentClient extends ClientBase<AgentCallResult> {
       if (calls.state(k) === SLOT_IDLE) continue;
       const len = port.ready(k);
       if (len < 0) continue;
-      const answer = decodeResponse(port.response(k, len), len);
-      port.release(k);
       const was = calls.take(k);
+      // Its caller gave up: nothing decoded, the slot is free again.
+      const answer = was === SLOT_PENDING ? decodeAgentResult(port.response(k, len), len) : null;
+      port.release(k);
       this.#calls.giveBack(k);
-      if (was !== SLOT_PENDING) continue; // its caller gave up: the slot is free again
+      if (answer === null) continue;
       done++;
-      if (!answer.ok) {
-        calls.rejectTaken(k, answer.error);
+      if (answer instanceof VerbusError) {
+        calls.rejectTaken(k, answer);
         continue;
       }
       this.#paths[answer.path]++;
       this.#fabric = answer.fabric;
-      const { response, attachment, path, fabric } = answer;
-      calls.resolveTaken(k, { response, attachment, path, fabric, via: "agent" });
+      calls.resolveTaken(k, answer);
     }
     return done;
   }

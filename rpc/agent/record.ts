@@ -174,11 +174,30 @@ export function encodeRequest(area: Uint8Array, f: RequestFields): number {
   return at;
 }
 
+/** An empty request record to decode into (one shape for every record). */
+export function newAgentRequest(): AgentRequest {
+  return {
+    service: "",
+    method: "",
+    request: NO_BYTES,
+    attachment: NO_BYTES,
+    timeoutMs: 0,
+    forcePath: undefined,
+    expectedResponseBytes: 0,
+    logId: 0,
+  };
+}
+
 /**
- * Decodes the request record in the first `length` bytes of `rec` (default: all of it); throws
- * BOUNDS / PROTOCOL naming the bad field. The request and attachment are views into `rec`.
+ * Decodes the request record in the first `length` bytes of `rec` (default: all of it) into
+ * `into` (default: a new record) and returns it; throws BOUNDS / PROTOCOL naming the bad field.
+ * The request and attachment are views into `rec`.
  */
-export function decodeRequest(rec: Uint8Array, length: number = rec.length): AgentRequest {
+export function decodeRequest(
+  rec: Uint8Array,
+  length: number = rec.length,
+  into: AgentRequest = newAgentRequest(),
+): AgentRequest {
   if (length > rec.length) {
     throw new VerbusError(
       "BOUNDS",
@@ -205,31 +224,28 @@ export function decodeRequest(rec: Uint8Array, length: number = rec.length): Age
       `request record lengths (service ${s}, method ${m}, request ${r}, attachment ${a}) sum to ${total}, the record has ${length}`,
     );
   }
-  let at = REQUEST_HEADER;
-  const text = (n: number, what: string, last: LastText) => {
-    try {
-      return last.get(rec, at, n, strict);
-    } catch {
-      throw new VerbusError("PROTOCOL", `request record ${what} is not UTF-8`);
-    } finally {
-      at += n;
-    }
-  };
-  const service = text(s, "service", lastService), method = text(m, "method", lastMethod);
-  const request = rec.subarray(at, at += r);
-  const attachment = a === 0 ? NO_BYTES : rec.subarray(at, at += a);
-  return {
-    service,
-    method,
-    request,
-    attachment,
-    timeoutMs: get32(rec, 16),
-    forcePath: fp === 0 ? undefined : PATHS[fp - 1],
-    expectedResponseBytes: get32(rec, 20),
-    logId: get32(rec, 28) === 0
-      ? get32(rec, 24)
-      : new DataView(rec.buffer, rec.byteOffset, REQUEST_HEADER).getBigInt64(24, true),
-  };
+  const at = REQUEST_HEADER;
+  into.service = nameAt(rec, at, s, "service", lastService);
+  into.method = nameAt(rec, at + s, m, "method", lastMethod);
+  const body = at + s + m;
+  into.request = rec.subarray(body, body + r);
+  into.attachment = a === 0 ? NO_BYTES : rec.subarray(body + r, body + r + a);
+  into.timeoutMs = get32(rec, 16);
+  into.forcePath = fp === 0 ? undefined : PATHS[fp - 1];
+  into.expectedResponseBytes = get32(rec, 20);
+  into.logId = get32(rec, 28) === 0
+    ? get32(rec, 24)
+    : new DataView(rec.buffer, rec.byteOffset, REQUEST_HEADER).getBigInt64(24, true);
+  return into;
+}
+
+/** The name in `rec[at, at + n)` (PROTOCOL naming `what` when it is not UTF-8). */
+function nameAt(rec: Uint8Array, at: number, n: number, what: string, last: LastText): string {
+  try {
+    return last.get(rec, at, n, strict);
+  } catch {
+    throw new VerbusError("PROTOCOL", `request record ${what} is not UTF-8`);
+  }
 }
 
 /** Bytes the response record of `r` takes at most (the fabric name counted as UTF-8 bound). */
@@ -263,6 +279,49 @@ export function encodeResponse(
   set32(area, 16, 0);
   set32(area, 20, 0);
   return at;
+}
+
+/**
+ * A successful answer whose response is `src[off, off + len)` and attachment the `att` bytes
+ * after it (a remote session's slot: copied once, straight into `area`), or −1 when it does not
+ * fit `area`. Allocates nothing while the fabric repeats.
+ */
+export function encodeResponseFrom(
+  area: Uint8Array,
+  src: Uint8Array,
+  off: number,
+  len: number,
+  att: number,
+  path: CallPath,
+  fabric: string,
+): number {
+  if (RESPONSE_HEADER + fabric.length * 3 + len + att > area.length) return -1;
+  let at = RESPONSE_HEADER;
+  const f = putFabric.put(fabric, area, at);
+  if (f < 0) return -1;
+  at += f;
+  copyBytes(area, at, src, off, len + att);
+  at += len + att;
+  area[0] = 0;
+  area[1] = PATHS.indexOf(path);
+  set16(area, 2, f);
+  set32(area, 4, len);
+  set32(area, 8, att);
+  set32(area, 12, 0);
+  set32(area, 16, 0);
+  set32(area, 20, 0);
+  return at;
+}
+
+/**
+ * Copies `src[off, off + n)` to `dst[at..]`: a small one byte by byte (no view made — a
+ * `subarray` per copy costs more on V8 than the loop for a few dozen bytes), a larger one with
+ * `set`.
+ */
+function copyBytes(dst: Uint8Array, at: number, src: Uint8Array, off: number, n: number): void {
+  if (n <= 64) {
+    for (let i = 0; i < n; i++) dst[at + i] = src[off + i];
+  } else dst.set(src.subarray(off, off + n), at);
 }
 
 /** An error answer (RpcError keeps its brpc code); texts are cut to fit. */
@@ -299,29 +358,59 @@ export type AgentAnswer =
  * PROTOCOL error.
  */
 export function decodeResponse(rec: Uint8Array, length: number = rec.length): AgentAnswer {
-  const bad = (why: string): AgentAnswer => ({
-    ok: false,
-    error: new VerbusError("PROTOCOL", `agent response ${why}`),
-  });
-  if (length === 0) return bad("is empty: the agent rejected the request record");
-  if (length < RESPONSE_HEADER || length > rec.length) return bad(`of ${length} bytes`);
+  const r = decodeAgentResult(rec, length);
+  if (r instanceof VerbusError) return { ok: false, error: r };
+  return {
+    ok: true,
+    response: r.response,
+    attachment: r.attachment,
+    path: r.path,
+    fabric: r.fabric,
+  };
+}
+
+/** What a producer's call through the agent resolves with. */
+export interface AgentResult {
+  response: Uint8Array;
+  attachment: Uint8Array;
+  path: CallPath;
+  fabric: string;
+  via: "agent";
+}
+
+/**
+ * {@link decodeResponse} building the caller's result itself (no intermediate record, no closure;
+ * an empty attachment is the shared empty array): the result, or the error the call fails with.
+ */
+export function decodeAgentResult(rec: Uint8Array, length: number): AgentResult | VerbusError {
+  if (length === 0) return badResponse("is empty: the agent rejected the request record");
+  if (length < RESPONSE_HEADER || length > rec.length) return badResponse(`of ${length} bytes`);
   const status = rec[0], path = rec[1], f = get16(rec, 2);
   const r = get32(rec, 4), a = get32(rec, 8);
   const c = get16(rec, 16), t = get16(rec, 18);
   if (RESPONSE_HEADER + f + r + a + c + t !== length || path >= PATHS.length || status > 2) {
-    return bad("has inconsistent lengths");
+    return badResponse("has inconsistent lengths");
   }
   let at = RESPONSE_HEADER;
-  const text = (n: number) => lossy.decode(rec.subarray(at, at += n));
   const fabric = lastFabric.get(rec, at, f, loose);
   at += f;
-  const response = copyOut(rec, at, r);
-  at += r;
-  const attachment = copyOut(rec, at, a);
-  at += a;
-  if (status === 0) return { ok: true, response, attachment, path: PATHS[path], fabric };
-  const code = text(c), message = text(t);
-  if (status === 1) return { ok: false, error: new RpcError(get32(rec, 12) | 0, message) };
+  if (status === 0) {
+    return {
+      response: copyOut(rec, at, r),
+      attachment: a === 0 ? NO_BYTES : copyOut(rec, at + r, a),
+      path: PATHS[path],
+      fabric,
+      via: "agent",
+    };
+  }
+  at += r + a;
+  const code = lossy.decode(rec.subarray(at, at + c));
+  const message = lossy.decode(rec.subarray(at + c, at + c + t));
+  if (status === 1) return new RpcError(get32(rec, 12) | 0, message);
   const known = /^[A-Z_]{1,32}$/.test(code) ? code as VerbusErrorCode : "FABRIC";
-  return { ok: false, error: new VerbusError(known, `agent: ${message}`) };
+  return new VerbusError(known, `agent: ${message}`);
+}
+
+function badResponse(why: string): VerbusError {
+  return new VerbusError("PROTOCOL", `agent response ${why}`);
 }

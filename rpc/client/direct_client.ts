@@ -45,8 +45,8 @@ import {
   newCallSpec,
   NO_CALL_OPTIONS,
 } from "../session/client/call_spec.ts";
-import { FAILED, FULL } from "../../transport/fabric.ts";
-import type { CallHooks } from "../session/client/fabric_call.ts";
+import { FAILED, FULL, OK } from "../../transport/fabric.ts";
+import type { AnswerSink, CallHooks } from "../session/client/fabric_call.ts";
 import { establishFabric, type FabricOutcome } from "../session/handshake/client_handshake.ts";
 import { ProgressEngine } from "../session/engine/engine.ts";
 import type { FabricStreams } from "../stream/stream_ring.ts";
@@ -55,6 +55,8 @@ export { connectOptionsSchema, faultsSchema };
 export type { BatchCall, ClientCallOptions, ClientCallResult, ClientOptions, ClientStats };
 const EMPTY = new Uint8Array(0);
 const NO_OPTIONS: ClientCallOptions = NO_CALL_OPTIONS;
+/** What {@link Client}'s path selection decided: the fabric, TCP, or TCP counted as a fallback. */
+const VIA_FABRIC = 0, VIA_TCP = 1, VIA_TCP_REDO = 2;
 
 /** A client connected to one server. Create with `connect()` (`client.ts`) or {@link connectDirect}. */
 export class Client extends ClientBase<ClientCallResult> {
@@ -175,49 +177,14 @@ export class Client extends ClientBase<ClientCallResult> {
   ): Promise<ClientCallResult> {
     // No fabric session: straight to the channel, which builds the result and counts the call
     // (no promise of this layer, no copy of the result).
-    if (this.#fabric.current() === null) {
-      return this.#channel._callAsClient(service, method, request, options);
-    }
+    const s = this.#fabric.current();
+    if (s === null) return this.#channel._callAsClient(service, method, request, options);
     try {
-      const attachment = options.attachment ?? EMPTY;
-      const s = this.#fabric.current();
-      // Headers (request_id, user_fields) ride in the request's metadata block; one past the
-      // session's bound sends the call over TCP, saying why.
-      const metaBytes = s === null || options === NO_OPTIONS ? 0 : s.metaBytes(options);
-      const forcePath = options.forcePath ??
-        (metaBytes < 0 ? this.#metaOverBound(-metaBytes, s!.metaBound) : this.#settings.forcePath);
-      const m = s ? s.methodIndex(service, method) : -1;
-      const bytes = request.length + attachment.length + (metaBytes > 0 ? metaBytes : 0);
-      const sel = this.#selectInput;
-      sel.forcePath = forcePath;
-      sel.fabricUp = s !== null && !s.failed && m >= 0;
-      sel.errorCount = this.#errors;
-      sel.requestBytes = bytes;
-      sel.expectedResponseBytes = options.expectedResponseBytes;
-      sel.snapshot = s?.snapshot ?? undefined;
-      sel.requestFitsSlot = s ? bytes <= s.slotSize : true;
-      sel.maxResponseBytes = s?.maxPoolAnswerBytes; // a larger answer would fail, having run
-      const path = selectPathWithoutReason(sel, this.#selector);
-      if (path === "TCP_FALLBACK" || !s) {
-        return this.#tcp(
-          service,
-          method,
-          request,
-          options,
-          s !== null && forcePath !== "TCP_FALLBACK",
-        );
+      const how = this.#select(s, service, method, request, options);
+      if (how !== VIA_FABRIC) {
+        return this.#tcp(service, method, request, options, how === VIA_TCP_REDO);
       }
-      const spec = this.#spec; // reused: submit reads it before it returns
-      spec.service = service;
-      spec.method = method;
-      spec.methodIndex = m;
-      spec.request = request;
-      spec.attachment = attachment;
-      spec.path = path;
-      spec.timeoutMs = options.timeoutMs ?? this.#settings.timeoutMs;
-      spec.logId = options.logId ?? 0;
-      spec.options = options;
-      spec.preparedMeta = metaBytes; // encoded just above: submit writes it without encoding again
+      const spec = this.#spec; // filled by #select; submit reads it before it returns
       const p = s.submit(spec);
       if (typeof p === "object") {
         this.#fabric.startLoop();
@@ -231,6 +198,89 @@ export class Client extends ClientBase<ClientCallResult> {
     } catch (e) {
       return Promise.reject(e);
     }
+  }
+
+  /**
+   * Makes one call as {@link call} does, its outcome handed to `sink` under `tag` instead of a
+   * promise. A call posted on the fabric at once costs no promise and no result: its answer is
+   * handed to `sink.answer` as a view of the session's memory, from the session's progress. A
+   * call that goes over TCP, or waits for a free slot, runs as {@link call} and settles the sink
+   * from its promise (`sink.result` / `sink.fail`). Returns true when posted without a promise.
+   * `request` and the attachment are read until the call settles (as {@link call} keeps them).
+   */
+  callTo(
+    service: string,
+    method: string,
+    request: Uint8Array,
+    options: ClientCallOptions,
+    sink: AnswerSink,
+    tag: number,
+  ): boolean {
+    const s = this.#fabric.current();
+    if (s !== null) {
+      let how: number;
+      try {
+        how = this.#select(s, service, method, request, options);
+      } catch (e) {
+        sink.fail(tag, e);
+        return false;
+      }
+      if (how === VIA_FABRIC && s.submitTo(this.#spec, sink, tag) === OK) {
+        this.#fabric.startLoop();
+        return true;
+      }
+    }
+    // TCP, or no slot now, or the session failed: as call() does (it counts and retries).
+    this.call(service, method, request, options).then(
+      (r) => sink.result(tag, r),
+      (e) => sink.fail(tag, e),
+    );
+    return false;
+  }
+
+  /**
+   * Picks the path of a call while fabric session `s` is up: {@link VIA_FABRIC} (and fills
+   * `this.#spec` for `s.submit`), or TCP ({@link VIA_TCP}; {@link VIA_TCP_REDO}: counted as a
+   * fallback).
+   */
+  #select(
+    s: ClientSession,
+    service: string,
+    method: string,
+    request: Uint8Array,
+    options: ClientCallOptions,
+  ): number {
+    const attachment = options.attachment ?? EMPTY;
+    // Headers (request_id, user_fields) ride in the request's metadata block; one past the
+    // session's bound sends the call over TCP, saying why.
+    const metaBytes = options === NO_OPTIONS ? 0 : s.metaBytes(options);
+    const forcePath = options.forcePath ??
+      (metaBytes < 0 ? this.#metaOverBound(-metaBytes, s.metaBound) : this.#settings.forcePath);
+    const m = s.methodIndex(service, method);
+    const bytes = request.length + attachment.length + (metaBytes > 0 ? metaBytes : 0);
+    const sel = this.#selectInput;
+    sel.forcePath = forcePath;
+    sel.fabricUp = !s.failed && m >= 0;
+    sel.errorCount = this.#errors;
+    sel.requestBytes = bytes;
+    sel.expectedResponseBytes = options.expectedResponseBytes;
+    sel.snapshot = s.snapshot ?? undefined;
+    sel.requestFitsSlot = bytes <= s.slotSize;
+    sel.maxResponseBytes = s.maxPoolAnswerBytes; // a larger answer would fail, having run
+    const path = selectPathWithoutReason(sel, this.#selector);
+    if (path === "TCP_FALLBACK") return forcePath === "TCP_FALLBACK" ? VIA_TCP : VIA_TCP_REDO;
+    const spec = this.#spec; // reused: submit reads it before it returns
+    spec.service = service;
+    spec.method = method;
+    spec.methodIndex = m;
+    spec.request = request;
+    spec.attachment = attachment;
+    spec.path = path;
+    spec.timeoutMs = options.timeoutMs ?? this.#settings.timeoutMs;
+    spec.logId = options.logId ?? 0;
+    spec.options = options;
+    spec.preparedMeta = metaBytes; // encoded just above: submit writes it without encoding again
+    return VIA_FABRIC;
   }
 
   /**

@@ -22,7 +22,12 @@ import { MethodTable } from "./method_table.ts";
 import { SessionEnd } from "./client_session_end.ts";
 import type { ClientCallOptions, ClientCallResult } from "../../client/client_options.ts";
 import { type CallSpec, NO_CALL_OPTIONS } from "./call_spec.ts";
-import { type CallHooks, type ClientSessionStats, newCallPromise } from "./fabric_call.ts";
+import {
+  type AnswerSink,
+  type CallHooks,
+  type ClientSessionStats,
+  newCallPromise,
+} from "./fabric_call.ts";
 import { ObjectLifecycleProbe } from "./object_lifecycle_probe.ts";
 import { ReclaimBatcher } from "./reclaim_batcher.ts";
 import { type RequestHeader, RequestWriter } from "./request_writer.ts";
@@ -83,6 +88,7 @@ export class ClientSession {
   /** Counters for stats (updated in place). */
   readonly stats: ClientSessionStats = {
     submitted: 0,
+    sunk: 0,
     doorbells: 0,
     completed: 0,
     lazyReads: 0,
@@ -247,6 +253,30 @@ export class ClientSession {
    * kept (not copied) until the call settles, for a TCP redo (see {@link CallHooks.redoOverTcp}).
    */
   submit(spec: CallSpec): Promise<ClientCallResult> | typeof FULL | typeof FAILED {
+    const i = this.#start(spec);
+    if (i < 0) return i === FULL ? FULL : FAILED;
+    // The call's record is its slot's: only the promise is new.
+    return newCallPromise(this.#slots.slot(i));
+  }
+
+  /**
+   * Starts the call `spec` describes as {@link submit} does, without a promise: its answer goes
+   * to `sink` under `tag` — handed over as a view of the session's memory, so the sink copies it
+   * once, where it goes — and so does its failure. Returns {@link OK}, {@link FULL} or
+   * {@link FAILED} (as {@link submit}; on either, the sink is never called for it).
+   */
+  submitTo(spec: CallSpec, sink: AnswerSink, tag: number): typeof OK | typeof FULL | typeof FAILED {
+    const i = this.#start(spec);
+    if (i < 0) return i === FULL ? FULL : FAILED;
+    const slot = this.#slots.slot(i);
+    slot.sink = sink;
+    slot.tag = tag;
+    this.stats.sunk++;
+    return OK;
+  }
+
+  /** Posts `spec`'s request in a free slot and fills its record; the slot index, or FULL / FAILED. */
+  #start(spec: CallSpec): number {
     if (this.#end.reason !== null || this.#fabricFailed() || this.#serverClosed()) return FAILED;
     const { request, attachment, path, timeoutMs, options } = spec;
     const metaBytes = options === NO_CALL_OPTIONS
@@ -277,8 +307,6 @@ export class ClientSession {
       if (st === FAILED) this.fail(`fabric post failed: ${this.#endpoint.failureReason ?? "?"}`);
       return st === FULL ? FULL : FAILED;
     }
-    // The call's record is its slot's: only the promise is new.
-    const promise = newCallPromise(slot);
     slot.pending = true;
     slot.path = bulk ? "BULK" : path;
     slot.deadline = deadline;
@@ -291,7 +319,7 @@ export class ClientSession {
     this.#deadlines.add(deadline);
     this.stats.submitted++;
     this.#snapshot.countCall();
-    return promise;
+    return i;
   }
 
   /**

@@ -8,8 +8,9 @@
  * Free slots are a stack (the most recently freed slot is reused first, so the slots in use stay
  * low and the server's scan stays short); busy slots are a dense list for the progress scan.
  *
- * A slot's record is also its call's record (the caller's promise's settle functions, path,
- * deadline, and what a TCP redo needs), so a call allocates nothing here: the table settles it
+ * A slot's record is also its call's record (the caller's promise's settle functions — or the
+ * sink and tag of a call submitted without a promise —, path, deadline, and what a TCP redo
+ * needs), so a call allocates nothing here: the table settles it
  * ({@link SlotTable.resolve} builds the result, {@link SlotTable.reject} the error path) and
  * reports to the session's {@link CallHooks}.
  *
@@ -25,7 +26,7 @@ import type { MetaBlock } from "../meta_block.ts";
 import type { ClientCallOptions, ClientCallResult } from "../../client/client_options.ts";
 import type { BulkAllocator } from "../../region/bulk_allocator.ts";
 import type { CallPath } from "../../client/selector.ts";
-import { type CallHooks, NO_HOOKS } from "./fabric_call.ts";
+import { type AnswerSink, type CallHooks, NO_HOOKS } from "./fabric_call.ts";
 import type { StagingArea } from "./staging_area.ts";
 
 const EMPTY = new Uint8Array(0);
@@ -52,6 +53,9 @@ export interface ClientSlot {
   /** The caller's promise's settle functions (null when no caller waits). */
   resolve: ((r: ClientCallResult | Promise<ClientCallResult>) => void) | null;
   reject: ((e: unknown) => void) | null;
+  /** Where the answer goes instead of a promise (`submitTo`), and the call's tag there; null: none. */
+  sink: AnswerSink | null;
+  tag: number;
   /** The path the call was submitted on (BULK when its request went through the BULK area). */
   path: CallPath;
   /** `performance.now()` after which the call times out (Infinity = never). */
@@ -93,6 +97,8 @@ function newSlot(): ClientSlot {
     pending: false,
     resolve: null,
     reject: null,
+    sink: null,
+    tag: 0,
     path: "EAGER",
     deadline: Infinity,
     method: 0,
@@ -213,6 +219,7 @@ export class SlotTable {
   #forget(slot: ClientSlot): void {
     slot.pending = false;
     slot.resolve = slot.reject = null;
+    slot.sink = null;
     slot.request = EMPTY;
     slot.options = NO_OPTIONS;
     slot.answerMeta = undefined;
@@ -225,8 +232,8 @@ export class SlotTable {
   resolve(i: number, response: Uint8Array, attachment: Uint8Array, path: CallPath): void {
     const slot = this.slot(i);
     if (!slot.pending) return;
-    const resolve = slot.resolve!, hooks = this.hooks, meta = slot.answerMeta;
-    const startedAt = slot.startedAt;
+    const resolve = slot.resolve, hooks = this.hooks, meta = slot.answerMeta;
+    const startedAt = slot.startedAt, sink = slot.sink, tag = slot.tag;
     this.#forget(slot);
     hooks.completed(path, startedAt);
     const r: ClientCallResult = { response, attachment, path, fabric: hooks.fabricLabel };
@@ -234,7 +241,32 @@ export class SlotTable {
       if (meta.userFields !== undefined) r.userFields = meta.userFields;
       if (meta.trailers !== undefined) r.trailers = meta.trailers;
     }
-    resolve(r);
+    if (sink === null) resolve!(r);
+    else sink.result(tag, r);
+  }
+
+  /**
+   * Hands slot `i`'s answer — `src[off, off + len)` and the `att` bytes after it — to the call's
+   * sink without a copy (the sink copies it where it goes) and reports it to the hooks. False
+   * when the call has no sink (the caller copies the answer out and {@link resolve}s instead).
+   * Call before `release`.
+   */
+  toSink(
+    i: number,
+    src: Uint8Array,
+    off: number,
+    len: number,
+    att: number,
+    path: CallPath,
+  ): boolean {
+    const slot = this.slot(i), sink = slot.sink;
+    if (sink === null) return false;
+    if (!slot.pending) return true;
+    const tag = slot.tag, startedAt = slot.startedAt;
+    this.#forget(slot);
+    this.hooks.completed(path, startedAt);
+    sink.answer(tag, src, off, len, att, path);
+    return true;
   }
 
   /**
@@ -247,24 +279,28 @@ export class SlotTable {
   reject(i: number, error: unknown): void {
     const slot = this.slot(i);
     if (!slot.pending) return;
-    const resolve = slot.resolve!, reject = slot.reject!, hooks = this.hooks;
-    const { service, methodName, request, options } = slot;
+    const resolve = slot.resolve, reject = slot.reject, hooks = this.hooks;
+    const { service, methodName, request, options, sink, tag } = slot;
     this.#forget(slot);
     if (error instanceof VerbusError && error.code === "FULL") {
-      resolve(hooks.redoOverTcp(service, methodName, request, options));
+      const redo = hooks.redoOverTcp(service, methodName, request, options);
+      if (sink === null) resolve!(redo);
+      else redo.then((r) => sink.result(tag, r), (e) => sink.fail(tag, e));
       return;
     }
     if (error instanceof VerbusError && error.code === "FABRIC") hooks.fabricError();
-    reject(error);
+    if (sink === null) reject!(error);
+    else sink.fail(tag, error);
   }
 
   /** The caller of slot `i` gave up (timeout): rejects it with `error`; the slot stays busy. */
   abandon(i: number, error: unknown): void {
     const slot = this.slot(i);
     if (!slot.pending) return;
-    const reject = slot.reject!;
+    const reject = slot.reject, sink = slot.sink, tag = slot.tag;
     this.#forget(slot);
-    reject(error);
+    if (sink === null) reject!(error);
+    else sink.fail(tag, error);
   }
 
   /** Rejects every caller still waiting with `error()`; their slots stay busy. */

@@ -46,6 +46,24 @@ export const NO_HOOKS: CallHooks = {
   redoOverTcp: () => Promise.reject(new Error("no TCP channel to redo the call on")),
 };
 
+/**
+ * Where a call's answer goes instead of a promise (`ClientSession.submitTo`): one object for many
+ * calls (the agent's table of its producers' slots), each call named by its `tag`. Called on the
+ * session's thread, from `progress()` (or from a TCP redo's settlement); nothing per call is
+ * allocated for it.
+ */
+export interface AnswerSink {
+  /**
+   * Call `tag` was answered: the response is `src[off, off + len)` and its attachment the `att`
+   * bytes after it — the session's own memory, valid only during this call (copy what is kept).
+   */
+  answer(tag: number, src: Uint8Array, off: number, len: number, att: number, path: CallPath): void;
+  /** Call `tag` was answered by a result (a call redone over TCP: the session never took it). */
+  result(tag: number, r: ClientCallResult): void;
+  /** Call `tag` failed (what its promise would have rejected with). */
+  fail(tag: number, error: unknown): void;
+}
+
 /** Where a call's promise keeps its settle functions (a slot's record). */
 export interface CallSettlers {
   resolve: ((r: ClientCallResult | Promise<ClientCallResult>) => void) | null;
@@ -78,6 +96,8 @@ export function newCallPromise(into: CallSettlers): Promise<ClientCallResult> {
 export interface ClientSessionStats {
   /** Calls posted. */
   submitted: number;
+  /** Of those, calls posted without a promise, their answers handed to a sink (`submitTo`). */
+  sunk: number;
   /** Doorbells rung for requests (a batch of calls submitted together rings one). */
   doorbells: number;
   /** Calls answered (every answer the session settled a call with). */

@@ -288,10 +288,13 @@ export class ResponseReader {
       return 1;
     }
     if (slots.slot(i).pending) {
-      const response = copyOut(local, off, len),
-        attachment = att ? copyOut(local, off + len, att) : EMPTY;
       // Answered inline: the call was EAGER (even if it preferred LAZY), unless its request went BULK.
-      slots.resolve(i, response, attachment, slots.slot(i).path === "BULK" ? "BULK" : "EAGER");
+      const path = slots.slot(i).path === "BULK" ? "BULK" : "EAGER";
+      if (!slots.toSink(i, local, off, len, att, path)) { // a sink copies it where it goes
+        const response = copyOut(local, off, len),
+          attachment = att ? copyOut(local, off + len, att) : EMPTY;
+        slots.resolve(i, response, attachment, path);
+      }
     }
     slots.release(i);
     return 1;
@@ -334,12 +337,17 @@ export class ResponseReader {
       return 1;
     }
     const data = OBJECT_HEADER_BYTES;
+    // A BULK request keeps its name even when its answer came by reference.
+    const path = slot.path === "BULK" ? "BULK" : "LAZY";
+    if (this.#slots.toSink(i, bytes, data, slot.responseBytes, slot.attachmentBytes, path)) {
+      this.#slots.release(i);
+      return 1;
+    }
     const response = bytes.slice(data, data + slot.responseBytes);
     const attachment = slot.attachmentBytes
       ? bytes.slice(data + slot.responseBytes, data + total)
       : EMPTY;
-    // A BULK request keeps its name even when its answer came by reference.
-    this.#slots.resolve(i, response, attachment, slot.path === "BULK" ? "BULK" : "LAZY");
+    this.#slots.resolve(i, response, attachment, path);
     this.#slots.release(i);
     return 1;
   }
