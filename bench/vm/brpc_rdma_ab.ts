@@ -132,6 +132,7 @@ async function main(): Promise<void> {
     t1 = performance.now();
     const tcp1 = await chMod.connect(`${SERVER}:${srv.port}`, { timeoutMs: 60_000 });
     first[`${name} tcp channel connect ms`] = Math.round(performance.now() - t1);
+    await tcp1.call("verbus.Demo", "Echo", new Uint8Array(8)); // a baidu_std peer, not a silent one
     await tcp1.close();
     const loop = () => engine.loopCounters as Record<string, number>;
     modes[`${name} brpc-rdma`] = {

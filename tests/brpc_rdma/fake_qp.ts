@@ -14,6 +14,10 @@ import {
   type BrpcQp,
   SEND_SIGNALED,
 } from "../../transport/brpc_rdma/qp_port.ts";
+import { setImmediate } from "node:timers";
+
+/** Waits with no macrotask in between that mean a starved event loop ({@link FakeQp.starved}). */
+const STARVED_AFTER = 200_000;
 
 type Cqe = { send: true; wrId: number; status: number } | {
   send: false;
@@ -66,8 +70,12 @@ export class FakeQp implements BrpcQp {
   readonly #shared: SharedCq | null;
   sink: BrpcCompletionSink | null = null;
   announce = false;
+  /** Shared mode: driven by the engine unless the options ask for event mode (a fake device is
+   * a hardware one for `usePolling: "auto"`). */
+  readonly polling: boolean;
 
   constructor(o: BrpcRdmaOptions, shared: SharedCq | null = null) {
+    this.polling = o.usePolling !== false;
     this.sqSize = o.sqSize;
     this.rqSize = o.rqSize;
     this.blockSize = o.blockSize;
@@ -171,9 +179,33 @@ export class FakeQp implements BrpcQp {
 
   arm(): void {}
 
+  /**
+   * Event mode: when set, {@link wait} resolves at once, as a shared CQ's wait does while another
+   * member's completions are queued for an engine. The connection's own loop must still give
+   * timers and sockets a macrotask: the fake counts the waits between two macrotasks and, past
+   * {@link STARVED_AFTER}, sets {@link starved} and waits for real (so a broken loop fails the
+   * test instead of hanging the runner).
+   */
+  waitAtOnce = false;
+  /** The connection's loop returned to this wait STARVED_AFTER times without a macrotask. */
+  starved = false;
+  #spins = 0;
+  #tick = false;
+
   wait(timeoutMs: number): Promise<boolean> {
     this.waits++;
     if (this.#cq.length > 0) return Promise.resolve(true);
+    if (this.waitAtOnce) {
+      if (!this.#tick) {
+        this.#tick = true;
+        setImmediate(() => {
+          this.#tick = false;
+          this.#spins = 0;
+        });
+      }
+      if (++this.#spins < STARVED_AFTER) return Promise.resolve(true);
+      this.starved = true;
+    }
     return new Promise((resolve) => {
       const t = setTimeout(() => {
         this.#waiter = null;

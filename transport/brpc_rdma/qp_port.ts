@@ -65,6 +65,12 @@ export interface BrpcQp {
    */
   readonly readiness?: ReadinessToken;
   /**
+   * Shared CQ only: true when the connection is to be driven by the process's progress engine
+   * (spin-then-sleep), false when it runs its own event loop on the shared CQ ({@link poll},
+   * {@link wait}: no spin). Unset: the engine (when a driver is set).
+   */
+  readonly polling?: boolean;
+  /**
    * Shared CQ only: this QP's completions go to `sink` from now on (during whoever's drain);
    * `announce`: its token is announced on {@link readiness} after each (a progress engine drives
    * the connection), else not (the connection runs its own loop on {@link poll}/{@link wait}).

@@ -20,7 +20,9 @@
  * process's driver when one is set ({@link setBrpcRdmaDriver}; rpc/ sets the progress engine):
  * the drain hands this connection its completions and announces its token, and the driver calls
  * {@link BrpcRdmaConn.step} (receive blocks reposted, credits returned, queued bytes sent).
- * Otherwise the connection runs its own loop: poll, arm, wait off-thread.
+ * Otherwise — no driver, or a QP in event mode (`qp.polling` false: brpc's `usePolling` option,
+ * by default on a software device such as Soft-RoCE) — the connection runs its own loop: poll
+ * until nothing comes, arm, wait off-thread (on a shared CQ: the hub's one parked wait), no spin.
  *
  * Threading: the JS thread that created it; completions are waited for off-thread.
  * @module
@@ -122,7 +124,10 @@ export class BrpcRdmaConn extends ConnBase implements BrpcCompletionSink {
       this.#fail(`${chunk.length} unexpected byte(s) on the TCP connection of an RDMA connection`)
     );
     tcp.onClose((err) => this.closed_(err ?? this.peerClosed("closed its TCP connection")));
-    if (qp.readiness !== undefined && qp.attach !== undefined && driver !== null) {
+    if (
+      qp.readiness !== undefined && qp.attach !== undefined && driver !== null &&
+      qp.polling !== false
+    ) {
       qp.attach(this, true);
       this.#undrive = driver(this);
     } else void this.#loop();
@@ -173,9 +178,11 @@ export class BrpcRdmaConn extends ConnBase implements BrpcCompletionSink {
         }
         if (this.closed) break;
         this.#afterPoll();
+        // A macrotask now and then whatever the poll found: a wait that returns at once (the
+        // completions went to another member of a shared CQ) must not starve timers and sockets.
+        if (++rounds % ROUNDS_PER_YIELD === 0) await new Promise((r) => setImmediate(r));
         if (n > 0) {
-          if (++rounds % ROUNDS_PER_YIELD === 0) await new Promise((r) => setImmediate(r));
-          else await null; // let the handlers' microtasks (their answers) run
+          await null; // let the handlers' microtasks (their answers) run
           continue;
         }
         await qp.wait(WAIT_MS);

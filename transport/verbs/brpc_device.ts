@@ -14,6 +14,7 @@
  * Threading: one JS thread.
  * @module
  */
+import { existsSync } from "node:fs";
 import { setImmediate } from "node:timers";
 import type { BrpcRdmaOptions } from "../brpc_rdma/options.ts";
 import type { Context } from "./context.ts";
@@ -29,6 +30,16 @@ export interface BrpcDevicePick {
   readonly gidIndex: number;
   readonly gid: Uint8Array;
   readonly lid: number;
+  /**
+   * A software device (Soft-RoCE `rxe`, `siw`): the RDMA transport runs in this host's kernel on
+   * its CPUs (sysfs gives such devices a `parent` network interface; hardware devices have none).
+   */
+  readonly software: boolean;
+}
+
+/** Whether `name` is a software RDMA device (see {@link BrpcDevicePick.software}). */
+export function isSoftwareDevice(name: string): boolean {
+  return existsSync(`/sys/class/infiniband/${name}/parent`) || /^(rxe|siw)/.test(name);
 }
 
 /** What a pooled QP must match to be taken. */
@@ -131,6 +142,7 @@ export async function pickBrpcDevice(o: BrpcRdmaOptions, host: string): Promise<
     gidIndex: gid,
     gid: hub.ctx.queryGid(o.port, gid),
     lid: port.lid,
+    software: isSoftwareDevice(hub.ctx.deviceName),
   };
   picks.set(key, pick);
   return pick;

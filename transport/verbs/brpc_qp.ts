@@ -68,6 +68,7 @@ export async function openBrpcQp(o: BrpcRdmaOptions, local: NetAddress): Promise
   const make = () => new VerbsBrpcQp(pick, o);
   const qp = takePrepared<VerbsBrpcQp>(pick, shape) ?? make();
   qp.settled = () => refillPool(pick, shape, o.preparedQps, make);
+  qp.polling = o.usePolling === "auto" ? !pick.software : o.usePolling;
   return qp;
 }
 
@@ -93,6 +94,8 @@ class VerbsBrpcQp implements BrpcQp, HubMember {
   readonly readiness: ReadinessToken;
   readonly ownImm = true;
   announce = false;
+  /** Set by {@link openBrpcQp} from the options and the device (see `BrpcQp.polling`). */
+  polling = true;
   /** Called once when the handshake that took it ended (established: attached; or closed). */
   settled: (() => void) | null = null;
   /** The device port (brpc `-rdma_port`). */
@@ -110,6 +113,12 @@ class VerbsBrpcQp implements BrpcQp, HubMember {
   readonly #rsv: DataView;
   readonly #bad = new Uint32Array(1);
   #sink: BrpcCompletionSink | null = null;
+  /**
+   * Completions dispatched before a sink was attached (the QP is RTR once brought up, and another
+   * member's drain of the shared CQ may reap its first receives before the connection exists):
+   * kept, blocks not reposted, and handed over at {@link attach}. Bounded by the queues' depths.
+   */
+  #early: { recv: boolean; wrId: number; len: number; imm: number; status: number }[] | null = null;
   #reposts = 0;
   #joined = false;
   #closed = false;
@@ -169,6 +178,13 @@ class VerbsBrpcQp implements BrpcQp, HubMember {
   attach(sink: BrpcCompletionSink, announce: boolean): void {
     this.#sink = sink;
     this.announce = announce;
+    const early = this.#early;
+    this.#early = null;
+    for (const c of early ?? []) {
+      if (this.#closed) break;
+      if (!c.recv) sink.onSend(c.wrId, c.status);
+      else this.#received(sink, c.wrId, c.len, c.imm, c.status);
+    }
     this.#settle();
   }
 
@@ -269,17 +285,40 @@ class VerbsBrpcQp implements BrpcQp, HubMember {
 
   /** Hub: a send completion of this QP. */
   onSend(wc: WcReader, k: number): void {
-    if (!this.#closed) this.#sink?.onSend(wc.wrId(k), wc.status(k));
+    if (this.#closed) return;
+    const sink = this.#sink;
+    if (sink !== null) sink.onSend(wc.wrId(k), wc.status(k));
+    else {
+      const c = { recv: false, wrId: wc.wrId(k), len: 0, imm: 0, status: wc.status(k) };
+      (this.#early ??= []).push(c);
+    }
   }
 
   /** Hub: a receive completion of this QP (its block is reposted after the sink's call). */
   onReceive(status: number, wc: WcReader, k: number): void {
-    const sink = this.#sink;
-    if (this.#closed || sink === null) return;
-    const b = wc.wrId(k) - RECV_WR_BASE;
-    const o = b * this.blockSize;
+    if (this.#closed) return;
     const imm = (wc.wcFlags(k) & IBV_WC_WITH_IMM) !== 0 ? wc.imm(k) : 0;
-    sink.onRecv(this.#recvMr.buffer.subarray(o, o + this.blockSize), wc.byteLen(k), imm, status);
+    const sink = this.#sink;
+    if (sink !== null) this.#received(sink, wc.wrId(k), wc.byteLen(k), imm, status);
+    else {(this.#early ??= []).push({
+        recv: true,
+        wrId: wc.wrId(k),
+        len: wc.byteLen(k),
+        imm,
+        status,
+      });}
+  }
+
+  #received(
+    sink: BrpcCompletionSink,
+    wrId: number,
+    len: number,
+    imm: number,
+    status: number,
+  ): void {
+    const b = wrId - RECV_WR_BASE;
+    const o = b * this.blockSize;
+    sink.onRecv(this.#recvMr.buffer.subarray(o, o + this.blockSize), len, imm, status);
     if (status === 0 && !this.#closed) this.#repost(b);
   }
 
@@ -300,8 +339,7 @@ class VerbsBrpcQp implements BrpcQp, HubMember {
 
   wait(timeoutMs: number): Promise<boolean> {
     if (this.#closed) return Promise.resolve(false);
-    const hub = this.#pick.hub;
-    return hub.wait(hub.doorbell(), timeoutMs);
+    return this.#pick.hub.waitOwn(timeoutMs);
   }
 
   statusText(status: number): string {

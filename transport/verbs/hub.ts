@@ -84,6 +84,13 @@ export interface HubCounters {
   wrongImm: number;
   /** Sleeps on the completion channel. */
   sleeps: number;
+  /** Waits of members that run their own loop ({@link VerbsHub.waitOwn}). */
+  ownWaits: number;
+  /**
+   * Of those, the ones that ended with nothing dispatched and the doorbell where it was: at their
+   * timeout (or after one poll round while an endpoint polls). While data moves, each is a stall.
+   */
+  ownWaitTimeouts: number;
   /** CQs this hub created (always 1: tests count it). */
   cqs: number;
 }
@@ -101,6 +108,8 @@ export class VerbsHub implements ReadinessSource {
     strays: 0,
     wrongImm: 0,
     sleeps: 0,
+    ownWaits: 0,
+    ownWaitTimeouts: 0,
     cqs: 1,
   };
   readonly #lib: VerbsLib;
@@ -202,8 +211,23 @@ export class VerbsHub implements ReadinessSource {
     const e = this.#byQp.get(member.qpNum);
     if (!e || e.member !== member) return;
     this.#byQp.delete(member.qpNum);
+    this.#unqueue(e.token);
     this.#free.push(e.token);
     this.#reserved -= cqes;
+  }
+
+  /**
+   * Drops `token` from the queue for `collect` (its member left before the engine collected it):
+   * a stale token would keep {@link wait} returning at once, and would give the token's next
+   * owner a turn it did not earn. Setup path: a scan of the queue.
+   */
+  #unqueue(token: number): void {
+    if (this.#isPending[token] === 0) return;
+    this.#isPending[token] = 0;
+    const q = this.#pending;
+    let n = 0;
+    for (let i = 0; i < this.#pendingCount; i++) if (q[i] !== token) q[n++] = q[i];
+    this.#pendingCount = n;
   }
 
   /** One more (+1) or one fewer (−1) endpoint in poll mode: while any lives, `wait` busy-polls. */
@@ -288,12 +312,35 @@ export class VerbsHub implements ReadinessSource {
 
   async #sleep(seen: number, timeoutMs: number): Promise<boolean> {
     this.cq.reqNotify();
-    this.drain(); // what completed before the CQ was armed raises no event
-    if (this.#doorbell !== seen) return true;
+    // What completed before the CQ was armed raises no event. Completions handed to members that
+    // announce nothing (brpc connections in event mode) end the wait too: their owner must run.
+    if (this.drain() > 0 || this.#doorbell !== seen) return true;
     this.counters.sleeps++;
     const woke = await this.channel.waitEventOrWake(this.#wakeFd, timeoutMs);
-    this.drain();
-    return woke || this.#doorbell !== seen;
+    return this.drain() > 0 || woke || this.#doorbell !== seen;
+  }
+
+  /**
+   * The wait of a member that runs its own loop (a brpc connection in event mode): like
+   * {@link wait}, but tokens queued for the progress engine do not end it. Those are the engine's
+   * to collect on its own turn; a waiter that returned at once for them would loop in microtasks
+   * while the engine, which runs on a macrotask, never gets the turn that clears them.
+   * Resolves true when completions were dispatched or the doorbell moved, false on timeout.
+   */
+  async waitOwn(timeoutMs: number): Promise<boolean> {
+    const seen = this.#doorbell;
+    this.counters.ownWaits++;
+    let woke: boolean;
+    if (this.#pollers > 0) {
+      woke = await new Promise((r) =>
+        setImmediate(() => r(this.drain() > 0 || this.#doorbell !== seen))
+      );
+    } else {
+      this.#sleeping ??= this.#sleep(seen, timeoutMs).finally(() => (this.#sleeping = null));
+      woke = await this.#sleeping;
+    }
+    if (!woke) this.counters.ownWaitTimeouts++;
+    return woke;
   }
 
   /** Local work arrived (or the last session left): the wait returns at once. */
