@@ -90,7 +90,10 @@ test(
     }
     const after = kernelResourceCounts();
     assertEquals(after, before, "kernel RDMA resource counts before/after");
-    assertEquals(openFds(), fdsBefore, "open file descriptors before/after");
+    // Not equal: another fd of this process (a pipe of an earlier test's child, closed when the
+    // child is reaped) may close meanwhile. A leak grows the count (1,000 cycles: by up to 1,000).
+    const fdsAfter = openFds();
+    assert(fdsAfter <= fdsBefore, `open file descriptors before/after: ${fdsBefore} → ${fdsAfter}`);
   },
   { timeoutMs: 300_000 },
 );
