@@ -12,6 +12,8 @@
  *
  *   node_modules/.bin/deno run -A bench/agent/profile.ts [--runtime deno|bun] [--workers bun|deno]
  *       [--procs 8] [--seconds 5] [--top 30] [--perf] [--root DIR (another checkout)]
+ *       [--direct (no agent: the workers with their own connections, for the comparison;
+ *                  with --perf, worker 0 is recorded)]
  * @module
  */
 import { spawn, spawnSync } from "node:child_process";
@@ -25,7 +27,8 @@ const ROOT = resolve(arg("root", new URL("../..", import.meta.url).pathname));
 const rt = arg("runtime", "deno") as "deno" | "bun";
 const workersRt = arg("workers", "bun") as "deno" | "bun";
 const PROCS = numArg("procs", 8), SECONDS = numArg("seconds", 5), TOP = numArg("top", 30);
-const PERF = ARGS.includes("--perf");
+const PERF = ARGS.includes("--perf"), DIRECT = ARGS.includes("--direct");
+if (DIRECT && !PERF) throw new Error("--direct profiles with --perf only");
 const bin = (r: string) => join(ROOT, `node_modules/.bin/${r}`);
 const dir = mkdtempSync(join(tmpdir(), "verbus-agent-prof-"));
 const name = `prof-${Math.random().toString(36).slice(2, 6)}`;
@@ -63,16 +66,16 @@ const server = run("bun", ["cli/main.ts", "serve", "--port", "0", "--json"]);
 const port = (await until(server, /"port":(\d+)/))[1];
 const prof = PERF ? perfFlags(rt) : ["--cpu-prof", `--cpu-prof-dir=${dir}`];
 const agentArgs = ["cli/main.ts", "agent", "--connect", `127.0.0.1:${port}`, "--listen", name];
-const agent = run(rt, agentArgs, prof);
-await until(agent, /listening on agent:/);
+const agent = DIRECT ? null : run(rt, agentArgs, prof);
+if (agent) await until(agent, /listening on agent:/);
+const target = agent ? ["--agent", name] : ["--address", `127.0.0.1:${port}`];
 const go = join(dir, "go");
 const workers = Array.from(
   { length: PROCS },
   () =>
     run(workersRt, [
       "bench/agent/worker.ts",
-      "--agent",
-      name,
+      ...target,
       "--go",
       go,
       "--seconds",
@@ -83,7 +86,7 @@ for (const w of workers) await until(w, /^ready$/m);
 const load0 = loadavg()[0];
 writeFileSync(go, "");
 await sleep(SECONDS * 100);
-const pids = [server.c.pid, agent.c.pid, ...workers.map((w) => w.c.pid)];
+const pids = [server.c.pid, agent?.c.pid, ...workers.map((w) => w.c.pid)];
 const c0 = pids.map(cpuMs), t0 = performance.now();
 const perfData = join(dir, "perf.data");
 const perf = PERF
@@ -95,7 +98,7 @@ const perf = PERF
     "-o",
     perfData,
     "-p",
-    `${agent.c.pid},${workers[0].c.pid}`,
+    agent ? `${agent.c.pid},${workers[0].c.pid}` : `${workers[0].c.pid}`,
     "--",
     "sleep",
     String(SECONDS * 0.65),
@@ -107,23 +110,27 @@ if (perf) await new Promise((r) => perf.once("exit", r));
 const results = await Promise.all(workers.map((w) => until(w, /result (\{.*\})/)));
 const rates = results.map((m) => JSON.parse(m[1])).map((r) => r.calls / r.seconds);
 const calls = rates.reduce((a, r) => a + r, 0);
-agent.c.kill("SIGTERM");
-await new Promise((r) => agent.c.once("exit", r));
+if (agent) {
+  agent.c.kill("SIGTERM");
+  await new Promise((r) => agent.c.once("exit", r));
+}
 server.c.kill("SIGTERM");
 const nsPer = (i: number) => ((c1[i] - c0[i]) * 1e6) / (calls * window);
 let wNs = 0;
 for (let i = 2; i < pids.length; i++) wNs += nsPer(i);
 console.log(
-  `agent (${rt}) with ${PROCS} ${workersRt} workers: ${Math.round(calls)} calls/s (load ${
-    load0.toFixed(1)
-  }); CPU ns/call (/proc): server ${nsPer(0).toFixed(0)}, agent ${nsPer(1).toFixed(0)}, workers ${
-    wNs.toFixed(0)
-  } (worker 0: ${(nsPer(2) * calls / rates[0]).toFixed(0)} per own call)`,
+  `${agent ? `agent (${rt})` : "direct"} with ${PROCS} ${workersRt} workers: ${
+    Math.round(calls)
+  } calls/s (load ${load0.toFixed(1)}); CPU ns/call (/proc): server ${nsPer(0).toFixed(0)}, agent ${
+    nsPer(1).toFixed(0)
+  }, workers ${wNs.toFixed(0)} (worker 0: ${
+    (nsPer(2) * calls / rates[0]).toFixed(0)
+  } per own call)`,
 );
 
 if (PERF) {
   // Per process: symbols by self samples (CPU clock), as ns of CPU per call of that process.
-  const perCall = [{ pid: agent.c.pid!, what: "agent", n: calls }, {
+  const perCall = [...(agent ? [{ pid: agent.c.pid!, what: "agent", n: calls }] : []), {
     pid: workers[0].c.pid!,
     what: "worker 0",
     n: rates[0],
@@ -166,7 +173,7 @@ if (PERF) {
   }
 } else {
   const file = readdirSync(dir).find((f) => f.endsWith(".cpuprofile"));
-  if (!file) throw new Error(`no profile in ${dir}:\n${agent.out()}`);
+  if (!file) throw new Error(`no profile in ${dir}:\n${agent?.out()}`);
   const p: CpuProfile = JSON.parse(readFileSync(join(dir, file), "utf8"));
   const self = new Map<number, number>();
   p.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (p.timeDeltas[i + 1] ?? 0)));
