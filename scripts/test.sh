@@ -47,7 +47,7 @@ fi
 if [ "$mode" != quick ]; then
   if [ -x "$SOFTROCE/run-in-vm.sh" ]; then
     echo "=== VM suites (Soft-RoCE rxe0 <-> rxe1) ==="
-    SR_SHARE=$PWD SR_TIMEOUT=${SR_TIMEOUT:-1500} "$SOFTROCE/run-in-vm.sh" 'bash tests/vm/run.sh' 2>&1 \
+    SR_SHARE=$PWD SR_TIMEOUT=${SR_TIMEOUT:-2400} "$SOFTROCE/run-in-vm.sh" 'bash tests/vm/run.sh' 2>&1 \
       | grep -vE '^\s*$|^\[ *[0-9.]+\] '
     suites+=(vm-deno vm-bun)
     for kind in "${VM_FABRICS[@]}"; do suites+=("vm-$kind-deno" "vm-$kind-bun"); done
