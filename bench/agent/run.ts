@@ -104,14 +104,19 @@ function serverLoad(
   return { connections, shmSessions, threads };
 }
 
-/** CPU ms (user + kernel, all threads) `pid` used so far; 0 when it ended. */
+/**
+ * CPU ms (user + kernel, all threads) `pid` used so far; 0 without a pid (no agent), NaN when
+ * the process ended (a worker that finished its run before the window's last sample, which a
+ * crushed host makes happen: the round's CPU figures are then NaN, not a negative number).
+ */
 function cpuMs(pid: number | undefined): number {
+  if (pid === undefined) return 0;
   try {
     const s = readFileSync(`/proc/${pid}/stat`, "utf8");
     const f = s.slice(s.lastIndexOf(")") + 2).split(" ");
     return (Number(f[11]) + Number(f[12])) * 10; // utime, stime in USER_HZ (100) ticks
   } catch {
-    return 0;
+    return NaN;
   }
 }
 
@@ -235,8 +240,9 @@ function cpuText(c: CpuPerCall, digits = 2): string {
   } = ${c.total.toFixed(digits)}`;
 }
 
+/** The median of the numbers among `xs` (NaN: a round whose CPU could not be read). */
 function medianOf(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
+  const s = xs.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 }
 
