@@ -59,6 +59,20 @@ function cpuMs(pid: number | undefined): number {
     return 0;
   }
 }
+/** Context switches of `pid`'s threads so far: [voluntary (waits), involuntary (preempted, yields)]. */
+function switches(pid: number | undefined): [number, number] {
+  let v = 0, n = 0;
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        const st = readFileSync(`/proc/${pid}/task/${tid}/status`, "utf8");
+        v += Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(st)?.[1] ?? 0);
+        n += Number(/^nonvoluntary_ctxt_switches:\s+(\d+)/m.exec(st)?.[1] ?? 0);
+      } catch { /* the thread ended */ }
+    }
+  } catch { /* the process ended */ }
+  return [v, n];
+}
 /** What makes a process's JIT frames nameable by perf (Deno: V8's perf map). */
 const perfFlags = (r: string) => PERF && r === "deno" ? ["--v8-flags=--perf-basic-prof"] : [];
 
@@ -87,7 +101,7 @@ const load0 = loadavg()[0];
 writeFileSync(go, "");
 await sleep(SECONDS * 100);
 const pids = [server.c.pid, agent?.c.pid, ...workers.map((w) => w.c.pid)];
-const c0 = pids.map(cpuMs), t0 = performance.now();
+const c0 = pids.map(cpuMs), s0 = pids.map(switches), t0 = performance.now();
 const perfData = join(dir, "perf.data");
 const perf = PERF
   ? spawn("perf", [
@@ -105,7 +119,7 @@ const perf = PERF
   ], { stdio: "ignore" })
   : null;
 await sleep(SECONDS * 650);
-const c1 = pids.map(cpuMs), window = (performance.now() - t0) / 1000;
+const c1 = pids.map(cpuMs), s1 = pids.map(switches), window = (performance.now() - t0) / 1000;
 if (perf) await new Promise((r) => perf.once("exit", r));
 const results = await Promise.all(workers.map((w) => until(w, /result (\{.*\})/)));
 const rates = results.map((m) => JSON.parse(m[1])).map((r) => r.calls / r.seconds);
@@ -128,6 +142,18 @@ console.log(
   } per own call)`,
 );
 
+/** Switches per call of the processes `from`.. `to` (exclusive): "voluntary + involuntary". */
+const sw = (from: number, to: number) => {
+  let v = 0, n = 0;
+  for (let i = from; i < to; i++) v += s1[i][0] - s0[i][0], n += s1[i][1] - s0[i][1];
+  const per = calls * window;
+  return `${(v / per).toFixed(3)} + ${(n / per).toFixed(3)}`;
+};
+console.log(
+  `context switches per call (voluntary + involuntary): server ${sw(0, 1)}, agent ${
+    sw(1, 2)
+  }, workers ${sw(2, pids.length)}`,
+);
 if (PERF) {
   // Per process: symbols by self samples (CPU clock), as ns of CPU per call of that process.
   const perCall = [...(agent ? [{ pid: agent.c.pid!, what: "agent", n: calls }] : []), {
