@@ -74,7 +74,8 @@ function switches(pid: number | undefined): [number, number] {
   return [v, n];
 }
 /** What makes a process's JIT frames nameable by perf (Deno: V8's perf map). */
-const perfFlags = (r: string) => PERF && r === "deno" ? ["--v8-flags=--perf-basic-prof"] : [];
+const perfFlags = (r: string) =>
+  PERF && r === "deno" ? [`--v8-flags=--perf-basic-prof,--logfile=${dir}/v8.log`] : [];
 
 const server = run("bun", ["cli/main.ts", "serve", "--port", "0", "--json"]);
 const port = (await until(server, /"port":(\d+)/))[1];
