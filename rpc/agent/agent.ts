@@ -5,11 +5,14 @@
  * session, one QP, one region instead of N.
  *
  * Loop: drain the ring (producers' posted requests), decode each record (bounds-checked: a bad
- * record is answered with an error naming what was wrong), forward it with `Client.call` — which
- * picks EAGER / LAZY / BULK / TCP for the remote leg like any client — and write the answer back
- * into the producer's slot (or its spill area's response half when larger; when that half is full
- * of answers not consumed yet, the answer waits in `held_answers.ts` and is written, in order, as
- * soon as the producer releases earlier ones — only an answer larger than the whole half fails).
+ * record is answered with an error naming what was wrong), forward the batch under one doorbell
+ * with `Client.callTo` — which picks EAGER / LAZY / BULK / TCP for the remote leg like any client,
+ * and on the fabric posts each call with its answer's destination (this agent's sink, tagged by
+ * ring slot: no promise, no result object) — and write the answer back, copied once from the
+ * remote session's slot, into the producer's slot (or its spill area's response half when larger;
+ * when that half is full of answers not consumed yet, the answer waits in `held_answers.ts` and is
+ * written, in order, as soon as the producer releases earlier ones — only an answer larger than
+ * the whole half fails).
  * Idle, the loop sleeps in one futex wait on the ring's doorbell (producers wake it only while it
  * sleeps); about every `sweepMs` it gives back the table entries of producers that died or left
  * (dropping answers held for them), and reclaims ring positions claimed and never published.
