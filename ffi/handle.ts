@@ -4,40 +4,63 @@
  * that frees a forgotten handle only as a safety net (its errors are swallowed: an explicit
  * `close()` is the only path that reports failures).
  *
- * A parent holds its children weakly (a `WeakRef` each), so a child its owner forgot can be
- * collected, and freed by the safety net, while its parent lives; a child holds its parents
- * strongly, and so does its safety-net record until it has run, so a parent is never freed
- * before a child of it (the native library refuses, or worse, to free a PD with live MRs).
+ * A parent holds its children's native records (pointer, destroy call, their own children), not
+ * the handles themselves, so a child its owner forgot can be collected, and freed by the safety
+ * net, while its parent lives. A handle collected but not yet finalized (the registry's callback
+ * runs some tasks later) is still in its parents' records: a parent closed meanwhile frees it,
+ * its children first, before itself, and the callback then finds it done. A child holds its
+ * parents strongly, and so does its record, so a parent is never freed before a child of it (the
+ * native library refuses, or worse, to free a PD with live MRs).
  * @module
  */
 import { ClosedError } from "../errors.ts";
 import type { NonNullPtr } from "./types.ts";
 
-/** What the safety net needs to free a collected handle and leave its parents. */
+/** A handle's native side: what frees it, whether or not the handle object is still there. */
 interface Held {
   ptr: NonNullPtr;
   destroy: (ptr: NonNullPtr) => void;
-  /** The collected handle's entry in each parent's children. */
+  /** The handle, while it is not collected. */
   ref: WeakRef<NativeHandle>;
-  parents: NativeHandle[];
+  /** Handles that must outlive this one (held strongly until it is freed: see the module note). */
+  parents: readonly NativeHandle[];
+  /** Records of the open children, oldest first. */
+  children: Set<Held>;
+  /** Freed (closed, or freed for a collected handle): never again. */
+  done: boolean;
 }
 
 /** A native object with an owner-managed lifetime. Subclasses supply the C destroy call. */
 export abstract class NativeHandle {
   /** Frees what was collected unclosed (children before parents: see the module note). */
-  static readonly #registry = new FinalizationRegistry<Held>((held) => {
-    for (const p of held.parents) p.#children.delete(held.ref);
+  static readonly #registry = new FinalizationRegistry<Held>((held) =>
+    void NativeHandle.#free(held)
+  );
+
+  /**
+   * Frees a collected handle's native object, its children's first (newest first), and takes it
+   * out of its parents' records. Returns the first destroy error (the safety net drops it; a
+   * parent's close reports it).
+   */
+  static #free(held: Held): unknown {
+    if (held.done) return undefined;
+    held.done = true;
+    let first: unknown = undefined;
+    for (const c of [...held.children].reverse()) first ??= NativeHandle.#free(c);
+    held.children.clear();
+    for (const p of held.parents) p.#held.children.delete(held);
+    held.parents = [];
     try {
       held.destroy(held.ptr);
-    } catch { /* safety net only */ }
-  });
+    } catch (e) {
+      first ??= e;
+    }
+    return first;
+  }
 
   #ptr: NonNullPtr | null;
-  /** Open children, oldest first, each held weakly. */
-  #children = new Set<WeakRef<NativeHandle>>();
-  /** This handle's entry in its parents' children. */
-  readonly #ref: WeakRef<NativeHandle> = new WeakRef(this);
-  #parents: NativeHandle[];
+  /** This handle's native record (also in each parent's children and in the registry). */
+  readonly #held: Held;
   /** What this is, for messages: "ibv_pd", "ibv_qp 0x12"... */
   readonly kind: string;
 
@@ -56,17 +79,21 @@ export abstract class NativeHandle {
   ) {
     this.kind = kind;
     this.#ptr = ptr;
-    this.#parents = parent === null
+    const parents = parent === null
       ? []
       : Array.isArray(parent)
       ? [...new Set(parent)]
       : [parent as NativeHandle];
-    for (const p of this.#parents) p.#children.add(this.#ref);
-    NativeHandle.#registry.register(
-      this,
-      { ptr, destroy, ref: this.#ref, parents: this.#parents },
-      this,
-    );
+    this.#held = {
+      ptr,
+      destroy,
+      ref: new WeakRef(this),
+      parents,
+      children: new Set(),
+      done: false,
+    };
+    for (const p of parents) p.#held.children.add(this.#held);
+    NativeHandle.#registry.register(this, this.#held, this);
   }
 
   /** The native pointer. Throws {@link ClosedError} after close(). For this module tree only. */
@@ -86,28 +113,34 @@ export abstract class NativeHandle {
    */
   get openChildren(): number {
     let n = 0;
-    for (const ref of this.#children) if (ref.deref() !== undefined) n++;
+    for (const c of this.#held.children) if (c.ref.deref() !== undefined) n++;
     return n;
   }
 
-  /** Closes every child (newest first), then this handle. Safe twice. Throws the destroy error. */
+  /**
+   * Closes every child (newest first; one already collected but not yet finalized is freed here),
+   * then this handle. Safe twice. Throws the first destroy error.
+   */
   close(): void {
     if (this.#ptr === null) return;
-    const children = [...this.#children].reverse();
+    const held = this.#held;
     let first: unknown = undefined;
-    for (const ref of children) {
+    for (const c of [...held.children].reverse()) {
       try {
-        ref.deref()?.close();
+        const child = c.ref.deref();
+        if (child !== undefined) child.close();
+        else first ??= NativeHandle.#free(c);
       } catch (e) {
         first ??= e;
       }
     }
-    this.#children.clear();
+    held.children.clear();
     const ptr = this.#ptr;
     this.#ptr = null;
+    held.done = true;
     NativeHandle.#registry.unregister(this);
-    for (const p of this.#parents) p.#children.delete(this.#ref);
-    this.#parents = [];
+    for (const p of held.parents) p.#held.children.delete(held);
+    held.parents = [];
     this.beforeDestroy();
     this.destroy(ptr);
     if (first !== undefined) throw first;
