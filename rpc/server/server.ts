@@ -285,7 +285,7 @@ export class Server implements ConnectionHost {
   /**
    * Graceful stop: stops accepting, answers new requests with ELOGOFF, waits (up to
    * `drainTimeoutMs`) for calls in flight, flushes their answers, then closes every connection.
-   * Idempotent: later calls return the same promise.
+   * When it resolves the port is free again. Idempotent: later calls return the same promise.
    */
   close(): Promise<void> {
     return this.#closing ??= this.#close();
@@ -294,7 +294,7 @@ export class Server implements ConnectionHost {
   async #close(): Promise<void> {
     // Out of the naming service first, so clients stop choosing this server while it drains.
     const unregistered = this.registration?.stop();
-    this.#listener?.close();
+    const released = this.#listener?.close();
     this.fabric?.close();
     this.#handshake?.close();
     this.dispatcher.stop();
@@ -318,6 +318,7 @@ export class Server implements ConnectionHost {
     this.#sweep.stop();
     this.#limiter.flush(); // the repeats counted so far are said, not lost
     await unregistered;
+    await released;
   }
 
   /** Same as {@link close}. */

@@ -162,7 +162,7 @@ test("mixed fleet: a call whose deadline passes while its server's hello times o
 async function freePort(): Promise<number> {
   const l = await tcp.listen({ host: "127.0.0.1", port: 0, onConnection: (c) => c.close() });
   const port = l.port;
-  l.close();
+  await l.close(); // the port is free only then (Deno: an event-loop turn later)
   return port;
 }
 

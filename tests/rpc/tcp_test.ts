@@ -4,6 +4,7 @@
  */
 import { ConnectFailedError, ConnectionClosedError, VerbusError } from "../../errors.ts";
 import { encodeFrame, FrameParser } from "../../rpc/protocol/frame.ts";
+import { serve } from "../../rpc/server/server.ts";
 import { RawReader, tcp, type TcpConn, type TcpListener } from "../../transport/tcp/mod.ts";
 import { RUNTIME } from "../../util/runtime.ts";
 import { assert, assertEquals, assertRejects, test } from "../harness.ts";
@@ -289,6 +290,29 @@ test("listening on a port in use fails with LISTEN_FAILED", async () => {
   } finally {
     listener.close();
   }
+});
+
+test("once close() resolves the port is free: listening on it again succeeds at once", async () => {
+  // Deno releases the socket only when its pending accept ends, an event-loop turn after close:
+  // a listen (or a spawned process's bind) before then met EADDRINUSE.
+  for (let i = 0; i < 5; i++) {
+    const { listener } = await listenOnce();
+    const port = listener.port;
+    await listener.close();
+    const again = await tcp.listen({ host: "127.0.0.1", port, onConnection: (c) => c.close() });
+    assertEquals(again.port, port);
+    await again.close();
+  }
+});
+
+test("once serve()'s close() resolves its port is free: serving on it again succeeds", async () => {
+  const quiet = { warn: () => {}, info: () => {} };
+  const first = await serve({ port: 0, host: "127.0.0.1", services: {}, logger: quiet });
+  const port = first.port;
+  await first.close();
+  const again = await serve({ port, host: "127.0.0.1", services: {}, logger: quiet });
+  assertEquals(again.port, port);
+  await again.close();
 });
 
 test(

@@ -63,7 +63,7 @@ async function until(what: string, ok: () => boolean, ms = 10_000): Promise<void
 async function freePort(): Promise<number> {
   const l = await tcp.listen({ host: "127.0.0.1", port: 0, onConnection: (c) => c.close() });
   const port = l.port;
-  l.close();
+  await l.close(); // the port is free only then (Deno: an event-loop turn later)
   return port;
 }
 

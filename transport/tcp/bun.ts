@@ -242,11 +242,13 @@ class BunTcpListener implements TcpListener {
     this.#pause(Math.min(PAUSE_MAX_MS, this.#pausedMs * 2), free);
   };
 
-  close(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    clearTimeout(this.#timer);
-    if (this.#pausedMs === 0) this.#listener.stop(false);
+  close(): Promise<void> {
+    if (!this.#closed) {
+      this.#closed = true;
+      clearTimeout(this.#timer);
+      if (this.#pausedMs === 0) this.#listener.stop(false);
+    }
+    return Promise.resolve(); // stop() frees the port at once
   }
 }
 

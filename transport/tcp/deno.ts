@@ -129,6 +129,9 @@ class DenoTcpListener implements TcpListener {
   readonly port: number;
   readonly #listener: Deno.TcpListener;
   #closed = false;
+  /** The last accept asked for: Deno holds the socket open until it ends. */
+  #accepting: Promise<Deno.TcpConn> | null = null;
+  #released: Promise<void> | null = null;
 
   constructor(listener: Deno.TcpListener, host: string, options: ListenOptions) {
     this.#listener = listener;
@@ -143,7 +146,7 @@ class DenoTcpListener implements TcpListener {
     while (!this.#closed) {
       let conn: Deno.TcpConn;
       try {
-        conn = await this.#listener.accept();
+        conn = await (this.#accepting = this.#listener.accept());
       } catch (e) {
         if (this.#closed) return;
         if (e instanceof Deno.errors.BadResource) return;
@@ -169,12 +172,16 @@ class DenoTcpListener implements TcpListener {
     }
   }
 
-  close(): void {
-    if (this.#closed) return;
+  close(): Promise<void> {
+    if (this.#released) return this.#released;
     this.#closed = true;
     try {
       this.#listener.close();
     } catch { /* already closed */ }
+    // The pending accept fails (BadResource) once Deno has dropped the socket; a settled one
+    // (the loop backing off) held nothing, and the socket closed just now.
+    const settled = () => {};
+    return this.#released = (this.#accepting ?? Promise.resolve()).then(settled, settled);
   }
 }
 

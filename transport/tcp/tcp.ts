@@ -111,8 +111,13 @@ export interface TcpListener {
   readonly host: string;
   /** The bound port. */
   readonly port: number;
-  /** Stops accepting. Connections already accepted stay open. Safe to call more than once. */
-  close(): void;
+  /**
+   * Stops accepting. Connections already accepted stay open. Safe to call more than once. The
+   * promise resolves once the port is free again: Deno closes the socket only when its pending
+   * accept ends, an event-loop turn after close, and a listen on the port (a spawned process's
+   * too) before then fails with EADDRINUSE; Bun frees it at once.
+   */
+  close(): Promise<void>;
 }
 
 /**
