@@ -78,6 +78,12 @@ export interface FabricEndpoint {
    */
   readonly readiness?: ReadinessToken;
 
+  /**
+   * True when {@link write} copies straight from any memory into the peer's (shm: a memcpy into its
+   * mapping): a BULK request is then written from the caller's bytes in one copy, not gathered in
+   * staging first. Optional; absent = false (BULK goes through staging and {@link writeSg}).
+   */
+  readonly writesFromAnyMemory?: boolean;
   /** One-sided write of `src` (any bytes; copied or inlined as the fabric needs) to the peer at `remoteOff`. */
   write(wrId: number, remoteOff: number, src: Uint8Array, flags: number): number;
   /**

@@ -97,6 +97,10 @@ test(
         assertEquals(Array.from(a.bytes.subarray(100)), Array.from(att));
       }
       assert(sink.viewed >= 40, "answers came as views of the session's memory");
+      assert(
+        session.stats.bulkDirect >= 1,
+        "the 200 kB request went BULK in one copy, not via staging",
+      );
       const big = sink.answers.get(100)!;
       assertEquals([big.len, big.path !== "EAGER", big.bytes.every((b) => b === 3)], [
         200_000,
@@ -173,6 +177,11 @@ test(
         `request doorbells ${st.remote.doorbells} ≤ batches ${st.batches} (+ ${reclaims} RECLAIM posts)`,
       );
       assert(st.batches < st.forwarded, `batches ${st.batches} < calls ${st.forwarded}`);
+      // The 150 kB puts: from the producer's spill area into the server's BULK area in one copy.
+      assert(
+        agent.remote.session!.stats.bulkDirect >= 6,
+        "spilled requests written without staging",
+      );
     } finally {
       await Promise.all(producers.map((p) => p.kill()));
       await agent.close();

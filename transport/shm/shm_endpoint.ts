@@ -65,6 +65,8 @@ const SHM_FAULTS: readonly FaultKind[] = ["fail", "fail-next-write"];
 export class ShmEndpoint implements FabricEndpoint {
   readonly kind = "shm" as const;
   readonly simulated = false;
+  /** `write` is a memcpy from any bytes into the peer's mapping (BULK skips staging). */
+  readonly writesFromAnyMemory = true;
   readonly local: Uint8Array;
   readonly remoteSize: number;
   readonly #remote: Uint8Array;

@@ -90,6 +90,7 @@ export class ClientSession {
     submitted: 0,
     sunk: 0,
     doorbells: 0,
+    bulkDirect: 0,
     completed: 0,
     lazyReads: 0,
     lazyWaits: 0,

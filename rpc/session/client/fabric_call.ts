@@ -100,6 +100,8 @@ export interface ClientSessionStats {
   sunk: number;
   /** Doorbells rung for requests (a batch of calls submitted together rings one). */
   doorbells: number;
+  /** BULK requests written straight from the caller's bytes, not gathered in staging (shm). */
+  bulkDirect: number;
   /** Calls answered (every answer the session settled a call with). */
   completed: number;
   /** progress() rounds that completed at least one call (completed ÷ this = answers per batch). */

@@ -2,9 +2,11 @@
  * Writes requests into the server's region, client side. A request goes in three steps, each a
  * one-sided write through the fabric: the payload (EAGER/LAZY: request and attachment into the
  * slot's inline area; BULK: gathered in staging, then one scatter-gather write into an extent the
- * client allocated in the server's BULK area), then the descriptor body, then — in its own write —
- * the descriptor's state word READY (state-last publication). Before the first use of a slot
- * higher than any used so far, the server's scan limit is widened.
+ * client allocated in the server's BULK area — or, on a fabric whose `write` copies from any
+ * memory (shm), written straight from the caller's bytes into that extent, one copy), then the
+ * descriptor body, then — in its own write — the descriptor's state word READY (state-last
+ * publication). Before the first use of a slot higher than any used so far, the server's scan
+ * limit is widened.
  *
  * Doorbells are coalesced: a post leaves the doorbell owed and rings it from a microtask (or
  * from the session's next progress round, whichever comes first), so the calls a burst of
@@ -62,8 +64,8 @@ export class RequestWriter {
     this.#ringScheduled = false;
     if (this.#corked === 0) this.ringOwed();
   };
-  /** Where doorbells rung are counted (the session's stats). */
-  readonly #stats: { doorbells: number };
+  /** Where doorbells rung and BULK requests written without staging are counted (the session's stats). */
+  readonly #stats: { doorbells: number; bulkDirect: number };
   /** The request metadata blocks (headers, request_id), one at a time. */
   readonly #metaBlock = new MetaBlockEncoder();
   /** The largest block the server takes (both sides derive it from its slot size). */
@@ -73,7 +75,7 @@ export class RequestWriter {
     endpoint: FabricEndpoint,
     server: RegionLayout,
     staging: StagingArea,
-    stats: { doorbells: number } = { doorbells: 0 },
+    stats: { doorbells: number; bulkDirect: number } = { doorbells: 0, bulkDirect: 0 },
   ) {
     this.#endpoint = endpoint;
     this.#stats = stats;
@@ -127,7 +129,15 @@ export class RequestWriter {
   ): number {
     const ep = this.#endpoint, d = this.#desc, bulk = slot.bulkOffset >= 0;
     let offset: number, entries = 0, st: number;
-    if (bulk) {
+    if (bulk && ep.writesFromAnyMemory === true) {
+      // One copy, straight from the caller's bytes (e.g. an agent producer's spill area) into the
+      // server's BULK extent; the staging extent reserved with it stays unused until release.
+      offset = this.#server.bulk.offset + slot.bulkOffset;
+      entries = attachment.length ? 2 : 1;
+      st = request.length ? ep.write(0, offset, request, 0) : OK;
+      if (st === OK && attachment.length) st = ep.write(0, offset + request.length, attachment, 0);
+      this.#stats.bulkDirect++;
+    } else if (bulk) {
       const at = this.#staging.regionOffset(slot.stagingOffset), local = ep.local;
       const split = at + request.length;
       local.set(request, at);
