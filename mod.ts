@@ -88,7 +88,13 @@ export type { CallOptions, CallResult, ChannelOptions } from "./rpc/tcp/channel.
 export { prepareBrpcRdma } from "./rpc/brpc/brpc_rdma.ts";
 
 // Server.
-export { borrowsRequest, serve, ServeOptionsSchema, Server, typedMethod } from "./rpc/server/server.ts";
+export {
+  borrowsRequest,
+  serve,
+  ServeOptionsSchema,
+  Server,
+  typedMethod,
+} from "./rpc/server/server.ts";
 export type {
   CallContext,
   Handler,

@@ -244,7 +244,10 @@ const CLEAN: SourceGraph = {
   "transport/registry.ts": { imports: ["zod", "transport/provider.ts"], lines: 10 },
   "transport/shm/provider.ts": { imports: ["transport/proof.ts", "ffi/libc.ts"], lines: 10 },
   "transport/tcp/tcp.ts": { imports: ["errors.ts"], lines: 10 },
-  "rpc/client/client.ts": { imports: ["transport/registry.ts", "transport/tcp/mod.ts"], lines: 400 },
+  "rpc/client/client.ts": {
+    imports: ["transport/registry.ts", "transport/tcp/mod.ts"],
+    lines: 400,
+  },
   "cli/call.ts": { imports: ["mod.ts", "examples/demo/mod.ts", "cli/options.ts"], lines: 10 },
   "cli/options.ts": { imports: ["util/options.ts", "zod"], lines: 10 },
   "cli/main.ts": { imports: ["cli/call.ts", "cli/options.ts"], lines: 10 },
@@ -253,7 +256,10 @@ const CLEAN: SourceGraph = {
     imports: ["mod.ts", "errors.ts", "examples/demo/codec.ts"],
     lines: 10,
   },
-  "mod.ts": { imports: ["rpc/client/client.ts", "transport/registry.ts", "ffi/loader.ts"], lines: 10 },
+  "mod.ts": {
+    imports: ["rpc/client/client.ts", "transport/registry.ts", "ffi/loader.ts"],
+    lines: 10,
+  },
 };
 
 /** One graph with exactly one violation of each rule (file, import). */

@@ -4,7 +4,11 @@
  * @module
  */
 import { z } from "zod";
-import type { ClientCallOptions, ClientCallResult, ClientOptions } from "../client/client_options.ts";
+import type {
+  ClientCallOptions,
+  ClientCallResult,
+  ClientOptions,
+} from "../client/client_options.ts";
 
 type Opt<T extends z.ZodType> = z.ZodOptional<T>;
 type Def<T extends z.ZodType> = z.ZodDefault<T>;

@@ -38,7 +38,9 @@ test("e2e rows: mean and p99.9 columns, the median over rounds, '—' where not 
     md,
   );
   assert(
-    md.includes("| bun | ECHO 64 B | grpc-js | EAGER | 1 | — | 2.5 | 30 | — | 41170 | 41170–41170 |"),
+    md.includes(
+      "| bun | ECHO 64 B | grpc-js | EAGER | 1 | — | 2.5 | 30 | — | 41170 | 41170–41170 |",
+    ),
     md,
   );
 });

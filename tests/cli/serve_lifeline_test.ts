@@ -56,7 +56,10 @@ test("verbus bench killed with SIGKILL: the server it started stops too", async 
     "--duration",
     "30",
   ];
-  const bench = spawn(runtimeBinary(rt), args, { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"] });
+  const bench = spawn(runtimeBinary(rt), args, {
+    cwd: REPO_ROOT,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let err = "";
   bench.stderr!.on("data", (d) => (err += d));
   let serve = 0;

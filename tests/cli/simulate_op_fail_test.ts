@@ -10,7 +10,20 @@ import { RUNTIME } from "../../ffi/runtime.ts";
 import { otherRuntime, withChild } from "../util/proc.ts";
 import { verbus } from "../util/verbus_cli.ts";
 
-const OPS = ["--ping", "--echo", "x", "--put", "k", "v", "--get", "k", "--mget", "k,k", "--profile", "1"];
+const OPS = [
+  "--ping",
+  "--echo",
+  "x",
+  "--put",
+  "k",
+  "v",
+  "--get",
+  "k",
+  "--mget",
+  "k,k",
+  "--profile",
+  "1",
+];
 
 test(`verbus call --simulate-op-fail (${RUNTIME} → ${otherRuntime()}): paths per op`, async () => {
   const help = verbus(["call", "--help"]).out;

@@ -45,10 +45,19 @@ test("the walkthroughs are there and cite the files a change touches", () => {
     assert(DOC.includes(`\n${title}\n`), `docs/ARCHITECTURE.md has no section "${title}"`);
   }
   const addFabric = DOC.split("## How to add a fabric")[1].split("\n## ")[0];
-  assert(citedPaths(addFabric).includes("transport/registry.ts"), `"How to add a fabric" names transport/registry.ts`);
+  assert(
+    citedPaths(addFabric).includes("transport/registry.ts"),
+    `"How to add a fabric" names transport/registry.ts`,
+  );
   assertEquals(expand("transport/<fabric>/descriptor.ts").length, FABRICS.length);
   const oneCall = DOC.split("## The path of one call")[1].split("\n## ")[0];
-  for (const p of ["rpc/client/client.ts", "rpc/session/client/call_spec.ts", "rpc/session/client/client_session.ts"]) {
+  for (
+    const p of [
+      "rpc/client/client.ts",
+      "rpc/session/client/call_spec.ts",
+      "rpc/session/client/client_session.ts",
+    ]
+  ) {
     assert(citedPaths(oneCall).includes(p), `"The path of one call" names ${p}`);
   }
 });

@@ -6,7 +6,11 @@
 import { readFileSync } from "node:fs";
 import { assert, assertEquals, test } from "../harness.ts";
 import { connect } from "../../rpc/client/client.ts";
-import { decodeGetResponse, encodeKeyRequest, encodePutRequest } from "../../examples/demo/codec.ts";
+import {
+  decodeGetResponse,
+  encodeKeyRequest,
+  encodePutRequest,
+} from "../../examples/demo/codec.ts";
 import { verifyLargeObject } from "../../examples/demo/large_object.ts";
 import { otherRuntime, withChild } from "../util/proc.ts";
 import { FABRIC_LABEL, pattern, SHM_ONLY, SMALL_REGION } from "./util.ts";

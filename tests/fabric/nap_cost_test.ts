@@ -21,25 +21,29 @@ function cpuMs(pid: number): number {
   return u.user + u.sys;
 }
 
-test("a server between the calls of a client calling every 2 ms uses under half a core", async () => {
-  await withChild(RUNTIME as RuntimeName, "tests/fixtures/fabric_server.ts", {
-    args: ["--slots", "64"],
-  }, async (child) => {
-    const c = await connect({ host: "127.0.0.1", port: child.port }, { fabric: "shm" });
-    try {
-      for (let i = 0; i < 50; i++) await c.call("verbus.Demo", "Echo", pattern(16, i)); // warm
-      const c0 = cpuMs(child.pid), t0 = performance.now();
-      let calls = 0;
-      while (performance.now() - t0 < 1500) {
-        const r = await c.call("verbus.Demo", "Echo", pattern(16, calls));
-        assertEquals(r.fabric, "shm");
-        calls++;
-        await sleep(2);
+test(
+  "a server between the calls of a client calling every 2 ms uses under half a core",
+  async () => {
+    await withChild(RUNTIME as RuntimeName, "tests/fixtures/fabric_server.ts", {
+      args: ["--slots", "64"],
+    }, async (child) => {
+      const c = await connect({ host: "127.0.0.1", port: child.port }, { fabric: "shm" });
+      try {
+        for (let i = 0; i < 50; i++) await c.call("verbus.Demo", "Echo", pattern(16, i)); // warm
+        const c0 = cpuMs(child.pid), t0 = performance.now();
+        let calls = 0;
+        while (performance.now() - t0 < 1500) {
+          const r = await c.call("verbus.Demo", "Echo", pattern(16, calls));
+          assertEquals(r.fabric, "shm");
+          calls++;
+          await sleep(2);
+        }
+        const pct = ((cpuMs(child.pid) - c0) / (performance.now() - t0)) * 100;
+        assert(pct < 50, `the server used ${pct.toFixed(1)} % of a core for ${calls} calls`);
+      } finally {
+        await c.close();
       }
-      const pct = ((cpuMs(child.pid) - c0) / (performance.now() - t0)) * 100;
-      assert(pct < 50, `the server used ${pct.toFixed(1)} % of a core for ${calls} calls`);
-    } finally {
-      await c.close();
-    }
-  });
-}, { skip: SHM_ONLY, timeoutMs: 60_000 });
+    });
+  },
+  { skip: SHM_ONLY, timeoutMs: 60_000 },
+);

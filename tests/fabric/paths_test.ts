@@ -6,7 +6,11 @@
  */
 import { assert, assertEquals, assertRejects, test } from "../harness.ts";
 import { RpcError } from "../../rpc/errors.ts";
-import { decodeGetResponse, encodeKeyRequest, encodePutRequest } from "../../examples/demo/codec.ts";
+import {
+  decodeGetResponse,
+  encodeKeyRequest,
+  encodePutRequest,
+} from "../../examples/demo/codec.ts";
 import { client, expectedSized, FABRIC_LABEL, pattern, sized, startServer } from "./util.ts";
 
 test("handshake: ESTABLISHED over the fabric, with the client and server state machines' history", async () => {

@@ -41,7 +41,9 @@ function nobodyReadsRepo(): boolean {
 const skip = me !== 0 ? "needs root (to run a second uid through setpriv)" : false;
 /** The tests that run verbus itself as nobody also need the checkout readable by it. */
 const skipAsNobody = skip ||
-  (nobodyReadsRepo() ? false : `uid ${NOBODY} cannot read ${REPO_ROOT} (a directory above it is private)`);
+  (nobodyReadsRepo()
+    ? false
+    : `uid ${NOBODY} cannot read ${REPO_ROOT} (a directory above it is private)`);
 
 /** Runs `script` in sh as uid nobody; throws with its output when it fails. */
 function asNobody(script: string): void {
@@ -79,72 +81,92 @@ async function demoServer() {
   return { server, warnings };
 }
 
-test("another uid squats the agent ring's old name with a forged ring: the real agent starts and no byte reaches the squatter", async () => {
-  const name = agentName("squat");
-  const squat = `/dev/shm/verbus-agent-${me}-${name}`;
-  // A forged header ('VBAG', version 2, the squatter's own pid), world-writable.
-  asNobody(
-    `printf 'VBAG\\002\\000\\000\\000' > ${squat} && head -c 8192 /dev/zero >> ${squat} && ` +
-      `chmod 666 ${squat}`,
-  );
-  const before = readFileSync(squat);
-  const { server } = await demoServer();
-  let agent;
-  try {
-    agent = await startAgentChild(name, server.port);
-    const c = await connectAgent(name);
+test(
+  "another uid squats the agent ring's old name with a forged ring: the real agent starts and no byte reaches the squatter",
+  async () => {
+    const name = agentName("squat");
+    const squat = `/dev/shm/verbus-agent-${me}-${name}`;
+    // A forged header ('VBAG', version 2, the squatter's own pid), world-writable.
+    asNobody(
+      `printf 'VBAG\\002\\000\\000\\000' > ${squat} && head -c 8192 /dev/zero >> ${squat} && ` +
+        `chmod 666 ${squat}`,
+    );
+    const before = readFileSync(squat);
+    const { server } = await demoServer();
+    let agent;
     try {
-      const secret = new TextEncoder().encode("password=hunter2");
-      const r = await c.call("verbus.Demo", "Echo", secret);
-      assertEquals(new TextDecoder().decode(r.response), "password=hunter2", "the real agent answers");
+      agent = await startAgentChild(name, server.port);
+      const c = await connectAgent(name);
+      try {
+        const secret = new TextEncoder().encode("password=hunter2");
+        const r = await c.call("verbus.Demo", "Echo", secret);
+        assertEquals(
+          new TextDecoder().decode(r.response),
+          "password=hunter2",
+          "the real agent answers",
+        );
+      } finally {
+        await c.close();
+      }
+      assertEquals(
+        readFileSync(squat),
+        before,
+        "not one byte was written to the squatter's object",
+      );
     } finally {
-      await c.close();
+      await stopAgent(agent, name);
+      await server.close();
+      rmSync(squat, { force: true });
     }
-    assertEquals(readFileSync(squat), before, "not one byte was written to the squatter's object");
-  } finally {
-    await stopAgent(agent, name);
-    await server.close();
-    rmSync(squat, { force: true });
-  }
-}, { skip, timeoutMs: 90_000 });
+  },
+  { skip, timeoutMs: 90_000 },
+);
 
-test("another uid made the agent directory with a forged record: the agent refuses to start and a producer refuses to call, naming the owner", async () => {
-  const s = scratch();
-  const dir = join(s.dir, "run");
-  const name = agentName("dir");
-  asNobody(
-    `mkdir -m 777 ${dir} && printf '{"pid":1,"fd":3,"size":8192}' > ${dir}/agent-${name}.json`,
-  );
-  const before = readdirSync(dir).sort();
-  const { server } = await demoServer();
-  const saved = process.env.VERBUS_RUNTIME_DIR;
-  try {
-    const r = runVerbusWith({ VERBUS_RUNTIME_DIR: dir }, [
-      "agent",
-      "--connect",
-      `127.0.0.1:${server.port}`,
-      "--listen",
-      name,
-    ]);
-    assertEquals(r.code, 1, `the agent does not start: ${r.output}`);
-    assert(/owned by uid 65534/.test(r.output), `it says why: ${r.output}`);
-    process.env.VERBUS_RUNTIME_DIR = dir;
-    let err: unknown;
+test(
+  "another uid made the agent directory with a forged record: the agent refuses to start and a producer refuses to call, naming the owner",
+  async () => {
+    const s = scratch();
+    const dir = join(s.dir, "run");
+    const name = agentName("dir");
+    asNobody(
+      `mkdir -m 777 ${dir} && printf '{"pid":1,"fd":3,"size":8192}' > ${dir}/agent-${name}.json`,
+    );
+    const before = readdirSync(dir).sort();
+    const { server } = await demoServer();
+    const saved = process.env.VERBUS_RUNTIME_DIR;
     try {
-      await connectAgent(name);
-    } catch (e) {
-      err = e;
+      const r = runVerbusWith({ VERBUS_RUNTIME_DIR: dir }, [
+        "agent",
+        "--connect",
+        `127.0.0.1:${server.port}`,
+        "--listen",
+        name,
+      ]);
+      assertEquals(r.code, 1, `the agent does not start: ${r.output}`);
+      assert(/owned by uid 65534/.test(r.output), `it says why: ${r.output}`);
+      process.env.VERBUS_RUNTIME_DIR = dir;
+      let err: unknown;
+      try {
+        await connectAgent(name);
+      } catch (e) {
+        err = e;
+      }
+      assert(err instanceof VerbusError, `a producer is refused: ${err}`);
+      assert(/owned by uid 65534/.test((err as Error).message), (err as Error).message);
+      assertEquals(
+        readdirSync(dir).sort(),
+        before,
+        "nothing was written into the squatted directory",
+      );
+    } finally {
+      if (saved === undefined) delete process.env.VERBUS_RUNTIME_DIR;
+      else process.env.VERBUS_RUNTIME_DIR = saved;
+      await server.close();
+      s.done();
     }
-    assert(err instanceof VerbusError, `a producer is refused: ${err}`);
-    assert(/owned by uid 65534/.test((err as Error).message), (err as Error).message);
-    assertEquals(readdirSync(dir).sort(), before, "nothing was written into the squatted directory");
-  } finally {
-    if (saved === undefined) delete process.env.VERBUS_RUNTIME_DIR;
-    else process.env.VERBUS_RUNTIME_DIR = saved;
-    await server.close();
-    s.done();
-  }
-}, { skip, timeoutMs: 60_000 });
+  },
+  { skip, timeoutMs: 60_000 },
+);
 
 /** `verbus ARGS` on this runtime with `env` added, to its end. */
 function runVerbusWith(env: Record<string, string>, args: string[]) {
@@ -161,53 +183,61 @@ function runVerbusWith(env: Record<string, string>, args: string[]) {
 }
 
 for (const rt of ["deno", "bun"] as RuntimeName[]) {
-  test(`a ${rt} client of another uid: no shared memory, every call over TCP, the refusal says why`, async () => {
-    const s = scratch();
-    const { server, warnings } = await demoServer();
-    try {
-      const child = await spawnScript(rt, "tests/fixtures/report_client.ts", {
-        args: ["--port", String(server.port), "--calls", "20"],
-        ready: /result (\{.*\})/,
-        uid: NOBODY,
-        env: nobodyEnv(s.home),
-        timeoutMs: 60_000,
-      });
-      await child.exited;
-      const res = JSON.parse(/result (\{.*\})/.exec(child.output())![1]);
-      assertEquals([res.fabric, res.ok, res.bad], ["tcp", 20, 0], child.output());
-      assertEquals(res.paths, { TCP_FALLBACK: 20 });
-      const why = `${res.reason}\n${warnings.join("\n")}`;
-      assert(/uid 65534|EACCES|EPERM/.test(why), `the refusal names the owner: ${why}`);
-      assertEquals(server.fabric?.sessions.size ?? 0, 0, "no fabric session");
-    } finally {
-      await server.close();
-      s.done();
-    }
-  }, { skip: skipAsNobody, timeoutMs: 90_000 });
+  test(
+    `a ${rt} client of another uid: no shared memory, every call over TCP, the refusal says why`,
+    async () => {
+      const s = scratch();
+      const { server, warnings } = await demoServer();
+      try {
+        const child = await spawnScript(rt, "tests/fixtures/report_client.ts", {
+          args: ["--port", String(server.port), "--calls", "20"],
+          ready: /result (\{.*\})/,
+          uid: NOBODY,
+          env: nobodyEnv(s.home),
+          timeoutMs: 60_000,
+        });
+        await child.exited;
+        const res = JSON.parse(/result (\{.*\})/.exec(child.output())![1]);
+        assertEquals([res.fabric, res.ok, res.bad], ["tcp", 20, 0], child.output());
+        assertEquals(res.paths, { TCP_FALLBACK: 20 });
+        const why = `${res.reason}\n${warnings.join("\n")}`;
+        assert(/uid 65534|EACCES|EPERM/.test(why), `the refusal names the owner: ${why}`);
+        assertEquals(server.fabric?.sessions.size ?? 0, 0, "no fabric session");
+      } finally {
+        await server.close();
+        s.done();
+      }
+    },
+    { skip: skipAsNobody, timeoutMs: 90_000 },
+  );
 }
 
-test(`a ${RUNTIME} server of another uid: this client maps nothing of it and calls over TCP`, async () => {
-  const s = scratch();
-  const srv = await spawnScript(RUNTIME as RuntimeName, "tests/fixtures/fabric_server.ts", {
-    uid: NOBODY,
-    env: nobodyEnv(s.home),
-    timeoutMs: 60_000,
-  });
-  try {
-    const c = await connect({ host: "127.0.0.1", port: srv.port });
+test(
+  `a ${RUNTIME} server of another uid: this client maps nothing of it and calls over TCP`,
+  async () => {
+    const s = scratch();
+    const srv = await spawnScript(RUNTIME as RuntimeName, "tests/fixtures/fabric_server.ts", {
+      uid: NOBODY,
+      env: nobodyEnv(s.home),
+      timeoutMs: 60_000,
+    });
     try {
-      assertEquals(c.fabric, "tcp", `reason: ${c.handshake.reason}`);
-      const r = await c.call("verbus.Demo", "Echo", new TextEncoder().encode("x"));
-      assertEquals([r.path, new TextDecoder().decode(r.response)], ["TCP_FALLBACK", "x"]);
-      assert(
-        /uid 65534|EACCES|EPERM/.test(c.handshake.reason ?? ""),
-        `the reason names the owner: ${c.handshake.reason}`,
-      );
+      const c = await connect({ host: "127.0.0.1", port: srv.port });
+      try {
+        assertEquals(c.fabric, "tcp", `reason: ${c.handshake.reason}`);
+        const r = await c.call("verbus.Demo", "Echo", new TextEncoder().encode("x"));
+        assertEquals([r.path, new TextDecoder().decode(r.response)], ["TCP_FALLBACK", "x"]);
+        assert(
+          /uid 65534|EACCES|EPERM/.test(c.handshake.reason ?? ""),
+          `the reason names the owner: ${c.handshake.reason}`,
+        );
+      } finally {
+        await c.close();
+      }
     } finally {
-      await c.close();
+      await srv.kill();
+      s.done();
     }
-  } finally {
-    await srv.kill();
-    s.done();
-  }
-}, { skip: skipAsNobody, timeoutMs: 90_000 });
+  },
+  { skip: skipAsNobody, timeoutMs: 90_000 },
+);

@@ -12,7 +12,12 @@
 import process from "node:process";
 import { connect as connectChannel } from "../../rpc/tcp/channel.ts";
 import { connect } from "../../rpc/client/client.ts";
-import { byeSchema, decodeHello, encodeBye, FABRIC_SERVICE } from "../../rpc/session/handshake/hello.ts";
+import {
+  byeSchema,
+  decodeHello,
+  encodeBye,
+  FABRIC_SERVICE,
+} from "../../rpc/session/handshake/hello.ts";
 import { serve, type Server } from "../../rpc/server/server.ts";
 import type { ServerSession } from "../../rpc/session/server/server_session.ts";
 import type { FaultKind } from "../../transport/faults.ts";

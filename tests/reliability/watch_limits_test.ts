@@ -7,7 +7,12 @@
  * @module
  */
 import { connect } from "../../rpc/client/client.ts";
-import { byeSchema, decodeHello, encodeBye, FABRIC_SERVICE } from "../../rpc/session/handshake/hello.ts";
+import {
+  byeSchema,
+  decodeHello,
+  encodeBye,
+  FABRIC_SERVICE,
+} from "../../rpc/session/handshake/hello.ts";
 import { serve } from "../../rpc/server/server.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 import { until } from "./util.ts";

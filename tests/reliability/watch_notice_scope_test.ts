@@ -11,7 +11,12 @@
 import net from "node:net";
 import { connect } from "../../rpc/client/client.ts";
 import { encodeFrame, FrameParser } from "../../rpc/protocol/frame.ts";
-import { byeSchema, decodeHello, encodeBye, FABRIC_SERVICE } from "../../rpc/session/handshake/hello.ts";
+import {
+  byeSchema,
+  decodeHello,
+  encodeBye,
+  FABRIC_SERVICE,
+} from "../../rpc/session/handshake/hello.ts";
 import { serve } from "../../rpc/server/server.ts";
 import { assert, assertEquals, test } from "../harness.ts";
 import { until } from "./util.ts";

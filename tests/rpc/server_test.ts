@@ -350,7 +350,9 @@ test("typedMethod: an answer that cannot be encoded is EINTERNAL with an id; its
     const id = internalErrorIdOf(e.errorText);
     assert(id !== undefined && !e.errorText.includes("hunter2"), e.errorText);
     assert(
-      log.some((l) => l.includes(id!) && l.includes("cannot encode response: no room for password")),
+      log.some((l) =>
+        l.includes(id!) && l.includes("cannot encode response: no room for password")
+      ),
       log.join("\n"),
     );
   });

@@ -69,7 +69,10 @@ test("logger: VERBUS_LOG_LEVEL decides over the default; a bad value is ignored"
   log.warn("w");
   assertEquals(lines, []);
   assertEquals(withEnv("VERBUS_LOG_LEVEL", undefined, () => libraryLogger().level), "warn");
-  assertEquals(withEnv("VERBUS_LOG_LEVEL", undefined, () => cliLogger("verbus x", true).level), "info");
+  assertEquals(
+    withEnv("VERBUS_LOG_LEVEL", undefined, () => cliLogger("verbus x", true).level),
+    "info",
+  );
 });
 
 /** A program serving with a fabric this host cannot offer (urma without liburma), no logger. */

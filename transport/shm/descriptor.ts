@@ -22,7 +22,9 @@ export const shmFabric: FabricDescriptor<"shm", "shm", ShmCapabilities> = {
     return { usable: report.usable && ctx.helperLoaded, libraries: {}, report };
   },
   doctor: (shm) => [
-    `shm          ${shm.usable ? "usable (POSIX shm + mmap + Atomics)" : `not usable: ${shm.reason}`}`,
+    `shm          ${
+      shm.usable ? "usable (POSIX shm + mmap + Atomics)" : `not usable: ${shm.reason}`
+    }`,
   ],
   testSettings: () => ({
     label: "shm",
