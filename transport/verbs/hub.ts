@@ -303,6 +303,11 @@ export class VerbsHub implements ReadinessSource {
 
   wait(seen: number, timeoutMs: number): Promise<boolean> {
     if (this.#doorbell !== seen || this.#pendingCount > 0) return Promise.resolve(true);
+    return this.#park(seen, timeoutMs);
+  }
+
+  /** One poll round later while an endpoint polls; else the one shared sleep on the channel. */
+  #park(seen: number, timeoutMs: number): Promise<boolean> {
     if (this.#pollers > 0) {
       return new Promise((r) => setImmediate(() => r(this.drain() > 0 || this.#doorbell !== seen)));
     }
@@ -328,17 +333,8 @@ export class VerbsHub implements ReadinessSource {
    * Resolves true when completions were dispatched or the doorbell moved, false on timeout.
    */
   async waitOwn(timeoutMs: number): Promise<boolean> {
-    const seen = this.#doorbell;
     this.counters.ownWaits++;
-    let woke: boolean;
-    if (this.#pollers > 0) {
-      woke = await new Promise((r) =>
-        setImmediate(() => r(this.drain() > 0 || this.#doorbell !== seen))
-      );
-    } else {
-      this.#sleeping ??= this.#sleep(seen, timeoutMs).finally(() => (this.#sleeping = null));
-      woke = await this.#sleeping;
-    }
+    const woke = await this.#park(this.#doorbell, timeoutMs);
     if (!woke) this.counters.ownWaitTimeouts++;
     return woke;
   }
