@@ -194,8 +194,9 @@ export type { FabricName, HostCapabilities } from "./transport/capabilities.ts";
 
 // The same-host agent: many local processes share one remote connection through a shared-memory
 // MPSC ring (`verbus agent`; clients join with `connect("agent:NAME")`).
-export { Agent, agentOptionsSchema, startAgent } from "./rpc/agent/agent.ts";
-export type { AgentOptions, AgentStats } from "./rpc/agent/agent.ts";
+export { Agent, startAgent } from "./rpc/agent/agent.ts";
+export { agentOptionsSchema } from "./rpc/agent/agent_options.ts";
+export type { AgentOptions, AgentStats } from "./rpc/agent/agent_options.ts";
 export { AgentClient, agentClientOptionsSchema, connectAgent } from "./rpc/agent/agent_client.ts";
 export type {
   AgentCallResult,
