@@ -56,7 +56,6 @@ const PATH: Record<string, CallPath> = {
 };
 const dec = new TextDecoder();
 
-const round = (x: number) => Math.round(x * 10) / 10;
 
 function show(v: unknown): string {
   if (v instanceof Uint8Array) {

@@ -21,7 +21,7 @@
  * @module
  */
 import { setImmediate } from "node:timers";
-import { z } from "zod";
+import type { z } from "zod";
 import { VerbusError } from "../../errors.ts";
 import {
   type AgentRingHost,
@@ -38,16 +38,14 @@ import {
 } from "../client/direct_client.ts";
 import type { ClientCallOptions, ClientOptions } from "../client/client_options.ts";
 import type { AnswerSink } from "../session/client/fabric_call.ts";
+import { type AgentRequest, decodeRequest, newAgentRequest } from "./request_record.ts";
 import {
-  type AgentRequest,
-  decodeRequest,
   encodeError,
   encodeResponse,
   encodeResponseFrom,
-  newAgentRequest,
-  RESPONSE_HEADER,
   responseBytes,
-} from "./record.ts";
+} from "./response_record.ts";
+import { RESPONSE_HEADER } from "./record.ts";
 import { HeldAnswers } from "./held_answers.ts";
 import { type AgentOptions, agentOptionsSchema, type AgentStats } from "./agent_options.ts";
 

@@ -30,10 +30,12 @@ import {
   agentClientOptionsSchema,
   type AgentClientStats,
 } from "./agent_client_options.ts";
-import { decodeAgentResult, encodeRequest, requestBytes, type RequestFields } from "./record.ts";
+import { encodeRequest, requestBytes, type RequestFields } from "./request_record.ts";
+import { decodeAgentResult } from "./response_record.ts";
 import { SLOT_IDLE, SLOT_PENDING, SlotCalls } from "./slot_calls.ts";
 import { AnswerWaits } from "./answer_waits.ts";
 import { AgentFallback } from "./agent_fallback.ts";
+import { callSlow, type SlowCallHost } from "./slow_call.ts";
 
 export { agentClientOptionsSchema };
 export type { AgentCallResult, AgentClientOptions, AgentClientStats };
@@ -72,6 +74,8 @@ export class AgentClient extends ClientBase<AgentCallResult> {
   readonly #waits: AnswerWaits;
 
   readonly #yieldCpu: () => void;
+  /** What the slow path reads and calls of this client. */
+  readonly #slow: SlowCallHost;
 
   /** @internal use `connect("agent:NAME")`. */
   constructor(
@@ -88,6 +92,17 @@ export class AgentClient extends ClientBase<AgentCallResult> {
     this.#fallback = o.fallback ? new AgentFallback(o.fallback, o.fallbackOptions) : null;
     this.#port = null;
     this.#adopt(port);
+    this.#slow = {
+      name,
+      timeoutMs: o.timeoutMs,
+      fallback: this.#fallback,
+      port: () => this.#port,
+      join: () => this.#ensurePort(),
+      calls: () => this.#calls,
+      post: (p, k, len, deadline) =>
+        p.post(k, len, ++this.#seq >>> 0) ? this.#pend(k, deadline) : null,
+      countFull: () => void this.#full++,
+    };
   }
 
   #adopt(port: AgentRingProducer): void {
@@ -126,11 +141,13 @@ export class AgentClient extends ClientBase<AgentCallResult> {
     if (
       port === null || this.#calls.freeSlots === 0 || options.userFields !== undefined ||
       options.requestId !== undefined
-    ) return this.#callSlow(service, method, request, options);
+    ) return callSlow(this.#slow, service, method, request, options);
     let k = -1;
     try {
       const f = this.#fill(service, method, request, options);
-      if (requestBytes(f) > port.slotData) return this.#callSlow(service, method, request, options);
+      if (requestBytes(f) > port.slotData) {
+        return callSlow(this.#slow, service, method, request, options);
+      }
       k = this.#calls.takeFree();
       const len = encodeRequest(port.area(k)!, f);
       const seq = ++this.#seq >>> 0;
@@ -138,7 +155,7 @@ export class AgentClient extends ClientBase<AgentCallResult> {
         return this.#pend(k, performance.now() + f.timeoutMs);
       }
       this.#calls.giveBack(k); // a name too long, or the ring FULL: the slow path says or waits
-      return this.#callSlow(service, method, request, options);
+      return callSlow(this.#slow, service, method, request, options);
     } catch (e) {
       if (k >= 0) this.#calls.giveBack(k); // not posted: the slot is free again
       return Promise.reject(e); // as an async call would: a bad option fails the promise
@@ -178,103 +195,6 @@ export class AgentClient extends ClientBase<AgentCallResult> {
     this.#pumpOwed = false;
     void this.#pump();
   };
-
-  async #callSlow(
-    service: string,
-    method: string,
-    request: Uint8Array,
-    options: ClientCallOptions,
-  ): Promise<AgentCallResult> {
-    if (options.userFields !== undefined || options.requestId !== undefined) {
-      // The agent's ring records have no room for headers: never drop them silently.
-      if (this.#o.fallback) return await this.#fallback!.call(service, method, request, options);
-      throw new VerbusError(
-        "INVALID_ARGUMENT",
-        `${service}.${method}: headers (user_fields, request_id) do not pass through agent "${this.name}"'s ring; give the agent client a fallback to call directly`,
-      );
-    }
-    const timeoutMs = options.timeoutMs ?? this.#o.timeoutMs;
-    const deadline = performance.now() + timeoutMs;
-    const fields = {
-      service,
-      method,
-      request,
-      attachment: options.attachment ?? new Uint8Array(0),
-      timeoutMs,
-      forcePath: options.forcePath,
-      expectedResponseBytes: options.expectedResponseBytes,
-      logId: options.logId,
-    };
-    let port: AgentRingProducer;
-    try {
-      port = this.#port ?? await this.#ensurePort(); // joined: no await (a turn per call)
-    } catch (e) {
-      // No agent by that name, or every producer entry of its ring taken: our own connection.
-      if (
-        this.#o.fallback && e instanceof VerbusError &&
-        (e.code === "NOT_FOUND" || e.code === "FULL")
-      ) {
-        return await this.#fallback!.call(service, method, request, options);
-      }
-      throw e;
-    }
-    // Larger than a slot: the record spills into this process's spill area of the agent's ring.
-    const need = requestBytes(fields);
-    if (need > port.maxRecord) {
-      if (this.#o.fallback) return await this.#fallback!.call(service, method, request, options);
-      throw new VerbusError(
-        "BOUNDS",
-        `request of ${
-          request.length + fields.attachment.length
-        } bytes does not fit agent "${this.name}"'s ${port.slotData}-byte slot nor its ${port.maxRecord}-byte spill half (set fallback to call directly)`,
-      );
-    }
-    for (;;) {
-      while (this.#calls.freeSlots === 0 && this.#port === port) {
-        const left = deadline - performance.now();
-        if (left <= 0) {
-          throw new TimeoutError(`no free slot of agent "${this.name}" before the deadline`);
-        }
-        await this.#calls.waitForFree(left);
-      }
-      if (this.#port !== port) return await this.#callSlow(service, method, request, options);
-      const k = this.#calls.takeFree();
-      const area = port.area(k, need);
-      if (area === null) { // the spill area is taken by calls in flight: wait for room
-        this.#calls.giveBack(k);
-        if (performance.now() > deadline) {
-          throw new TimeoutError(
-            `no room in agent "${this.name}"'s spill area before the deadline`,
-          );
-        }
-        await new Promise((r) => setTimeout(r, 1));
-        continue;
-      }
-      let len: number;
-      try {
-        len = encodeRequest(area, fields);
-      } catch (e) {
-        this.#calls.giveBack(k); // not posted: the slot is free again
-        throw e;
-      }
-      if (len < 0) {
-        this.#calls.giveBack(k);
-        throw new VerbusError("BOUNDS", `service or method name of over 65535 bytes`);
-      }
-      const seq = ++this.#seq >>> 0;
-      if (port.post(k, len, seq)) return await this.#pend(k, deadline);
-      this.#calls.giveBack(k);
-      this.#full++;
-      if (this.#o.fallback) return await this.#fallback!.call(service, method, request, options);
-      if (performance.now() > deadline) {
-        throw new VerbusError(
-          "FULL",
-          `agent "${this.name}"'s ring stayed full for ${timeoutMs} ms`,
-        );
-      }
-      await new Promise((r) => setTimeout(r, 1));
-    }
-  }
 
   /** Reaps answered slots; returns how many calls completed. Main thread only. */
   progress(): number {

@@ -29,7 +29,7 @@ import type { ClientCallResult, ClientOptions } from "../client/client_options.t
 import type { Client } from "../client/direct_client.ts";
 import { ClientBase } from "../client/rpc_client.ts";
 import { type LoadBalancer, loadBalancer, type SelectRequest } from "./balancer.ts";
-import { ClusterMembers, type Member, type MemberBreaker } from "./cluster_members.ts";
+import { ClusterMembers, type MemberBreaker } from "./cluster_members.ts";
 import {
   type ClusterCallOptions,
   type ClusterCallResult,

@@ -1,18 +1,13 @@
 /**
- * The agent's slot records (rpc/agent/record.ts): a request round-trips with every field; a
+ * The agent's slot records (rpc/agent/record.ts, request_record.ts, response_record.ts): a request round-trips with every field; a
  * record whose lengths lie, whose version is wrong or whose strings are not UTF-8 is refused with
  * an error naming what; responses and errors (brpc codes kept) round-trip.
  */
 import { assert, assertEquals, test } from "../harness.ts";
 import { VerbusError } from "../../errors.ts";
 import { RpcError } from "../../rpc/errors.ts";
-import {
-  decodeRequest,
-  decodeResponse,
-  encodeError,
-  encodeRequest,
-  encodeResponse,
-} from "../../rpc/agent/record.ts";
+import { decodeRequest, encodeRequest } from "../../rpc/agent/request_record.ts";
+import { decodeResponse, encodeError, encodeResponse } from "../../rpc/agent/response_record.ts";
 
 const enc = new TextEncoder();
 const fields = {

@@ -44,7 +44,7 @@ import { decodeDescription, describeSegment, peerBlobs } from "./description.ts"
 import { EndpointHealth } from "./health.ts";
 import type { CompletionSink } from "./hub_binding.ts";
 import { type TargetJetty, transModeOf } from "./jetty.ts";
-import { type JettyAddress, type UrmaPort, type UrmaPortParts } from "./port.ts";
+import type { JettyAddress, UrmaPort, UrmaPortParts } from "./port.ts";
 import { ReceiveCredits } from "./receive_credits.ts";
 import { checkSegment, type ImportedSegment, type Segment } from "./segment.ts";
 import { SideResources } from "./side_resources.ts";
