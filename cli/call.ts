@@ -56,7 +56,6 @@ const PATH: Record<string, CallPath> = {
 };
 const dec = new TextDecoder();
 
-
 function show(v: unknown): string {
   if (v instanceof Uint8Array) {
     return v.length <= 64 ? JSON.stringify(dec.decode(v)) : `${v.length} bytes`;

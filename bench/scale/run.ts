@@ -24,7 +24,7 @@ import { cpus, loadavg, totalmem } from "node:os";
 import { join, resolve } from "node:path";
 import process from "node:process";
 import { type CountResult, markdown, type Report } from "./report.ts";
-import { arg, ARGS, sleep, within } from "../common/args.ts";
+import { arg, ARGS, within } from "../common/args.ts";
 import {
   BIN,
   command as procCommand,

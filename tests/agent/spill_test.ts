@@ -8,7 +8,6 @@
  * @module
  */
 import { assert, assertEquals, test } from "../harness.ts";
-import { RUNTIME, type RuntimeName } from "../../ffi/runtime.ts";
 import type { Child } from "../util/proc.ts";
 import { AgentRingPort } from "../../transport/agent_ring/agent_ring_port.ts";
 import { verifyLargeObject } from "../../examples/demo/large_object.ts";
