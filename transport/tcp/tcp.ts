@@ -12,6 +12,9 @@
  * - a chunk passed to a data handler is owned by the handler from then on: the transport never
  *   reuses or modifies its bytes, so views into it may be kept (e.g. a request payload an async
  *   handler still needs). It may be a view of a larger read buffer: use its bytes only.
+ * - a chunk passed to a lending handler ({@link TcpConn.onDataLent}) with `lent` true is the
+ *   transport's memory (a registered receive block of brpc's RDMA mode), valid only during the
+ *   call: the handler copies what must outlive it, and the transport reuses it after the call.
  *
  * @module
  */
@@ -25,6 +28,12 @@ export interface NetAddress {
 
 /** Receives bytes in arrival order. The chunk is owned by the handler (never reused). */
 export type DataHandler = (chunk: Uint8Array) => void;
+
+/**
+ * Receives bytes in arrival order, owned (`lent` false: as {@link DataHandler}) or lent (`lent`
+ * true: valid only until the handler returns — copy what must outlive the call, keep no view).
+ */
+export type LendingDataHandler = (chunk: Uint8Array, lent: boolean) => void;
 
 /**
  * Called once when the connection is closed: `error` is `undefined` when it was closed locally
@@ -71,6 +80,13 @@ export interface TcpConn {
    * buffered and delivered, in order, as soon as one is set.
    */
   onData(handler: DataHandler | null): void;
+  /**
+   * Sets (or with `null` removes) a data handler that takes lent chunks: a transport whose
+   * receive memory is registered (brpc's RDMA mode) then hands over its receive blocks without
+   * copying them; others (and data buffered before the handler was set) deliver owned chunks.
+   * Replaces the {@link onData} handler, and is replaced by it.
+   */
+  onDataLent(handler: LendingDataHandler | null): void;
   /**
    * Puts `chunk` back in front of the input (a protocol sniffed the first bytes and is not their
    * owner): it is delivered before anything else to the next data handler set. Call only while
