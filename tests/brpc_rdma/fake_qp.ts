@@ -5,6 +5,12 @@
  * sides (local length error), the send queue holds at most `sqSize` unreaped work requests
  * (unsignalled ones are reaped by a later signalled completion), completions come in order.
  * QPs find each other by QP number, as over the wire.
+ *
+ * Memory as a NIC sees it: a send's bytes are read from the send region when it is transmitted —
+ * at once, or with {@link FakeQp.lateSends} only when {@link FakeQp.pump} runs (a NIC that reads
+ * late: anything that rewrote those bytes before the completion corrupts the data). Receive
+ * blocks are a fixed pool, reused: after each receive's call its block is overwritten with
+ * {@link POISON} (anything that kept a view of it sees garbage).
  */
 import type { BrpcHello } from "../../transport/brpc_rdma/hello.ts";
 import type { ReadinessToken } from "../../transport/readiness.ts";
@@ -26,6 +32,16 @@ type Cqe = { send: true; wrId: number; status: number } | {
   status: number;
 };
 
+type Staged = {
+  offset: number;
+  len: number;
+  imm: number;
+  flags: number;
+  wrId: number;
+  /** {@link FakeQp.lateSends}: the bytes as they were at the post. */
+  posted?: Uint8Array;
+};
+
 const byQpn = new Map<number, FakeQp>();
 let nextQpn = 0x100;
 
@@ -37,6 +53,12 @@ export interface WireRecord {
   flags: number;
   wrId: number;
 }
+
+/** Sends one {@link FakeQp.pump} transmits. */
+const LATE_BATCH = 4;
+
+/** The byte a receive block is filled with once its receive's call returned. */
+export const POISON = 0xdd;
 
 /** Statuses the fake uses (ibv_wc_status values). */
 export const LOC_LEN_ERR = 1, WR_FLUSH_ERR = 5, RNR_RETRY_EXC_ERR = 13;
@@ -57,8 +79,19 @@ export class FakeQp implements BrpcQp {
   peer: FakeQp | null = null;
   closed = false;
   #cq: Cqe[] = [];
-  #slots: Uint8Array[] = [];
-  #staged: { slot: number; len: number; imm: number; flags: number; wrId: number }[] = [];
+  #region = new Uint8Array(0);
+  #staged: Staged[] = [];
+  /** Posted sends not transmitted yet ({@link lateSends}). */
+  #late: Staged[] = [];
+  #blocks: Uint8Array[] = [];
+  #nextBlock = 0;
+  /**
+   * Sends are transmitted — their bytes read from the send region, their completions queued —
+   * only when {@link pump} runs (scheduled 1 ms after a post), not at the post.
+   */
+  lateSends = false;
+  /** Late sends whose bytes changed between their post and their transmission (a bug). */
+  overwritten = 0;
   #inSq = 0;
   #unsignaled = 0;
   #waiter: (() => void) | null = null;
@@ -99,20 +132,24 @@ export class FakeQp implements BrpcQp {
     return this.#cq.length;
   }
 
-  bringUp(remote: BrpcHello, slots: number, slotSize: number): void {
+  bringUp(remote: BrpcHello, sendBytes: number): void {
     const p = byQpn.get(remote.qpNum);
     if (p === undefined) throw new Error(`no QP ${remote.qpNum} (RTR: bad dest_qp_num)`);
     this.peer = p;
     this.posted = this.rqSize;
-    this.#slots = Array.from({ length: slots }, () => new Uint8Array(slotSize));
+    this.#region = new Uint8Array(sendBytes);
+    this.#blocks = Array.from({ length: this.rqSize }, () => new Uint8Array(this.blockSize));
   }
 
-  sendSlot(i: number): Uint8Array {
-    return this.#slots[i];
+  get sendRegion(): Uint8Array {
+    return this.#region;
   }
 
-  stageSend(slot: number, len: number, imm: number, flags: number, wrId: number): void {
-    this.#staged.push({ slot, len, imm, flags, wrId });
+  stageSend(offset: number, len: number, imm: number, flags: number, wrId: number): void {
+    if (offset < 0 || offset + len > this.#region.length) {
+      throw new Error(`send of ${len} B at ${offset} outside the ${this.#region.length} B region`);
+    }
+    this.#staged.push({ offset, len, imm, flags, wrId });
   }
 
   postStaged(): number {
@@ -121,17 +158,41 @@ export class FakeQp implements BrpcQp {
     for (const s of staged) {
       if (this.#inSq >= this.sqSize) return 12; // ENOMEM: send queue full
       this.#inSq++;
-      this.#unsignaled++;
-      this.wire.push({ from: this.qpNum, len: s.len, imm: s.imm, flags: s.flags, wrId: s.wrId });
-      this.#transmit(s.len === 0 ? new Uint8Array(0) : this.#slots[s.slot].slice(0, s.len), s);
-      if (this.#error) return 0;
-      if ((s.flags & SEND_SIGNALED) !== 0) {
-        this.#inSq -= this.#unsignaled;
-        this.#unsignaled = 0;
-        this.#push({ send: true, wrId: s.wrId, status: 0 });
+      if (!this.lateSends) this.#send(s);
+      else {
+        s.posted = this.#region.slice(s.offset, s.offset + s.len);
+        if (this.#late.push(s) === 1) setTimeout(() => this.pump(), 1);
       }
+      if (this.#error) return 0;
     }
     return 0;
+  }
+
+  /**
+   * Transmits a few of the sends posted so far ({@link lateSends}), reading their bytes now, and
+   * schedules itself again while any is left: the connection meets completions of some sends
+   * while later ones are still unread.
+   */
+  pump(): void {
+    const late = this.#late;
+    const n = Math.min(late.length, LATE_BATCH);
+    for (let i = 0; i < n && !this.closed && !this.#error; i++) this.#send(late[i]);
+    late.splice(0, n);
+    if (late.length > 0 && !this.closed) setTimeout(() => this.pump(), 1);
+  }
+
+  #send(s: Staged): void {
+    this.#unsignaled++;
+    this.wire.push({ from: this.qpNum, len: s.len, imm: s.imm, flags: s.flags, wrId: s.wrId });
+    const data = this.#region.slice(s.offset, s.offset + s.len);
+    if (s.posted !== undefined && !sameBytes(s.posted, data)) this.overwritten++;
+    this.#transmit(data, s);
+    if (this.#error) return;
+    if ((s.flags & SEND_SIGNALED) !== 0) {
+      this.#inSq -= this.#unsignaled;
+      this.#unsignaled = 0;
+      this.#push({ send: true, wrId: s.wrId, status: 0 });
+    }
   }
 
   #transmit(data: Uint8Array, s: { imm: number; wrId: number }): void {
@@ -168,10 +229,12 @@ export class FakeQp implements BrpcQp {
       n++;
       if (c.send) sink.onSend(c.wrId, c.status);
       else {
-        const block = new Uint8Array(this.blockSize);
+        const block = this.#blocks[this.#nextBlock];
+        if (++this.#nextBlock === this.#blocks.length) this.#nextBlock = 0;
         block.set(c.data);
         sink.onRecv(block, c.data.length, c.imm, c.status);
-        if (c.status === 0) this.posted++; // reposted
+        block.fill(POISON); // reposted: the next receive may land in it
+        if (c.status === 0) this.posted++;
       }
     }
     return n;
@@ -249,4 +312,10 @@ export function fakeFactory(shared: SharedCq | null = null) {
       return Promise.resolve(q);
     },
   };
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }

@@ -36,7 +36,8 @@ import {
 } from "./hello.ts";
 import type { BrpcRdmaOptions } from "./options.ts";
 import type { BrpcQp, BrpcQpFactory } from "./qp_port.ts";
-import { BrpcRdmaConn, sendSlotsFor, slotSizeFor } from "./stream_conn.ts";
+import { sendBytesFor } from "./send_ring.ts";
+import { BrpcRdmaConn } from "./stream_conn.ts";
 
 /** Client states (brpc's names). */
 export type BrpcClientState =
@@ -179,7 +180,7 @@ export async function clientHandshake(
   if (why === null) {
     m.to("C_BRINGUP_QP");
     try {
-      qp.bringUp(remote, sendSlotsFor(qp), slotSizeFor(remote));
+      qp.bringUp(remote, sendBytesFor(qp, remote));
     } catch (e) {
       why = `QP bring-up failed: ${msg(e)}`;
     }
@@ -251,7 +252,7 @@ export async function serverHandshake(
     try {
       qp = await openQp(options, tcp.localAddress);
       m.to("S_BRINGUP_QP");
-      qp.bringUp(remote, sendSlotsFor(qp), slotSizeFor(remote));
+      qp.bringUp(remote, sendBytesFor(qp, remote));
     } catch (e) {
       why = `${qp === null ? "no QP on this host" : "QP bring-up failed"}: ${msg(e)}`;
       qp?.close();

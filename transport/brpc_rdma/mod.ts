@@ -28,12 +28,8 @@ export {
   type BrpcRdmaOptionsInput,
   brpcRdmaOptionsSchema,
 } from "./options.ts";
-export {
-  BrpcRdmaConn,
-  type BrpcRdmaCounters,
-  type BrpcRdmaDriver,
-  setBrpcRdmaDriver,
-} from "./stream_conn.ts";
+export { BrpcRdmaConn, type BrpcRdmaDriver, setBrpcRdmaDriver } from "./stream_conn.ts";
+export type { BrpcRdmaCounters } from "./counters.ts";
 export type { BrpcQp, BrpcQpFactory } from "./qp_port.ts";
 
 let override: BrpcQpFactory | null = null;

@@ -4,9 +4,11 @@
  * and host tests implement it in memory. The handshake (`handshake.ts`) and the stream
  * connection (`stream_conn.ts`) see only this.
  *
- * Buffer ownership: the send slots and receive blocks are registered memory owned by the QP;
- * a view handed to {@link BrpcCompletionSink.onRecv} is valid only during that call (its block
- * is reposted after it).
+ * Buffer ownership: the send region and the receive blocks are registered memory owned by the
+ * QP. The connection writes the send region (its output ring, `send_ring.ts`) and must not touch
+ * the bytes of a posted send until its completion; a view handed to
+ * {@link BrpcCompletionSink.onRecv} is valid only during that call (its block is reposted after
+ * it).
  *
  * Two ways completions arrive: a QP of its own (`readiness` unset: {@link BrpcQp.poll},
  * {@link BrpcQp.arm}, {@link BrpcQp.wait}), or a QP on a shared completion queue (`readiness` set:
@@ -50,13 +52,18 @@ export interface BrpcQp {
   readonly blockSize: number;
   /**
    * RESET → INIT, posts `rqSize` receive blocks, → RTR (the peer's GID, LID and QP number, PSN
-   * 0) → RTS, and sets up `slots` send slots of `slotSize` bytes. Throws on any failure.
+   * 0) → RTS, and sets up a registered send region of (at least) `sendBytes` bytes. Throws on
+   * any failure.
    */
-  bringUp(remote: BrpcHello, slots: number, slotSize: number): void;
-  /** Send slot `i` (registered memory): fill it, then {@link stageSend}. */
-  sendSlot(i: number): Uint8Array;
-  /** Adds a SEND_WITH_IMM of `len` bytes of slot `slot` (`len` 0: no data, a standalone ACK). */
-  stageSend(slot: number, len: number, imm: number, flags: number, wrId: number): void;
+  bringUp(remote: BrpcHello, sendBytes: number): void;
+  /** The registered send region (after {@link bringUp}): fill bytes, then {@link stageSend}. */
+  readonly sendRegion: Uint8Array;
+  /**
+   * Adds a SEND_WITH_IMM of the `len` bytes at `offset` of {@link sendRegion} (`len` 0: no data,
+   * a standalone ACK). The NIC may read them until the send's completion (or the completion of a
+   * later signalled send).
+   */
+  stageSend(offset: number, len: number, imm: number, flags: number, wrId: number): void;
   /** Posts every staged send with one doorbell. 0, or the errno of `ibv_post_send`. */
   postStaged(): number;
   /**

@@ -3,14 +3,20 @@
  * {@link TcpConn} interface as a TCP connection (it is a {@link ConnBase}: the same write queue,
  * handlers, limits and close logic), so the baidu_std channel and server run on it unchanged.
  *
- * Out: queued bytes are copied into registered send slots, at most one peer block per slot, and
- * each slot leaves as one SEND_WITH_IMM whose immediate returns the receive credits this side
- * owes (brpc's flow control, `credits.ts`). Sending stops when the peer's receive window or the
- * send queue window is empty and goes on when credits or send completions come back.
- * In: every receive's bytes are copied out (the block is reposted at once) and delivered; its
- * credit goes back to the peer (on the next data send, or in a standalone ACK past half the
- * window). While reading is paused, received chunks are held and their credits withheld, so the
- * peer stops at its window: memory held is bounded by the receive queue.
+ * Out: the registered send region is the connection's output ring (`send_ring.ts`): the channel
+ * and server encode frames straight into it (ConnBase's ring mode) and they leave from where they
+ * lie, in pieces of at most one peer block, each one SEND_WITH_IMM whose immediate returns the
+ * receive credits this side owes (brpc's flow control, `credits.ts`); ring bytes are reused only
+ * after the completion that frees their send. Bytes queued outside the ring (writes too big for
+ * it, output while it was full) are copied into it piece by piece as they leave: one copy.
+ * Sending stops when the peer's receive window, the send queue window or the ring is full and goes
+ * on when credits or send completions come back.
+ * In: a receive's block is lent to the data handler (the baidu_std parser copies only what it
+ * keeps; a handler that does not take lent chunks gets a copy) and reposted once the delivery
+ * returned; its credit goes back to the peer (on the next data send, or in a standalone ACK past
+ * half the window). While reading is paused, received bytes are copied out and held and their
+ * credits withheld, so the peer stops at its window: memory held is bounded by the receive queue.
+ * {@link BrpcRdmaCounters} count the bytes sent in place and copied, in each direction.
  *
  * The TCP connection of the handshake stays open and carries nothing: its close ends this
  * connection (as brpc watches its fd for EOF), and any byte on it is a protocol error. A failed
@@ -30,11 +36,13 @@
 import { setImmediate } from "node:timers";
 import { ConnectionClosedError, type VerbusError } from "../../errors.ts";
 import { ConnBase } from "../tcp/conn_base.ts";
+import { COPY_LIMIT } from "../tcp/conn_output.ts";
 import type { NetAddress, TcpConn } from "../tcp/tcp.ts";
 import { CreditWindow } from "./credits.ts";
-import { type BrpcHello, RESERVED_WRS } from "./hello.ts";
-import { MAX_SEND_SLOT } from "./options.ts";
+import type { BrpcHello } from "./hello.ts";
+import { type BrpcRdmaCounters, newCounters } from "./counters.ts";
 import { type BrpcCompletionSink, type BrpcQp, SEND_SIGNALED, SEND_SOLICITED } from "./qp_port.ts";
+import { SendRing, slotSizeFor } from "./send_ring.ts";
 
 /** Longest off-thread sleep of the completion loop (bounds how long close() keeps resources). */
 const WAIT_MS = 100;
@@ -56,46 +64,19 @@ export function setBrpcRdmaDriver(d: BrpcRdmaDriver | null): void {
   driver = d;
 }
 
-/** Counters of one connection (tests, stats). */
-export interface BrpcRdmaCounters {
-  /** Data SEND_WITH_IMMs posted. */
-  dataSends: number;
-  /** Standalone zero-length ACKs posted. */
-  acks: number;
-  /** Largest data send, in bytes (never above the peer's block size). */
-  maxSend: number;
-  /** Data receives. */
-  receives: number;
-  /** Credits the peer returned in immediates. */
-  creditsIn: number;
-  /** Credits this side returned (in data sends and ACKs). */
-  creditsOut: number;
-  /** Times sending stopped because a window was empty. */
-  windowStalls: number;
-}
-
 /** One established brpc RDMA connection. */
 export class BrpcRdmaConn extends ConnBase implements BrpcCompletionSink {
   readonly remoteAddress: NetAddress;
   readonly localAddress: NetAddress;
   /** Counters (read-only for callers). */
-  readonly counters: BrpcRdmaCounters = {
-    dataSends: 0,
-    acks: 0,
-    maxSend: 0,
-    receives: 0,
-    creditsIn: 0,
-    creditsOut: 0,
-    windowStalls: 0,
-  };
+  readonly counters: BrpcRdmaCounters = newCounters();
   /** The credit state (read-only for callers: tests check the arithmetic). */
   readonly window: CreditWindow;
-  /** Bytes of each send slot: min(peer's block size, {@link MAX_SEND_SLOT}). */
+  /** Bytes of each send at most: min(peer's block size, `MAX_SEND_SLOT`). */
   readonly slotSize: number;
   readonly #tcp: TcpConn;
   readonly #qp: BrpcQp;
-  readonly #slots: number;
-  #sqCurrent = 0;
+  readonly #ring: SendRing;
   #staged = 0;
   /** Receives reposted in this poll whose credits are still to be returned. */
   #reposted = 0;
@@ -108,8 +89,8 @@ export class BrpcRdmaConn extends ConnBase implements BrpcCompletionSink {
   #undrive: (() => void) | null = null;
 
   /**
-   * Takes over `tcp` (its handlers are replaced) and `qp` (brought up: {@link sendSlotsFor}
-   * slots of {@link slotSizeFor} bytes) and starts the completion loop.
+   * Takes over `tcp` (its handlers are replaced) and `qp` (brought up with a send region of
+   * `sendBytesFor` (`send_ring.ts`) bytes) and starts the completion loop.
    */
   constructor(tcp: TcpConn, qp: BrpcQp, remote: BrpcHello) {
     super();
@@ -119,7 +100,8 @@ export class BrpcRdmaConn extends ConnBase implements BrpcCompletionSink {
     this.localAddress = tcp.localAddress;
     this.window = new CreditWindow(qp.sqSize, qp.rqSize, remote.sqSize, remote.rqSize);
     this.slotSize = slotSizeFor(remote);
-    this.#slots = sendSlotsFor(qp);
+    this.#ring = new SendRing(qp.sendRegion, this.window.localCapacity);
+    this.useOutputRing(this.#ring);
     tcp.onData((chunk) =>
       this.#fail(`${chunk.length} unexpected byte(s) on the TCP connection of an RDMA connection`)
     );
@@ -233,7 +215,7 @@ export class BrpcRdmaConn extends ConnBase implements BrpcCompletionSink {
       this.#fail(`a send failed: ${this.#qp.statusText(status)} (the QP is in error)`);
       return;
     }
-    if (!this.window.sendCompleted(wrId)) {
+    if (!this.window.sendCompleted(wrId) || !this.#ring.completed(wrId)) {
       this.#fail(`a send completion freed ${wrId} slot(s), more than were in flight`);
       return;
     }
@@ -258,13 +240,23 @@ export class BrpcRdmaConn extends ConnBase implements BrpcCompletionSink {
       this.counters.creditsIn += imm;
     }
     if (len === 0) return; // a standalone ACK: its block is reposted, no credit owed for it
-    this.counters.receives++;
-    const chunk = block.slice(0, len);
-    if (this.#paused) (this.#held ??= []).push(chunk);
-    else {
-      this.#reposted++;
-      this.deliver(chunk);
+    const c = this.counters;
+    c.receives++;
+    if (this.#paused) {
+      (this.#held ??= []).push(block.slice(0, len));
+      c.copiedOnReceive += len;
+      return;
     }
+    this.#reposted++;
+    const copied = this.deliverLent(block.subarray(0, len));
+    c.copiedOnReceive += copied;
+    c.receivedLent += len - copied;
+  }
+
+  /** Counts what `write` copies into the output slab (the ring, or heap memory copied later). */
+  override write(bytes: Uint8Array): boolean {
+    if (bytes.length <= COPY_LIMIT && !this.closed) this.counters.copiedOnSend += bytes.length;
+    return super.write(bytes);
   }
 
   protected flushNow(): void {
@@ -277,36 +269,54 @@ export class BrpcRdmaConn extends ConnBase implements BrpcCompletionSink {
       const slab = this.runSlab;
       const src = slab !== null
         ? slab.subarray(this.runStart, this.runStart + this.pendingWriteBytes)
-        : this.takeQueued();
+        : this.takeHead();
+      const inPlace = this.inRing(src);
       let off = 0;
-      while (off < src.length && w.canSend) off += this.#sendPiece(src, off, slab !== null);
+      while (off < src.length && w.canSend) {
+        const k = this.#sendPiece(src, off, slab !== null, inPlace);
+        if (k === 0) break;
+        off += k;
+      }
       if (slab !== null) this.wroteRun(off);
       else {
         if (off < src.length) this.requeueFront(src.subarray(off));
         this.wrote(off);
+      }
+      if (off < src.length && w.canSend) {
+        this.counters.ringStalls++; // no room to copy into: completions free it
+        break;
       }
     }
     if (this.#staged > 0) this.#post();
   }
 
   /**
-   * Copies one slot's worth of `src` from `off` and stages its send; returns the bytes taken.
+   * Stages the send of one peer block's worth of `src` from `off`: in place when `src` lies in
+   * the send ring, else copied into it. Returns the bytes taken (0: no room in the ring).
    * `whole`: `src` is everything queued (else more may follow it in the queue). The last send of
    * a burst is SOLICITED: brpc arms its receive CQ for solicited completions only.
    */
-  #sendPiece(src: Uint8Array, off: number, whole: boolean): number {
-    const w = this.window;
+  #sendPiece(src: Uint8Array, off: number, whole: boolean, inPlace: boolean): number {
+    const w = this.window, ring = this.#ring, c = this.counters;
     const k = Math.min(this.slotSize, src.length - off);
-    const slot = this.#sqCurrent;
-    this.#qp.sendSlot(slot).set(src.subarray(off, off + k));
-    if (++this.#sqCurrent === this.#slots) this.#sqCurrent = 0;
+    let at: number;
+    if (inPlace) {
+      at = src.byteOffset - ring.buffer.byteOffset + off;
+      c.sentInPlace += k;
+    } else {
+      at = ring.reserve(k);
+      if (at < 0) return 0;
+      ring.buffer.set(src.subarray(off, off + k), at);
+      ring.commit(k);
+      c.copiedOnSend += k;
+    }
+    ring.posted(at + k);
     const edge = w.remoteRq === 1 || w.sqWindow === 1;
     const imm = w.takeSend();
     const last = off + k === src.length && (whole || !this.hasQueued);
     let flags = edge || last || this.#staged + 1 === POST_BATCH ? SEND_SOLICITED : 0;
     if (w.signalCount > 0) flags |= SEND_SIGNALED;
-    this.#qp.stageSend(slot, k, imm, flags, w.signalCount);
-    const c = this.counters;
+    this.#qp.stageSend(at, k, imm, flags, w.signalCount);
     c.dataSends++;
     c.creditsOut += imm;
     if (k > c.maxSend) c.maxSend = k;
@@ -344,14 +354,4 @@ export class BrpcRdmaConn extends ConnBase implements BrpcCompletionSink {
       ),
     );
   }
-}
-
-/** Bytes of each send slot for a peer: its block size, capped at {@link MAX_SEND_SLOT}. */
-export function slotSizeFor(remote: BrpcHello): number {
-  return Math.min(remote.blockSize, MAX_SEND_SLOT);
-}
-
-/** Send slots of a QP: its SQ minus the WRs reserved for ACKs. */
-export function sendSlotsFor(qp: { sqSize: number }): number {
-  return qp.sqSize - RESERVED_WRS;
 }

@@ -4,10 +4,12 @@
  * ACK timeout 14, retry 7, no RNR retry — brpc's `BringUpQp`), on the process's verbs hub (one
  * completion channel and ONE CQ for every QP of the process on the device, verbus sessions and
  * brpc connections alike: `hub.ts`), with its own PD, a registered block pool of `rq_size`
- * receive blocks posted before RTR and reposted as they drain, and the registered send slots.
+ * receive blocks posted before RTR and reposted as they drain, and the registered send region
+ * (the connection's output ring, `brpc_rdma/send_ring.ts`: frames are encoded into it and sent
+ * from where they lie).
  * ```
  *  recv MR  [ block 0 | block 1 | … | block rq-1 ]      wr_id = RECV_WR_BASE + block
- *  send MR  [ slot 0  | slot 1  | … | slot sq-4  ]      wr_id = slots freed (0: an ACK)
+ *  send MR  [ ring of (sq-3) peer blocks + slack   ]      wr_id = sends freed (0: an ACK)
  * ```
  * QPs are prepared ahead (`brpc_device.ts`: created, registered, joined to the hub), so a
  * handshake takes one and only brings it up. Completions reach the connection during the hub's
@@ -30,6 +32,7 @@ import type { NetAddress } from "../tcp/tcp.ts";
 import type { BrpcHello } from "../brpc_rdma/hello.ts";
 import { RESERVED_WRS } from "../brpc_rdma/hello.ts";
 import { type BrpcRdmaOptions, MAX_SEND_SLOT } from "../brpc_rdma/options.ts";
+import { sendRingBytes } from "../brpc_rdma/send_ring.ts";
 import type { BrpcCompletionSink, BrpcQp } from "../brpc_rdma/qp_port.ts";
 import type { ReadinessToken } from "../readiness.ts";
 import {
@@ -105,7 +108,6 @@ class VerbsBrpcQp implements BrpcQp, HubMember {
   readonly #qp: QueuePair;
   readonly #recvMr: MemoryRegion;
   #sendMr: MemoryRegion;
-  #slotSize: number;
   readonly #batch = new SendBatch(64, 64);
   readonly #rdesc: Uint8Array;
   readonly #rsge: Uint8Array;
@@ -134,9 +136,9 @@ class VerbsBrpcQp implements BrpcQp, HubMember {
     this.blockSize = o.blockSize;
     this.sqSize = o.sqSize;
     this.rqSize = o.rqSize;
-    // Send slots sized for a peer announcing the same block size as ours (brpc's default);
-    // a bigger one gets them registered again at bring-up.
-    this.#slotSize = Math.min(o.blockSize, MAX_SEND_SLOT);
+    // The send ring sized for a peer announcing the same block size as ours (brpc's default);
+    // a bigger one gets it registered again at bring-up.
+    const sendBytes = sendRingBytes(o.sqSize - RESERVED_WRS, Math.min(o.blockSize, MAX_SEND_SLOT));
     this.#pd = hub.ctx.allocPd();
     try {
       this.#qp = this.#pd.createQp({
@@ -153,7 +155,7 @@ class VerbsBrpcQp implements BrpcQp, HubMember {
         IBV_ACCESS.LOCAL_WRITE,
       );
       this.#sendMr = this.#pd.registerBuffer(
-        new Uint8Array((o.sqSize - RESERVED_WRS) * this.#slotSize),
+        new Uint8Array(sendBytes),
         IBV_ACCESS.LOCAL_WRITE,
       );
       this.qpNum = this.#qp.qpNum;
@@ -194,16 +196,12 @@ class VerbsBrpcQp implements BrpcQp, HubMember {
     f?.();
   }
 
-  bringUp(remote: BrpcHello, slots: number, slotSize: number): void {
-    if (slots * slotSize > this.#sendMr.buffer.length) {
+  bringUp(remote: BrpcHello, sendBytes: number): void {
+    if (sendBytes > this.#sendMr.buffer.length) {
       const old = this.#sendMr;
-      this.#sendMr = this.#pd.registerBuffer(
-        new Uint8Array(slots * slotSize),
-        IBV_ACCESS.LOCAL_WRITE,
-      );
+      this.#sendMr = this.#pd.registerBuffer(new Uint8Array(sendBytes), IBV_ACCESS.LOCAL_WRITE);
       old.close();
     }
-    this.#slotSize = slotSize;
     this.#qp.bringUp((state, attr) => {
       const d = new DataView(attr.buffer, attr.byteOffset, attr.length);
       if (state === IBV_QPS.INIT) {
@@ -234,17 +232,16 @@ class VerbsBrpcQp implements BrpcQp, HubMember {
     });
   }
 
-  sendSlot(i: number): Uint8Array {
-    const o = i * this.#slotSize;
-    return this.#sendMr.buffer.subarray(o, o + this.#slotSize);
+  get sendRegion(): Uint8Array {
+    return this.#sendMr.buffer;
   }
 
-  stageSend(slot: number, len: number, imm: number, flags: number, wrId: number): void {
+  stageSend(offset: number, len: number, imm: number, flags: number, wrId: number): void {
     const b = this.#batch;
     if (b.length === b.maxWr) this.postStaged();
     if (len > 0) {
       const mr = this.#sendMr;
-      b.sge(mr.address + slot * this.#slotSize, len, mr.lkey);
+      b.sge(mr.address + offset, len, mr.lkey);
     }
     if (b.wr(IBV_WR.SEND_WITH_IMM, flags, wrId, 0, 0, imm) === FULL) {
       throw new Error("send batch full");
