@@ -7,6 +7,13 @@
  * gathered into a buffer that grows with what actually arrived (never the declared size up front),
  * so a peer that announces a large body and sends little costs little.
  *
+ * Lent chunks (`push(chunk, true)`: a registered receive block of brpc's RDMA mode, valid only
+ * during the call): nothing handed out is a view of them. A frame that lies whole in the chunk
+ * has its meta decoded in place and its payload and attachment copied out (once); a frame split
+ * across chunks is gathered by copying straight from them (once), into a buffer of its announced
+ * size up to {@link LENT_BODY_START} (bigger bodies grow from there, as above); bytes kept while
+ * paused or stopped are copied. {@link FrameParser.copiedBytes} counts every byte it copied.
+ *
  * Threading: a parser belongs to the JS thread that created it.
  * @module
  */
@@ -25,6 +32,11 @@ const FRAME_MAGIC: Readonly<Uint8Array> = new Uint8Array([0x50, 0x52, 0x50, 0x43
 const STREAM_MAGIC: Readonly<Uint8Array> = new Uint8Array([0x53, 0x54, 0x52, 0x4d]);
 /** First buffer for a body split across reads (grown by doubling up to the body size). */
 const BODY_START = 64 * 1024;
+/**
+ * The same for lent chunks: bodies up to this size get their whole buffer at once, so each of
+ * their bytes is copied exactly once (the peer's credit window bounds what it sends unread).
+ */
+export const LENT_BODY_START = 1024 * 1024;
 
 const EMPTY = new Uint8Array(0);
 
@@ -65,7 +77,8 @@ function printable(b: Uint8Array): string {
 
 /**
  * Incremental baidu_std frame parser. Feed it received chunks (owned: the parser may keep views
- * of them) with {@link push}; it calls the handler once per complete frame, in order. The first
+ * of them; or lent, see the module doc) with {@link push}; it calls the handler once per complete
+ * frame, in order. The first
  * violation throws a {@link ProtocolError} naming it, and the parser stays failed (every later
  * push throws the same error): the connection must be closed.
  */
@@ -88,6 +101,9 @@ export class FrameParser {
   readonly #onStream: StreamFrameHandler | undefined;
   /** The frame being read is a stream frame. */
   #stream = false;
+  /** The chunk being parsed is lent (see the module doc). */
+  #lent = false;
+  #copied = 0;
 
   constructor(onFrame: FrameHandler, options: FrameParserOptions = {}) {
     this.#onFrame = onFrame;
@@ -104,6 +120,11 @@ export class FrameParser {
   /** Bytes received while paused or stopped, waiting to be parsed. */
   get heldBytes(): number {
     return this.#rest.length;
+  }
+
+  /** Bytes copied so far: headers and bodies split across chunks, and out of lent chunks. */
+  get copiedBytes(): number {
+    return this.#copied;
   }
 
   /** Complete frames delivered so far. */
@@ -149,19 +170,40 @@ export class FrameParser {
     if (r.length > 0) this.push(r);
   }
 
-  /** Consumes `chunk` (owned by the parser from now on). Throws {@link ProtocolError}. */
-  push(chunk: Uint8Array): void {
+  /**
+   * Consumes `chunk`: owned by the parser from now on, or with `lent` only read during this call
+   * (nothing handed out or kept is a view of it). Throws {@link ProtocolError}.
+   */
+  push(chunk: Uint8Array, lent = false): void {
     if (this.#failed !== null) throw this.#failed;
     if (this.#stopped || this.#paused) {
-      this.#rest = concat(this.#rest, chunk);
+      this.#keep(chunk, lent);
       return;
     }
+    const was = this.#lent;
+    this.#lent = lent;
     try {
       this.#push(chunk);
     } catch (e) {
       if (e instanceof ProtocolError) this.#failed = e;
       throw e;
+    } finally {
+      this.#lent = was;
     }
+  }
+
+  /** Keeps `chunk` after what was kept unparsed (a copy when it is lent or joins other bytes). */
+  #keep(chunk: Uint8Array, lent: boolean): void {
+    const r = this.#rest;
+    if (r.length === 0 && !lent) {
+      this.#rest = chunk;
+      return;
+    }
+    this.#copied += r.length + chunk.length;
+    const out = new Uint8Array(r.length + chunk.length);
+    out.set(r);
+    out.set(chunk, r.length);
+    this.#rest = out;
   }
 
   #push(chunk: Uint8Array): void {
@@ -169,7 +211,7 @@ export class FrameParser {
     let p = 0;
     while (p < n) {
       if (this.#stopped || this.#paused) {
-        this.#rest = chunk.subarray(p);
+        this.#keep(chunk.subarray(p), this.#lent);
         return;
       }
       if (this.#body !== null) {
@@ -180,13 +222,14 @@ export class FrameParser {
         const have = this.#hdrHave;
         const k = Math.min(FRAME_HEADER_SIZE - have, n - p);
         this.#hdr.set(chunk.subarray(p, p + k), have);
+        this.#copied += k;
         this.#hdrHave = have + k;
         p += k;
         if (have < 4) this.#checkMagic(this.#hdr, 0, Math.min(4, have + k));
         if (this.#hdrHave < FRAME_HEADER_SIZE) return;
         this.#hdrHave = 0;
         this.#readSizes(this.#hdr, 0);
-        if (this.#bodySize === 0) this.#emit(EMPTY, 0);
+        if (this.#bodySize === 0) this.#emit(EMPTY, 0, false);
         else this.#startBody();
         continue;
       }
@@ -196,7 +239,7 @@ export class FrameParser {
       const size = this.#bodySize;
       if (n - start >= size) {
         p = start + size;
-        this.#emit(chunk, start);
+        this.#emit(chunk, start, this.#lent);
       } else {
         this.#startBody();
         p = this.#gather(chunk, start);
@@ -206,7 +249,9 @@ export class FrameParser {
 
   /** A body that did not arrive whole: a buffer sized by what arrives, not what is announced. */
   #startBody(): void {
-    this.#body = new Uint8Array(Math.min(this.#bodySize, BODY_START));
+    this.#body = new Uint8Array(
+      Math.min(this.#bodySize, this.#lent ? LENT_BODY_START : BODY_START),
+    );
     this.#bodyHave = 0;
   }
 
@@ -218,14 +263,16 @@ export class FrameParser {
     if (need > body.length) {
       const grown = new Uint8Array(Math.min(this.#bodySize, Math.max(need, 2 * body.length)));
       grown.set(body.subarray(0, this.#bodyHave));
+      this.#copied += this.#bodyHave;
       this.#body = body = grown;
     }
     body.set(chunk.subarray(p, p + k), this.#bodyHave);
+    this.#copied += k;
     this.#bodyHave = need;
     if (need === this.#bodySize) {
       this.#body = null;
       this.#bodyHave = 0;
-      this.#emit(body, 0);
+      this.#emit(body, 0, false);
     }
     return p + k;
   }
@@ -264,13 +311,20 @@ export class FrameParser {
     this.#metaSize = meta;
   }
 
-  /** Decodes the meta of the body at `buf[start, start + bodySize)` and delivers the frame. */
-  #emit(buf: Uint8Array, start: number): void {
+  /**
+   * Decodes the meta of the body at `buf[start, start + bodySize)` and delivers the frame;
+   * `lent`: `buf` is a lent chunk, what is handed out is copied from it.
+   */
+  #emit(buf: Uint8Array, start: number, lent: boolean): void {
     const bodySize = this.#bodySize, metaSize = this.#metaSize;
     const metaEnd = start + metaSize;
     if (this.#stream) {
       this.#frames++;
-      this.#onStream!(buf.subarray(start, metaEnd), view(buf, metaEnd, start + bodySize));
+      if (lent) {
+        this.#copied += bodySize;
+        const b = buf.slice(start, start + bodySize);
+        this.#onStream!(b.subarray(0, metaSize), b.subarray(metaSize));
+      } else this.#onStream!(buf.subarray(start, metaEnd), view(buf, metaEnd, start + bodySize));
       return;
     }
     const reuse = this.#answerMeta;
@@ -290,6 +344,15 @@ export class FrameParser {
     }
     const payloadEnd = start + bodySize - att;
     this.#frames++;
+    if (lent) {
+      this.#copied += bodySize - metaSize;
+      this.#onFrame(
+        meta,
+        copy(buf, metaEnd, payloadEnd),
+        att === 0 ? EMPTY : copy(buf, payloadEnd, payloadEnd + att),
+      );
+      return;
+    }
     this.#onFrame(
       meta,
       view(buf, metaEnd, payloadEnd),
@@ -298,12 +361,9 @@ export class FrameParser {
   }
 }
 
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  if (a.length === 0) return b;
-  const out = new Uint8Array(a.length + b.length);
-  out.set(a);
-  out.set(b, a.length);
-  return out;
+/** A copy of `buf[start, end)` the handler owns (a lent chunk's bytes). */
+function copy(buf: Uint8Array, start: number, end: number): Uint8Array {
+  return end === start ? EMPTY : buf.slice(start, end);
 }
 
 /**

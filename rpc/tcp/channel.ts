@@ -214,10 +214,11 @@ export class Channel {
       },
     );
     conn.onWritable(() => streams.writable());
-    conn.onData((chunk) => {
+    // Lent chunks (brpc's RDMA receive blocks): the parser copies out only what outlives the call.
+    conn.onDataLent((chunk, lent) => {
       if (this.#observer !== null) this.#readAt = performance.now();
       try {
-        parser.push(chunk);
+        parser.push(chunk, lent);
       } catch (e) {
         broken = e as VerbusError;
         this.#options.logger?.warn(`channel to ${this.host}:${this.port}: ${e}; reconnecting`);

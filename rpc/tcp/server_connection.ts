@@ -115,7 +115,7 @@ export function writeError(
  * (bounded) and closes. Reading stops at once.
  */
 export function closeWithReason(conn: TcpConn, code: number, text: string): void {
-  conn.onData(discard);
+  conn.onDataLent(discard);
   conn.pauseReading();
   writeError(conn, 0, code, text);
   void conn.end(CLOSE_FLUSH_MS);
@@ -195,12 +195,13 @@ export class ServerConnection implements ResponseSink {
       host.connectionClosed(this);
       this.lifetime.end(new ConnectionClosedError(`connection from ${addr(this.peer)} closed`));
     });
-    conn.onData((chunk) => {
+    // Lent chunks (brpc's RDMA receive blocks): the parser copies out only what outlives the call.
+    conn.onDataLent((chunk, lent) => {
       const now = this.#receivedAt = Date.now();
       const parser = this.#parser;
       const before = parser.frames;
       try {
-        parser.push(chunk);
+        parser.push(chunk, lent);
       } catch (e) {
         this.#broken(e);
         return;
