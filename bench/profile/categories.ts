@@ -82,6 +82,11 @@ export interface Rule {
 
 /** Frames skipped when no rule matches: runtime and library code (see the module doc). */
 export const TRANSPARENT = /^$|^(ext|node|bun|native|internal|deno):|node_modules\/|^\[/;
+/**
+ * verbus frames that always count for their caller, before any rule: the shared words' loads and
+ * stores (a state word read by the server's scan is scan, one written by a publication publish).
+ */
+const FOR_CALLER = /^transport\/word_order\.ts$/;
 
 /** The pseudo-frames of the profilers (V8 and JSC), by function name. */
 const PSEUDO = /^\((garbage collector|program|root|idle)\)$/;
@@ -255,6 +260,7 @@ export function classifyFrame(
   functionName: string,
   side: Side,
 ): Category | null {
+  if (FOR_CALLER.test(location)) return null;
   for (const r of RULES) {
     if (!r.file.test(location)) continue;
     if (r.fn && !r.fn.test(functionName)) continue;

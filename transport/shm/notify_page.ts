@@ -52,6 +52,7 @@ import type { Helper } from "../../ffi/helper.ts";
 import type { NonNullPtr } from "../../ffi/types.ts";
 import type { ReadinessSource } from "../readiness.ts";
 import { ShmMapping } from "./shm_object.ts";
+import { loadAcquire } from "../word_order.ts";
 
 /** Bytes of a notify page. */
 export const NOTIFY_BYTES = 272 * 1024;
@@ -256,14 +257,14 @@ export class ProcessNotifyPage implements ReadinessSource {
     const w = this.#words, top = this.#seenTop, group = this.#seenGroup, seen = this.#seenToken;
     // Every announcement ends by moving the doorbell: unmoved, nothing new is complete (one that
     // is still being written moves it when done, and the next collect sees it).
-    const doorbell = Atomics.load(w, W_DOORBELL);
+    const doorbell = loadAcquire(w, W_DOORBELL);
     if (doorbell === this.#collectedAt) return 0;
     this.#collectedAt = doorbell;
     const high = this.#highWater, tops = (high + 1023) >>> 10;
     let n = 0;
     // The flat tokens: their counters, straight away (announced without summaries).
     for (let token = 0, end = Math.min(high, FLAT_TOKENS); token < end; token++) {
-      const v = Atomics.load(w, TOKEN + token) >>> 0;
+      const v = loadAcquire(w, TOKEN + token) >>> 0;
       if (v !== seen[token]) {
         seen[token] = v;
         out[n++] = token;
@@ -271,17 +272,17 @@ export class ProcessNotifyPage implements ReadinessSource {
     }
     if (high <= FLAT_TOKENS) return n;
     for (let k = 0; k < tops; k++) {
-      const t = Atomics.load(w, TOP + k) >>> 0;
+      const t = loadAcquire(w, TOP + k) >>> 0;
       if (t === top[k]) continue;
       top[k] = t;
       const gEnd = Math.min((k + 1) << 5, (high + 31) >>> 5);
       for (let g = k << 5; g < gEnd; g++) {
-        const c = Atomics.load(w, GROUP + g) >>> 0;
+        const c = loadAcquire(w, GROUP + g) >>> 0;
         if (c === group[g]) continue;
         group[g] = c;
         const tEnd = Math.min((g + 1) << 5, high);
         for (let token = g << 5; token < tEnd; token++) {
-          const v = Atomics.load(w, TOKEN + token) >>> 0;
+          const v = loadAcquire(w, TOKEN + token) >>> 0;
           if (v !== seen[token]) {
             seen[token] = v;
             out[n++] = token;
@@ -293,7 +294,7 @@ export class ProcessNotifyPage implements ReadinessSource {
   }
 
   doorbell(): number {
-    return Atomics.load(this.#words, W_DOORBELL);
+    return loadAcquire(this.#words, W_DOORBELL);
   }
 
   async wait(seen: number, timeoutMs: number): Promise<boolean> {

@@ -24,6 +24,7 @@ import type { ReadinessToken } from "../readiness.ts";
 import type { PeerNotifyPage, ProcessNotifyPage } from "./notify_page.ts";
 import type { ShmMapping } from "./shm_object.ts";
 import { CompletionRing } from "../completion_ring.ts";
+import { loadAcquire, storeRelease } from "../word_order.ts";
 
 /** Completion records the endpoint can hold before a poll (signaled posts beyond it get FULL). */
 const CQ_DEPTH = 4096;
@@ -190,8 +191,8 @@ export class ShmEndpoint implements FabricEndpoint {
     const st = this.#usable((flags & SIGNALED) !== 0);
     if (st !== OK) return st;
     if (remoteOff < 0 || remoteOff + 4 > this.remoteSize || (remoteOff & 3) !== 0) return FAILED;
-    // Sequentially consistent store: every earlier copy is visible before the word.
-    Atomics.store(this.#remoteI32, remoteOff >> 2, value | 0);
+    // A release store: every earlier copy is visible before the word (transport/word_order.ts).
+    storeRelease(this.#remoteI32, remoteOff >> 2, value | 0);
     return this.#complete(wrId, flags);
   }
 
@@ -214,7 +215,7 @@ export class ShmEndpoint implements FabricEndpoint {
   }
 
   doorbell(): number {
-    return this.#closed ? 0 : Atomics.load(this.#localI32, FABRIC_HEADER.doorbell >> 2);
+    return this.#closed ? 0 : loadAcquire(this.#localI32, FABRIC_HEADER.doorbell >> 2);
   }
 
   kick(): void {

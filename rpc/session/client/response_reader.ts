@@ -52,6 +52,7 @@ import type { StagingArea } from "./staging_area.ts";
 import { copyOut } from "../copy_out.ts";
 import { type MetaBlock, metaBlockBound, readMetaBlock } from "../meta_block.ts";
 import { SlotQueue } from "./slot_queue.ts";
+import { loadAcquire } from "../../../transport/word_order.ts";
 
 const dec = new TextDecoder();
 const EMPTY = new Uint8Array(0);
@@ -111,7 +112,7 @@ export class ResponseReader {
 
   /** True when the response descriptor of slot `i` is READY. */
   isReady(i: number): boolean {
-    return Atomics.load(this.#ring, i * DESC_WORDS + RESP.state) === READY;
+    return loadAcquire(this.#ring, i * DESC_WORDS + RESP.state) === READY;
   }
 
   /**

@@ -42,6 +42,7 @@ import { RequestLender } from "./request_lender.ts";
 import { RequestMetas } from "./request_metas.ts";
 import { EndNotice } from "../../../util/end_notice.ts";
 import { FabricStreams } from "../../stream/stream_ring.ts";
+import { loadAcquire } from "../../../transport/word_order.ts";
 
 const EMPTY = new Uint8Array(0);
 
@@ -234,7 +235,7 @@ export class ServerSession implements ResponseSink {
     let handled = 0;
     for (let k = 0; k < limit && handled < this.#budget && this.#closed === null; k++) {
       const i = (this.#cursor + k) % limit;
-      if (Atomics.load(this.#requestRing, i * DESC_WORDS + REQ.state) !== READY) continue;
+      if (loadAcquire(this.#requestRing, i * DESC_WORDS + REQ.state) !== READY) continue;
       handled++;
       this.#take(i);
     }
