@@ -15,11 +15,14 @@
  * `VERBUS_ROOT=DIR` measures another checkout (`one_thread_ab.ts` does that, alternating);
  * `--marks` brackets the measured reps with the profile's phase markers (`one_thread_profile.ts`).
  * Prints one JSON line: runtime, calls, window, reps, us_per_call (the best rep), us_per_call_reps,
+ * cpu_us_per_call (the process's CPU time per call, user + kernel, all threads: the best rep),
+ * cpu_us_per_call_reps,
  * calls_made (by the measured reps: `calls` rounded up to whole lanes, times reps), and `per_call`: the progress engine's counters of the measured reps divided by their calls —
  * loop turns, session rounds (sessions stepped), announcements collected, clock reads, macrotask
  * yields are what a call pays beyond its own work.
  * @module
  */
+import { cpuUsage } from "node:process";
 import {
   ARGS,
   engineUrl,
@@ -56,19 +59,26 @@ async function lane(n: number): Promise<void> {
     }
   }
 }
+/** The CPU (µs, user + kernel, all threads) per call of the last {@link run}. */
+let lastCpu = 0;
 async function run(n: number): Promise<number> {
-  const perLane = Math.ceil(n / window), t0 = performance.now();
+  const perLane = Math.ceil(n / window), t0 = performance.now(), c0 = cpuUsage();
   await Promise.all(Array.from({ length: window }, () => lane(perLane)));
+  const c = cpuUsage(c0);
+  lastCpu = (c.user + c.system) / (perLane * window);
   return (performance.now() - t0) * 1000 / (perLane * window);
 }
 await run(warmup);
 const engine = await ProgressEngine.forThread();
 const counted = (): Record<string, number> => ({ ...engine.counters, ...engine.loopCounters });
 const before = counted();
-const perRep: number[] = [];
+const perRep: number[] = [], cpuPerRep: number[] = [];
 const marks = ARGS.includes("--marks"); // phase markers for one_thread_profile.ts (30 ms spins)
 if (marks) verbusProfileMarkStart();
-for (let r = 0; r < reps; r++) perRep.push(Math.round((await run(calls)) * 1000) / 1000);
+for (let r = 0; r < reps; r++) {
+  perRep.push(Math.round((await run(calls)) * 1000) / 1000);
+  cpuPerRep.push(Math.round(lastCpu * 1000) / 1000);
+}
 if (marks) verbusProfileMarkEnd();
 const after = counted(), made = Math.ceil(calls / window) * window * reps;
 const perCall: Record<string, number> = {};
@@ -84,6 +94,10 @@ console.log(JSON.stringify({
   reps,
   us_per_call: Math.min(...perRep),
   us_per_call_reps: perRep,
+  // CPU time per call (getrusage: all threads): unlike the wall time, hardly moved by what else
+  // runs on the host
+  cpu_us_per_call: Math.min(...cpuPerRep),
+  cpu_us_per_call_reps: cpuPerRep,
   calls_made: made,
   per_call: perCall,
   ...(wrong ? { wrong_path: wrong } : {}),

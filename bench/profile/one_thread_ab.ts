@@ -4,7 +4,11 @@
  * of the rounds' figures and B ÷ A.
  *
  *   deno run -A bench/profile/one_thread_ab.ts [--a HEAD] [--b .] [--runtime deno|bun|both]
- *       [--rounds 5] [--calls 300000] [--window 1] [--out FILE.json]
+ *       [--rounds 5] [--calls 300000] [--window 1] [--metric wall|cpu] [--out FILE.json]
+ *
+ * `--metric cpu` compares the process's CPU time per call (user + kernel, all threads) instead
+ * of the wall time: on a host other work shares, the wall time swings with it, the CPU time much
+ * less.
  *
  * A side is a checkout directory (which needs its `build/`, the helper) or a git revision of
  * this repository, extracted and built in a temporary directory (`bench/common/revision_tree.ts`);
@@ -24,9 +28,10 @@ const rounds = Math.max(1, numArg("rounds", 5)), calls = numArg("calls", 300_000
 const window = numArg("window", 1);
 const runtimes = runtimesArg();
 
+/** `--metric cpu`: CPU time per call (what the host's other load hardly moves); else wall time. */
+const metric = arg("metric", "wall") === "cpu" ? "cpu_us_per_call" : "us_per_call";
 const once = (rt: "deno" | "bun", root: string): number =>
-  runOneThread(rt, root, ["--calls", String(calls), "--window", String(window)])
-    .us_per_call as number;
+  runOneThread(rt, root, ["--calls", String(calls), "--window", String(window)])[metric] as number;
 
 const results: Record<string, unknown>[] = [];
 let a = "", b = "";
@@ -49,6 +54,7 @@ function measure(rt: "deno" | "bun"): void {
     a,
     b,
     window,
+    metric,
     a_us_per_call: median(av),
     b_us_per_call: median(bv),
     b_over_a: Math.round(median(bv) / median(av) * 1000) / 1000,
