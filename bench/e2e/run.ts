@@ -358,18 +358,21 @@ async function measureRound(order: Rt[]): Promise<void> {
     });
   }
 }
-// Rounds alternate the runtimes' order, so neither always runs on the warmer (or busier) machine.
+// Rounds alternate the runtimes' order, so neither always runs on the warmer (or busier) machine;
+// the load average after each round shows others' work on the host.
+const roundLoads: string[] = [];
 for (; round < ROUNDS; round++) {
   const order: Rt[] = round % 2 ? ["bun", "deno"] : ["deno", "bun"];
   await (cpuOnly ? measureCpuRound(order) : measureRound(order));
+  roundLoads.push(loadavg().map((x) => x.toFixed(2)).join(" "));
 }
 const real = rows.filter((r) => r.system !== "warmup");
 const header = `${ROUNDS} round${
   ROUNDS > 1 ? "s" : ""
 } (each measures every row; the runtimes' order alternates). Calls per row: ECHO at 1 in flight ${N_SMALL} after ${WARM_ONE} warm-up calls (TCP: ${WARM_SMALL}); ECHO at 32 in flight ${N_WIDE} (${CLIENTS}-client rows: ${
   N_WIDE / 2
-} per client) after ${WARM_WIDE} warm-up calls with as many in flight; LARGE_GET/BIGPUT ${N_LARGE} after ${WARM_LARGE}; a row stops after ${ROW_SECONDS} s. Load average at the end ${
-  loadavg().map((x) => x.toFixed(2)).join(" ")
+} per client) after ${WARM_WIDE} warm-up calls with as many in flight; LARGE_GET/BIGPUT ${N_LARGE} after ${WARM_LARGE}; a row stops after ${ROW_SECONDS} s. Load average (1, 5, 15 min) after each round: ${
+  roundLoads.map((l, i) => `${i + 1}: ${l}`).join("; ")
 } on ${availableParallelism()} cores. Only ratios of rows of one round mean anything.`;
 const cpuNote =
   "CPU per call hardly depends on what else runs on the cores (a call's work costs what it costs; a process waiting costs little), unlike calls/s; it still moves some with cache and scheduler contention.";
@@ -381,7 +384,7 @@ if (cpuOnly) {
   writeFileSync(join(ROOT, "bench/results/e2e-cpu.md"), md + "\n");
   writeFileSync(
     join(ROOT, "bench/results/e2e-cpu.json"),
-    JSON.stringify({ rounds: ROUNDS, rows: real, cpu, quick }, null, 2) + "\n",
+    JSON.stringify({ rounds: ROUNDS, roundLoads, rows: real, cpu, quick }, null, 2) + "\n",
   );
 } else if (!tcpOnly) {
   mkdirSync(join(ROOT, "bench/results"), { recursive: true });
