@@ -8,9 +8,11 @@
  * so a peer that announces a large body and sends little costs little.
  *
  * Lent chunks (`push(chunk, true)`: a registered receive block of brpc's RDMA mode, valid only
- * during the call): nothing handed out is a view of them. A frame that lies whole in the chunk
- * has its meta decoded in place and its payload and attachment copied out (once); a frame split
- * across chunks is gathered by copying straight from them (once), into a buffer of its announced
+ * during the call): nothing handed out or kept is a view of them, and each of their bytes is
+ * copied once. The frames that lie whole in the chunk, one after the other, are copied out in one
+ * buffer and handed out as views of it (one allocation per block: copying each payload on its own
+ * measured up to 4× slower for small frames on Deno, `bench/brpc_rdma/copy_micro.ts`); a frame
+ * split across chunks is gathered by copying straight from them, into a buffer of its announced
  * size up to {@link LENT_BODY_START} (bigger bodies grow from there, as above); bytes kept while
  * paused or stopped are copied. {@link FrameParser.copiedBytes} counts every byte it copied.
  *
@@ -229,7 +231,7 @@ export class FrameParser {
         if (this.#hdrHave < FRAME_HEADER_SIZE) return;
         this.#hdrHave = 0;
         this.#readSizes(this.#hdr, 0);
-        if (this.#bodySize === 0) this.#emit(EMPTY, 0, false);
+        if (this.#bodySize === 0) this.#emit(EMPTY, 0);
         else this.#startBody();
         continue;
       }
@@ -238,13 +240,39 @@ export class FrameParser {
       const start = p + FRAME_HEADER_SIZE;
       const size = this.#bodySize;
       if (n - start >= size) {
+        if (this.#lent) {
+          p = this.#wholeRun(chunk, p);
+          continue;
+        }
         p = start + size;
-        this.#emit(chunk, start, this.#lent);
+        this.#emit(chunk, start);
       } else {
         this.#startBody();
         p = this.#gather(chunk, start);
       }
     }
+  }
+
+  /**
+   * Lent chunk, a whole frame at `p`: copies it and the whole frames after it out in one buffer
+   * and parses that (owned: views of it are handed out). Returns where the copied run ends.
+   */
+  #wholeRun(chunk: Uint8Array, p: number): number {
+    const n = chunk.length;
+    let q = p;
+    while (n - q >= FRAME_HEADER_SIZE) {
+      const body = u32(chunk, q + 4);
+      if (body > this.#maxBodySize || n - q - FRAME_HEADER_SIZE < body) break;
+      q += FRAME_HEADER_SIZE + body;
+    }
+    this.#copied += q - p;
+    this.#lent = false;
+    try {
+      this.#push(chunk.slice(p, q));
+    } finally {
+      this.#lent = true;
+    }
+    return q;
   }
 
   /** A body that did not arrive whole: a buffer sized by what arrives, not what is announced. */
@@ -272,7 +300,7 @@ export class FrameParser {
     if (need === this.#bodySize) {
       this.#body = null;
       this.#bodyHave = 0;
-      this.#emit(body, 0, false);
+      this.#emit(body, 0);
     }
     return p + k;
   }
@@ -293,8 +321,7 @@ export class FrameParser {
   }
 
   #readSizes(b: Uint8Array, at: number): void {
-    const body = ((b[at + 4] << 24) | (b[at + 5] << 16) | (b[at + 6] << 8) | b[at + 7]) >>> 0;
-    const meta = ((b[at + 8] << 24) | (b[at + 9] << 16) | (b[at + 10] << 8) | b[at + 11]) >>> 0;
+    const body = u32(b, at + 4), meta = u32(b, at + 8);
     if (body > this.#maxBodySize) {
       throw new ProtocolError(
         `oversize frame: body_size=${body} exceeds max_body_size=${this.#maxBodySize}`,
@@ -311,20 +338,13 @@ export class FrameParser {
     this.#metaSize = meta;
   }
 
-  /**
-   * Decodes the meta of the body at `buf[start, start + bodySize)` and delivers the frame;
-   * `lent`: `buf` is a lent chunk, what is handed out is copied from it.
-   */
-  #emit(buf: Uint8Array, start: number, lent: boolean): void {
+  /** Decodes the meta of the body at `buf[start, start + bodySize)` (owned) and delivers the frame. */
+  #emit(buf: Uint8Array, start: number): void {
     const bodySize = this.#bodySize, metaSize = this.#metaSize;
     const metaEnd = start + metaSize;
     if (this.#stream) {
       this.#frames++;
-      if (lent) {
-        this.#copied += bodySize;
-        const b = buf.slice(start, start + bodySize);
-        this.#onStream!(b.subarray(0, metaSize), b.subarray(metaSize));
-      } else this.#onStream!(buf.subarray(start, metaEnd), view(buf, metaEnd, start + bodySize));
+      this.#onStream!(buf.subarray(start, metaEnd), view(buf, metaEnd, start + bodySize));
       return;
     }
     const reuse = this.#answerMeta;
@@ -344,15 +364,6 @@ export class FrameParser {
     }
     const payloadEnd = start + bodySize - att;
     this.#frames++;
-    if (lent) {
-      this.#copied += bodySize - metaSize;
-      this.#onFrame(
-        meta,
-        copy(buf, metaEnd, payloadEnd),
-        att === 0 ? EMPTY : copy(buf, payloadEnd, payloadEnd + att),
-      );
-      return;
-    }
     this.#onFrame(
       meta,
       view(buf, metaEnd, payloadEnd),
@@ -361,9 +372,9 @@ export class FrameParser {
   }
 }
 
-/** A copy of `buf[start, end)` the handler owns (a lent chunk's bytes). */
-function copy(buf: Uint8Array, start: number, end: number): Uint8Array {
-  return end === start ? EMPTY : buf.slice(start, end);
+/** The big-endian u32 at `b[at]`. */
+function u32(b: Uint8Array, at: number): number {
+  return ((b[at] << 24) | (b[at + 1] << 16) | (b[at + 2] << 8) | b[at + 3]) >>> 0;
 }
 
 /**
