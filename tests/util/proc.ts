@@ -94,8 +94,14 @@ export function spawnScript(
     },
   );
   let out = "";
+  // Exited once its output is read too: "close" comes after the last stdout/stderr chunk ("exit"
+  // may come before it). A grandchild holding the pipes open must not hold this up: 1 s after
+  // "exit" it resolves all the same.
   const exited = new Promise<number | string>((res) => {
-    proc.on("exit", (code, signal) => res(code ?? signal ?? "unknown"));
+    proc.on("close", (code, signal) => res(code ?? signal ?? "unknown"));
+    proc.on("exit", (code, signal) => {
+      setTimeout(() => res(code ?? signal ?? "unknown"), 1000);
+    });
     proc.on("error", (e) => res(`spawn error: ${e.message}`));
   });
   const timeoutMs = options.timeoutMs ?? 20_000;
