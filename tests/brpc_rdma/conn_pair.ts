@@ -5,26 +5,12 @@
  * channel and server do, checking each frame's bytes.
  */
 import { encodeFrameTo, FrameParser } from "../../rpc/protocol/frame.ts";
-import { HELLO_VER, IMPL_VER } from "../../transport/brpc_rdma/hello.ts";
-import type { BrpcHello } from "../../transport/brpc_rdma/hello.ts";
+import { helloFor } from "../../transport/brpc_rdma/hello.ts";
 import { brpcRdmaOptionsSchema } from "../../transport/brpc_rdma/options.ts";
 import { sendBytesFor } from "../../transport/brpc_rdma/send_ring.ts";
 import { BrpcRdmaConn } from "../../transport/brpc_rdma/stream_conn.ts";
 import type { TcpConn } from "../../transport/tcp/tcp.ts";
 import { FakeQp } from "./fake_qp.ts";
-
-function helloOf(qp: FakeQp): BrpcHello {
-  return {
-    helloVer: HELLO_VER,
-    implVer: IMPL_VER,
-    blockSize: qp.blockSize,
-    sqSize: qp.sqSize,
-    rqSize: qp.rqSize,
-    lid: qp.lid,
-    gid: qp.gid,
-    qpNum: qp.qpNum,
-  };
-}
 
 /** A TCP connection that carries nothing (the RDMA connection only watches it for a close). */
 function stubTcp(port: number): TcpConn {
@@ -56,7 +42,7 @@ export function connPair(
   const opts = brpcRdmaOptionsSchema.parse({ sqSize: 16, rqSize: 16, blockSize: 4096, ...o });
   const qa = new FakeQp(opts), qb = new FakeQp(opts);
   qa.lateSends = qb.lateSends = late;
-  const ha = helloOf(qa), hb = helloOf(qb);
+  const ha = helloFor(qa), hb = helloFor(qb);
   qa.bringUp(hb, sendBytesFor(qa, hb));
   qb.bringUp(ha, sendBytesFor(qb, ha));
   const a = new BrpcRdmaConn(stubTcp(1), qa, hb);

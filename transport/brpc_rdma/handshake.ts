@@ -27,10 +27,9 @@ import {
   encodeHello,
   FALLBACK_HELLO,
   HELLO_LEN,
-  HELLO_VER,
+  helloFor,
   helloLength,
   helloRefusal,
-  IMPL_VER,
   isHelloMagic,
   showMagic,
 } from "./hello.ts";
@@ -90,19 +89,6 @@ export interface HandshakeOutcome<S extends string> {
   notRdmaServer?: boolean;
   /** Every transition, with reasons. */
   history: readonly { from: S; to: S; reason?: string }[];
-}
-
-function localHello(qp: BrpcQp): BrpcHello {
-  return {
-    helloVer: HELLO_VER,
-    implVer: IMPL_VER,
-    blockSize: qp.blockSize,
-    sqSize: qp.sqSize,
-    rqSize: qp.rqSize,
-    lid: qp.lid,
-    gid: qp.gid,
-    qpNum: qp.qpNum,
-  };
 }
 
 /** Reads the rest of a hello whose magic was read: msg_len, the base body, the extension. */
@@ -169,7 +155,7 @@ export async function clientHandshake(
     return outcome(m, null, { notRdmaServer });
   };
   m.to("C_HELLO_SEND");
-  if (!tcp.write(encodeHello(localHello(qp)))) {
+  if (!tcp.write(encodeHello(helloFor(qp)))) {
     return fail("the connection closed before the hello");
   }
   m.to("C_HELLO_WAIT");
@@ -260,7 +246,7 @@ export async function serverHandshake(
     }
   }
   m.to("S_HELLO_SEND");
-  const hello = qp !== null ? localHello(qp) : FALLBACK_HELLO;
+  const hello = qp !== null ? helloFor(qp) : FALLBACK_HELLO;
   if (!tcp.write(encodeHello(hello))) return fail("the connection closed before the hello");
   m.to("S_ACK_WAIT");
   let ack: Uint8Array;

@@ -59,6 +59,29 @@ export const FALLBACK_HELLO: Readonly<BrpcHello> = Object.freeze({
   qpNum: 0,
 });
 
+/** This side's hello for a QP brought to INIT: its sizes, address and number. */
+export function helloFor(
+  qp: {
+    blockSize: number;
+    sqSize: number;
+    rqSize: number;
+    lid: number;
+    gid: Uint8Array;
+    qpNum: number;
+  },
+): BrpcHello {
+  return {
+    helloVer: HELLO_VER,
+    implVer: IMPL_VER,
+    blockSize: qp.blockSize,
+    sqSize: qp.sqSize,
+    rqSize: qp.rqSize,
+    lid: qp.lid,
+    gid: qp.gid,
+    qpNum: qp.qpNum,
+  };
+}
+
 /** Encodes `h` as a 40-byte v2 hello (a fresh buffer). Throws RangeError on out-of-range fields. */
 export function encodeHello(h: BrpcHello): Uint8Array {
   const u16 = (n: number, what: string) => {
