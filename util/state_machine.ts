@@ -1,6 +1,6 @@
 /**
  * An explicit state machine over named states: the transitions each state may take, and a
- * history that says why each transition happened. FALLBACK_TCP and FAILED are logged once, with
+ * history that says why and when each transition happened (a slow handshake shows its slow step). FALLBACK_TCP and FAILED are logged once, with
  * their reason, when a log is given — never silently. Used by every handshake (verbus's own
  * fabric handshake in rpc/session/, brpc's RDMA handshake in transport/brpc_rdma/).
  *
@@ -14,12 +14,16 @@ export interface Transition<S extends string> {
   from: S;
   to: S;
   reason?: string;
+  /** When it happened: ms since the machine was created (0.1 ms resolution). */
+  atMs: number;
 }
 
 /** A state machine over `S`. Illegal transitions throw (they are bugs or a lying peer). */
 export class StateMachine<S extends string> {
   #state: S;
   readonly history: Transition<S>[] = [];
+  /** When the machine was created (performance.now()): the history's times count from here. */
+  readonly #t0 = performance.now();
 
   constructor(
     readonly name: string,
@@ -45,7 +49,8 @@ export class StateMachine<S extends string> {
       );
     }
     this.#state = to;
-    this.history.push({ from, to, ...(reason ? { reason } : {}) });
+    const atMs = Math.round((performance.now() - this.#t0) * 10) / 10;
+    this.history.push({ from, to, ...(reason ? { reason } : {}), atMs });
     if ((to === ("FALLBACK_TCP" as S) || to === ("FAILED" as S)) && this.log) {
       this.log(`${this.name}: ${from} → ${to}: ${reason ?? "no reason given"}`);
     }

@@ -14,7 +14,7 @@
  * Control path (allocates, awaits). Threading: the connection's JS thread.
  * @module
  */
-import { StateMachine } from "../../util/state_machine.ts";
+import { StateMachine, type Transition } from "../../util/state_machine.ts";
 import { awaitServerHello, ending, refused, sniffHello } from "../tcp/hello_steps.ts";
 import { errorLine as msg, TimedReader } from "../tcp/timed_reader.ts";
 import type { TcpConn } from "../tcp/tcp.ts";
@@ -87,8 +87,8 @@ export interface HandshakeOutcome<S extends string> {
   conn: TcpConn | null;
   /** Client only: the server is not in RDMA mode (closed on the hello, or not a hello back). */
   notRdmaServer?: boolean;
-  /** Every transition, with reasons. */
-  history: readonly { from: S; to: S; reason?: string }[];
+  /** Every transition, with reasons and times. */
+  history: readonly Transition<S>[];
 }
 
 /** Reads the rest of a hello whose magic was read: msg_len, the base body, the extension. */
