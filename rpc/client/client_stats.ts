@@ -32,6 +32,45 @@ export interface ClientStats {
 /** The paths, in the order stats show them. */
 export const PATHS: CallPath[] = ["EAGER", "LAZY", "BULK", "TCP_FALLBACK"];
 
+/**
+ * A client's calls per path, its fallbacks and each path's latency EWMA (the counting half of
+ * {@link ClientStats}). Threading: the client's JS thread.
+ */
+export class PathCounters {
+  /** Calls completed per path. */
+  readonly calls: Record<CallPath, number> = { EAGER: 0, LAZY: 0, BULK: 0, TCP_FALLBACK: 0 };
+  /** Calls sent over TCP in place of the fabric (the selector's or a failed post's fallback). */
+  fallbacks = 0;
+  readonly #latencyUs: Record<CallPath, number> = { EAGER: 0, LAZY: 0, BULK: 0, TCP_FALLBACK: 0 };
+  /** Calls measured into each path's EWMA. */
+  readonly #latencyN: Record<CallPath, number> = { EAGER: 0, LAZY: 0, BULK: 0, TCP_FALLBACK: 0 };
+
+  /** A call on `path` completed; `startedAt` (`performance.now()`, 0: not measured) its start. */
+  completed(path: CallPath, startedAt: number): void {
+    this.calls[path]++;
+    if (startedAt > 0) this.fold(path, (performance.now() - startedAt) * 1000);
+  }
+
+  /** Folds a latency of `us` microseconds into `path`'s EWMA. */
+  fold(path: CallPath, us: number): void {
+    this.#latencyUs[path] = this.#latencyN[path]++ === 0
+      ? us
+      : this.#latencyUs[path] * 0.9 + us * 0.1;
+  }
+
+  /** Copies of the counts and the EWMAs (rounded to 0.1 µs), for {@link ClientStats}. */
+  snapshot(): Pick<ClientStats, "calls" | "fallbacks" | "latencyUs" | "latencySamples"> {
+    return {
+      calls: { ...this.calls },
+      fallbacks: this.fallbacks,
+      latencyUs: Object.fromEntries(
+        PATHS.map((p) => [p, Math.round(this.#latencyUs[p] * 10) / 10]),
+      ) as Record<CallPath, number>,
+      latencySamples: { ...this.#latencyN },
+    };
+  }
+}
+
 /** Human-readable stats of a client. */
 export function formatClientStats(st: ClientStats): string {
   const lines = [

@@ -12,7 +12,6 @@
  * Threading: a client belongs to the JS thread that created it.
  * @module
  */
-import { setImmediate } from "node:timers";
 import { type CallOptions, type Channel, connect as connectChannel } from "../tcp/channel.ts";
 import {
   type BatchCall,
@@ -30,9 +29,8 @@ import { ENOSERVICE, RpcError } from "../errors.ts";
 import { ClientBase } from "./rpc_client.ts";
 import { FabricLink } from "./fabric_link.ts";
 import type { TelemetrySnapshot } from "../region/telemetry.ts";
-import { type ClientStats, formatClientStats, PATHS } from "./client_stats.ts";
+import { type ClientStats, formatClientStats, PathCounters } from "./client_stats.ts";
 import {
-  type CallPath,
   type SelectInput,
   type SelectorConfig,
   selectorConfigSchema,
@@ -66,13 +64,10 @@ export class Client extends ClientBase<ClientCallResult> {
   readonly #fabric: FabricLink;
   /** Fabric errors counted against the session (the selector moves to TCP past a threshold). */
   #errors: number;
-  #fallbacks = 0;
+  /** Calls per path, fallbacks, latency EWMAs. */
+  readonly #counts = new PathCounters();
   /** Calls whose headers were past the fabric's metadata bound (sent over TCP). */
   #metaOverBoundCalls = 0;
-  readonly #calls: Record<CallPath, number> = { EAGER: 0, LAZY: 0, BULK: 0, TCP_FALLBACK: 0 };
-  readonly #latencyUs: Record<CallPath, number> = { EAGER: 0, LAZY: 0, BULK: 0, TCP_FALLBACK: 0 };
-  /** Calls measured into each path's EWMA. */
-  readonly #latencyN: Record<CallPath, number> = { EAGER: 0, LAZY: 0, BULK: 0, TCP_FALLBACK: 0 };
   /** The selector's input, refilled per call (no object per call). */
   readonly #selectInput: SelectInput = {
     forcePath: undefined,
@@ -118,8 +113,7 @@ export class Client extends ClientBase<ClientCallResult> {
         return client.#fabric.outcome.fabricLabel;
       },
       completed(path, startedAt) {
-        client.#calls[path]++;
-        if (startedAt > 0) client.#recordLatency(path, startedAt);
+        client.#counts.completed(path, startedAt);
       },
       fabricError() {
         client.#errors++;
@@ -131,8 +125,8 @@ export class Client extends ClientBase<ClientCallResult> {
     if (this.#fabric.session) this.#fabric.session.hooks = this.#hooks;
     // The channel counts the TCP calls it carries without a fabric session (see `call`).
     channel._observe((ms) => {
-      this.#calls.TCP_FALLBACK++;
-      this.#foldLatency("TCP_FALLBACK", ms * 1000);
+      this.#counts.calls.TCP_FALLBACK++;
+      this.#counts.fold("TCP_FALLBACK", ms * 1000);
     });
   }
 
@@ -337,23 +331,10 @@ export class Client extends ClientBase<ClientCallResult> {
     fallback: boolean,
   ): Promise<ClientCallResult> {
     const t0 = performance.now();
-    if (fallback) this.#fallbacks++;
+    if (fallback) this.#counts.fallbacks++;
     const r = await this.#channel.call(service, method, request, options);
-    this.#calls.TCP_FALLBACK++;
-    this.#recordLatency("TCP_FALLBACK", t0);
+    this.#counts.completed("TCP_FALLBACK", t0);
     return { ...r, path: "TCP_FALLBACK", fabric: "tcp" };
-  }
-
-  /** Folds the latency of a call that started at `t0` (`performance.now()`) into `path`'s EWMA. */
-  #recordLatency(path: CallPath, t0: number): void {
-    this.#foldLatency(path, (performance.now() - t0) * 1000);
-  }
-
-  /** Folds a latency of `us` microseconds into `path`'s EWMA. */
-  #foldLatency(path: CallPath, us: number): void {
-    this.#latencyUs[path] = this.#latencyN[path]++ === 0
-      ? us
-      : this.#latencyUs[path] * 0.9 + us * 0.1;
   }
 
   /** Advances the fabric session once; returns how many calls completed. */
@@ -361,15 +342,8 @@ export class Client extends ClientBase<ClientCallResult> {
     return this.#fabric.session?.progress() ?? 0;
   }
   /** Refreshes the server snapshot now (one-sided read of its control page) and waits for it. */
-  async refreshServerSnapshot(): Promise<TelemetrySnapshot | null> {
-    const s = this.#fabric.session;
-    if (!s || s.failed) return null;
-    s.refreshSnapshot();
-    for (let i = 0; i < 1000 && s.snapshotPending; i++) {
-      s.progress();
-      await new Promise((r) => setImmediate(r));
-    }
-    return s.snapshot;
+  refreshServerSnapshot(): Promise<TelemetrySnapshot | null> {
+    return this.#fabric.refreshSnapshot();
   }
 
   /** The fabric session (object-lifecycle seam, counters), or null on TCP. */
@@ -377,16 +351,9 @@ export class Client extends ClientBase<ClientCallResult> {
     return this.#fabric.session;
   }
 
-  /** Sends queued RECLAIMs and waits until no fabric call is in flight. */
-  async drain(timeoutMs = 5000): Promise<void> {
-    const s = this.#fabric.session;
-    if (!s) return;
-    const end = performance.now() + timeoutMs;
-    while ((s.inflight > 0 || s.pendingReclaims > 0) && !s.failed && performance.now() < end) {
-      s.flushReclaims();
-      s.progress();
-      await new Promise((r) => setImmediate(r));
-    }
+  /** Sends queued RECLAIMs and waits until no fabric call is in flight (at most `timeoutMs`). */
+  drain(timeoutMs = 5000): Promise<void> {
+    return this.#fabric.drain(timeoutMs);
   }
 
   /** Local counters plus the server's last control-page snapshot. */
@@ -394,13 +361,8 @@ export class Client extends ClientBase<ClientCallResult> {
     return {
       fabric: this.fabric,
       handshake: this.handshake,
-      calls: { ...this.#calls },
-      fallbacks: this.#fallbacks,
+      ...this.#counts.snapshot(),
       errors: this.#errors,
-      latencyUs: Object.fromEntries(
-        PATHS.map((p) => [p, Math.round(this.#latencyUs[p] * 10) / 10]),
-      ) as Record<CallPath, number>,
-      latencySamples: { ...this.#latencyN },
       session: this.#fabric.session ? { ...this.#fabric.session.stats } : null,
       server: this.#fabric.session?.snapshot ?? null,
     };

@@ -10,6 +10,7 @@
  * and closes it.
  * @module
  */
+import { setImmediate } from "node:timers";
 import { backoffMs } from "../../util/backoff.ts";
 import type { Channel } from "../tcp/channel.ts";
 import type { ConnectSettings } from "./client_options.ts";
@@ -17,6 +18,7 @@ import type { ClientSession } from "../session/client/client_session.ts";
 import { establishFabric, type FabricOutcome } from "../session/handshake/client_handshake.ts";
 import type { EngineSession, ProgressEngine, Registration } from "../session/engine/engine.ts";
 import { FabricStreams } from "../stream/stream_ring.ts";
+import type { TelemetrySnapshot } from "../region/telemetry.ts";
 
 /** Longest back-off between re-negotiation attempts, ms. */
 const MAX_BACKOFF_MS = 30_000;
@@ -206,6 +208,30 @@ export class FabricLink {
   /** The wait before the next attempt: `reestablishMs` doubled per failed attempt, jittered. */
   #delay(): number {
     return backoffMs(this.#failures + 1, this.#settings.reestablishMs, MAX_BACKOFF_MS);
+  }
+
+  /** Refreshes the server snapshot now (one-sided read of its control page) and waits for it. */
+  async refreshSnapshot(): Promise<TelemetrySnapshot | null> {
+    const s = this.session;
+    if (!s || s.failed) return null;
+    s.refreshSnapshot();
+    for (let i = 0; i < 1000 && s.snapshotPending; i++) {
+      s.progress();
+      await new Promise((r) => setImmediate(r));
+    }
+    return s.snapshot;
+  }
+
+  /** Sends queued RECLAIMs and waits until no fabric call is in flight (at most `timeoutMs`). */
+  async drain(timeoutMs: number): Promise<void> {
+    const s = this.session;
+    if (!s) return;
+    const end = performance.now() + timeoutMs;
+    while ((s.inflight > 0 || s.pendingReclaims > 0) && !s.failed && performance.now() < end) {
+      s.flushReclaims();
+      s.progress();
+      await new Promise((r) => setImmediate(r));
+    }
   }
 
   /** Waits for a re-negotiation in flight, leaves the engine and closes the session. Safe twice. */
