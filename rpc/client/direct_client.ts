@@ -24,25 +24,14 @@ import {
   faultsSchema,
 } from "./client_options.ts";
 import { parseOptions } from "../../util/options.ts";
-import { libraryLogger } from "../../util/log.ts";
 import { ENOSERVICE, RpcError } from "../errors.ts";
 import { ClientBase } from "./rpc_client.ts";
 import { FabricLink } from "./fabric_link.ts";
+import { CallRouter, VIA_FABRIC, VIA_TCP_REDO } from "./call_router.ts";
 import type { TelemetrySnapshot } from "../region/telemetry.ts";
 import { type ClientStats, formatClientStats, PathCounters } from "./client_stats.ts";
-import {
-  type SelectInput,
-  type SelectorConfig,
-  selectorConfigSchema,
-  selectPathWithoutReason,
-} from "./selector.ts";
 import type { ClientSession } from "../session/client/client_session.ts";
-import {
-  type CallSpec,
-  copyCallSpec,
-  newCallSpec,
-  NO_CALL_OPTIONS,
-} from "../session/client/call_spec.ts";
+import { type CallSpec, copyCallSpec, NO_CALL_OPTIONS } from "../session/client/call_spec.ts";
 import { FAILED, FULL, OK } from "../../transport/fabric.ts";
 import type { AnswerSink, CallHooks } from "../session/client/fabric_call.ts";
 import { establishFabric, type FabricOutcome } from "../session/handshake/client_handshake.ts";
@@ -51,35 +40,19 @@ import type { FabricStreams } from "../stream/stream_ring.ts";
 
 export { connectOptionsSchema, faultsSchema };
 export type { BatchCall, ClientCallOptions, ClientCallResult, ClientOptions, ClientStats };
-const EMPTY = new Uint8Array(0);
 const NO_OPTIONS: ClientCallOptions = NO_CALL_OPTIONS;
-/** What {@link Client}'s path selection decided: the fabric, TCP, or TCP counted as a fallback. */
-const VIA_FABRIC = 0, VIA_TCP = 1, VIA_TCP_REDO = 2;
 
 /** A client connected to one server. Create with `connect()` (`client.ts`) or {@link connectDirect}. */
 export class Client extends ClientBase<ClientCallResult> {
   readonly #channel: Channel;
   readonly #settings: ConnectSettings;
-  readonly #selector: SelectorConfig;
+  /** Picks each call's path and fills its fabric record. */
+  readonly #router: CallRouter;
   readonly #fabric: FabricLink;
   /** Fabric errors counted against the session (the selector moves to TCP past a threshold). */
   #errors: number;
   /** Calls per path, fallbacks, latency EWMAs. */
   readonly #counts = new PathCounters();
-  /** Calls whose headers were past the fabric's metadata bound (sent over TCP). */
-  #metaOverBoundCalls = 0;
-  /** The selector's input, refilled per call (no object per call). */
-  readonly #selectInput: SelectInput = {
-    forcePath: undefined,
-    fabricUp: false,
-    errorCount: 0,
-    requestBytes: 0,
-    expectedResponseBytes: undefined,
-    snapshot: undefined,
-    requestFitsSlot: true,
-  };
-  /** The fabric call's record, refilled per call (no object per call). */
-  readonly #spec: CallSpec = newCallSpec();
   /** What the fabric session reports per call (one object for the client's life). */
   readonly #hooks: CallHooks;
 
@@ -93,7 +66,7 @@ export class Client extends ClientBase<ClientCallResult> {
     super();
     this.#channel = channel;
     this.#settings = settings;
-    this.#selector = selectorConfigSchema.parse(settings.selector);
+    this.#router = new CallRouter(settings);
     this.#errors = settings.faults.errors;
     // A fresh session starts with a clean record.
     this.#fabric = new FabricLink(
@@ -174,11 +147,11 @@ export class Client extends ClientBase<ClientCallResult> {
     const s = this.#fabric.current();
     if (s === null) return this.#channel._callAsClient(service, method, request, options);
     try {
-      const how = this.#select(s, service, method, request, options);
+      const how = this.#router.select(s, this.#errors, service, method, request, options);
       if (how !== VIA_FABRIC) {
         return this.#tcp(service, method, request, options, how === VIA_TCP_REDO);
       }
-      const spec = this.#spec; // filled by #select; submit reads it before it returns
+      const spec = this.#router.spec; // filled by select; submit reads it before it returns
       const p = s.submit(spec);
       if (typeof p === "object") {
         this.#fabric.startLoop();
@@ -214,12 +187,12 @@ export class Client extends ClientBase<ClientCallResult> {
     if (s !== null) {
       let how: number;
       try {
-        how = this.#select(s, service, method, request, options);
+        how = this.#router.select(s, this.#errors, service, method, request, options);
       } catch (e) {
         sink.fail(tag, e);
         return false;
       }
-      if (how === VIA_FABRIC && s.submitTo(this.#spec, sink, tag) === OK) {
+      if (how === VIA_FABRIC && s.submitTo(this.#router.spec, sink, tag) === OK) {
         this.#fabric.startLoop();
         return true;
       }
@@ -230,65 +203,6 @@ export class Client extends ClientBase<ClientCallResult> {
       (e) => sink.fail(tag, e),
     );
     return false;
-  }
-
-  /**
-   * Picks the path of a call while fabric session `s` is up: {@link VIA_FABRIC} (and fills
-   * `this.#spec` for `s.submit`), or TCP ({@link VIA_TCP}; {@link VIA_TCP_REDO}: counted as a
-   * fallback).
-   */
-  #select(
-    s: ClientSession,
-    service: string,
-    method: string,
-    request: Uint8Array,
-    options: ClientCallOptions,
-  ): number {
-    const attachment = options.attachment ?? EMPTY;
-    // Headers (request_id, user_fields) ride in the request's metadata block; one past the
-    // session's bound sends the call over TCP, saying why.
-    const metaBytes = options === NO_OPTIONS ? 0 : s.metaBytes(options);
-    const forcePath = options.forcePath ??
-      (metaBytes < 0 ? this.#metaOverBound(-metaBytes, s.metaBound) : this.#settings.forcePath);
-    const m = s.methodIndex(service, method);
-    const bytes = request.length + attachment.length + (metaBytes > 0 ? metaBytes : 0);
-    const sel = this.#selectInput;
-    sel.forcePath = forcePath;
-    sel.fabricUp = !s.failed && m >= 0;
-    sel.errorCount = this.#errors;
-    sel.requestBytes = bytes;
-    sel.expectedResponseBytes = options.expectedResponseBytes;
-    sel.snapshot = s.snapshot ?? undefined;
-    sel.requestFitsSlot = bytes <= s.slotSize;
-    sel.maxResponseBytes = s.maxPoolAnswerBytes; // a larger answer would fail, having run
-    const path = selectPathWithoutReason(sel, this.#selector);
-    if (path === "TCP_FALLBACK") return forcePath === "TCP_FALLBACK" ? VIA_TCP : VIA_TCP_REDO;
-    const spec = this.#spec; // reused: submit reads it before it returns
-    spec.service = service;
-    spec.method = method;
-    spec.methodIndex = m;
-    spec.request = request;
-    spec.attachment = attachment;
-    spec.path = path;
-    spec.timeoutMs = options.timeoutMs ?? this.#settings.timeoutMs;
-    spec.logId = options.logId ?? 0;
-    spec.options = options;
-    spec.preparedMeta = metaBytes; // encoded just above: submit writes it without encoding again
-    return VIA_FABRIC;
-  }
-
-  /**
-   * A call whose headers make a metadata block of `size` bytes, past the session's `bound`: it
-   * goes over TCP (returns that path). Logged the first time, and then every 1000th time, with
-   * the count.
-   */
-  #metaOverBound(size: number, bound: number): "TCP_FALLBACK" {
-    if (this.#metaOverBoundCalls++ % 1000 === 0) {
-      const line = `a call's headers make a ${size}-byte metadata block, past the fabric's ` +
-        `bound of ${bound} bytes: it goes over TCP (${this.#metaOverBoundCalls} such call(s) so far)`;
-      (this.#settings.logger ?? libraryLogger()).warn(line);
-    }
-    return "TCP_FALLBACK";
   }
 
   /** No free slot (or BULK space) right now: waits for calls in flight to finish (backpressure). */

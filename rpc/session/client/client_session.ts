@@ -14,14 +14,15 @@
  */
 import { Completions, type FabricEndpoint, FAILED, FULL, OK } from "../../../transport/fabric.ts";
 import { CONTROL, type RegionLayout, SESSION_CLOSED } from "../../region/layout.ts";
-import { LATENCY_SAMPLE_EVERY, type TelemetrySnapshot } from "../../region/telemetry.ts";
+import type { TelemetrySnapshot } from "../../region/telemetry.ts";
 import { OBJECT_OVERHEAD_BYTES } from "../../region/object_format.ts";
 import { CallDeadlines } from "./call_deadlines.ts";
-import { NO_FREE_SLOT, SLOT_CALL, SlotTable } from "./client_slots.ts";
+import { SlotTable } from "./client_slots.ts";
 import { MethodTable } from "./method_table.ts";
 import { SessionEnd } from "./client_session_end.ts";
 import type { ClientCallOptions, ClientCallResult } from "../../client/client_options.ts";
-import { type CallSpec, NO_CALL_OPTIONS } from "./call_spec.ts";
+import type { CallSpec } from "./call_spec.ts";
+import { CallStarter } from "./call_starter.ts";
 import {
   type AnswerSink,
   type CallHooks,
@@ -30,14 +31,10 @@ import {
 } from "./fabric_call.ts";
 import { ObjectLifecycleProbe } from "./object_lifecycle_probe.ts";
 import { ReclaimBatcher } from "./reclaim_batcher.ts";
-import { type RequestHeader, RequestWriter } from "./request_writer.ts";
+import { RequestWriter } from "./request_writer.ts";
 import { ResponseReader } from "./response_reader.ts";
 import { ServerSnapshot, SNAPSHOT_WR_ID } from "./server_snapshot.ts";
 import { StagingArea } from "./staging_area.ts";
-import { nowThisTurn } from "../engine/turn_clock.ts";
-
-/** One call in this many (the first included) has its latency measured with the real clock. */
-const LATENCY_SAMPLE_MASK = LATENCY_SAMPLE_EVERY - 1;
 
 /** What a client session needs. */
 export interface ClientSessionInit {
@@ -65,21 +62,13 @@ export class ClientSession {
   readonly #deadlines: CallDeadlines;
   readonly #snapshot: ServerSnapshot;
   readonly #completions = new Completions(256);
-  /** Reused header of caller requests (filled per submit). */
-  readonly #header: RequestHeader = {
-    method: 0,
-    preferLazy: false,
-    timeoutMs: 0,
-    logId: 0,
-    metaBytes: 0,
-  };
+  /** Posts calls into free slots (the first half of a call's life). */
+  readonly #starter: CallStarter;
   /** The client's control page as u32 words (its state word says whether the server closed). */
   readonly #control: Int32Array;
   /** How the session ends (its reason is null while it runs). */
   readonly #end: SessionEnd;
   #seenDoorbell = 0;
-  /** Calls submitted, for sampling their latency (one in {@link LATENCY_SAMPLE_MASK} + 1). */
-  #sampleCount = 0;
   /**
    * The object-lifecycle seam (the `--lifecycle*` demos and tests): the last LAZY reference read,
    * and whether to leave objects unreclaimed (so the server's TTL sweep must free them).
@@ -141,6 +130,16 @@ export class ClientSession {
       staging.snapshotView,
       init.refreshEvery,
     );
+    this.#starter = new CallStarter({
+      endpoint: this.#endpoint,
+      server: this.#server,
+      slots: this.#slots,
+      writer: this.#writer,
+      deadlines: this.#deadlines,
+      snapshot: this.#snapshot,
+      stats: this.stats,
+      fail: (reason) => this.fail(reason),
+    });
     this.#end = new SessionEnd({
       endpoint: this.#endpoint,
       slots: this.#slots,
@@ -279,48 +278,7 @@ export class ClientSession {
   /** Posts `spec`'s request in a free slot and fills its record; the slot index, or FULL / FAILED. */
   #start(spec: CallSpec): number {
     if (this.#end.reason !== null || this.#fabricFailed() || this.#serverClosed()) return FAILED;
-    const { request, attachment, path, timeoutMs, options } = spec;
-    const metaBytes = options === NO_CALL_OPTIONS
-      ? 0
-      : spec.preparedMeta >= 0
-      ? spec.preparedMeta
-      : this.#writer.prepareMeta(options);
-    if (metaBytes < 0) return FAILED; // (the client checks the bound before it selects)
-    const total = request.length + attachment.length;
-    const bulk = path === "BULK" || total + metaBytes > this.#server.config.slotSize;
-    const i = this.#slots.take(SLOT_CALL);
-    if (i === NO_FREE_SLOT) return FULL;
-    const slot = this.#slots.slot(i);
-    if (bulk && !this.#writer.reserveBulk(slot, total)) {
-      this.#slots.release(i);
-      return FULL;
-    }
-    const deadline = timeoutMs > 0 ? nowThisTurn() + timeoutMs : Infinity;
-    const header = this.#header;
-    header.method = spec.methodIndex;
-    header.preferLazy = path === "LAZY";
-    header.timeoutMs = timeoutMs;
-    header.logId = spec.logId;
-    header.metaBytes = metaBytes;
-    const st = this.#writer.post(i, slot, header, request, attachment);
-    if (st !== OK) {
-      this.#slots.release(i);
-      if (st === FAILED) this.fail(`fabric post failed: ${this.#endpoint.failureReason ?? "?"}`);
-      return st === FULL ? FULL : FAILED;
-    }
-    slot.pending = true;
-    slot.path = bulk ? "BULK" : path;
-    slot.deadline = deadline;
-    slot.method = spec.methodIndex;
-    slot.startedAt = (this.#sampleCount++ & LATENCY_SAMPLE_MASK) === 0 ? performance.now() : 0;
-    slot.service = spec.service;
-    slot.methodName = spec.method;
-    slot.request = request;
-    slot.options = options;
-    this.#deadlines.add(deadline);
-    this.stats.submitted++;
-    this.#snapshot.countCall();
-    return i;
+    return this.#starter.start(spec);
   }
 
   /**
