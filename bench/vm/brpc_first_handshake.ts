@@ -2,7 +2,7 @@
  * Where the time of brpc's RDMA handshake goes, first connection against later ones, INSIDE the
  * Soft-RoCE VM (issue 35's target: the first handshake ≤ 0.5 s after the device is open):
  *
- *   SR_SHARE=$PWD ../shared/softroce/run-in-vm.sh 'bash bench/vm/brpc_first_handshake.sh'
+ *   SR_SHARE=$PWD ../shared/softroce/run-in-vm.sh 'bash bench/vm/both_runtimes.sh bench/vm/brpc_first_handshake.ts'
  *
  * A server process (same runtime) opens rxe1 ahead (`prepareBrpcRdma`, as `serve()` does), then
  * runs brpc's server handshake on each accepted TCP connection and writes its state machine's
@@ -114,7 +114,7 @@ async function main(): Promise<void> {
     "|---|---:|---:|---|---|",
     ...rows,
     "",
-    "Made by `bash bench/vm/brpc_first_handshake.sh` in the Soft-RoCE VM (qemu TCG: emulated",
+    "Made by `bash bench/vm/both_runtimes.sh bench/vm/brpc_first_handshake.ts` in the Soft-RoCE VM (qemu TCG: emulated",
     "CPU, so compare the steps and the connections, not the absolute times).",
     "",
   ].join("\n");
